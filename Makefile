@@ -1,0 +1,56 @@
+# Flotilla: a Kubernetes fleet platform. `make help` lists the targets.
+SHELL := /usr/bin/env bash
+
+K8S_VERSION     ?= v1.36.3
+FLOTILLA_BIN_CACHE ?= $(HOME)/.cache/flotilla/bin
+TOOLS_CACHE     ?= $(HOME)/.cache/flotilla/tools
+CONTROLLER_GEN  := $(TOOLS_CACHE)/controller-gen-v0.21.0
+GO_TEST_FLAGS   ?= -timeout 45m
+export FLOTILLA_BIN_CACHE
+
+.PHONY: help
+help: ## List the targets.
+	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z_-]+:.*## / {printf "  %-22s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
+
+.PHONY: build
+build: ## Build bin/flotilla.
+	go build -o bin/flotilla ./cmd/flotilla
+
+.PHONY: controlplane-binaries
+controlplane-binaries: ## Build kube-apiserver, etcd, kwok... for K8S_VERSION into the machine cache (once).
+	hack/build-controlplane.sh $(K8S_VERSION)
+
+.PHONY: controlplane-binaries-all
+controlplane-binaries-all: ## Build the control plane binaries of every supported Kubernetes version.
+	hack/build-controlplane.sh
+
+$(CONTROLLER_GEN):
+	mkdir -p $(TOOLS_CACHE)
+	cd hack/tools/codegen && go build -o $(CONTROLLER_GEN) sigs.k8s.io/controller-tools/cmd/controller-gen
+
+.PHONY: generate
+generate: $(CONTROLLER_GEN) ## Regenerate deepcopy code, CRDs and RBAC from markers.
+	$(CONTROLLER_GEN) object paths=./api/...
+	$(CONTROLLER_GEN) crd paths=./api/... output:crd:artifacts:config=config/crd/bases
+	$(CONTROLLER_GEN) rbac:roleName=flotilla-manager paths=./... output:rbac:artifacts:config=config/rbac
+
+.PHONY: verify-generate
+verify-generate: generate ## Fail when generated files differ from what is committed.
+	@git diff --exit-code -- api config || (echo "generated files are stale: run 'make generate' and commit" >&2; exit 1)
+
+.PHONY: test
+test: controlplane-binaries ## Run every test (unit, integration on real API servers, end to end).
+	go vet ./...
+	go test $(GO_TEST_FLAGS) ./...
+
+.PHONY: bench
+bench: controlplane-binaries build ## Run the benchmarks and print the results table.
+	go test -run '^$$' -bench . -benchtime 1x -timeout 60m ./bench/... | go run ./bench/table
+
+.PHONY: quickstart
+quickstart: controlplane-binaries build ## Create the local management cluster `mgmt` (kubeconfig: ./mgmt/mgmt.kubeconfig).
+	hack/quickstart.sh
+
+.PHONY: clean
+clean: ## Remove build output (not the control plane binary cache).
+	rm -rf bin

@@ -1,0 +1,223 @@
+package v1alpha1
+
+import (
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// ClusterFinalizer lets the Cluster reconciler delete the CAPI objects it created before the
+// Cluster goes away.
+const ClusterFinalizer = "cluster.flotilla.dev/cluster"
+
+// ClusterNameLabel is set on every object Flotilla creates for a Cluster, with the Cluster's name.
+const ClusterNameLabel = "cluster.flotilla.dev/cluster-name"
+
+// ManagementLabel is set on the CAPI Cluster of a management cluster, with value "true".
+const ManagementLabel = "cluster.flotilla.dev/management"
+
+// Condition types of a Cluster.
+const (
+	// ReadyCondition is True when the control plane is available and every worker node group has
+	// all its Nodes ready.
+	ReadyCondition = "Ready"
+
+	// ControlPlaneReadyCondition is True when the cluster's control plane serves requests.
+	ControlPlaneReadyCondition = "ControlPlaneReady"
+
+	// WorkersReadyCondition is True when every worker node group has the requested number of
+	// ready Nodes.
+	WorkersReadyCondition = "WorkersReady"
+)
+
+// Condition reasons of a Cluster.
+const (
+	// ReadyReason: the condition holds.
+	ReadyReason = "Ready"
+	// WaitingForControlPlaneReason: the control plane is being created or is not serving yet.
+	WaitingForControlPlaneReason = "WaitingForControlPlane"
+	// WaitingForWorkersReason: fewer worker Nodes are ready than requested.
+	WaitingForWorkersReason = "WaitingForWorkers"
+	// InvalidSpecReason: the spec references something that does not exist or is not usable;
+	// the message names the field.
+	InvalidSpecReason = "InvalidSpec"
+	// DeletingReason: the cluster is being deleted.
+	DeletingReason = "Deleting"
+	// PausedReason: reconciliation is paused on the cluster.
+	PausedReason = "Paused"
+)
+
+// Cluster phases, a one-word summary for `flotilla get clusters`.
+const (
+	ClusterPhaseProvisioning = "Provisioning"
+	ClusterPhaseReady        = "Ready"
+	ClusterPhaseDeleting     = "Deleting"
+	ClusterPhaseFailed       = "Failed"
+)
+
+// ClusterSpec is the desired shape of a Kubernetes cluster.
+type ClusterSpec struct {
+	// management marks a management cluster: one that runs Flotilla's controllers and manages
+	// itself and workload clusters. A workload cluster has management false.
+	// +kubebuilder:default=false
+	// +optional
+	Management bool `json:"management"`
+
+	// kubernetesVersion is the Kubernetes minor version, such as "1.36".
+	// +kubebuilder:validation:Pattern=`^1\.[0-9]+$`
+	KubernetesVersion string `json:"kubernetesVersion"`
+
+	// controlPlane configures the cluster's control plane.
+	ControlPlane ControlPlaneConfiguration `json:"controlPlane"`
+
+	// workerNodeGroups are the groups of worker machines. Each becomes a MachineDeployment.
+	// +listType=map
+	// +listMapKey=name
+	// +optional
+	WorkerNodeGroups []WorkerNodeGroup `json:"workerNodeGroups,omitempty"`
+
+	// datacenterRef names the provider's datacenter config in the same namespace, such as a
+	// LocalDatacenterConfig.
+	DatacenterRef Ref `json:"datacenterRef"`
+
+	// clusterNetwork holds the Pod and Service ranges of the cluster.
+	// +optional
+	ClusterNetwork ClusterNetwork `json:"clusterNetwork,omitempty,omitzero"`
+
+	// managementCluster names the management cluster that manages this cluster. A management
+	// cluster names itself. Defaulted by the webhook.
+	// +optional
+	ManagementCluster ManagementClusterRef `json:"managementCluster,omitempty,omitzero"`
+}
+
+// ControlPlaneConfiguration configures a control plane.
+type ControlPlaneConfiguration struct {
+	// count is the number of control plane instances. The local provider runs one hosted
+	// control plane per cluster.
+	// +kubebuilder:default=1
+	// +kubebuilder:validation:Minimum=1
+	// +optional
+	Count int32 `json:"count,omitempty"`
+
+	// machineGroupRef names the provider's machine config for control plane machines.
+	// +optional
+	MachineGroupRef *Ref `json:"machineGroupRef,omitempty"`
+
+	// endpoint is the control plane's address. Chosen by the provider when empty, and fixed
+	// once chosen.
+	// +optional
+	Endpoint *Endpoint `json:"endpoint,omitempty"`
+}
+
+// Endpoint is a host and port.
+type Endpoint struct {
+	// host is a hostname or IP address.
+	Host string `json:"host"`
+	// port is a TCP port.
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=65535
+	Port int32 `json:"port"`
+}
+
+// WorkerNodeGroup is a group of identical worker machines.
+type WorkerNodeGroup struct {
+	// name of the group, unique in the cluster. The MachineDeployment is named
+	// <cluster>-<name>.
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`
+	// +kubebuilder:validation:MaxLength=40
+	Name string `json:"name"`
+
+	// count is the number of machines in the group.
+	// +kubebuilder:validation:Minimum=0
+	Count int32 `json:"count"`
+
+	// machineGroupRef names the provider's machine config for the group's machines.
+	MachineGroupRef Ref `json:"machineGroupRef"`
+
+	// labels are set on the group's Nodes.
+	// +optional
+	Labels map[string]string `json:"labels,omitempty"`
+}
+
+// Ref names an object of a given kind in the same namespace.
+type Ref struct {
+	// kind of the object, such as LocalDatacenterConfig.
+	Kind string `json:"kind"`
+	// name of the object.
+	Name string `json:"name"`
+}
+
+// ClusterNetwork holds a cluster's address ranges.
+type ClusterNetwork struct {
+	// pods are the CIDR blocks Pod IPs come from.
+	// +optional
+	Pods []string `json:"pods,omitempty"`
+	// services are the CIDR blocks Service IPs come from.
+	// +optional
+	Services []string `json:"services,omitempty"`
+}
+
+// ManagementClusterRef names a management cluster.
+type ManagementClusterRef struct {
+	// name of the management cluster.
+	Name string `json:"name"`
+}
+
+// ClusterStatus is the observed state of a Cluster.
+type ClusterStatus struct {
+	// phase is a one-word summary: Provisioning, Ready, Deleting or Failed.
+	// +optional
+	Phase string `json:"phase,omitempty"`
+
+	// observedGeneration is the generation the status was computed for.
+	// +optional
+	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
+
+	// kubernetesVersion is the full version the control plane runs, such as v1.36.3.
+	// +optional
+	KubernetesVersion string `json:"kubernetesVersion,omitempty"`
+
+	// workers counts the cluster's worker machines.
+	// +optional
+	Workers WorkerStatus `json:"workers,omitempty,omitzero"`
+
+	// conditions are Ready, ControlPlaneReady and WorkersReady.
+	// +listType=map
+	// +listMapKey=type
+	// +optional
+	Conditions []metav1.Condition `json:"conditions,omitempty"`
+}
+
+// WorkerStatus counts worker machines.
+type WorkerStatus struct {
+	// desired is the number of workers the spec asks for.
+	Desired int32 `json:"desired"`
+	// ready is the number of workers whose Node is ready.
+	Ready int32 `json:"ready"`
+}
+
+// Cluster is a Kubernetes cluster managed by Flotilla: a management cluster or a workload
+// cluster. The Cluster reconciler turns it into Cluster API objects.
+// +kubebuilder:object:root=true
+// +kubebuilder:subresource:status
+// +kubebuilder:resource:path=clusters,scope=Namespaced,categories=flotilla,shortName=fc
+// +kubebuilder:metadata:labels="clusterctl.cluster.x-k8s.io="
+// +kubebuilder:metadata:labels="clusterctl.cluster.x-k8s.io/move-hierarchy="
+// +kubebuilder:printcolumn:name="Management",type=boolean,JSONPath=`.spec.management`
+// +kubebuilder:printcolumn:name="Version",type=string,JSONPath=`.status.kubernetesVersion`
+// +kubebuilder:printcolumn:name="Workers",type=string,JSONPath=`.status.workers.ready`
+// +kubebuilder:printcolumn:name="Phase",type=string,JSONPath=`.status.phase`
+// +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
+type Cluster struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	Spec   ClusterSpec   `json:"spec,omitempty"`
+	Status ClusterStatus `json:"status,omitempty"`
+}
+
+// ClusterList is a list of Clusters.
+// +kubebuilder:object:root=true
+type ClusterList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata,omitempty"`
+	Items           []Cluster `json:"items"`
+}
