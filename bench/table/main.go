@@ -1,0 +1,63 @@
+// Command table reads `go test -bench` output on stdin, passes it through, and prints the custom
+// metrics of every benchmark as one table with the target each issue names.
+package main
+
+import (
+	"bufio"
+	"fmt"
+	"os"
+	"regexp"
+	"strings"
+	"text/tabwriter"
+)
+
+// targets are the goals the issues set, keyed by benchmark name and metric unit.
+var targets = map[string]string{
+	"BenchmarkManagementCluster/create-s":                    "≤ 45",
+	"BenchmarkManagementCluster/cp-p50-s":                    "≤ 8",
+	"BenchmarkManagementCluster/cp-10-at-once-s":             "≤ 40",
+	"BenchmarkManagementCluster/manager-rss-MiB":             "reported",
+	"BenchmarkManagementCluster/manager-rss-per-cluster-MiB": "reported",
+}
+
+var suffix = regexp.MustCompile(`-\d+$`)
+
+func main() {
+	type row struct{ bench, unit, value string }
+	var rows []row
+	failed := false
+	sc := bufio.NewScanner(os.Stdin)
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	for sc.Scan() {
+		line := sc.Text()
+		fmt.Fprintln(os.Stderr, line)
+		if strings.HasPrefix(line, "FAIL") || strings.HasPrefix(line, "--- FAIL") {
+			failed = true
+		}
+		fields := strings.Fields(line)
+		if len(fields) < 4 || !strings.HasPrefix(fields[0], "Benchmark") {
+			continue
+		}
+		name := suffix.ReplaceAllString(fields[0], "")
+		for i := 2; i+1 < len(fields); i += 2 {
+			if fields[i+1] == "ns/op" {
+				continue
+			}
+			rows = append(rows, row{name, fields[i+1], fields[i]})
+		}
+	}
+	tw := tabwriter.NewWriter(os.Stdout, 0, 2, 2, ' ', 0)
+	fmt.Fprintln(tw, "\nBENCHMARK\tMETRIC\tVALUE\tTARGET")
+	for _, r := range rows {
+		target := targets[r.bench+"/"+r.unit]
+		if target == "" {
+			target = "-"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", r.bench, r.unit, r.value, target)
+	}
+	_ = tw.Flush()
+	if failed {
+		fmt.Fprintln(os.Stderr, "some benchmarks failed; see above")
+		os.Exit(1)
+	}
+}

@@ -1,0 +1,120 @@
+package client
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"time"
+
+	"k8s.io/apimachinery/pkg/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
+	clusterctlv1 "sigs.k8s.io/cluster-api/cmd/clusterctl/api/v1alpha3"
+	ctrlclient "sigs.k8s.io/controller-runtime/pkg/client"
+
+	flotillav1 "github.com/flotilla-dev/flotilla/api/cluster/v1alpha1"
+	controlplanev1 "github.com/flotilla-dev/flotilla/api/controlplane/v1alpha1"
+	infrav1 "github.com/flotilla-dev/flotilla/api/infrastructure/v1alpha1"
+	"github.com/flotilla-dev/flotilla/pkg/controlplane"
+)
+
+// Client runs Flotilla's workflows on this machine.
+type Client struct {
+	// Home is $FLOTILLA_HOME: where local clusters keep their data.
+	Home string
+	// BinRoot is the control plane binary cache root.
+	BinRoot string
+	// Executable is the flotilla binary started as the manager of local management clusters.
+	Executable string
+	// Out receives progress.
+	Out io.Writer
+	// WaitTimeout bounds each wait for a cluster to become Ready.
+	WaitTimeout time.Duration
+}
+
+// New returns a Client for home and binRoot that reports progress to out.
+func New(home, binRoot string, out io.Writer) (*Client, error) {
+	exe, err := os.Executable()
+	if err != nil {
+		return nil, fmt.Errorf("finding the flotilla executable: %w", err)
+	}
+	return &Client{Home: home, BinRoot: binRoot, Executable: exe, Out: out, WaitTimeout: 10 * time.Minute}, nil
+}
+
+// Scheme holds every API the client reads or writes.
+func Scheme() *runtime.Scheme {
+	s := runtime.NewScheme()
+	for _, add := range []func(*runtime.Scheme) error{
+		clientgoscheme.AddToScheme, clusterv1.AddToScheme, clusterctlv1.AddToScheme,
+		flotillav1.AddToScheme, infrav1.AddToScheme, controlplanev1.AddToScheme,
+	} {
+		if err := add(s); err != nil {
+			panic(err) // only fails for conflicting registrations, a programming error
+		}
+	}
+	return s
+}
+
+// clusterDir is where a local cluster keeps its data.
+func (c *Client) clusterDir(name string) string {
+	return controlplane.ClusterDir(c.Home, name)
+}
+
+// bootstrapName is the name of the ephemeral cluster that creates management cluster name.
+func bootstrapName(name string) string { return name + "-bootstrap" }
+
+// localKubeconfigPath is the admin kubeconfig of a local cluster that the CLI keeps for itself
+// (the manager of a management cluster uses it too).
+func (c *Client) localKubeconfigPath(name string) string {
+	return filepath.Join(c.clusterDir(name), "admin.kubeconfig")
+}
+
+// UserKubeconfigPath is where the kubeconfig handed to the user goes: ./<name>/<name>.kubeconfig.
+func UserKubeconfigPath(outDir, name string) string {
+	return filepath.Join(outDir, name, name+".kubeconfig")
+}
+
+// RESTConfig loads a kubeconfig file and says what to do when it is missing or broken.
+func RESTConfig(path string) (*rest.Config, error) {
+	if _, err := os.Stat(path); err != nil {
+		return nil, fmt.Errorf("kubeconfig %s: %w (pass the management cluster's kubeconfig, such as mgmt/mgmt.kubeconfig)", path, err)
+	}
+	cfg, err := clientcmd.BuildConfigFromFlags("", path)
+	if err != nil {
+		return nil, fmt.Errorf("loading kubeconfig %s: %w", path, err)
+	}
+	cfg.QPS, cfg.Burst = 50, 100
+	return cfg, nil
+}
+
+// KubeClient returns a client for the cluster behind the kubeconfig file path, with every API
+// Flotilla uses registered.
+func KubeClient(path string) (ctrlclient.Client, error) {
+	cfg, err := RESTConfig(path)
+	if err != nil {
+		return nil, err
+	}
+	c, err := ctrlclient.New(cfg, ctrlclient.Options{Scheme: Scheme()})
+	if err != nil {
+		return nil, fmt.Errorf("connecting to the cluster of %s: %w", path, err)
+	}
+	return c, nil
+}
+
+// writeFile writes data to path with mode 0600, creating its directory.
+func writeFile(path string, data []byte) error {
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		return fmt.Errorf("creating %s: %w", filepath.Dir(path), err)
+	}
+	tmp := path + ".tmp"
+	if err := os.WriteFile(tmp, data, 0o600); err != nil {
+		return fmt.Errorf("writing %s: %w", path, err)
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		return fmt.Errorf("writing %s: %w", path, err)
+	}
+	return nil
+}

@@ -1,0 +1,91 @@
+package client
+
+import (
+	"context"
+	"fmt"
+	"runtime/debug"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	clusterctlv1 "sigs.k8s.io/cluster-api/cmd/clusterctl/api/v1alpha3"
+	ctrlclient "sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/flotilla-dev/flotilla/config"
+	"github.com/flotilla-dev/flotilla/internal/version"
+)
+
+// SystemNamespace holds Flotilla's manager, its inventory and infrastructure credentials.
+const SystemNamespace = "flotilla-system"
+
+// installComponents makes the cluster behind c able to hold Flotilla and Cluster API objects:
+// the CRDs, the flotilla-system namespace and the clusterctl provider inventory (which
+// clusterctl move checks on both clusters, as `clusterctl init` would have written it).
+// It starts no controller. Re-running it changes nothing.
+func installComponents(ctx context.Context, c ctrlclient.Client) error {
+	if err := config.Install(ctx, c); err != nil {
+		return fmt.Errorf("installing CRDs: %w", err)
+	}
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: SystemNamespace}}
+	if err := c.Create(ctx, ns); err != nil && !apierrors.IsAlreadyExists(err) {
+		return fmt.Errorf("creating namespace %s: %w", SystemNamespace, err)
+	}
+	for _, p := range inventory() {
+		existing := &clusterctlv1.Provider{}
+		err := c.Get(ctx, ctrlclient.ObjectKeyFromObject(p), existing)
+		switch {
+		case apierrors.IsNotFound(err):
+			if err := c.Create(ctx, p); err != nil {
+				return fmt.Errorf("registering provider %s: %w", p.Name, err)
+			}
+		case err != nil:
+			return fmt.Errorf("reading provider %s: %w", p.Name, err)
+		case existing.Version != p.Version:
+			existing.Version = p.Version
+			if err := c.Update(ctx, existing); err != nil {
+				return fmt.Errorf("updating provider %s: %w", p.Name, err)
+			}
+		}
+	}
+	return nil
+}
+
+// inventory is the clusterctl provider inventory of a Flotilla management cluster: CAPI's core
+// provider, embedded in the manager, and the local infrastructure and control plane providers.
+func inventory() []*clusterctlv1.Provider {
+	provider := func(name, providerName string, t clusterctlv1.ProviderType, version string) *clusterctlv1.Provider {
+		return &clusterctlv1.Provider{
+			ObjectMeta: metav1.ObjectMeta{
+				Name:      name,
+				Namespace: SystemNamespace,
+				Labels: map[string]string{
+					clusterctlv1.ClusterctlLabel:     "",
+					clusterctlv1.ClusterctlCoreLabel: clusterctlv1.ClusterctlCoreLabelInventoryValue,
+				},
+			},
+			ProviderName: providerName,
+			Type:         string(t),
+			Version:      version,
+		}
+	}
+	return []*clusterctlv1.Provider{
+		provider("cluster-api", "cluster-api", clusterctlv1.CoreProviderType, capiVersion()),
+		provider("infrastructure-local", "local", clusterctlv1.InfrastructureProviderType, version.Get().Version),
+		provider("control-plane-local", "local", clusterctlv1.ControlPlaneProviderType, version.Get().Version),
+	}
+}
+
+// capiVersion is the version of the Cluster API module compiled into this binary.
+func capiVersion() string {
+	if info, ok := debug.ReadBuildInfo(); ok {
+		for _, dep := range info.Deps {
+			if dep.Path == "sigs.k8s.io/cluster-api" {
+				if dep.Replace != nil {
+					return dep.Replace.Version
+				}
+				return dep.Version
+			}
+		}
+	}
+	return "v1.14.2"
+}

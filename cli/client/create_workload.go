@@ -1,0 +1,156 @@
+package client
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	ctrlclient "sigs.k8s.io/controller-runtime/pkg/client"
+
+	flotillav1 "github.com/flotilla-dev/flotilla/api/cluster/v1alpha1"
+	"github.com/flotilla-dev/flotilla/cli/spec"
+	"github.com/flotilla-dev/flotilla/cli/workflow"
+)
+
+// CreateWorkloadClusterOptions says which workload cluster to create, and where.
+type CreateWorkloadClusterOptions struct {
+	// File is the cluster spec.
+	File string
+	// Kubeconfig is the management cluster's kubeconfig.
+	Kubeconfig string
+	// OutDir receives <name>/<name>.kubeconfig. Default: the current directory.
+	OutDir string
+}
+
+// workloadRun is the state the phases of one workload cluster creation share.
+type workloadRun struct {
+	c          *Client
+	opts       CreateWorkloadClusterOptions
+	spec       *spec.Spec
+	kc         ctrlclient.Client
+	management string // the management cluster's name
+}
+
+// skipManagementOnly skips the phases that only creating a management cluster needs.
+func skipManagementOnly(context.Context, *workloadRun) (bool, string) {
+	return true, "--kubeconfig names an existing management cluster, which runs the components and keeps managing this cluster"
+}
+
+// workloadWorkflow creates a workload cluster from an existing management cluster: the
+// bootstrap, install and move phases of the management workflow are skipped, and say why.
+var workloadWorkflow = &workflow.Workflow[workloadRun]{
+	Name: "create-workload-cluster",
+	Phases: []workflow.Phase[workloadRun]{
+		{Name: "SetupAndValidate", Run: setupAndValidateWorkload},
+		{Name: "CreateBootstrapCluster", Run: noPhase[workloadRun], Skip: skipManagementOnly},
+		{Name: "InstallComponents", Run: noPhase[workloadRun], Skip: skipManagementOnly},
+		{Name: "CreateWorkloadCluster", Run: createWorkloadCluster},
+		{Name: "MoveManagement", Run: noPhase[workloadRun], Skip: skipManagementOnly},
+		{Name: "InstallComponentsOnManagement", Run: noPhase[workloadRun], Skip: skipManagementOnly},
+		{Name: "InstallAddOns", Run: noPhase[workloadRun], Skip: skipNoAddOns[workloadRun]},
+		{Name: "DeleteBootstrap", Run: noPhase[workloadRun], Skip: skipManagementOnly},
+	},
+}
+
+// noPhase is the Run of a phase that is always skipped.
+func noPhase[S any](context.Context, *S) error { return nil }
+
+// skipNoAddOns skips InstallAddOns: no add-on is configured for clusters yet (the packages and
+// addons controllers register theirs here when they exist).
+func skipNoAddOns[S any](context.Context, *S) (bool, string) {
+	return true, "no add-ons are configured for this cluster"
+}
+
+// CreateWorkloadCluster creates the workload cluster of opts.File through the management
+// cluster behind opts.Kubeconfig: it applies the spec there, and the management cluster's
+// controllers do the rest; this waits and reports, then writes the kubeconfig.
+func (c *Client) CreateWorkloadCluster(ctx context.Context, opts CreateWorkloadClusterOptions) error {
+	if opts.OutDir == "" {
+		opts.OutDir = "."
+	}
+	s, err := spec.Load(opts.File)
+	if err != nil {
+		return err
+	}
+	if s.Cluster.Spec.Management {
+		return fmt.Errorf("%s: spec.management is true, but a cluster created with --kubeconfig is a workload cluster: set spec.management: false, or leave out --kubeconfig to create a management cluster",
+			opts.File)
+	}
+	kc, err := KubeClient(opts.Kubeconfig)
+	if err != nil {
+		return err
+	}
+	r := &workloadRun{c: c, opts: opts, spec: s, kc: kc}
+	fingerprint, err := workflow.Fingerprint(s.Objects, opts.Kubeconfig)
+	if err != nil {
+		return err
+	}
+	err = workloadWorkflow.Run(ctx, r, workflow.Options{
+		Out:            c.Out,
+		CheckpointPath: filepath.Join(opts.OutDir, s.Cluster.Name, ".checkpoint.json"),
+		Fingerprint:    fingerprint,
+	})
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(c.Out, "Workload cluster %q is ready. Use it with:\n  kubectl --kubeconfig %s get nodes\n",
+		s.Cluster.Name, UserKubeconfigPath(opts.OutDir, s.Cluster.Name))
+	return nil
+}
+
+// setupAndValidateWorkload checks that --kubeconfig points at a management cluster and that the
+// name is free there.
+func setupAndValidateWorkload(ctx context.Context, r *workloadRun) error {
+	mgmt, err := managementClusterOf(ctx, r.kc, r.opts.Kubeconfig)
+	if err != nil {
+		return err
+	}
+	r.management = mgmt
+	existing := &flotillav1.Cluster{}
+	err = r.kc.Get(ctx, ctrlclient.ObjectKeyFromObject(r.spec.Cluster), existing)
+	switch {
+	case err == nil:
+		return fmt.Errorf("cluster %q already exists in namespace %q of management cluster %q: choose another name, or delete it with `flotilla delete cluster %s --kubeconfig %s`",
+			r.spec.Cluster.Name, r.spec.Cluster.Namespace, mgmt, r.spec.Cluster.Name, r.opts.Kubeconfig)
+	case !apierrors.IsNotFound(err):
+		return fmt.Errorf("checking whether cluster %q exists: %w", r.spec.Cluster.Name, err)
+	}
+	r.spec.Cluster.Spec.ManagementCluster.Name = mgmt
+	return nil
+}
+
+// managementClusterOf returns the name of the management cluster behind kc, or an error that
+// says what kubeconfig points to instead.
+func managementClusterOf(ctx context.Context, kc ctrlclient.Client, kubeconfig string) (string, error) {
+	list := &flotillav1.ClusterList{}
+	if err := kc.List(ctx, list); err != nil {
+		if meta.IsNoMatchError(err) || apierrors.IsNotFound(err) {
+			return "", fmt.Errorf("%s does not point to a Flotilla management cluster (it has no clusters.cluster.flotilla.dev API): pass the kubeconfig `flotilla create cluster` wrote for the management cluster, such as mgmt/mgmt.kubeconfig", kubeconfig)
+		}
+		return "", fmt.Errorf("reaching the management cluster of %s: %w", kubeconfig, err)
+	}
+	for _, cl := range list.Items {
+		if cl.Spec.Management && cl.Spec.ManagementCluster.Name == cl.Name {
+			return cl.Name, nil
+		}
+	}
+	return "", fmt.Errorf("%s points to a cluster that is not a management cluster (it holds no Cluster with spec.management: true that manages itself): pass the management cluster's kubeconfig", kubeconfig)
+}
+
+// createWorkloadCluster applies the spec to the management cluster and waits until the cluster
+// is Ready, then writes its kubeconfig.
+func createWorkloadCluster(ctx context.Context, r *workloadRun) error {
+	if err := applyObjects(ctx, r.kc, r.spec.Objects); err != nil {
+		return err
+	}
+	if err := r.c.waitClusterReady(ctx, r.kc, r.spec.Cluster.Namespace, r.spec.Cluster.Name); err != nil {
+		return err
+	}
+	kubeconfig, err := clusterKubeconfig(ctx, r.kc, r.spec.Cluster.Namespace, r.spec.Cluster.Name)
+	if err != nil {
+		return err
+	}
+	return writeFile(UserKubeconfigPath(r.opts.OutDir, r.spec.Cluster.Name), kubeconfig)
+}

@@ -1,0 +1,147 @@
+package client
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/util/wait"
+	ctrlclient "sigs.k8s.io/controller-runtime/pkg/client"
+
+	flotillav1 "github.com/flotilla-dev/flotilla/api/cluster/v1alpha1"
+	"github.com/flotilla-dev/flotilla/pkg/controlplane"
+)
+
+// DeleteManagementClusterOptions says which local management cluster to delete.
+type DeleteManagementClusterOptions struct {
+	// Name of the management cluster.
+	Name string
+	// OutDir is where create wrote <name>/<name>.kubeconfig; that file is removed too.
+	OutDir string
+	// Force deletes the cluster even though it still manages workload clusters.
+	Force bool
+}
+
+// DeleteManagementCluster stops every process of a local management cluster (its manager,
+// its control plane, its bootstrap cluster if a failed create left one) and removes its data.
+// A management cluster that still manages workload clusters is kept unless opts.Force is set.
+func (c *Client) DeleteManagementCluster(ctx context.Context, opts DeleteManagementClusterOptions) error {
+	if opts.OutDir == "" {
+		opts.OutDir = "."
+	}
+	name, boot := opts.Name, bootstrapName(opts.Name)
+	dirs := []string{}
+	for _, n := range []string{name, boot} {
+		if _, err := os.Stat(c.clusterDir(n)); err == nil {
+			dirs = append(dirs, c.clusterDir(n))
+		}
+	}
+	if len(dirs) == 0 {
+		return fmt.Errorf("no cluster named %q on this machine (looked in %s); `flotilla get clusters` lists them",
+			name, filepath.Join(c.Home, "clusters"))
+	}
+	if !opts.Force {
+		if others := c.managedWorkloadClusters(ctx, name); len(others) > 0 {
+			return fmt.Errorf("management cluster %q still manages workload clusters %s: delete them first with `flotilla delete cluster NAME --kubeconfig %s`, or pass --force",
+				name, strings.Join(others, ", "), UserKubeconfigPath(opts.OutDir, name))
+		}
+	}
+	start := time.Now()
+	for _, n := range []string{name, boot} {
+		if err := c.stopManager(ctx, n); err != nil {
+			return err
+		}
+	}
+	for _, dir := range dirs {
+		fmt.Fprintf(c.Out, "Stopping the processes of %s and removing its data\n", filepath.Base(dir))
+		if err := controlplane.Delete(ctx, dir); err != nil {
+			return fmt.Errorf("deleting %s: %w", dir, err)
+		}
+	}
+	removeUserKubeconfig(opts.OutDir, name)
+	fmt.Fprintf(c.Out, "Deleted cluster %q in %s\n", name, time.Since(start).Round(100*time.Millisecond))
+	return nil
+}
+
+// removeUserKubeconfig removes the kubeconfig create wrote for a deleted cluster, and its
+// directory when that is empty (it may hold the user's own files, such as the spec).
+func removeUserKubeconfig(outDir, name string) {
+	kubeconfig := UserKubeconfigPath(outDir, name)
+	_ = os.Remove(kubeconfig)
+	_ = os.Remove(filepath.Dir(kubeconfig))
+}
+
+// managedWorkloadClusters lists the workload clusters the management cluster name manages, as
+// namespace/name. A management cluster that does not answer manages none that can be listed.
+func (c *Client) managedWorkloadClusters(ctx context.Context, name string) []string {
+	kc, err := KubeClient(c.localKubeconfigPath(name))
+	if err != nil {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	list := &flotillav1.ClusterList{}
+	if err := kc.List(ctx, list); err != nil {
+		return nil
+	}
+	var out []string
+	for _, cl := range list.Items {
+		if cl.Name != name && !cl.Spec.Management {
+			out = append(out, cl.Namespace+"/"+cl.Name)
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+// DeleteWorkloadClusterOptions says which workload cluster to delete, through which management
+// cluster.
+type DeleteWorkloadClusterOptions struct {
+	Name, Namespace string
+	// Kubeconfig is the management cluster's kubeconfig.
+	Kubeconfig string
+	// OutDir is where create wrote <name>/<name>.kubeconfig; that file is removed too.
+	OutDir string
+}
+
+// DeleteWorkloadCluster deletes a workload cluster through its management cluster, whose
+// controllers stop its machines and control plane, and waits until it is gone.
+func (c *Client) DeleteWorkloadCluster(ctx context.Context, opts DeleteWorkloadClusterOptions) error {
+	kc, err := KubeClient(opts.Kubeconfig)
+	if err != nil {
+		return err
+	}
+	fc := &flotillav1.Cluster{}
+	if err := kc.Get(ctx, ctrlclient.ObjectKey{Namespace: opts.Namespace, Name: opts.Name}, fc); err != nil {
+		if apierrors.IsNotFound(err) {
+			return fmt.Errorf("cluster %q not found in namespace %q; `flotilla get clusters --kubeconfig %s` lists them", opts.Name, opts.Namespace, opts.Kubeconfig)
+		}
+		return fmt.Errorf("reading cluster %q: %w", opts.Name, err)
+	}
+	if fc.Spec.Management {
+		return fmt.Errorf("cluster %q is a management cluster: delete it without --kubeconfig (`flotilla delete cluster %s`)", opts.Name, opts.Name)
+	}
+	start := time.Now()
+	if err := kc.Delete(ctx, fc); err != nil && !apierrors.IsNotFound(err) {
+		return fmt.Errorf("deleting cluster %q: %w", opts.Name, err)
+	}
+	fmt.Fprintf(c.Out, "Deleting cluster %q: waiting for its machines and control plane to go\n", opts.Name)
+	wctx, cancel := context.WithTimeout(ctx, c.WaitTimeout)
+	defer cancel()
+	err = wait.PollUntilContextCancel(wctx, time.Second, true, func(ctx context.Context) (bool, error) {
+		err := kc.Get(ctx, ctrlclient.ObjectKeyFromObject(fc), &flotillav1.Cluster{})
+		return apierrors.IsNotFound(err), nil
+	})
+	if err != nil {
+		return fmt.Errorf("cluster %q is still being deleted after %s; see `flotilla describe cluster %s --kubeconfig %s`",
+			opts.Name, c.WaitTimeout, opts.Name, opts.Kubeconfig)
+	}
+	removeUserKubeconfig(opts.OutDir, opts.Name)
+	fmt.Fprintf(c.Out, "Deleted cluster %q in %s\n", opts.Name, time.Since(start).Round(100*time.Millisecond))
+	return nil
+}

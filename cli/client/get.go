@@ -1,0 +1,94 @@
+package client
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sort"
+	"time"
+
+	flotillav1 "github.com/flotilla-dev/flotilla/api/cluster/v1alpha1"
+)
+
+// ManagementKubeconfig is the kubeconfig of the cluster commands talk to: the one given with
+// --kubeconfig, else that of the local management cluster named name.
+func (c *Client) ManagementKubeconfig(flag, name string) (string, error) {
+	if flag != "" {
+		return flag, nil
+	}
+	path := c.localKubeconfigPath(name)
+	if _, err := os.Stat(path); err != nil {
+		return "", fmt.Errorf("no local management cluster named %q on this machine; pass --kubeconfig of the management cluster that manages it", name)
+	}
+	return path, nil
+}
+
+// LocalManagementClusters lists the management clusters this machine runs (those the CLI
+// created without --kubeconfig), by name.
+func (c *Client) LocalManagementClusters() ([]string, error) {
+	entries, err := os.ReadDir(filepath.Join(c.Home, "clusters"))
+	if err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil, nil
+		}
+		return nil, fmt.Errorf("listing local clusters: %w", err)
+	}
+	var names []string
+	for _, e := range entries {
+		if e.IsDir() && c.managerRunning(e.Name()) {
+			names = append(names, e.Name())
+		}
+	}
+	return names, nil
+}
+
+// GetClusters lists the Flotilla Clusters of the management cluster behind kubeconfig, in every
+// namespace; with an empty kubeconfig, those of every local management cluster.
+func (c *Client) GetClusters(ctx context.Context, kubeconfig string) ([]flotillav1.Cluster, error) {
+	paths := []string{kubeconfig}
+	if kubeconfig == "" {
+		names, err := c.LocalManagementClusters()
+		if err != nil {
+			return nil, err
+		}
+		paths = paths[:0]
+		for _, n := range names {
+			paths = append(paths, c.localKubeconfigPath(n))
+		}
+	}
+	var out []flotillav1.Cluster
+	for _, p := range paths {
+		kc, err := KubeClient(p)
+		if err != nil {
+			return nil, err
+		}
+		list := &flotillav1.ClusterList{}
+		lctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		err = kc.List(lctx, list)
+		cancel()
+		if err != nil {
+			return nil, fmt.Errorf("listing clusters with %s: %w (is the management cluster running?)", p, err)
+		}
+		out = append(out, list.Items...)
+	}
+	sort.Slice(out, func(i, j int) bool {
+		if out[i].Namespace != out[j].Namespace {
+			return out[i].Namespace < out[j].Namespace
+		}
+		return out[i].Name < out[j].Name
+	})
+	return out, nil
+}
+
+// GetKubeconfig returns the admin kubeconfig of cluster namespace/name from its
+// <name>-kubeconfig Secret in the management cluster behind kubeconfig.
+func GetKubeconfig(ctx context.Context, kubeconfig, namespace, name string) ([]byte, error) {
+	kc, err := KubeClient(kubeconfig)
+	if err != nil {
+		return nil, err
+	}
+	return clusterKubeconfig(ctx, kc, namespace, name)
+}

@@ -1,0 +1,88 @@
+package client
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
+	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
+	"sigs.k8s.io/cluster-api/util/secret"
+	ctrlclient "sigs.k8s.io/controller-runtime/pkg/client"
+
+	flotillav1 "github.com/flotilla-dev/flotilla/api/cluster/v1alpha1"
+)
+
+func newCAPICluster() *clusterv1.Cluster { return &clusterv1.Cluster{} }
+
+// waitClusterReady polls the Flotilla Cluster until its Ready condition is True for the current
+// generation, printing each change of its conditions so long waits show progress.
+func (c *Client) waitClusterReady(ctx context.Context, kc ctrlclient.Client, namespace, name string) error {
+	ctx, cancel := context.WithTimeout(ctx, c.WaitTimeout)
+	defer cancel()
+	var last string
+	cluster := &flotillav1.Cluster{}
+	err := wait.PollUntilContextCancel(ctx, time.Second, true, func(ctx context.Context) (bool, error) {
+		if err := kc.Get(ctx, ctrlclient.ObjectKey{Namespace: namespace, Name: name}, cluster); err != nil {
+			if apierrors.IsNotFound(err) {
+				return false, nil
+			}
+			return false, nil //nolint:nilerr // the API server may be restarting; keep polling until the timeout
+		}
+		if summary := conditionSummary(cluster.Status.Conditions); summary != last {
+			fmt.Fprintf(c.Out, "  %s\n", summary)
+			last = summary
+		}
+		ready := meta.FindStatusCondition(cluster.Status.Conditions, flotillav1.ReadyCondition)
+		return ready != nil && ready.Status == metav1.ConditionTrue && cluster.Status.ObservedGeneration == cluster.Generation, nil
+	})
+	if err != nil {
+		if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) {
+			return fmt.Errorf("cluster %q is not Ready after %s (last: %s); see `flotilla describe cluster %s` and the manager log under %s",
+				name, c.WaitTimeout, last, name, c.Home)
+		}
+		return err
+	}
+	return nil
+}
+
+// conditionSummary renders conditions on one line: "Ready=False (WaitingForWorkers: 1 of 2 ...)".
+func conditionSummary(conds []metav1.Condition) string {
+	parts := make([]string, 0, len(conds))
+	for _, t := range []string{flotillav1.ControlPlaneReadyCondition, flotillav1.WorkersReadyCondition, flotillav1.ReadyCondition} {
+		cond := meta.FindStatusCondition(conds, t)
+		if cond == nil {
+			continue
+		}
+		p := fmt.Sprintf("%s=%s", t, cond.Status)
+		if cond.Status != metav1.ConditionTrue && cond.Message != "" {
+			p += fmt.Sprintf(" (%s)", cond.Message)
+		}
+		parts = append(parts, p)
+	}
+	if len(parts) == 0 {
+		return "waiting for the cluster controller"
+	}
+	return strings.Join(parts, ", ")
+}
+
+// clusterKubeconfig reads the admin kubeconfig CAPI-style from the <name>-kubeconfig Secret.
+func clusterKubeconfig(ctx context.Context, kc ctrlclient.Client, namespace, name string) ([]byte, error) {
+	s, err := secret.GetFromNamespacedName(ctx, kc, ctrlclient.ObjectKey{Namespace: namespace, Name: name}, secret.Kubeconfig)
+	if err != nil {
+		if apierrors.IsNotFound(err) {
+			return nil, fmt.Errorf("cluster %q in namespace %q has no kubeconfig Secret yet: it is still being created (see `flotilla describe cluster %s`)", name, namespace, name)
+		}
+		return nil, fmt.Errorf("reading the kubeconfig of cluster %q: %w", name, err)
+	}
+	data, ok := s.Data[secret.KubeconfigDataName]
+	if !ok {
+		return nil, fmt.Errorf("secret %s/%s has no %q key", namespace, s.Name, secret.KubeconfigDataName)
+	}
+	return data, nil
+}
