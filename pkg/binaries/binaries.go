@@ -1,0 +1,124 @@
+package binaries
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+)
+
+// Names of the control plane programs, as they are named in a version directory.
+const (
+	KubeAPIServer         = "kube-apiserver"
+	KubeControllerManager = "kube-controller-manager"
+	KubeScheduler         = "kube-scheduler"
+	Etcd                  = "etcd"
+	Kwok                  = "kwok"
+)
+
+// Names lists every program a version directory holds, in the order a control plane starts them.
+var Names = []string{Etcd, KubeAPIServer, KubeControllerManager, KubeScheduler, Kwok}
+
+// Supported lists the Kubernetes versions whose binaries Flotilla builds, newest first.
+var Supported = []string{"v1.36.3", "v1.35.4"}
+
+// RootEnv names the environment variable that overrides DefaultRoot.
+const RootEnv = "FLOTILLA_BIN_CACHE"
+
+// ErrMissing is wrapped by Find's error when a program is absent or not executable.
+var ErrMissing = errors.New("control plane binary missing")
+
+// ResolveMinor turns a minor version ("1.36", "v1.36") or a supported full version ("v1.36.3")
+// into the full version Flotilla builds for it. The error lists the supported minors.
+func ResolveMinor(minor string) (string, error) {
+	want := "v" + strings.TrimPrefix(strings.TrimSpace(minor), "v")
+	for _, v := range Supported {
+		if v == want || minorOf(v) == want {
+			return v, nil
+		}
+	}
+	minors := make([]string, 0, len(Supported))
+	for _, v := range Supported {
+		minors = append(minors, strings.TrimPrefix(minorOf(v), "v"))
+	}
+	return "", fmt.Errorf("kubernetes version %q is not supported: supported minor versions are %s",
+		minor, strings.Join(minors, ", "))
+}
+
+// minorOf returns "v1.36" for "v1.36.3".
+func minorOf(version string) string {
+	if i := strings.LastIndex(version, "."); i > 0 && strings.Count(version, ".") == 2 {
+		return version[:i]
+	}
+	return version
+}
+
+// DefaultRoot returns $FLOTILLA_BIN_CACHE, or ~/.cache/flotilla/bin when it is unset.
+func DefaultRoot() string {
+	if root := os.Getenv(RootEnv); root != "" {
+		return root
+	}
+	// Not os.UserCacheDir: the Makefile builds into $(HOME)/.cache whatever XDG_CACHE_HOME says.
+	home, _ := os.UserHomeDir()
+	return filepath.Join(home, ".cache", "flotilla", "bin")
+}
+
+// Set is the directory holding one version's control plane programs.
+type Set struct {
+	// Dir is <root>/<version>.
+	Dir string
+	// Version is the full Kubernetes version, e.g. "v1.36.3".
+	Version string
+}
+
+// Path returns the absolute path of the named program ("kube-apiserver", "etcd", ...).
+func (s Set) Path(name string) string {
+	return filepath.Join(s.Dir, name)
+}
+
+// BuildCommand returns the command that builds this set's programs.
+func (s Set) BuildCommand() string {
+	return BuildCommand(s.Version)
+}
+
+// BuildCommand returns the command that builds the programs of version.
+func BuildCommand(version string) string {
+	return "make controlplane-binaries K8S_VERSION=" + version
+}
+
+// Check reports, with the build instruction, the first of names that is missing or not
+// executable in s.Dir.
+func (s Set) Check(names ...string) error {
+	for _, name := range names {
+		path := s.Path(name)
+		info, err := os.Stat(path)
+		switch {
+		case errors.Is(err, fs.ErrNotExist):
+			return fmt.Errorf("%w: %s not found in %s; run: %s", ErrMissing, name, s.Dir, s.BuildCommand())
+		case err != nil:
+			return fmt.Errorf("%w: checking %s: %v; run: %s", ErrMissing, path, err, s.BuildCommand())
+		case info.IsDir() || info.Mode().Perm()&0o111 == 0:
+			return fmt.Errorf("%w: %s is not an executable file; run: %s", ErrMissing, path, s.BuildCommand())
+		}
+	}
+	return nil
+}
+
+// Find returns the Set of version under root once all of its programs are present and
+// executable. Otherwise the error names the missing program, the directory and the fix.
+func Find(root, version string) (Set, error) {
+	if root == "" {
+		root = DefaultRoot()
+	}
+	abs, err := filepath.Abs(root)
+	if err != nil {
+		return Set{}, fmt.Errorf("resolving binary cache %q: %w", root, err)
+	}
+	set := Set{Dir: filepath.Join(abs, version), Version: version}
+	if err := set.Check(Names...); err != nil {
+		return Set{}, err
+	}
+	return set, nil
+}

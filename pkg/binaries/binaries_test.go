@@ -1,0 +1,91 @@
+package binaries
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+
+	. "github.com/onsi/gomega"
+)
+
+func TestResolveMinor(t *testing.T) {
+	tests := []struct {
+		name    string
+		in      string
+		want    string
+		wantErr string
+	}{
+		{name: "a minor resolves to the newest supported patch", in: "1.36", want: "v1.36.3"},
+		{name: "a v-prefixed minor resolves too", in: "v1.35", want: "v1.35.4"},
+		{name: "a supported full version resolves to itself", in: "v1.36.3", want: "v1.36.3"},
+		{name: "an unsupported minor lists the supported ones", in: "1.20", wantErr: "supported minor versions are 1.36, 1.35"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			g := NewWithT(t)
+			got, err := ResolveMinor(tt.in)
+			if tt.wantErr != "" {
+				g.Expect(err).To(MatchError(ContainSubstring(tt.wantErr)))
+				return
+			}
+			g.Expect(err).NotTo(HaveOccurred())
+			g.Expect(got).To(Equal(tt.want))
+		})
+	}
+}
+
+func TestDefaultRootHonoursTheEnvironment(t *testing.T) {
+	g := NewWithT(t)
+	t.Setenv(RootEnv, "/somewhere/bin")
+	g.Expect(DefaultRoot()).To(Equal("/somewhere/bin"))
+
+	t.Setenv(RootEnv, "")
+	t.Setenv("HOME", "/home/someone")
+	g.Expect(DefaultRoot()).To(Equal("/home/someone/.cache/flotilla/bin"))
+}
+
+func TestFind(t *testing.T) {
+	tests := []struct {
+		name    string
+		present map[string]os.FileMode
+		wantErr []string
+	}{
+		{
+			name:    "every program present and executable gives a set",
+			present: map[string]os.FileMode{Etcd: 0o755, KubeAPIServer: 0o755, KubeControllerManager: 0o755, KubeScheduler: 0o755, Kwok: 0o755},
+		},
+		{
+			name:    "a missing program is named with the build command",
+			present: map[string]os.FileMode{Etcd: 0o755, KubeAPIServer: 0o755, KubeControllerManager: 0o755, KubeScheduler: 0o755},
+			wantErr: []string{"kwok not found in", "make controlplane-binaries K8S_VERSION=v1.36.3"},
+		},
+		{
+			name:    "a program without the executable bit is reported",
+			present: map[string]os.FileMode{Etcd: 0o644, KubeAPIServer: 0o755, KubeControllerManager: 0o755, KubeScheduler: 0o755, Kwok: 0o755},
+			wantErr: []string{"etcd is not an executable file", "make controlplane-binaries K8S_VERSION=v1.36.3"},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			g := NewWithT(t)
+			root := t.TempDir()
+			dir := filepath.Join(root, "v1.36.3")
+			g.Expect(os.MkdirAll(dir, 0o755)).To(Succeed())
+			for name, mode := range tt.present {
+				g.Expect(os.WriteFile(filepath.Join(dir, name), []byte("#!/bin/sh\n"), mode)).To(Succeed())
+			}
+
+			set, err := Find(root, "v1.36.3")
+			if tt.wantErr != nil {
+				g.Expect(err).To(MatchError(ErrMissing))
+				for _, want := range tt.wantErr {
+					g.Expect(err.Error()).To(ContainSubstring(want))
+				}
+				return
+			}
+			g.Expect(err).NotTo(HaveOccurred())
+			g.Expect(set.Version).To(Equal("v1.36.3"))
+			g.Expect(set.Path(KubeAPIServer)).To(Equal(filepath.Join(dir, "kube-apiserver")))
+		})
+	}
+}

@@ -1,0 +1,195 @@
+package controlplane
+
+import (
+	"crypto/sha256"
+	_ "embed" // kwok-stages.yaml
+	"encoding/hex"
+	"net"
+	"os"
+	"strconv"
+
+	infrav1 "github.com/flotilla-dev/flotilla/api/infrastructure/v1alpha1"
+	"github.com/flotilla-dev/flotilla/pkg/binaries"
+	"github.com/flotilla-dev/flotilla/pkg/process"
+)
+
+// kwokStages is the Stage configuration kwok runs with (see the file's header).
+//
+//go:embed kwok-stages.yaml
+var kwokStages []byte
+
+// inputsEnv names the environment variable that carries a digest of the files a process reads
+// at start. The process package restarts a process whose environment changed, so a process is
+// restarted when one of its certificates or kubeconfigs is rewritten.
+const inputsEnv = "FLOTILLA_INPUTS_DIGEST"
+
+// serviceAccountIssuer is the issuer of service account tokens, as kubeadm sets it.
+const serviceAccountIssuer = "https://kubernetes.default.svc.cluster.local"
+
+// kwokNodeLeaseSeconds is the duration of the Leases kwok renews for its Nodes, as kubelet's.
+const kwokNodeLeaseSeconds = 40
+
+// etcdMemberName names etcd's only member. It is stored in the data, so it never changes.
+const etcdMemberName = "flotilla"
+
+// component is one process of a control plane.
+type component struct {
+	name string
+	// spec returns the process to run; its flags are documented in the package documentation.
+	spec func(cfg Config, l layout, st state) process.Spec
+	// inputs are the files the process reads at start.
+	inputs func(l layout) []string
+}
+
+// components lists the processes of a control plane in start order; Stop goes backwards.
+var components = []component{
+	{name: binaries.Etcd, spec: etcdSpec, inputs: func(l layout) []string {
+		return []string{l.pki(caCert), l.pki(etcdServerCert), l.pki(etcdServerKey)}
+	}},
+	{name: binaries.KubeAPIServer, spec: apiserverSpec, inputs: func(l layout) []string {
+		return []string{l.pki(caCert), l.pki(apiserverCert), l.pki(apiserverKey), l.pki(etcdClientCert), l.pki(etcdClientKey), l.pki(saKey), l.pki(saPub)}
+	}},
+	{name: binaries.KubeControllerManager, spec: controllerManagerSpec, inputs: func(l layout) []string {
+		return []string{l.kubeconfig("kube-controller-manager"), l.pki(caCert), l.pki(caKey), l.pki(saKey)}
+	}},
+	{name: binaries.KubeScheduler, spec: schedulerSpec, inputs: func(l layout) []string {
+		return []string{l.kubeconfig("kube-scheduler")}
+	}},
+	{name: binaries.Kwok, spec: kwokSpec, inputs: func(l layout) []string {
+		return []string{l.kubeconfig(adminUser), l.kwokConfig()}
+	}},
+}
+
+// enabled reports whether cfg runs the component.
+func (c component) enabled(cfg Config) bool {
+	switch c.name {
+	case binaries.KubeControllerManager:
+		return cfg.ControllerManager
+	case binaries.KubeScheduler:
+		return cfg.Scheduler
+	case binaries.Kwok:
+		return cfg.Kwok
+	default:
+		return true
+	}
+}
+
+// processSpec returns the component's Spec with the digest of its inputs in its environment.
+func (c component) processSpec(cfg Config, l layout, st state) (process.Spec, error) {
+	spec := c.spec(cfg, l, st)
+	digest, err := digestFiles(c.inputs(l))
+	if err != nil {
+		return spec, err
+	}
+	spec.Env = append(spec.Env, inputsEnv+"="+digest)
+	return spec, nil
+}
+
+func digestFiles(paths []string) (string, error) {
+	h := sha256.New()
+	for _, path := range paths {
+		data, err := os.ReadFile(path)
+		if err != nil {
+			return "", err
+		}
+		sum := sha256.Sum256(data)
+		h.Write(sum[:])
+	}
+	return hex.EncodeToString(h.Sum(nil))[:16], nil
+}
+
+func hostPort(host string, port int32) string {
+	return net.JoinHostPort(host, strconv.Itoa(int(port)))
+}
+
+func etcdClientURL(st state) string { return "https://" + hostPort("127.0.0.1", st.EtcdClientPort) }
+func etcdPeerURL(st state) string   { return "http://" + hostPort("127.0.0.1", st.EtcdPeerPort) }
+
+func etcdSpec(cfg Config, l layout, st state) process.Spec {
+	args := []string{
+		"--name=" + etcdMemberName,
+		"--data-dir=" + l.etcdData(),
+		"--listen-client-urls=" + etcdClientURL(st),
+		"--advertise-client-urls=" + etcdClientURL(st),
+		"--listen-peer-urls=" + etcdPeerURL(st),
+		"--initial-advertise-peer-urls=" + etcdPeerURL(st),
+		"--initial-cluster=" + etcdMemberName + "=" + etcdPeerURL(st),
+		"--initial-cluster-state=new",
+		"--cert-file=" + l.pki(etcdServerCert),
+		"--key-file=" + l.pki(etcdServerKey),
+		"--trusted-ca-file=" + l.pki(caCert),
+		"--client-cert-auth=true",
+		"--log-level=warn",
+	}
+	if cfg.UnsafeNoFsync {
+		args = append(args, "--unsafe-no-fsync=true")
+	}
+	return process.Spec{Name: binaries.Etcd, Path: cfg.Binaries.Path(binaries.Etcd), Args: args, Dir: string(l)}
+}
+
+func apiserverSpec(cfg Config, l layout, st state) process.Spec {
+	return process.Spec{Name: binaries.KubeAPIServer, Path: cfg.Binaries.Path(binaries.KubeAPIServer), Dir: string(l), Args: []string{
+		"--bind-address=" + st.Host,
+		"--advertise-address=" + st.Host,
+		"--secure-port=" + strconv.Itoa(int(st.APIServerPort)),
+		"--tls-cert-file=" + l.pki(apiserverCert),
+		"--tls-private-key-file=" + l.pki(apiserverKey),
+		"--cert-dir=" + l.path("pki"),
+		"--client-ca-file=" + l.pki(caCert),
+		"--etcd-servers=" + etcdClientURL(st),
+		"--etcd-cafile=" + l.pki(caCert),
+		"--etcd-certfile=" + l.pki(etcdClientCert),
+		"--etcd-keyfile=" + l.pki(etcdClientKey),
+		"--service-cluster-ip-range=" + cfg.ServiceClusterIPRange,
+		"--service-account-issuer=" + serviceAccountIssuer,
+		"--service-account-key-file=" + l.pki(saPub),
+		"--service-account-signing-key-file=" + l.pki(saKey),
+		"--authorization-mode=RBAC",
+		"--allow-privileged=true",
+		"--enable-priority-and-fairness=false",
+		"--profiling=false",
+	}}
+}
+
+func controllerManagerSpec(cfg Config, l layout, _ state) process.Spec {
+	return process.Spec{Name: binaries.KubeControllerManager, Path: cfg.Binaries.Path(binaries.KubeControllerManager), Dir: string(l), Args: []string{
+		"--kubeconfig=" + l.kubeconfig("kube-controller-manager"),
+		"--secure-port=0",
+		"--leader-elect=false",
+		"--use-service-account-credentials=true",
+		"--service-account-private-key-file=" + l.pki(saKey),
+		"--root-ca-file=" + l.pki(caCert),
+		"--cluster-signing-cert-file=" + l.pki(caCert),
+		"--cluster-signing-key-file=" + l.pki(caKey),
+		"--cluster-name=" + cfg.Name,
+		"--service-cluster-ip-range=" + cfg.ServiceClusterIPRange,
+		"--profiling=false",
+	}}
+}
+
+func schedulerSpec(cfg Config, l layout, _ state) process.Spec {
+	return process.Spec{Name: binaries.KubeScheduler, Path: cfg.Binaries.Path(binaries.KubeScheduler), Dir: string(l), Args: []string{
+		"--kubeconfig=" + l.kubeconfig("kube-scheduler"),
+		"--secure-port=0",
+		"--leader-elect=false",
+		"--profiling=false",
+	}}
+}
+
+func kwokSpec(cfg Config, l layout, _ state) process.Spec {
+	return process.Spec{
+		Name: binaries.Kwok,
+		Path: cfg.Binaries.Path(binaries.Kwok),
+		Dir:  l.kwokDir(),
+		Args: []string{
+			"--kubeconfig=" + l.kubeconfig(adminUser),
+			"--config=" + l.kwokConfig(),
+			"--manage-all-nodes=false",
+			"--manage-nodes-with-annotation-selector=" + infrav1.KwokNodeAnnotation + "=" + KwokNodeAnnotationValue,
+			"--node-lease-duration-seconds=" + strconv.Itoa(kwokNodeLeaseSeconds),
+			"--cidr=" + KwokPodCIDR,
+		},
+		// kwok reads ~/.kwok/kwok.yaml too when it exists; its work directory is ours instead.
+		Env: []string{"KWOK_WORKDIR=" + l.kwokDir()},
+	}
+}

@@ -1,0 +1,379 @@
+package controlplane
+
+import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"net/http"
+	"os"
+	"slices"
+	"strings"
+	"time"
+
+	ctrl "sigs.k8s.io/controller-runtime"
+
+	"github.com/flotilla-dev/flotilla/pkg/binaries"
+	"github.com/flotilla-dev/flotilla/pkg/pki"
+	"github.com/flotilla-dev/flotilla/pkg/process"
+)
+
+// StopTimeout is how long Stop waits for a process after SIGTERM before it sends SIGKILL.
+const StopTimeout = process.DefaultStopTimeout
+
+// DefaultReadyTimeout bounds WaitReady when its context has no deadline.
+const DefaultReadyTimeout = 2 * time.Minute
+
+// Status is what Ensure found and did.
+type Status struct {
+	// Host and Port are kube-apiserver's endpoint.
+	Host string
+	Port int32
+	// Server is the endpoint as a URL, https://Host:Port.
+	Server string
+	// CA is the cluster CA, certificate and key.
+	CA pki.KeyPair
+	// Processes are the processes that run, in start order.
+	Processes []ProcessStatus
+}
+
+// ProcessStatus is one process of a control plane.
+type ProcessStatus struct {
+	// Name is the program: etcd, kube-apiserver, kube-controller-manager, kube-scheduler, kwok.
+	Name string
+	// PID is its process id.
+	PID int
+	// Adopted is true when it was already running, false when Ensure started it.
+	Adopted bool
+}
+
+// Ensure makes the control plane of cfg run, without waiting for it to be ready (see
+// WaitReady). It is idempotent and cheap when everything runs: it creates the PKI when missing,
+// chooses the ports once and persists them in Dir/state.json, adopts the processes that run,
+// starts the missing ones (etcd first), restarts dead ones and those whose flags or files
+// changed, and stops the optional ones cfg no longer wants. It never starts a duplicate.
+func Ensure(ctx context.Context, cfg Config) (*Status, error) {
+	cfg, err := cfg.complete()
+	if err != nil {
+		return nil, err
+	}
+	l := layout(cfg.Dir)
+	unlock, err := lockDir(ctx, l)
+	if err != nil {
+		return nil, err
+	}
+	defer unlock()
+
+	for _, dir := range []string{l.path("pki"), l.etcdData(), l.kwokDir()} {
+		if err := os.MkdirAll(dir, 0o700); err != nil {
+			return nil, fmt.Errorf("creating %s: %w", dir, err)
+		}
+	}
+	sup := l.supervisor()
+	st, err := loadState(l.state())
+	if err != nil {
+		return nil, err
+	}
+	desired, err := choosePorts(cfg, sup, st)
+	if err != nil {
+		return nil, err
+	}
+	if desired != st {
+		if err := saveState(l.state(), desired); err != nil {
+			return nil, err
+		}
+	}
+	st = desired
+
+	server := "https://" + hostPort(st.Host, st.APIServerPort)
+	ca, err := ensurePKI(cfg, l, server)
+	if err != nil {
+		return nil, err
+	}
+	if cfg.Kwok {
+		if _, err := writeIfChanged(l.kwokConfig(), kwokStages); err != nil {
+			return nil, err
+		}
+	}
+
+	if _, running := sup.Running(binaries.KubeAPIServer); !running && !waitPortFree(ctx, st.Host, st.APIServerPort) {
+		return nil, fmt.Errorf("cannot start kube-apiserver of %s: %s is in use by another program; stop that program, or give the control plane another port (set Config.APIServerPort, or remove %s to pick a free one)",
+			cfg.Name, hostPort(st.Host, st.APIServerPort), l.state())
+	}
+
+	status := &Status{Host: st.Host, Port: st.APIServerPort, Server: server, CA: *ca}
+	for _, c := range components {
+		if !c.enabled(cfg) {
+			if err := sup.Stop(ctx, c.name, StopTimeout); err != nil {
+				return nil, err
+			}
+			continue
+		}
+		spec, err := c.processSpec(cfg, l, st)
+		if err != nil {
+			return nil, fmt.Errorf("preparing %s: %w", c.name, err)
+		}
+		p, err := sup.Ensure(ctx, spec)
+		if err != nil {
+			return nil, fmt.Errorf("%w (see %s)", err, sup.LogPath(c.name))
+		}
+		if !p.Adopted {
+			ctrl.LoggerFrom(ctx).Info("Started control plane process", "cluster", cfg.Name, "process", p.Name, "pid", p.PID)
+		}
+		status.Processes = append(status.Processes, ProcessStatus{Name: p.Name, PID: p.PID, Adopted: p.Adopted})
+	}
+	if st.KubernetesVersion != cfg.Binaries.Version {
+		st.KubernetesVersion = cfg.Binaries.Version
+		if err := saveState(l.state(), st); err != nil {
+			return nil, err
+		}
+	}
+	return status, nil
+}
+
+// choosePorts returns the state with every port chosen: kept from st when set, taken from cfg
+// for kube-apiserver, picked free otherwise. etcd's ports, which only kube-apiserver dials, are
+// picked again when etcd is not running and another program took them.
+func choosePorts(cfg Config, sup process.Supervisor, st state) (state, error) {
+	st.Host = cfg.Host
+	if cfg.APIServerPort != 0 {
+		st.APIServerPort = cfg.APIServerPort
+	}
+	_, etcdRunning := sup.Running(binaries.Etcd)
+	for _, p := range []struct {
+		port     *int32
+		host     string
+		reusable bool
+	}{
+		{&st.APIServerPort, st.Host, true},
+		{&st.EtcdClientPort, "127.0.0.1", etcdRunning || portFree("127.0.0.1", st.EtcdClientPort)},
+		{&st.EtcdPeerPort, "127.0.0.1", etcdRunning || portFree("127.0.0.1", st.EtcdPeerPort)},
+	} {
+		if *p.port != 0 && p.reusable {
+			continue
+		}
+		port, err := pickPort(p.host)
+		if err != nil {
+			return st, err
+		}
+		*p.port = port
+	}
+	return st, nil
+}
+
+// Ready checks once whether kube-apiserver answers /readyz with ok, and returns its version
+// from /version.
+func Ready(ctx context.Context, cfg Config) (string, error) {
+	client, server, err := adminHTTPClient(cfg)
+	if err != nil {
+		return "", err
+	}
+	body, err := get(ctx, client, server+"/readyz")
+	if err != nil {
+		return "", err
+	}
+	if strings.TrimSpace(body) != "ok" {
+		return "", fmt.Errorf("%s/readyz: %s", server, body)
+	}
+	body, err = get(ctx, client, server+"/version")
+	if err != nil {
+		return "", err
+	}
+	var info struct {
+		GitVersion string `json:"gitVersion"`
+	}
+	if err := json.Unmarshal([]byte(body), &info); err != nil {
+		return "", fmt.Errorf("parsing %s/version: %w", server, err)
+	}
+	return info.GitVersion, nil
+}
+
+// WaitReady waits until Ready succeeds, the context ends (DefaultReadyTimeout without a
+// deadline), or kube-apiserver or etcd exits, in which case the error carries the end of its log.
+func WaitReady(ctx context.Context, cfg Config) error {
+	if _, ok := ctx.Deadline(); !ok {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, DefaultReadyTimeout)
+		defer cancel()
+	}
+	if cfg.Dir == "" {
+		cfg.Dir = ClusterDir(HomeDir(), cfg.Name)
+	}
+	l := layout(cfg.Dir)
+	sup := l.supervisor()
+	var lastErr error
+	for delay := 50 * time.Millisecond; ; delay = min(delay*2, 250*time.Millisecond) {
+		attempt, cancel := context.WithTimeout(ctx, 2*time.Second)
+		_, lastErr = Ready(attempt, cfg)
+		cancel()
+		if lastErr == nil {
+			return nil
+		}
+		for _, name := range []string{binaries.Etcd, binaries.KubeAPIServer} {
+			if _, running := sup.Running(name); !running {
+				return fmt.Errorf("%s of %s is not running; the end of %s:\n%s", name, cfg.Name, sup.LogPath(name), sup.LogTail(name, 20))
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("waiting for kube-apiserver of %s to be ready: %w; last error: %v; see %s",
+				cfg.Name, ctx.Err(), lastErr, sup.LogPath(binaries.KubeAPIServer))
+		case <-time.After(delay):
+		}
+	}
+}
+
+// Stop stops every process of the control plane in dir: kwok, the scheduler and the controller
+// manager first, kube-apiserver, then etcd; each gets SIGTERM and StopTimeout before SIGKILL.
+// Data and PKI stay, so Ensure starts the same cluster again.
+func Stop(ctx context.Context, dir string) error {
+	l := layout(dir)
+	if _, err := os.Stat(dir); errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	unlock, err := lockDir(ctx, l)
+	if err != nil {
+		return err
+	}
+	defer unlock()
+	return stopAll(ctx, l)
+}
+
+func stopAll(ctx context.Context, l layout) error {
+	sup := l.supervisor()
+	var errs []error
+	for _, c := range slices.Backward(components) {
+		errs = append(errs, sup.Stop(ctx, c.name, StopTimeout))
+	}
+	errs = append(errs, sup.StopAll(ctx, StopTimeout)) // anything else recorded there
+	return errors.Join(errs...)
+}
+
+// Delete stops the control plane in dir and removes the directory. It refuses a directory that
+// does not look like a control plane's.
+func Delete(ctx context.Context, dir string) error {
+	l := layout(dir)
+	if _, err := os.Stat(dir); errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if !looksLikeControlPlane(l) {
+		return fmt.Errorf("refusing to delete %s: it holds no control plane (no state.json, pki/ or run/)", dir)
+	}
+	unlock, err := lockDir(ctx, l)
+	if err != nil {
+		return err
+	}
+	defer unlock()
+	if err := stopAll(ctx, l); err != nil {
+		return err
+	}
+	if err := os.RemoveAll(dir); err != nil {
+		return fmt.Errorf("removing %s: %w", dir, err)
+	}
+	return nil
+}
+
+func looksLikeControlPlane(l layout) bool {
+	for _, p := range []string{l.state(), l.path("pki"), l.path("run")} {
+		if _, err := os.Stat(p); err == nil {
+			return true
+		}
+	}
+	return false
+}
+
+// AdminKubeconfig returns a kubeconfig for the admin (group system:masters) of the control plane:
+// server https://host:port, the CA and the admin client certificate, embedded. Ensure must have
+// run once.
+func AdminKubeconfig(cfg Config) ([]byte, error) {
+	l, st, err := endpoint(cfg)
+	if err != nil {
+		return nil, err
+	}
+	ca, admin, err := loadAdmin(l)
+	if err != nil {
+		return nil, err
+	}
+	return pki.Kubeconfig(cfg.Name, "https://"+hostPort(st.Host, st.APIServerPort), ca.CertPEM, adminCommonName, admin)
+}
+
+// endpoint returns the layout and the state of cfg's control plane, with cfg's host and port
+// when set.
+func endpoint(cfg Config) (layout, state, error) {
+	if cfg.Dir == "" {
+		cfg.Dir = ClusterDir(HomeDir(), cfg.Name)
+	}
+	l := layout(cfg.Dir)
+	st, err := loadState(l.state())
+	if err != nil {
+		return l, st, err
+	}
+	if cfg.Host != "" {
+		st.Host = cfg.Host
+	}
+	if cfg.APIServerPort != 0 {
+		st.APIServerPort = cfg.APIServerPort
+	}
+	if st.Host == "" || st.APIServerPort == 0 {
+		return l, st, fmt.Errorf("control plane %s in %s has no endpoint yet: call Ensure first", cfg.Name, cfg.Dir)
+	}
+	return l, st, nil
+}
+
+func loadAdmin(l layout) (ca, admin *pki.KeyPair, err error) {
+	ca, err = pki.LoadKeyPair(l.pki(caCert), l.pki(caKey))
+	if err != nil {
+		return nil, nil, fmt.Errorf("loading the CA of %s (call Ensure first): %w", l, err)
+	}
+	admin, err = pki.LoadKeyPair(l.pki(adminCert), l.pki(adminKey))
+	if err != nil {
+		return nil, nil, fmt.Errorf("loading the admin certificate of %s (call Ensure first): %w", l, err)
+	}
+	return ca, admin, nil
+}
+
+func adminHTTPClient(cfg Config) (*http.Client, string, error) {
+	l, st, err := endpoint(cfg)
+	if err != nil {
+		return nil, "", err
+	}
+	ca, admin, err := loadAdmin(l)
+	if err != nil {
+		return nil, "", err
+	}
+	cert, err := tls.X509KeyPair(admin.CertPEM, admin.KeyPEM)
+	if err != nil {
+		return nil, "", fmt.Errorf("loading the admin certificate: %w", err)
+	}
+	roots := x509.NewCertPool()
+	roots.AddCert(ca.Cert)
+	transport := &http.Transport{
+		TLSClientConfig:   &tls.Config{RootCAs: roots, Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12},
+		DisableKeepAlives: true,
+	}
+	return &http.Client{Transport: transport}, "https://" + hostPort(st.Host, st.APIServerPort), nil
+}
+
+func get(ctx context.Context, client *http.Client, url string) (string, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return "", err
+	}
+	resp, err := client.Do(req)
+	if err != nil {
+		return "", err
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
+	if err != nil {
+		return "", fmt.Errorf("reading %s: %w", url, err)
+	}
+	if resp.StatusCode != http.StatusOK {
+		return "", fmt.Errorf("%s: %s: %s", url, resp.Status, strings.TrimSpace(string(body)))
+	}
+	return string(body), nil
+}

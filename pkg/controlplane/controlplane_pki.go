@@ -1,0 +1,79 @@
+package controlplane
+
+import (
+	"bytes"
+	"crypto/x509"
+	"fmt"
+	"net"
+	"os"
+
+	"github.com/flotilla-dev/flotilla/pkg/pki"
+)
+
+// ensurePKI creates what is missing or no longer fits under pki/ and writes the kubeconfigs, and
+// returns the CA. When everything is in place it only reads and parses files. A process whose
+// files changed is restarted by Ensure, which puts a digest of each process's input files in its
+// environment.
+func ensurePKI(cfg Config, l layout, server string) (*pki.KeyPair, error) {
+	ca, _, err := pki.EnsureCA(l.pki(caCert), l.pki(caKey), "flotilla-"+cfg.Name+"-ca", cfg.CA)
+	if err != nil {
+		return nil, fmt.Errorf("ensuring the CA: %w", err)
+	}
+	dns, ips, err := pki.APIServerSANs(cfg.Host, cfg.ServiceClusterIPRange)
+	if err != nil {
+		return nil, err
+	}
+	loopback := []net.IP{net.IPv4(127, 0, 0, 1).To4()}
+	serving := []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}
+	client := []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth}
+	certs := []struct {
+		cert, key string
+		req       pki.CertRequest
+		// kubeconfig names the user whose kubeconfig embeds this certificate, if any.
+		kubeconfig string
+	}{
+		{apiserverCert, apiserverKey, pki.CertRequest{CommonName: "kube-apiserver", DNSNames: dns, IPs: ips, Usages: serving}, ""},
+		// etcd dials itself (its gRPC gateway) with its serving certificate: it needs both usages.
+		{etcdServerCert, etcdServerKey, pki.CertRequest{CommonName: "etcd", DNSNames: []string{"localhost"}, IPs: loopback, Usages: append(serving, x509.ExtKeyUsageClientAuth)}, ""},
+		{etcdClientCert, etcdClientKey, pki.CertRequest{CommonName: "kube-apiserver-etcd-client", Usages: client}, ""},
+		{adminCert, adminKey, pki.CertRequest{CommonName: adminCommonName, Organizations: []string{mastersGroup}, Usages: client}, adminUser},
+		{controllerMgrCert, controllerMgrKey, pki.CertRequest{CommonName: controllerMgrUser, Usages: client}, "kube-controller-manager"},
+		{schedulerCert, schedulerKey, pki.CertRequest{CommonName: schedulerUser, Usages: client}, "kube-scheduler"},
+	}
+	for _, c := range certs {
+		kp, _, err := pki.EnsureCert(ca, l.pki(c.cert), l.pki(c.key), c.req)
+		if err != nil {
+			return nil, fmt.Errorf("ensuring %s: %w", c.cert, err)
+		}
+		if c.kubeconfig == "" {
+			continue
+		}
+		data, err := pki.Kubeconfig(cfg.Name, server, ca.CertPEM, userName(c.kubeconfig), kp)
+		if err != nil {
+			return nil, err
+		}
+		if _, err := writeIfChanged(l.kubeconfig(c.kubeconfig), data); err != nil {
+			return nil, err
+		}
+	}
+	if _, _, err := pki.EnsureServiceAccountKey(l.pki(saKey), l.pki(saPub)); err != nil {
+		return nil, fmt.Errorf("ensuring the service account key: %w", err)
+	}
+	return ca, nil
+}
+
+// userName is the name of a kubeconfig's user entry.
+func userName(user string) string {
+	if user == adminUser {
+		return adminCommonName
+	}
+	return user
+}
+
+// writeIfChanged writes data to path (0600) unless the file already holds it.
+func writeIfChanged(path string, data []byte) (bool, error) {
+	if current, err := os.ReadFile(path); err == nil && bytes.Equal(current, data) {
+		return false, nil
+	}
+	return true, pki.WriteFile(path, data)
+}

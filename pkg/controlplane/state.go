@@ -1,0 +1,153 @@
+package controlplane
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"math/rand/v2"
+	"net"
+	"os"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/flotilla-dev/flotilla/pkg/pki"
+)
+
+// state is what a control plane remembers in Dir/state.json: the choices made once and reused so
+// that a restart keeps the same endpoint and the same etcd.
+type state struct {
+	// Host and APIServerPort are kube-apiserver's endpoint.
+	Host          string `json:"host"`
+	APIServerPort int32  `json:"apiServerPort"`
+	// EtcdClientPort and EtcdPeerPort are etcd's ports on 127.0.0.1.
+	EtcdClientPort int32 `json:"etcdClientPort"`
+	EtcdPeerPort   int32 `json:"etcdPeerPort"`
+	// KubernetesVersion is the version of the binaries last started.
+	KubernetesVersion string `json:"kubernetesVersion,omitempty"`
+}
+
+func loadState(path string) (state, error) {
+	var st state
+	data, err := os.ReadFile(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return st, nil
+	}
+	if err != nil {
+		return st, fmt.Errorf("reading control plane state: %w", err)
+	}
+	if err := json.Unmarshal(data, &st); err != nil {
+		return st, fmt.Errorf("parsing %s: %w; fix or remove the file (ports are chosen again)", path, err)
+	}
+	return st, nil
+}
+
+func saveState(path string, st state) error {
+	data, err := json.MarshalIndent(st, "", "  ")
+	if err != nil {
+		return fmt.Errorf("encoding control plane state: %w", err)
+	}
+	return pki.WriteFile(path, append(data, '\n'))
+}
+
+// Ports are picked at random below the kernel's ephemeral range, so that the port of a stopped
+// server is not handed out to an outgoing connection meanwhile, and remembered in this process so
+// that two control planes set up at the same time do not pick the same one.
+var reserved = struct {
+	sync.Mutex
+	ports map[int32]bool
+}{ports: map[int32]bool{}}
+
+const lowestPort = 10000
+
+// pickPort returns a port that is free on host and was not handed out by this process before.
+func pickPort(host string) (int32, error) {
+	high := ephemeralLow()
+	reserved.Lock()
+	defer reserved.Unlock()
+	for range 200 {
+		port := int32(lowestPort + rand.IntN(high-lowestPort))
+		if reserved.ports[port] || !portFree(host, port) {
+			continue
+		}
+		reserved.ports[port] = true
+		return port, nil
+	}
+	// Crowded: let the kernel choose.
+	l, err := net.Listen("tcp", net.JoinHostPort(host, "0"))
+	if err != nil {
+		return 0, fmt.Errorf("finding a free port on %s: %w", host, err)
+	}
+	defer l.Close()
+	port := int32(l.Addr().(*net.TCPAddr).Port) //nolint:gosec // a TCP port fits
+	reserved.ports[port] = true
+	return port, nil
+}
+
+// portFree reports whether a server could listen on host:port now.
+func portFree(host string, port int32) bool {
+	l, err := net.Listen("tcp", net.JoinHostPort(host, strconv.Itoa(int(port))))
+	if err != nil {
+		return false
+	}
+	_ = l.Close()
+	return true
+}
+
+// waitPortFree waits up to two seconds for host:port to be free: a server that was just killed
+// may still be releasing it.
+func waitPortFree(ctx context.Context, host string, port int32) bool {
+	deadline := time.Now().Add(2 * time.Second)
+	for !portFree(host, port) {
+		if time.Now().After(deadline) || ctx.Err() != nil {
+			return false
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	return true
+}
+
+// ephemeralLow returns the first port of the kernel's ephemeral range (32768 by default).
+func ephemeralLow() int {
+	data, err := os.ReadFile("/proc/sys/net/ipv4/ip_local_port_range")
+	if err == nil {
+		if fields := strings.Fields(string(data)); len(fields) == 2 {
+			if low, err := strconv.Atoi(fields[0]); err == nil && low > lowestPort+1000 {
+				return low
+			}
+		}
+	}
+	return 32768
+}
+
+// lockDir takes an exclusive lock on dir's lock file, waiting for another holder (another
+// goroutine or program working on the same control plane) until ctx ends.
+func lockDir(ctx context.Context, l layout) (unlock func(), err error) {
+	if err := os.MkdirAll(string(l), 0o700); err != nil {
+		return nil, fmt.Errorf("creating %s: %w", l, err)
+	}
+	f, err := os.OpenFile(l.lock(), os.O_RDWR|os.O_CREATE, 0o600)
+	if err != nil {
+		return nil, fmt.Errorf("opening lock: %w", err)
+	}
+	for delay := time.Millisecond; ; delay = min(2*delay, 100*time.Millisecond) {
+		err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB)
+		if err == nil {
+			return func() { _ = f.Close() }, nil // closing releases the lock
+		}
+		if !errors.Is(err, syscall.EWOULDBLOCK) {
+			f.Close()
+			return nil, fmt.Errorf("locking %s: %w", l.lock(), err)
+		}
+		select {
+		case <-ctx.Done():
+			f.Close()
+			return nil, fmt.Errorf("waiting for another operation on %s to finish: %w", l, ctx.Err())
+		case <-time.After(delay):
+		}
+	}
+}

@@ -1,0 +1,449 @@
+package process
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	ctrl "sigs.k8s.io/controller-runtime"
+)
+
+// DefaultStopTimeout is how long Stop waits after SIGTERM before it sends SIGKILL.
+const DefaultStopTimeout = 10 * time.Second
+
+// maxLogSize is the size past which a log file is rotated to <name>.log.1 before a start.
+const maxLogSize = 10 << 20
+
+// inheritedEnv lists the variables of the starter's environment a process inherits; the rest
+// of its environment is Spec.Env. A small, fixed environment keeps a process independent of
+// where it was started from (a shell with KUBECONFIG set, a manager Pod, a test).
+var inheritedEnv = []string{"PATH", "HOME", "USER", "TMPDIR", "LANG", "TZ"}
+
+// Spec describes a process to run.
+type Spec struct {
+	// Name identifies the process within its Supervisor: run/<Name>.pid, logs/<Name>.log.
+	Name string
+	// Path is the absolute path of the program. The program must keep the command line it was
+	// started with (not exec another program, not rewrite its argv): adoption compares it.
+	Path string
+	// Args are the arguments after the program name.
+	Args []string
+	// Env is added to the inherited PATH, HOME, USER, TMPDIR, LANG and TZ, as KEY=value.
+	// Changing Path, Args or Env restarts the process.
+	Env []string
+	// Dir is the working directory; empty means the Supervisor's RunDir.
+	Dir string
+}
+
+// argv is the command line the Spec runs.
+func (s Spec) argv() []string {
+	return append([]string{s.Path}, s.Args...)
+}
+
+// Process is a running process of a Supervisor.
+type Process struct {
+	// Name is the Spec name.
+	Name string
+	// PID is the process id.
+	PID int
+	// Adopted is true when the process was already running and was taken over, false when it
+	// was started by this call.
+	Adopted bool
+}
+
+// Supervisor starts, adopts and stops processes, keeping pid files and records in RunDir and
+// logs in LogDir. The zero value is not usable; both directories must be set.
+type Supervisor struct {
+	// RunDir holds <name>.pid and <name>.json.
+	RunDir string
+	// LogDir holds <name>.log.
+	LogDir string
+}
+
+// record is what the supervisor remembers about a process it started, in <name>.json.
+type record struct {
+	PID       int      `json:"pid"`
+	Argv      []string `json:"argv"`
+	Env       []string `json:"env,omitempty"`
+	StartTime uint64   `json:"startTime"`
+	Started   string   `json:"started"`
+}
+
+// PIDPath returns the pid file of name.
+func (s Supervisor) PIDPath(name string) string { return filepath.Join(s.RunDir, name+".pid") }
+
+// LogPath returns the log file of name.
+func (s Supervisor) LogPath(name string) string { return filepath.Join(s.LogDir, name+".log") }
+
+func (s Supervisor) recordPath(name string) string { return filepath.Join(s.RunDir, name+".json") }
+
+// Ensure makes spec run: it adopts the process recorded under spec.Name when that process is
+// alive and was started with exactly spec's command line and Env, stops it when it is ours but
+// was started differently, and starts spec when nothing of ours runs. It never starts a second copy of a process it
+// adopted and never signals a process it did not start.
+func (s Supervisor) Ensure(ctx context.Context, spec Spec) (Process, error) {
+	if err := spec.validate(); err != nil {
+		return Process{}, err
+	}
+	rec, why := s.check(spec.Name)
+	if why == "" {
+		if slices.Equal(rec.Argv, spec.argv()) && slices.Equal(rec.Env, spec.Env) {
+			return Process{Name: spec.Name, PID: rec.PID, Adopted: true}, nil
+		}
+		ctrl.LoggerFrom(ctx).Info("Restarting process with a changed command line or environment", "process", spec.Name, "pid", rec.PID)
+		if err := s.stop(ctx, spec.Name, rec, DefaultStopTimeout); err != nil {
+			return Process{}, err
+		}
+	}
+	if why != "" && rec.PID != 0 {
+		ctrl.LoggerFrom(ctx).V(1).Info("Ignoring stale pid file", "process", spec.Name, "pid", rec.PID, "reason", why)
+	}
+	return s.Start(ctx, spec)
+}
+
+// Start starts spec unconditionally, detached from the caller (see the package documentation),
+// and records it. Use Ensure unless the caller has just checked that nothing runs.
+func (s Supervisor) Start(ctx context.Context, spec Spec) (Process, error) {
+	if err := spec.validate(); err != nil {
+		return Process{}, err
+	}
+	for _, dir := range []string{s.RunDir, s.LogDir} {
+		if err := os.MkdirAll(dir, 0o700); err != nil {
+			return Process{}, fmt.Errorf("creating %s: %w", dir, err)
+		}
+	}
+	logFile, err := s.openLog(spec)
+	if err != nil {
+		return Process{}, err
+	}
+	defer logFile.Close() // the child holds its own descriptor
+
+	devNull, err := os.Open(os.DevNull)
+	if err != nil {
+		return Process{}, fmt.Errorf("opening %s: %w", os.DevNull, err)
+	}
+	defer devNull.Close()
+
+	// Not exec.CommandContext: the process must outlive ctx and the caller.
+	cmd := exec.Command(spec.Path, spec.Args...) //nolint:gosec // the program and its arguments are ours
+	cmd.Env = environment(spec.Env)
+	cmd.Dir = spec.Dir
+	if cmd.Dir == "" {
+		cmd.Dir = s.RunDir
+	}
+	cmd.Stdin = devNull
+	cmd.Stdout = logFile
+	cmd.Stderr = logFile
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+	if err := cmd.Start(); err != nil {
+		return Process{}, fmt.Errorf("starting %s (%s): %w", spec.Name, spec.Path, err)
+	}
+	pid := cmd.Process.Pid
+	// Reap the child when it exits so that it does not stay a zombie while we live.
+	go func() { _ = cmd.Wait() }()
+
+	// exec(2) lets the starter go on before it has set up the new command line, which adoption
+	// compares: wait for it, so that a lookup right after Start finds the process.
+	waitExec(pid, spec.argv())
+
+	rec := record{PID: pid, Argv: spec.argv(), Env: spec.Env, Started: time.Now().UTC().Format(time.RFC3339)}
+	if st, err := readStat(pid); err == nil {
+		rec.StartTime = st.StartTime
+	}
+	if err := s.writeRecord(spec.Name, rec); err != nil {
+		_ = signalGroup(pid, syscall.SIGKILL)
+		return Process{}, err
+	}
+	ctrl.LoggerFrom(ctx).V(1).Info("Started process", "process", spec.Name, "pid", pid, "log", s.LogPath(spec.Name))
+	return Process{Name: spec.Name, PID: pid}, nil
+}
+
+// waitExec waits, up to a second, until pid shows argv as its command line or exits.
+func waitExec(pid int, argv []string) {
+	deadline := time.Now().Add(time.Second)
+	for delay := 100 * time.Microsecond; time.Now().Before(deadline); delay = min(2*delay, 10*time.Millisecond) {
+		current, err := Cmdline(pid)
+		if err != nil || slices.Equal(current, argv) || !Alive(pid) {
+			return
+		}
+		time.Sleep(delay)
+	}
+}
+
+// Running returns the pid of the process recorded under name when it is alive and ours,
+// whatever its command line.
+func (s Supervisor) Running(name string) (int, bool) {
+	rec, ours := s.lookup(name)
+	return rec.PID, ours
+}
+
+// Names returns the names that have a pid file in RunDir, sorted.
+func (s Supervisor) Names() ([]string, error) {
+	entries, err := os.ReadDir(s.RunDir)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("listing %s: %w", s.RunDir, err)
+	}
+	var names []string
+	for _, e := range entries {
+		if name, ok := strings.CutSuffix(e.Name(), ".pid"); ok && !e.IsDir() {
+			names = append(names, name)
+		}
+	}
+	slices.Sort(names)
+	return names, nil
+}
+
+// Stop stops the process recorded under name, if it is alive and ours: SIGTERM to its process
+// group, up to timeout for it to exit, then SIGKILL. It removes the pid file and record. A
+// process that is not running is not an error.
+func (s Supervisor) Stop(ctx context.Context, name string, timeout time.Duration) error {
+	rec, ours := s.lookup(name)
+	if !ours {
+		return s.forget(name)
+	}
+	return s.stop(ctx, name, rec, timeout)
+}
+
+// StopAll stops, in reverse name order, every process that has a pid file in RunDir. Callers
+// that need an order (clients before servers) call Stop for each name instead.
+func (s Supervisor) StopAll(ctx context.Context, timeout time.Duration) error {
+	names, err := s.Names()
+	if err != nil {
+		return err
+	}
+	var errs []error
+	for _, name := range slices.Backward(names) {
+		errs = append(errs, s.Stop(ctx, name, timeout))
+	}
+	return errors.Join(errs...)
+}
+
+// LogTail returns at most the last n lines of name's log, for error messages.
+func (s Supervisor) LogTail(name string, n int) string {
+	data, err := os.ReadFile(s.LogPath(name))
+	if err != nil {
+		return ""
+	}
+	const maxBytes = 64 << 10
+	if len(data) > maxBytes {
+		data = data[len(data)-maxBytes:]
+	}
+	lines := strings.Split(strings.TrimRight(string(data), "\n"), "\n")
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	return strings.Join(lines, "\n")
+}
+
+func (s Supervisor) stop(ctx context.Context, name string, rec record, timeout time.Duration) error {
+	log := ctrl.LoggerFrom(ctx)
+	if err := signalGroup(rec.PID, syscall.SIGTERM); err != nil {
+		return fmt.Errorf("stopping %s (pid %d): %w", name, rec.PID, err)
+	}
+	if !waitExit(ctx, rec, timeout) {
+		log.Info("Process did not exit after SIGTERM, killing it", "process", name, "pid", rec.PID, "timeout", timeout)
+		if err := signalGroup(rec.PID, syscall.SIGKILL); err != nil {
+			return fmt.Errorf("killing %s (pid %d): %w", name, rec.PID, err)
+		}
+		if !waitExit(ctx, rec, 5*time.Second) {
+			return fmt.Errorf("stopping %s: pid %d still runs after SIGKILL", name, rec.PID)
+		}
+	}
+	log.V(1).Info("Stopped process", "process", name, "pid", rec.PID)
+	return s.forget(name)
+}
+
+// waitExit polls until the recorded process has finished exiting (Gone: its ports are free
+// again), timeout passes or ctx ends.
+func waitExit(ctx context.Context, rec record, timeout time.Duration) bool {
+	deadline := time.Now().Add(timeout)
+	for delay := 5 * time.Millisecond; ; delay = min(2*delay, 100*time.Millisecond) {
+		if Gone(rec.PID) || !sameStart(rec) {
+			return true
+		}
+		if time.Now().After(deadline) || ctx.Err() != nil {
+			return false
+		}
+		time.Sleep(delay)
+	}
+}
+
+// lookup reads the record of name and reports whether it describes a live process of ours.
+func (s Supervisor) lookup(name string) (record, bool) {
+	rec, why := s.check(name)
+	return rec, why == ""
+}
+
+// check reads the record of name and returns why it does not describe a live process of ours,
+// or "" when it does.
+func (s Supervisor) check(name string) (record, string) {
+	pid, err := readPIDFile(s.PIDPath(name))
+	if err != nil {
+		return record{}, "no pid file"
+	}
+	data, err := os.ReadFile(s.recordPath(name))
+	if err != nil {
+		return record{PID: pid}, "no record"
+	}
+	var rec record
+	if err := json.Unmarshal(data, &rec); err != nil || rec.PID != pid {
+		return record{PID: pid}, "record does not match the pid file"
+	}
+	return rec, whyNotSame(rec)
+}
+
+// sameProcess reports whether the process rec describes still runs.
+func sameProcess(rec record) bool { return whyNotSame(rec) == "" }
+
+// whyNotSame returns why the process rec describes no longer runs, or "": a new process with the
+// same pid, a zombie, another command line or another executable.
+func whyNotSame(rec record) string {
+	if len(rec.Argv) == 0 {
+		return "empty record"
+	}
+	st, err := readStat(rec.PID)
+	switch {
+	case err != nil:
+		return "no such process"
+	case st.State == 'Z' || st.State == 'X' || st.State == 'x':
+		return "exited (zombie)"
+	case rec.StartTime != 0 && st.StartTime != rec.StartTime:
+		return "pid reused by another process"
+	}
+	argv, err := Cmdline(rec.PID)
+	if err != nil || !slices.Equal(argv, rec.Argv) {
+		return fmt.Sprintf("pid runs another command line %q", argv)
+	}
+	if !exeMatches(rec.PID, rec.Argv[0]) {
+		exe, _ := Exe(rec.PID)
+		return "pid runs another program " + exe
+	}
+	return ""
+}
+
+// sameStart reports whether rec.PID is still the process rec recorded (not a new process that
+// reuses the pid), whatever its state.
+func sameStart(rec record) bool {
+	st, err := readStat(rec.PID)
+	return err == nil && (rec.StartTime == 0 || st.StartTime == rec.StartTime)
+}
+
+// exeMatches reports whether pid runs program. An unreadable exe link (another user's process)
+// defers to the command line, which already matched.
+func exeMatches(pid int, program string) bool {
+	exe, err := Exe(pid)
+	if err != nil {
+		return errors.Is(err, fs.ErrPermission)
+	}
+	if exe == program {
+		return true
+	}
+	resolved, err := filepath.EvalSymlinks(program)
+	if err != nil {
+		// The program was removed or replaced since the start; the kernel still names it.
+		return false
+	}
+	return exe == resolved
+}
+
+func (s Supervisor) writeRecord(name string, rec record) error {
+	data, err := json.MarshalIndent(rec, "", "  ")
+	if err != nil {
+		return fmt.Errorf("encoding record of %s: %w", name, err)
+	}
+	if err := writeFileAtomic(s.recordPath(name), append(data, '\n')); err != nil {
+		return err
+	}
+	return writeFileAtomic(s.PIDPath(name), []byte(strconv.Itoa(rec.PID)+"\n"))
+}
+
+// forget removes the pid file and record of name.
+func (s Supervisor) forget(name string) error {
+	var errs []error
+	for _, path := range []string{s.PIDPath(name), s.recordPath(name)} {
+		if err := os.Remove(path); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			errs = append(errs, fmt.Errorf("removing %s: %w", path, err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+func (s Supervisor) openLog(spec Spec) (*os.File, error) {
+	path := s.LogPath(spec.Name)
+	if info, err := os.Stat(path); err == nil && info.Size() > maxLogSize {
+		_ = os.Rename(path, path+".1")
+	}
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
+	if err != nil {
+		return nil, fmt.Errorf("opening log of %s: %w", spec.Name, err)
+	}
+	fmt.Fprintf(f, "==> %s starting %s\n", time.Now().UTC().Format(time.RFC3339), strings.Join(spec.argv(), " "))
+	return f, nil
+}
+
+func (s Spec) validate() error {
+	switch {
+	case s.Name == "" || strings.ContainsAny(s.Name, `/\`):
+		return fmt.Errorf("process name %q: must be a non-empty file name", s.Name)
+	case !filepath.IsAbs(s.Path):
+		return fmt.Errorf("process %s: program path %q must be absolute", s.Name, s.Path)
+	}
+	return nil
+}
+
+func readPIDFile(path string) (int, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return 0, err
+	}
+	line, _, _ := bytes.Cut(data, []byte{'\n'})
+	pid, err := strconv.Atoi(strings.TrimSpace(string(line)))
+	if err != nil || pid <= 0 {
+		return 0, fmt.Errorf("pid file %s: invalid content %q", path, line)
+	}
+	return pid, nil
+}
+
+// writeFileAtomic writes data to path with mode 0600 through a temporary file and a rename.
+func writeFileAtomic(path string, data []byte) error {
+	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*")
+	if err != nil {
+		return fmt.Errorf("writing %s: %w", path, err)
+	}
+	defer os.Remove(tmp.Name()) // a no-op after the rename
+	if _, err := tmp.Write(data); err != nil {
+		tmp.Close()
+		return fmt.Errorf("writing %s: %w", path, err)
+	}
+	if err := tmp.Close(); err != nil {
+		return fmt.Errorf("writing %s: %w", path, err)
+	}
+	if err := os.Rename(tmp.Name(), path); err != nil {
+		return fmt.Errorf("writing %s: %w", path, err)
+	}
+	return nil
+}
+
+func environment(extra []string) []string {
+	env := make([]string, 0, len(inheritedEnv)+len(extra))
+	for _, key := range inheritedEnv {
+		if v, ok := os.LookupEnv(key); ok {
+			env = append(env, key+"="+v)
+		}
+	}
+	return append(env, extra...)
+}
