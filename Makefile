@@ -29,10 +29,12 @@ $(CONTROLLER_GEN):
 	cd hack/tools/codegen && go build -o $(CONTROLLER_GEN) sigs.k8s.io/controller-tools/cmd/controller-gen
 
 .PHONY: generate
-generate: $(CONTROLLER_GEN) ## Regenerate deepcopy code, CRDs and RBAC from markers.
+generate: $(CONTROLLER_GEN) ## Regenerate deepcopy code, CRDs, RBAC and webhook manifests from markers; copy Cluster API's CRDs.
 	$(CONTROLLER_GEN) object paths=./api/...
 	$(CONTROLLER_GEN) crd paths=./api/... output:crd:artifacts:config=config/crd/bases
 	$(CONTROLLER_GEN) rbac:roleName=flotilla-manager paths=./... output:rbac:artifacts:config=config/rbac
+	$(CONTROLLER_GEN) webhook paths=./... output:webhook:artifacts:config=config/webhook
+	hack/capi-crds.sh
 
 .PHONY: verify-generate
 verify-generate: generate ## Fail when generated files differ from what is committed.

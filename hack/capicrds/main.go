@@ -1,0 +1,185 @@
+package main
+
+import (
+	"bytes"
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+
+	"sigs.k8s.io/yaml"
+)
+
+// source is one manifest to copy out of the Cluster API module.
+type source struct {
+	// path relative to the module root.
+	path string
+	// version is the storage version, the only one kept and served: no conversion webhook runs
+	// in Flotilla.
+	version string
+	// labels added to the CRD's metadata.
+	labels map[string]string
+}
+
+// providerLabels are the labels `clusterctl init` puts on the core provider's components.
+var providerLabels = map[string]string{
+	"clusterctl.cluster.x-k8s.io": "",
+	"cluster.x-k8s.io/provider":   "cluster-api",
+}
+
+// inventoryLabels are the labels clusterctl puts on its provider inventory CRD.
+var inventoryLabels = map[string]string{
+	"clusterctl.cluster.x-k8s.io/core": "inventory",
+}
+
+func coreCRD(name string) source {
+	return source{path: filepath.Join("core", "config", "crd", "bases", name), version: "v1beta2", labels: providerLabels}
+}
+
+var crdSources = []source{
+	coreCRD("cluster.x-k8s.io_clusters.yaml"),
+	coreCRD("cluster.x-k8s.io_machines.yaml"),
+	coreCRD("cluster.x-k8s.io_machinesets.yaml"),
+	coreCRD("cluster.x-k8s.io_machinedeployments.yaml"),
+	coreCRD("cluster.x-k8s.io_machinehealthchecks.yaml"),
+	coreCRD("cluster.x-k8s.io_machinepools.yaml"),
+	coreCRD("cluster.x-k8s.io_machinedrainrules.yaml"),
+	coreCRD("cluster.x-k8s.io_clusterclasses.yaml"),
+	coreCRD("addons.cluster.x-k8s.io_clusterresourcesets.yaml"),
+	coreCRD("addons.cluster.x-k8s.io_clusterresourcesetbindings.yaml"),
+	coreCRD("ipam.cluster.x-k8s.io_ipaddresses.yaml"),
+	coreCRD("ipam.cluster.x-k8s.io_ipaddressclaims.yaml"),
+	coreCRD("runtime.cluster.x-k8s.io_extensionconfigs.yaml"),
+	{
+		path:    filepath.Join("cmd", "clusterctl", "config", "crd", "bases", "clusterctl.cluster.x-k8s.io_providers.yaml"),
+		version: "v1alpha3",
+		labels:  inventoryLabels,
+	},
+}
+
+var webhookSource = filepath.Join("core", "config", "webhook", "manifests.yaml")
+
+func main() {
+	capiDir := flag.String("capi-dir", "", "root of the sigs.k8s.io/cluster-api module (go list -m -f '{{.Dir}}' sigs.k8s.io/cluster-api)")
+	capiVersion := flag.String("capi-version", "", "version of the sigs.k8s.io/cluster-api module, recorded in each file's header")
+	crdOut := flag.String("crd-out", "config/crd/capi", "directory the CRDs are written to (its *.yaml files are replaced)")
+	webhookOut := flag.String("webhook-out", "config/webhook/capi", "directory the webhook manifest is written to")
+	flag.Parse()
+
+	if err := run(*capiDir, *capiVersion, *crdOut, *webhookOut); err != nil {
+		fmt.Fprintf(os.Stderr, "capicrds: %v\n", err)
+		os.Exit(1)
+	}
+}
+
+func run(capiDir, capiVersion, crdOut, webhookOut string) error {
+	if capiDir == "" || capiVersion == "" {
+		return errors.New("-capi-dir and -capi-version are required")
+	}
+	if err := clearYAML(crdOut); err != nil {
+		return err
+	}
+	for _, src := range crdSources {
+		in, err := os.ReadFile(filepath.Join(capiDir, src.path))
+		if err != nil {
+			return fmt.Errorf("reading CRD: %w", err)
+		}
+		out, err := reduceCRD(in, src.version, src.labels)
+		if err != nil {
+			return fmt.Errorf("reducing %s: %w", src.path, err)
+		}
+		if err := write(filepath.Join(crdOut, filepath.Base(src.path)), capiVersion, src.path, out); err != nil {
+			return err
+		}
+	}
+
+	if err := clearYAML(webhookOut); err != nil {
+		return err
+	}
+	in, err := os.ReadFile(filepath.Join(capiDir, webhookSource))
+	if err != nil {
+		return fmt.Errorf("reading webhook manifest: %w", err)
+	}
+	return write(filepath.Join(webhookOut, "manifests.yaml"), capiVersion, webhookSource, in)
+}
+
+// reduceCRD keeps only the storage version of a CRD, which must be want, drops the conversion
+// stanza and adds labels. Fields it does not touch are kept as they are.
+func reduceCRD(in []byte, want string, labels map[string]string) ([]byte, error) {
+	var crd map[string]any
+	if err := yaml.Unmarshal(in, &crd); err != nil {
+		return nil, fmt.Errorf("decoding: %w", err)
+	}
+	if crd["kind"] != "CustomResourceDefinition" {
+		return nil, fmt.Errorf("kind is %v, want CustomResourceDefinition", crd["kind"])
+	}
+	metadata, _ := crd["metadata"].(map[string]any)
+	spec, _ := crd["spec"].(map[string]any)
+	if metadata == nil || spec == nil {
+		return nil, errors.New("metadata or spec missing")
+	}
+
+	versions, _ := spec["versions"].([]any)
+	var kept []any
+	for _, v := range versions {
+		version, _ := v.(map[string]any)
+		if storage, _ := version["storage"].(bool); !storage {
+			continue
+		}
+		version["served"] = true
+		kept = append(kept, version)
+	}
+	if len(kept) != 1 {
+		return nil, fmt.Errorf("found %d storage versions, want exactly 1", len(kept))
+	}
+	if name, _ := kept[0].(map[string]any)["name"].(string); name != want {
+		return nil, fmt.Errorf("storage version is %s, want %s", name, want)
+	}
+	spec["versions"] = kept
+	delete(spec, "conversion")
+
+	existing, _ := metadata["labels"].(map[string]any)
+	if existing == nil {
+		existing = map[string]any{}
+	}
+	for k, v := range labels {
+		existing[k] = v
+	}
+	metadata["labels"] = existing
+
+	return yaml.Marshal(crd)
+}
+
+// clearYAML creates dir and removes the *.yaml files it holds, so that a CRD dropped upstream
+// does not linger.
+func clearYAML(dir string) error {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return fmt.Errorf("creating %s: %w", dir, err)
+	}
+	old, err := filepath.Glob(filepath.Join(dir, "*.yaml"))
+	if err != nil {
+		return fmt.Errorf("listing %s: %w", dir, err)
+	}
+	sort.Strings(old)
+	for _, f := range old {
+		if err := os.Remove(f); err != nil {
+			return fmt.Errorf("removing stale %s: %w", f, err)
+		}
+	}
+	return nil
+}
+
+func write(path, capiVersion, from string, body []byte) error {
+	var buf bytes.Buffer
+	fmt.Fprintf(&buf, "# Code generated by hack/capi-crds.sh from sigs.k8s.io/cluster-api@%s %s. DO NOT EDIT.\n", capiVersion, filepath.ToSlash(from))
+	if !bytes.HasPrefix(body, []byte("---")) {
+		buf.WriteString("---\n")
+	}
+	buf.Write(body)
+	if err := os.WriteFile(path, buf.Bytes(), 0o644); err != nil {
+		return fmt.Errorf("writing %s: %w", path, err)
+	}
+	return nil
+}

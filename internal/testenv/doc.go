@@ -1,0 +1,23 @@
+// Package testenv runs integration tests against a real kube-apiserver and etcd: the binaries
+// Flotilla builds from source (`make controlplane-binaries`), started by controller-runtime's
+// envtest. There is no fake API server in Flotilla's tests.
+//
+// Start one Environment per test package from TestMain; it installs Flotilla's and Cluster API's
+// CRDs (package config) and returns a rest.Config, a Scheme holding every API group Flotilla works
+// with, and an uncached Client:
+//
+//	var env *testenv.Environment
+//
+//	func TestMain(m *testing.M) {
+//		os.Exit(testenv.Run(m, testenv.Options{}, func(e *testenv.Environment) { env = e }))
+//	}
+//
+// Each test then works in its own namespace (env.NewNamespace(t)) and asserts on the state of the
+// API server with Gomega's Eventually.
+//
+// With Options.Webhooks, Flotilla's admission webhook configurations are installed too, pointing
+// at https://127.0.0.1:<port>; the test serves them from a controller-runtime manager whose
+// webhook server uses env.WebhookServerOptions().
+//
+// When the binaries are missing, Start fails with the command that builds them.
+package testenv

@@ -1,0 +1,15 @@
+// Package version reports which build of Flotilla is running.
+//
+// Release builds stamp the version with the linker:
+//
+//	go build -ldflags "-X github.com/flotilla-dev/flotilla/internal/version.gitVersion=v0.1.0 \
+//	  -X github.com/flotilla-dev/flotilla/internal/version.gitCommit=$(git rev-parse HEAD) \
+//	  -X github.com/flotilla-dev/flotilla/internal/version.gitTreeState=clean \
+//	  -X github.com/flotilla-dev/flotilla/internal/version.buildDate=$(date -u +%Y-%m-%dT%H:%M:%SZ)" \
+//	  ./cmd/flotilla
+//
+// Anything not stamped is filled from the build information the Go toolchain embeds in every
+// binary (runtime/debug.ReadBuildInfo): the module version when built with `go install
+// module@version`, and the VCS revision and time when built inside a git checkout with VCS
+// stamping on. What remains unknown is reported as such rather than invented.
+package version

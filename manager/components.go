@@ -1,0 +1,99 @@
+package manager
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"sort"
+	"strings"
+
+	"sigs.k8s.io/cluster-api/controllers/clustercache"
+	ctrl "sigs.k8s.io/controller-runtime"
+
+	"github.com/flotilla-dev/flotilla/cluster"
+	"github.com/flotilla-dev/flotilla/infrastructure/local"
+)
+
+// Component is a named set of reconcilers and webhooks that a manager can run. Setup registers
+// them with mgr (SetupWithManager, ctrl.NewWebhookManagedBy); it runs before the manager starts.
+type Component struct {
+	// Name selects the component with --components. Lower case, no spaces.
+	Name string
+	// Setup registers the component's reconcilers and webhooks with mgr.
+	Setup func(ctx context.Context, mgr ctrl.Manager, deps Deps) error
+}
+
+// Deps are what the manager hands every component.
+type Deps struct {
+	// ClusterCache gives cached, health-checked clients of workload clusters, built from each
+	// cluster's <cluster>-kubeconfig Secret (labelled cluster.x-k8s.io/cluster-name).
+	ClusterCache clustercache.ClusterCache
+	// Home is Flotilla's state directory ($FLOTILLA_HOME, default ~/.flotilla).
+	Home string
+	// BinRoot is the control plane binary cache ($FLOTILLA_BIN_CACHE, default
+	// ~/.cache/flotilla/bin), holding one directory per Kubernetes version.
+	BinRoot string
+}
+
+// AllComponents selects every component.
+const AllComponents = "all"
+
+// Components returns every component a manager can run, in the order they are set up.
+//
+// A component is added here, with a Setup that adapts Deps to its reconcilers' fields; the
+// reconciler packages do not import this package.
+func Components() []Component {
+	return []Component{
+		{Name: "capi", Setup: setupClusterAPI},
+		{Name: "local", Setup: func(ctx context.Context, mgr ctrl.Manager, deps Deps) error {
+			return local.Setup(ctx, mgr, local.Options{ClusterCache: deps.ClusterCache, Home: deps.Home, BinRoot: deps.BinRoot})
+		}},
+		{Name: "cluster", Setup: func(ctx context.Context, mgr ctrl.Manager, _ Deps) error {
+			return cluster.Setup(ctx, mgr)
+		}},
+	}
+}
+
+// selectComponents returns the components of available named by names, in available's order.
+// No names, or "all", selects every component.
+func selectComponents(available []Component, names []string) ([]Component, error) {
+	known := make([]string, 0, len(available))
+	for _, c := range available {
+		known = append(known, c.Name)
+	}
+	if len(names) == 0 || slices.Contains(names, AllComponents) {
+		return available, nil
+	}
+	var unknown []string
+	for _, n := range names {
+		if !slices.Contains(known, n) {
+			unknown = append(unknown, n)
+		}
+	}
+	if len(unknown) > 0 {
+		return nil, fmt.Errorf("unknown component(s) %s: known components are %s (or %q)",
+			strings.Join(unknown, ", "), strings.Join(known, ", "), AllComponents)
+	}
+	var selected []Component
+	for _, c := range available {
+		if slices.Contains(names, c.Name) {
+			selected = append(selected, c)
+		}
+	}
+	return selected, nil
+}
+
+// managerID names the leader election Lease and the webhook configurations of a manager running
+// components: "flotilla-manager" when it runs all of them, else with the sorted names appended,
+// so that managers running different components neither compete nor overwrite each other.
+func managerID(available, selected []Component) string {
+	if len(selected) == len(available) {
+		return "flotilla-manager"
+	}
+	names := make([]string, 0, len(selected))
+	for _, c := range selected {
+		names = append(names, c.Name)
+	}
+	sort.Strings(names)
+	return "flotilla-manager-" + strings.Join(names, "-")
+}

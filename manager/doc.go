@@ -1,0 +1,25 @@
+// Package manager runs Flotilla's controllers: one controller-runtime manager into which
+// components plug their reconcilers and webhooks (`flotilla manager --components=...`).
+//
+// Every manager, whatever its components, has
+//
+//   - Cluster API's cluster cache (controllers/clustercache), the only way components reach
+//     workload clusters, and Cluster API's default field indexes;
+//   - health (/healthz) and readiness (/readyz) probes, and a Prometheus metrics endpoint, both
+//     bound to loopback by default;
+//   - leader election with a Lease in flotilla-system, named after the components it runs, so
+//     that managers running different components do not compete;
+//   - an admission webhook server on 127.0.0.1 with a self-signed certificate generated at start.
+//     The management cluster's API servers run on the same machine, so the manager registers
+//     Validating/MutatingWebhookConfigurations that call it by URL
+//     (https://127.0.0.1:<port>/<path>) with that certificate as caBundle. A webhook is registered
+//     when a component serves its path and its configuration is among the generated manifests
+//     (package config: from kubebuilder webhook markers, and Cluster API's);
+//   - the namespace flotilla-system and the ConfigMap flotilla-system/flotilla-version, which
+//     records the manager's version for version skew checks.
+//
+// The "capi" component embeds Cluster API v1.14's core reconcilers (Cluster, Machine, MachineSet,
+// MachineDeployment, MachineHealthCheck) and their admission webhooks, wired as Cluster API's own
+// core/main.go wires them, without ClusterClass, managed topologies, the runtime SDK or
+// MachinePools. Other components are listed in components.go.
+package manager

@@ -1,0 +1,306 @@
+package manager
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"sync/atomic"
+	"time"
+
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/leaderelection/resourcelock"
+	"k8s.io/utils/ptr"
+	clusterv1beta1 "sigs.k8s.io/cluster-api/api/core/v1beta1"
+	"sigs.k8s.io/cluster-api/controllers/clustercache"
+	"sigs.k8s.io/cluster-api/controllers/remote"
+	"sigs.k8s.io/cluster-api/core/setup"
+	"sigs.k8s.io/cluster-api/util/index"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	ctrlconfig "sigs.k8s.io/controller-runtime/pkg/config"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/healthz"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+	"sigs.k8s.io/controller-runtime/pkg/webhook"
+
+	"github.com/flotilla-dev/flotilla/manager/scheme"
+	"github.com/flotilla-dev/flotilla/pkg/binaries"
+	"github.com/flotilla-dev/flotilla/pkg/controlplane"
+)
+
+// Namespace is where Flotilla's manager keeps its state: the leader election Lease, the version
+// ConfigMap, infrastructure credentials.
+const Namespace = "flotilla-system"
+
+// fieldOwner is the server-side apply field manager of what the manager applies.
+const fieldOwner = "flotilla-manager"
+
+// Defaults of Options.
+const (
+	DefaultHealthProbeBindAddress = "127.0.0.1:9440"
+	DefaultMetricsBindAddress     = "127.0.0.1:8080"
+)
+
+// Settings of the manager's caches and clients.
+const (
+	syncPeriod = 10 * time.Minute
+	// Queries per second to workload clusters, per cluster (Cluster API's defaults).
+	clusterCacheQPS   = 20
+	clusterCacheBurst = 30
+)
+
+// Options configure a Manager. The zero value runs every component with loopback defaults.
+type Options struct {
+	// Components names the components to run; empty or "all" runs every one of Components().
+	Components []string
+	// HealthProbeBindAddress serves /healthz and /readyz; DefaultHealthProbeBindAddress when
+	// empty, "0" disables.
+	HealthProbeBindAddress string
+	// MetricsBindAddress serves Prometheus metrics at /metrics; DefaultMetricsBindAddress when
+	// empty, "0" disables.
+	MetricsBindAddress string
+	// WebhookPort is the port of the webhook server on 127.0.0.1; 0 picks a free one at start.
+	WebhookPort int
+	// WebhookCertDir receives the serving certificate generated at start; a new temporary
+	// directory, removed when Run returns, when empty.
+	WebhookCertDir string
+	// LeaderElection makes the manager take a Lease in flotilla-system before running its
+	// controllers. Webhooks are served by every replica.
+	LeaderElection bool
+	// Home is Flotilla's state directory; $FLOTILLA_HOME or ~/.flotilla when empty.
+	Home string
+	// BinRoot is the control plane binary cache; binaries.DefaultRoot() when empty.
+	BinRoot string
+	// Version is recorded in the ConfigMap flotilla-system/flotilla-version.
+	Version string
+	// SkipControllerNameValidation lets one process run several managers with the same
+	// controllers (tests do); controller names are otherwise unique per process.
+	SkipControllerNameValidation bool
+}
+
+// Manager is a controller-runtime manager running Flotilla's components.
+type Manager struct {
+	mgr          ctrl.Manager
+	clusterCache clustercache.ClusterCache
+	registrar    *webhookRegistrar
+	components   []Component
+	id           string
+	version      string
+	webhookURL   string
+	certDir      string
+	removeCerts  bool
+	directClient client.Client
+}
+
+// New builds a manager for the cluster at restConfig and sets up the selected components; Run
+// starts it. New does not contact the API server.
+func New(ctx context.Context, restConfig *rest.Config, opts Options) (*Manager, error) {
+	available := Components()
+	selected, err := selectComponents(available, opts.Components)
+	if err != nil {
+		return nil, err
+	}
+	m := &Manager{components: selected, id: managerID(available, selected), version: opts.Version}
+	if m.version == "" {
+		m.version = "unknown"
+	}
+	deps := Deps{Home: opts.Home, BinRoot: opts.BinRoot}
+	if deps.Home == "" {
+		deps.Home = controlplane.HomeDir()
+	}
+	if deps.BinRoot == "" {
+		deps.BinRoot = binaries.DefaultRoot()
+	}
+
+	s, err := scheme.New()
+	if err != nil {
+		return nil, err
+	}
+	// Cluster API's webhooks register v1beta1 <-> v1beta2 converters, which need both versions
+	// in the scheme; the CRDs serve only v1beta2, so the converters are never called.
+	if err := clusterv1beta1.AddToScheme(s); err != nil {
+		return nil, fmt.Errorf("building scheme: %w", err)
+	}
+
+	port := opts.WebhookPort
+	if port == 0 {
+		if port, err = freeLoopbackPort(); err != nil {
+			return nil, err
+		}
+	}
+	m.webhookURL = webhookBaseURL(port)
+	m.certDir = opts.WebhookCertDir
+	if m.certDir == "" {
+		if m.certDir, err = os.MkdirTemp("", "flotilla-webhook-certs-"); err != nil {
+			return nil, fmt.Errorf("creating webhook certificate directory: %w", err)
+		}
+		m.removeCerts = true
+	}
+	caBundle, err := writeServingCert(m.certDir)
+	if err != nil {
+		m.cleanup()
+		return nil, err
+	}
+	server := newRecordingServer(webhook.NewServer(webhook.Options{
+		Host:     webhookHost,
+		Port:     port,
+		CertDir:  m.certDir,
+		CertName: webhookCertName,
+		KeyName:  webhookKeyName,
+	}))
+
+	restConfig = rest.CopyConfig(restConfig)
+	restConfig.UserAgent = remote.DefaultClusterAPIUserAgent(m.id)
+
+	healthAddr := orDefault(opts.HealthProbeBindAddress, DefaultHealthProbeBindAddress)
+	metricsAddr := orDefault(opts.MetricsBindAddress, DefaultMetricsBindAddress)
+	mgr, err := ctrl.NewManager(restConfig, ctrl.Options{
+		Scheme: s,
+		// Secrets are cached only when labelled with a cluster name (kubeconfig and CA Secrets);
+		// the manager's client reads Secrets and ConfigMaps from the API server.
+		Cache:  setup.ManagerCacheOptions(s, informerName(m.id), "", syncPeriod),
+		Client: setup.ManagerClientOptions(),
+		Controller: ctrlconfig.Controller{
+			SkipNameValidation: ptr.To(opts.SkipControllerNameValidation),
+		},
+		HealthProbeBindAddress:        healthAddr,
+		Metrics:                       metricsserver.Options{BindAddress: metricsAddr},
+		LeaderElection:                opts.LeaderElection,
+		LeaderElectionID:              m.id,
+		LeaderElectionNamespace:       Namespace,
+		LeaderElectionResourceLock:    resourcelock.LeasesResourceLock,
+		LeaderElectionReleaseOnCancel: true,
+		WebhookServer:                 server,
+	})
+	if err != nil {
+		m.cleanup()
+		return nil, fmt.Errorf("creating manager: %w", err)
+	}
+	m.mgr = mgr
+
+	m.directClient, err = client.New(restConfig, client.Options{Scheme: s, HTTPClient: mgr.GetHTTPClient()})
+	if err != nil {
+		m.cleanup()
+		return nil, fmt.Errorf("creating client: %w", err)
+	}
+	m.registrar = &webhookRegistrar{client: m.directClient, server: server, name: m.id, baseURL: m.webhookURL, caBundle: caBundle}
+
+	if err := m.setup(ctx, deps); err != nil {
+		m.cleanup()
+		return nil, err
+	}
+	return m, nil
+}
+
+// setup adds probes, indexes, the cluster cache, the webhook registrar and the components.
+func (m *Manager) setup(ctx context.Context, deps Deps) error {
+	mgr := m.mgr
+	checks := []struct {
+		name    string
+		ready   bool
+		checker healthz.Checker
+	}{
+		{"ping", false, healthz.Ping},
+		{"webhook-server", false, mgr.GetWebhookServer().StartedChecker()},
+		{"webhook-server", true, mgr.GetWebhookServer().StartedChecker()},
+		{"webhook-configuration", true, m.registrar.checker},
+	}
+	for _, c := range checks {
+		add := mgr.AddHealthzCheck
+		if c.ready {
+			add = mgr.AddReadyzCheck
+		}
+		if err := add(c.name, c.checker); err != nil {
+			return fmt.Errorf("adding %s check: %w", c.name, err)
+		}
+	}
+
+	if err := index.AddDefaultIndexes(ctx, mgr); err != nil {
+		return fmt.Errorf("adding Cluster API indexes: %w", err)
+	}
+
+	secretCachingClient, err := setup.CreateSecretCachingClient(mgr)
+	if err != nil {
+		return fmt.Errorf("creating secret caching client: %w", err)
+	}
+	m.clusterCache, err = clustercache.SetupWithManager(ctx, mgr, clustercache.Options{
+		SecretClient: secretCachingClient,
+		Cache:        setup.ClusterCacheCacheOptions(),
+		Client:       setup.ClusterCacheClientOptions(m.id, clusterCacheQPS, clusterCacheBurst),
+	}, controller.Options{MaxConcurrentReconciles: 10})
+	if err != nil {
+		return fmt.Errorf("setting up the cluster cache: %w", err)
+	}
+	deps.ClusterCache = m.clusterCache
+
+	if err := mgr.Add(m.registrar); err != nil {
+		return fmt.Errorf("adding webhook registrar: %w", err)
+	}
+
+	for _, c := range m.components {
+		if err := c.Setup(ctx, mgr, deps); err != nil {
+			return fmt.Errorf("setting up component %s: %w", c.Name, err)
+		}
+	}
+	return nil
+}
+
+// Run ensures the namespace flotilla-system exists, records the manager's version, and runs the
+// manager until ctx ends.
+func (m *Manager) Run(ctx context.Context) error {
+	defer m.cleanup()
+	log := ctrl.LoggerFrom(ctx)
+	if err := ensureNamespace(ctx, m.directClient); err != nil {
+		return err
+	}
+	if err := recordVersion(ctx, m.directClient, m.version); err != nil {
+		return err
+	}
+	names := make([]string, 0, len(m.components))
+	for _, c := range m.components {
+		names = append(names, c.Name)
+	}
+	log.Info("Starting manager", "id", m.id, "version", m.version, "components", names, "webhookURL", m.webhookURL)
+	if err := m.mgr.Start(ctx); err != nil {
+		return fmt.Errorf("running manager: %w", err)
+	}
+	return nil
+}
+
+// Manager returns the controller-runtime manager, e.g. for tests to read its client.
+func (m *Manager) Manager() ctrl.Manager { return m.mgr }
+
+// ClusterCache returns the cluster cache handed to the components.
+func (m *Manager) ClusterCache() clustercache.ClusterCache { return m.clusterCache }
+
+// ID names the manager's leader election Lease and webhook configurations.
+func (m *Manager) ID() string { return m.id }
+
+// WebhookURL is the https://127.0.0.1:<port> prefix the API server calls webhooks at.
+func (m *Manager) WebhookURL() string { return m.webhookURL }
+
+func (m *Manager) cleanup() {
+	if m.removeCerts && m.certDir != "" {
+		_ = os.RemoveAll(m.certDir)
+	}
+}
+
+// managersInProcess counts the managers created by this process.
+var managersInProcess atomic.Int32
+
+// informerName names the informers of a manager's cache in metrics. Cluster API's informer
+// factory panics when a name is reserved twice in one process, which happens when a process (a
+// test, say) creates a second manager; the second and later ones get a numbered name.
+func informerName(id string) string {
+	if n := managersInProcess.Add(1); n > 1 {
+		return fmt.Sprintf("%s-%d", id, n)
+	}
+	return id
+}
+
+func orDefault(s, def string) string {
+	if s == "" {
+		return def
+	}
+	return s
+}
