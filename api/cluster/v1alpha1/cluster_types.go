@@ -14,6 +14,37 @@ const ClusterNameLabel = "cluster.flotilla.dev/cluster-name"
 // ManagementLabel is set on the CAPI Cluster of a management cluster, with value "true".
 const ManagementLabel = "cluster.flotilla.dev/management"
 
+// WorkerNodeGroupLabel is set on the MachineDeployment and LocalMachineTemplate of a worker node
+// group, with the group's name.
+const WorkerNodeGroupLabel = "cluster.flotilla.dev/worker-node-group"
+
+// CAPIPausedAnnotation is set on a Cluster by the Cluster reconciler when it finds the Cluster's
+// CAPI Cluster paused by someone other than Flotilla, as `clusterctl move` does. While it is set
+// the reconciler writes nothing but status, and does not recreate a missing CAPI Cluster; it
+// removes the annotation once the CAPI Cluster exists again and is no longer paused. Together
+// with clusterctl's block-move annotation this keeps the reconcilers of both management clusters
+// out of the way while a move copies and deletes the objects.
+const CAPIPausedAnnotation = "cluster.flotilla.dev/capi-paused"
+
+// Kinds a Ref can name.
+const (
+	// LocalDatacenterConfigKind is the local provider's datacenter config
+	// (infrastructure.flotilla.dev), valid in spec.datacenterRef.
+	LocalDatacenterConfigKind = "LocalDatacenterConfig"
+	// LocalMachineConfigKind is the local provider's machine config (infrastructure.flotilla.dev),
+	// valid in a machineGroupRef of a cluster whose datacenter is a LocalDatacenterConfig.
+	LocalMachineConfigKind = "LocalMachineConfig"
+)
+
+// Defaults of spec.clusterNetwork, set by the webhook.
+const (
+	// DefaultPodCIDR is the Pod range of a cluster that names none.
+	DefaultPodCIDR = "192.168.0.0/16"
+	// DefaultServiceCIDR is the Service range of a cluster that names none. It matches the
+	// LocalControlPlane's default --service-cluster-ip-range.
+	DefaultServiceCIDR = "10.96.0.0/12"
+)
+
 // Condition types of a Cluster.
 const (
 	// ReadyCondition is True when the control plane is available and every worker node group has
@@ -26,6 +57,10 @@ const (
 	// WorkersReadyCondition is True when every worker node group has the requested number of
 	// ready Nodes.
 	WorkersReadyCondition = "WorkersReady"
+
+	// PausedCondition is True while reconciliation is paused: by the cluster.x-k8s.io/paused
+	// annotation on the Cluster, or because the CAPI Cluster is paused (clusterctl move).
+	PausedCondition = "Paused"
 )
 
 // Condition reasons of a Cluster.
@@ -43,12 +78,19 @@ const (
 	DeletingReason = "Deleting"
 	// PausedReason: reconciliation is paused on the cluster.
 	PausedReason = "Paused"
+	// NotPausedReason: reconciliation is not paused.
+	NotPausedReason = "NotPaused"
+	// UpgradingReason: the control plane or some workers do not run the requested Kubernetes
+	// version yet.
+	UpgradingReason = "Upgrading"
 )
 
 // Cluster phases, a one-word summary for `flotilla get clusters`.
 const (
 	ClusterPhaseProvisioning = "Provisioning"
 	ClusterPhaseReady        = "Ready"
+	ClusterPhaseUpgrading    = "Upgrading"
+	ClusterPhasePaused       = "Paused"
 	ClusterPhaseDeleting     = "Deleting"
 	ClusterPhaseFailed       = "Failed"
 )
@@ -163,7 +205,7 @@ type ManagementClusterRef struct {
 
 // ClusterStatus is the observed state of a Cluster.
 type ClusterStatus struct {
-	// phase is a one-word summary: Provisioning, Ready, Deleting or Failed.
+	// phase is a one-word summary: Provisioning, Ready, Upgrading, Paused, Deleting or Failed.
 	// +optional
 	Phase string `json:"phase,omitempty"`
 
@@ -179,7 +221,7 @@ type ClusterStatus struct {
 	// +optional
 	Workers WorkerStatus `json:"workers,omitempty,omitzero"`
 
-	// conditions are Ready, ControlPlaneReady and WorkersReady.
+	// conditions are Ready, ControlPlaneReady, WorkersReady and Paused.
 	// +listType=map
 	// +listMapKey=type
 	// +optional

@@ -166,6 +166,10 @@ type LocalMachineSpec struct {
 	// capacity of the simulated Node (cpu, memory, pods).
 	// +optional
 	Capacity corev1.ResourceList `json:"capacity,omitempty"`
+
+	// nodeLabels are set on the simulated Node: the labels of the machine's worker node group.
+	// +optional
+	NodeLabels map[string]string `json:"nodeLabels,omitempty"`
 }
 
 // MachineAddress is an address of a machine.

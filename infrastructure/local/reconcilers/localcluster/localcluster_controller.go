@@ -1,0 +1,101 @@
+package localcluster
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	kerrors "k8s.io/apimachinery/pkg/util/errors"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+
+	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
+	"sigs.k8s.io/cluster-api/util"
+	"sigs.k8s.io/cluster-api/util/patch"
+	"sigs.k8s.io/cluster-api/util/paused"
+	"sigs.k8s.io/cluster-api/util/predicates"
+
+	infrav1 "github.com/flotilla-dev/flotilla/api/infrastructure/v1alpha1"
+)
+
+// +kubebuilder:rbac:groups=infrastructure.flotilla.dev,resources=localclusters;localclusters/status,verbs=get;list;watch;update;patch
+// +kubebuilder:rbac:groups=cluster.x-k8s.io,resources=clusters;clusters/status,verbs=get;list;watch
+
+// Reconciler reconciles a LocalCluster.
+type Reconciler struct {
+	// Client reads and writes objects in the management cluster.
+	Client client.Client
+}
+
+// SetupWithManager registers the reconciler with mgr. It watches LocalClusters and the CAPI
+// Clusters that reference them, so a Cluster whose control plane becomes initialized or that is
+// paused or unpaused triggers a reconcile.
+func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, options controller.Options) error {
+	if r.Client == nil {
+		return errors.New("localcluster reconciler: Client must be set")
+	}
+	log := ctrl.LoggerFrom(ctx).WithValues("controller", "localcluster")
+	err := ctrl.NewControllerManagedBy(mgr).
+		Named("localcluster").
+		For(&infrav1.LocalCluster{}).
+		WithOptions(options).
+		Watches(
+			&clusterv1.Cluster{},
+			handler.EnqueueRequestsFromMapFunc(util.ClusterToInfrastructureMapFunc(ctx,
+				infrav1.GroupVersion.WithKind("LocalCluster"), mgr.GetClient(), &infrav1.LocalCluster{})),
+			builder.WithPredicates(predicates.Any(mgr.GetScheme(), log,
+				predicates.ClusterPausedTransitions(mgr.GetScheme(), log),
+				predicates.ClusterControlPlaneInitialized(mgr.GetScheme(), log),
+			)),
+		).
+		Complete(r)
+	if err != nil {
+		return fmt.Errorf("setting up the localcluster controller: %w", err)
+	}
+	return nil
+}
+
+// Reconcile brings one LocalCluster's status in line with its Cluster.
+func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Result, reterr error) {
+	localCluster := &infrav1.LocalCluster{}
+	if err := r.Client.Get(ctx, req.NamespacedName, localCluster); err != nil {
+		if apierrors.IsNotFound(err) {
+			return ctrl.Result{}, nil
+		}
+		return ctrl.Result{}, fmt.Errorf("getting LocalCluster: %w", err)
+	}
+	// Nothing to clean up: a LocalCluster carries no finalizer and creates nothing.
+	if !localCluster.DeletionTimestamp.IsZero() {
+		return ctrl.Result{}, nil
+	}
+
+	cluster, err := util.GetOwnerCluster(ctx, r.Client, localCluster.ObjectMeta)
+	if err != nil && !apierrors.IsNotFound(err) {
+		return ctrl.Result{}, fmt.Errorf("getting the owner Cluster: %w", err)
+	}
+
+	patchHelper, err := patch.NewHelper(localCluster, r.Client)
+	if err != nil {
+		return ctrl.Result{}, fmt.Errorf("creating patch helper: %w", err)
+	}
+	if cluster != nil {
+		ctx = ctrl.LoggerInto(ctx, ctrl.LoggerFrom(ctx).WithValues("Cluster", cluster.Name))
+		if isPaused, requeue, err := paused.EnsurePausedCondition(ctx, r.Client, cluster, localCluster); err != nil || isPaused || requeue {
+			return ctrl.Result{}, err
+		}
+	}
+
+	defer func() {
+		setStatus(localCluster, cluster)
+		if err := patchHelper.Patch(ctx, localCluster, patch.WithOwnedConditions{Conditions: []string{
+			clusterv1.PausedCondition, infrav1.ReadyCondition,
+		}}); err != nil {
+			reterr = kerrors.NewAggregate([]error{reterr, fmt.Errorf("patching LocalCluster: %w", err)})
+		}
+	}()
+	return ctrl.Result{}, nil
+}

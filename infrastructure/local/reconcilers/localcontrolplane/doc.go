@@ -1,0 +1,62 @@
+// Package localcontrolplane reconciles LocalControlPlane, the CAPI control plane of the local
+// provider: a hosted control plane whose etcd, kube-apiserver, kube-controller-manager,
+// kube-scheduler and kwok run as processes on the manager's host, supervised by package
+// pkg/controlplane under $FLOTILLA_HOME/clusters/<cluster>.
+//
+// # Reconciling
+//
+// A LocalControlPlane waits until a CAPI Cluster owns it (Available=False, WaitingForCluster).
+// Then, in order:
+//
+//  1. Endpoint. spec.controlPlaneEndpoint is chosen once — host 127.0.0.1 and a free port —
+//     and written to the spec before any process starts, so the endpoint never changes and CAPI
+//     copies it into the Cluster.
+//  2. Binaries. pkg/binaries finds the programs of spec.version under BinRoot. When they are
+//     missing, every condition says BinariesMissing with the command that builds them, and the
+//     reconciler checks again every 30 seconds.
+//  3. Processes. controlplane.Ensure creates the PKI if it is missing, adopts processes that
+//     already run and starts the missing ones; it never starts a duplicate, so a restarted
+//     manager adopts the control planes an earlier one started. When the <cluster>-ca Secret
+//     exists, its CA is the cluster's CA and is handed to Ensure: after clusterctl move or lost
+//     data the PKI on disk is restored from it, so kubeconfigs issued before stay valid, and a CA
+//     a user provides in that Secret before the cluster starts is used, as with CAPI's kubeadm
+//     control plane. When it differs from the CA on disk, Ensure reissues the leaf certificates
+//     and restarts the processes that use them.
+//  4. Secrets, per the CAPI contract: <cluster>-ca (tls.crt, tls.key) and <cluster>-kubeconfig
+//     (key value: an admin kubeconfig whose context is <cluster>-admin@<cluster>, as CAPI's
+//     util/kubeconfig writes it), both of type cluster.x-k8s.io/secret, labelled
+//     cluster.x-k8s.io/cluster-name and controlled by the LocalControlPlane. The kubeconfig's
+//     client certificate is reissued when the CA or the endpoint changed and when half of its
+//     one-year lifetime has passed.
+//  5. Readiness. controlplane.Ready asks /readyz and /version without waiting.
+//
+// Status: status.initialization.controlPlaneInitialized becomes true the first time /readyz
+// answers and stays true; status.version is the version the API server reports; conditions
+// Available (mirrored by CAPI into the Cluster's ControlPlaneAvailable), ProcessesRunning and
+// CertificatesAvailable, plus Paused. While the API server starts the reconciler looks again
+// every half second; once it is available, every 30 seconds, so a process that died is restarted
+// (Ensure does that) and the conditions say so meanwhile. A new spec.version restarts the
+// processes on that version's binaries.
+//
+// # Deleting
+//
+// controlplane.Delete stops every process of the cluster and removes its directory; then the
+// finalizer goes, and the Secrets with the LocalControlPlane (they are owned by it).
+//
+// # One directory per cluster name
+//
+// The data directory is named after the Cluster, not its namespace, so that a control plane
+// keeps its directory when clusterctl move takes its objects to another management cluster. Two
+// Clusters of the same name in different namespaces of one management cluster would share it:
+// the LocalControlPlane created first keeps it, and the other one reports ClusterNameConflict
+// and neither starts nor deletes anything.
+//
+// # Events
+//
+// Normal: EndpointChosen, Started (processes started), Adopted (processes found running after a
+// manager start), Upgrading (processes restarted on a new spec.version), Available (the API
+// server answered /readyz the first time), Deleted. Warning: BinariesMissing, StartFailed,
+// ProcessRestarted (a process of an initialized control plane had stopped, or its flags or
+// certificates changed, and was started again), SecretsFailed, ClusterNameConflict,
+// DeleteFailed. Neither events nor logs nor conditions carry key material or kubeconfigs.
+package localcontrolplane

@@ -1,0 +1,232 @@
+package localcontrolplane
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/types"
+	kerrors "k8s.io/apimachinery/pkg/util/errors"
+	"k8s.io/client-go/tools/events"
+	"k8s.io/klog/v2"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
+	"sigs.k8s.io/cluster-api/util"
+	"sigs.k8s.io/cluster-api/util/finalizers"
+	"sigs.k8s.io/cluster-api/util/patch"
+	"sigs.k8s.io/cluster-api/util/paused"
+	"sigs.k8s.io/cluster-api/util/predicates"
+
+	controlplanev1 "github.com/flotilla-dev/flotilla/api/controlplane/v1alpha1"
+	"github.com/flotilla-dev/flotilla/pkg/controlplane"
+)
+
+// Requeue intervals.
+const (
+	// startingRequeue is how often a starting control plane is asked for /readyz: kube-apiserver
+	// takes about 4 s to get ready, so half a second adds little to it.
+	startingRequeue = 500 * time.Millisecond
+	// healthyRequeue is how often an available control plane is checked for dead processes.
+	healthyRequeue = 30 * time.Second
+	// binariesRequeue is how often missing binaries are looked for again.
+	binariesRequeue = 30 * time.Second
+	// readyTimeout bounds one readiness probe.
+	readyTimeout = 5 * time.Second
+)
+
+// +kubebuilder:rbac:groups=controlplane.flotilla.dev,resources=localcontrolplanes;localcontrolplanes/status;localcontrolplanes/finalizers,verbs=get;list;watch;update;patch
+// +kubebuilder:rbac:groups=cluster.x-k8s.io,resources=clusters;clusters/status,verbs=get;list;watch
+// +kubebuilder:rbac:groups=core,resources=secrets,verbs=get;list;watch;create;update;patch
+// +kubebuilder:rbac:groups=core;events.k8s.io,resources=events,verbs=create;patch
+
+// Reconciler reconciles a LocalControlPlane.
+type Reconciler struct {
+	// Client reads and writes objects in the management cluster.
+	Client client.Client
+	// Home is $FLOTILLA_HOME: control planes keep their data in Home/clusters/<cluster>.
+	Home string
+	// BinRoot is the binary cache holding <version>/kube-apiserver, etcd, ... (binaries.DefaultRoot()).
+	BinRoot string
+
+	recorder events.EventRecorder
+
+	// pids remembers, per LocalControlPlane, the process IDs this reconciler has seen, so that
+	// finding processes running after a manager start is reported once as an adoption.
+	pidsMu sync.Mutex
+	pids   map[types.NamespacedName]map[string]int
+}
+
+// SetupWithManager registers the reconciler with mgr. It watches LocalControlPlanes and the
+// Clusters that reference them (pause and unpause).
+func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, options controller.Options) error {
+	if r.Client == nil || r.Home == "" || r.BinRoot == "" {
+		return errors.New("localcontrolplane reconciler: Client, Home and BinRoot must be set")
+	}
+	log := ctrl.LoggerFrom(ctx).WithValues("controller", "localcontrolplane")
+	err := ctrl.NewControllerManagedBy(mgr).
+		Named("localcontrolplane").
+		For(&controlplanev1.LocalControlPlane{}).
+		WithOptions(options).
+		Watches(
+			&clusterv1.Cluster{},
+			handler.EnqueueRequestsFromMapFunc(clusterToLocalControlPlane),
+			builder.WithPredicates(predicates.ClusterPausedTransitions(mgr.GetScheme(), log)),
+		).
+		Complete(r)
+	if err != nil {
+		return fmt.Errorf("setting up the localcontrolplane controller: %w", err)
+	}
+	r.recorder = mgr.GetEventRecorder("localcontrolplane-controller")
+	r.pids = map[types.NamespacedName]map[string]int{}
+	return nil
+}
+
+// Reconcile runs, observes or deletes the control plane of one LocalControlPlane.
+func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Result, reterr error) {
+	lcp := &controlplanev1.LocalControlPlane{}
+	if err := r.Client.Get(ctx, req.NamespacedName, lcp); err != nil {
+		if apierrors.IsNotFound(err) {
+			return ctrl.Result{}, nil
+		}
+		return ctrl.Result{}, fmt.Errorf("getting LocalControlPlane: %w", err)
+	}
+
+	cluster, err := util.GetOwnerCluster(ctx, r.Client, lcp.ObjectMeta)
+	if err != nil && !apierrors.IsNotFound(err) {
+		return ctrl.Result{}, fmt.Errorf("getting the owner Cluster: %w", err)
+	}
+	if cluster != nil {
+		ctx = ctrl.LoggerInto(ctx, ctrl.LoggerFrom(ctx).WithValues("Cluster", klog.KObj(cluster)))
+	}
+
+	// Add the finalizer first to avoid racing a delete against starting processes.
+	if finalizerAdded, err := finalizers.EnsureFinalizer(ctx, r.Client, lcp, controlplanev1.LocalControlPlaneFinalizer); err != nil || finalizerAdded {
+		return ctrl.Result{}, err
+	}
+
+	patchHelper, err := patch.NewHelper(lcp, r.Client)
+	if err != nil {
+		return ctrl.Result{}, fmt.Errorf("creating patch helper: %w", err)
+	}
+	if cluster != nil {
+		if isPaused, requeue, err := paused.EnsurePausedCondition(ctx, r.Client, cluster, lcp); err != nil || isPaused || requeue {
+			return ctrl.Result{}, err
+		}
+		// Like the finalizer, the endpoint is written on its own before anything starts; the
+		// update brings the next reconcile.
+		if endpointChosen, err := r.ensureEndpoint(ctx, lcp); err != nil || endpointChosen {
+			return ctrl.Result{}, err
+		}
+	}
+
+	s := &scope{lcp: lcp, cluster: cluster, clusterName: clusterName(lcp, cluster)}
+	defer func() {
+		setStatus(s)
+		options := []patch.Option{patch.WithOwnedConditions{Conditions: []string{
+			clusterv1.PausedCondition,
+			controlplanev1.AvailableCondition,
+			controlplanev1.ProcessesRunningCondition,
+			controlplanev1.CertificatesAvailableCondition,
+		}}}
+		if reterr == nil {
+			options = append(options, patch.WithStatusObservedGeneration{})
+		}
+		if err := patchHelper.Patch(ctx, lcp, options...); err != nil {
+			reterr = kerrors.NewAggregate([]error{reterr, fmt.Errorf("patching LocalControlPlane: %w", err)})
+		}
+	}()
+
+	if !lcp.DeletionTimestamp.IsZero() {
+		return r.reconcileDelete(ctx, s)
+	}
+	if cluster == nil {
+		ctrl.LoggerFrom(ctx).V(4).Info("Waiting for the Cluster controller to set the owner reference")
+		return ctrl.Result{}, nil
+	}
+	return runPhases(ctx, s,
+		r.reconcileNameConflict,
+		r.reconcileBinaries,
+		r.reconcileProcesses,
+		r.reconcileSecrets,
+		r.reconcileReadiness,
+	)
+}
+
+// phase is one step of reconciling a LocalControlPlane. Each phase records what it learns in
+// the scope and does nothing when an earlier phase left it without its inputs.
+type phase func(ctx context.Context, s *scope) (ctrl.Result, error)
+
+// runPhases runs every phase in order, like CAPI's reconcilers do, and returns the errors of all
+// of them or else the shortest requeue any of them asked for.
+func runPhases(ctx context.Context, s *scope, phases ...phase) (ctrl.Result, error) {
+	var result ctrl.Result
+	var errs []error
+	for _, run := range phases {
+		res, err := run(ctx, s)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		result = util.LowestNonZeroResult(result, res)
+	}
+	if len(errs) > 0 {
+		return ctrl.Result{}, kerrors.NewAggregate(errs)
+	}
+	return result, nil
+}
+
+// clusterName returns the name of the LocalControlPlane's Cluster: the owner's, or else the
+// cluster-name label CAPI sets.
+func clusterName(lcp *controlplanev1.LocalControlPlane, cluster *clusterv1.Cluster) string {
+	if cluster != nil {
+		return cluster.Name
+	}
+	return lcp.Labels[clusterv1.ClusterNameLabel]
+}
+
+// clusterToLocalControlPlane maps a Cluster to the LocalControlPlane it references.
+func clusterToLocalControlPlane(_ context.Context, o client.Object) []reconcile.Request {
+	cluster, ok := o.(*clusterv1.Cluster)
+	if !ok {
+		return nil
+	}
+	ref := cluster.Spec.ControlPlaneRef
+	if !ref.IsDefined() || ref.APIGroup != controlplanev1.GroupVersion.Group || ref.Kind != "LocalControlPlane" {
+		return nil
+	}
+	return []reconcile.Request{{NamespacedName: client.ObjectKey{Namespace: cluster.Namespace, Name: ref.Name}}}
+}
+
+// rememberPIDs records the process IDs of a LocalControlPlane. It returns the processes this
+// reconciler had not seen before with these IDs, and the IDs it knew before (nil when it had
+// never seen this control plane, as after a manager start).
+func (r *Reconciler) rememberPIDs(key types.NamespacedName, processes []controlplane.ProcessStatus) (unseen []controlplane.ProcessStatus, previous map[string]int) {
+	r.pidsMu.Lock()
+	defer r.pidsMu.Unlock()
+	previous = r.pids[key]
+	current := make(map[string]int, len(processes))
+	for _, p := range processes {
+		current[p.Name] = p.PID
+		if previous[p.Name] != p.PID {
+			unseen = append(unseen, p)
+		}
+	}
+	r.pids[key] = current
+	return unseen, previous
+}
+
+// forgetPIDs drops what rememberPIDs recorded for a deleted LocalControlPlane.
+func (r *Reconciler) forgetPIDs(key types.NamespacedName) {
+	r.pidsMu.Lock()
+	defer r.pidsMu.Unlock()
+	delete(r.pids, key)
+}

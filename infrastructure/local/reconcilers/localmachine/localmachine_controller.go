@@ -1,0 +1,204 @@
+package localmachine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	kerrors "k8s.io/apimachinery/pkg/util/errors"
+	"k8s.io/client-go/tools/events"
+	"k8s.io/klog/v2"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
+	"sigs.k8s.io/cluster-api/controllers/clustercache"
+	"sigs.k8s.io/cluster-api/util"
+	"sigs.k8s.io/cluster-api/util/finalizers"
+	"sigs.k8s.io/cluster-api/util/patch"
+	"sigs.k8s.io/cluster-api/util/paused"
+	"sigs.k8s.io/cluster-api/util/predicates"
+
+	infrav1 "github.com/flotilla-dev/flotilla/api/infrastructure/v1alpha1"
+)
+
+// Requeue intervals. Node events arrive through a watch; these are the safety nets.
+const (
+	// notConnectedRequeue is how long to wait while ClusterCache has no connection to the
+	// workload cluster. Its connect event usually comes first.
+	notConnectedRequeue = 5 * time.Second
+	// nodeNotReadyRequeue is how long to wait for kwok to mark a new Node Ready.
+	nodeNotReadyRequeue = 10 * time.Second
+)
+
+// +kubebuilder:rbac:groups=infrastructure.flotilla.dev,resources=localmachines;localmachines/status;localmachines/finalizers,verbs=get;list;watch;update;patch
+// +kubebuilder:rbac:groups=cluster.x-k8s.io,resources=clusters;clusters/status;machines;machines/status,verbs=get;list;watch
+// +kubebuilder:rbac:groups=core;events.k8s.io,resources=events,verbs=create;patch
+
+// Reconciler reconciles a LocalMachine.
+type Reconciler struct {
+	// Client reads and writes objects in the management cluster.
+	Client client.Client
+	// ClusterCache gives clients for workload clusters, where the simulated Nodes live.
+	ClusterCache clustercache.ClusterCache
+
+	controller controller.Controller
+	recorder   events.EventRecorder
+}
+
+// SetupWithManager registers the reconciler with mgr. It watches LocalMachines, the Machines
+// that own them, their Clusters (control plane initialized, paused), ClusterCache connects and
+// disconnects, and — once connected — the Nodes of every workload cluster.
+func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, options controller.Options) error {
+	if r.Client == nil || r.ClusterCache == nil {
+		return errors.New("localmachine reconciler: Client and ClusterCache must be set")
+	}
+	log := ctrl.LoggerFrom(ctx).WithValues("controller", "localmachine")
+	clusterToLocalMachines, err := util.ClusterToTypedObjectsMapper(mgr.GetClient(), &infrav1.LocalMachineList{}, mgr.GetScheme())
+	if err != nil {
+		return fmt.Errorf("setting up the localmachine controller: %w", err)
+	}
+	c, err := ctrl.NewControllerManagedBy(mgr).
+		Named("localmachine").
+		For(&infrav1.LocalMachine{}).
+		WithOptions(options).
+		Watches(
+			&clusterv1.Machine{},
+			handler.EnqueueRequestsFromMapFunc(util.MachineToInfrastructureMapFunc(infrav1.GroupVersion.WithKind("LocalMachine"))),
+		).
+		Watches(
+			&clusterv1.Cluster{},
+			handler.EnqueueRequestsFromMapFunc(clusterToLocalMachines),
+			builder.WithPredicates(predicates.Any(mgr.GetScheme(), log,
+				predicates.ClusterPausedTransitions(mgr.GetScheme(), log),
+				predicates.ClusterControlPlaneInitialized(mgr.GetScheme(), log),
+			)),
+		).
+		WatchesRawSource(r.ClusterCache.GetClusterSource("localmachine", clusterToLocalMachines)).
+		Build(r)
+	if err != nil {
+		return fmt.Errorf("setting up the localmachine controller: %w", err)
+	}
+	r.controller = c
+	r.recorder = mgr.GetEventRecorder("localmachine-controller")
+	return nil
+}
+
+// Reconcile creates, observes or deletes the simulated Node of one LocalMachine.
+func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Result, reterr error) {
+	localMachine := &infrav1.LocalMachine{}
+	if err := r.Client.Get(ctx, req.NamespacedName, localMachine); err != nil {
+		if apierrors.IsNotFound(err) {
+			return ctrl.Result{}, nil
+		}
+		return ctrl.Result{}, fmt.Errorf("getting LocalMachine: %w", err)
+	}
+
+	machine, err := util.GetOwnerMachine(ctx, r.Client, localMachine.ObjectMeta)
+	if err != nil && !apierrors.IsNotFound(err) {
+		return ctrl.Result{}, fmt.Errorf("getting the owner Machine: %w", err)
+	}
+	var cluster *clusterv1.Cluster
+	if machine != nil {
+		ctx = ctrl.LoggerInto(ctx, ctrl.LoggerFrom(ctx).WithValues("Machine", klog.KObj(machine)))
+		cluster, err = util.GetClusterFromMetadata(ctx, r.Client, machine.ObjectMeta)
+		if err != nil && !apierrors.IsNotFound(err) {
+			return ctrl.Result{}, fmt.Errorf("getting the Cluster of Machine %s: %w", machine.Name, err)
+		}
+	}
+	if cluster != nil {
+		ctx = ctrl.LoggerInto(ctx, ctrl.LoggerFrom(ctx).WithValues("Cluster", klog.KObj(cluster)))
+	}
+
+	// Add the finalizer first to avoid racing a delete against creating the Node.
+	if finalizerAdded, err := finalizers.EnsureFinalizer(ctx, r.Client, localMachine, infrav1.LocalMachineFinalizer); err != nil || finalizerAdded {
+		return ctrl.Result{}, err
+	}
+
+	patchHelper, err := patch.NewHelper(localMachine, r.Client)
+	if err != nil {
+		return ctrl.Result{}, fmt.Errorf("creating patch helper: %w", err)
+	}
+	if cluster != nil {
+		if isPaused, requeue, err := paused.EnsurePausedCondition(ctx, r.Client, cluster, localMachine); err != nil || isPaused || requeue {
+			return ctrl.Result{}, err
+		}
+	}
+
+	s := &scope{localMachine: localMachine, machine: machine, cluster: cluster}
+	defer func() {
+		setStatus(s)
+		if err := patchHelper.Patch(ctx, localMachine, patch.WithOwnedConditions{Conditions: []string{
+			clusterv1.PausedCondition, infrav1.ReadyCondition, infrav1.NodeReadyCondition,
+		}}); err != nil {
+			reterr = kerrors.NewAggregate([]error{reterr, fmt.Errorf("patching LocalMachine: %w", err)})
+		}
+	}()
+
+	if !localMachine.DeletionTimestamp.IsZero() {
+		return r.reconcileDelete(ctx, s)
+	}
+	return r.reconcileNormal(ctx, s)
+}
+
+// watchNodes makes sure Node events of the cluster's workload cluster reach this controller.
+// ClusterCache adds a watch once per connection, whatever the number of calls.
+func (r *Reconciler) watchNodes(ctx context.Context, cluster *clusterv1.Cluster) error {
+	return r.ClusterCache.Watch(ctx, util.ObjectKey(cluster), clustercache.NewWatcher(clustercache.WatcherOptions{
+		Name:         "localmachine-watchNodes",
+		Watcher:      r.controller,
+		Kind:         &corev1.Node{},
+		EventHandler: handler.EnqueueRequestsFromMapFunc(nodeToLocalMachine),
+		Predicates:   []predicate.TypedPredicate[client.Object]{nodeReadyChanged()},
+	}))
+}
+
+// nodeToLocalMachine maps a simulated Node to the LocalMachine named in its
+// infrav1.MachineNameAnnotation. Nodes the provider did not create map to nothing.
+func nodeToLocalMachine(_ context.Context, o client.Object) []reconcile.Request {
+	namespace, name, ok := strings.Cut(o.GetAnnotations()[infrav1.MachineNameAnnotation], "/")
+	if !ok || namespace == "" || name == "" {
+		return nil
+	}
+	return []reconcile.Request{{NamespacedName: client.ObjectKey{Namespace: namespace, Name: name}}}
+}
+
+// nodeReadyChanged lets through Node creations, deletions and updates that change the status of
+// the Ready condition, and drops kwok's heartbeats.
+func nodeReadyChanged() predicate.Funcs {
+	return predicate.Funcs{
+		UpdateFunc: func(e event.UpdateEvent) bool {
+			oldNode, okOld := e.ObjectOld.(*corev1.Node)
+			newNode, okNew := e.ObjectNew.(*corev1.Node)
+			if !okOld || !okNew {
+				return false
+			}
+			return readyStatus(oldNode) != readyStatus(newNode)
+		},
+		GenericFunc: func(event.GenericEvent) bool { return false },
+	}
+}
+
+// readyStatus returns the status of the Node's Ready condition, "" when it has none.
+func readyStatus(node *corev1.Node) corev1.ConditionStatus {
+	if ready := nodeReady(node); ready != nil {
+		return ready.Status
+	}
+	return ""
+}
+
+// removeFinalizer lets the LocalMachine go.
+func removeFinalizer(s *scope) {
+	controllerutil.RemoveFinalizer(s.localMachine, infrav1.LocalMachineFinalizer)
+}
