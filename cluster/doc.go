@@ -1,0 +1,13 @@
+// Package cluster is Flotilla's cluster lifecycle component: the Flotilla Cluster
+// (cluster.flotilla.dev/v1alpha1) reconciler, which turns a Cluster into Cluster API objects, and
+// the Cluster admission webhooks.
+//
+// Setup registers both with a controller-runtime manager; the manager package runs it as the
+// "cluster" component:
+//
+//	if err := cluster.Setup(ctx, mgr); err != nil {
+//		return err
+//	}
+//
+// The reconciler lives in reconcilers/cluster, the webhooks in webhooks.
+package cluster

@@ -1,0 +1,326 @@
+package cluster
+
+import (
+	"testing"
+
+	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/utils/ptr"
+	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
+
+	flotillav1 "github.com/flotilla-dev/flotilla/api/cluster/v1alpha1"
+	controlplanev1 "github.com/flotilla-dev/flotilla/api/controlplane/v1alpha1"
+	infrav1 "github.com/flotilla-dev/flotilla/api/infrastructure/v1alpha1"
+)
+
+func testCluster(mutate ...func(*flotillav1.Cluster)) *flotillav1.Cluster {
+	c := &flotillav1.Cluster{
+		ObjectMeta: metav1.ObjectMeta{Name: "w1", Namespace: "fleet", UID: types.UID("uid-w1"), Generation: 3},
+		Spec: flotillav1.ClusterSpec{
+			KubernetesVersion: "1.36",
+			ControlPlane:      flotillav1.ControlPlaneConfiguration{Count: 1},
+			DatacenterRef:     flotillav1.Ref{Kind: flotillav1.LocalDatacenterConfigKind, Name: "local"},
+			WorkerNodeGroups: []flotillav1.WorkerNodeGroup{{
+				Name:            "md-0",
+				Count:           2,
+				MachineGroupRef: flotillav1.Ref{Kind: flotillav1.LocalMachineConfigKind, Name: "small"},
+			}},
+		},
+	}
+	for _, m := range mutate {
+		m(c)
+	}
+	return c
+}
+
+func TestDesiredCAPICluster(t *testing.T) {
+	tests := []struct {
+		name   string
+		spec   func(*flotillav1.Cluster)
+		paused bool
+		check  func(g Gomega, capi *clusterv1.Cluster)
+	}{
+		{
+			name: "a workload cluster points at its LocalCluster and LocalControlPlane and is owned by the Flotilla Cluster",
+			check: func(g Gomega, capi *clusterv1.Cluster) {
+				g.Expect(capi.Name).To(Equal("w1"))
+				g.Expect(capi.Namespace).To(Equal("fleet"))
+				g.Expect(capi.Spec.InfrastructureRef).To(Equal(clusterv1.ContractVersionedObjectReference{
+					APIGroup: "infrastructure.flotilla.dev", Kind: "LocalCluster", Name: "w1"}))
+				g.Expect(capi.Spec.ControlPlaneRef).To(Equal(clusterv1.ContractVersionedObjectReference{
+					APIGroup: "controlplane.flotilla.dev", Kind: "LocalControlPlane", Name: "w1"}))
+				g.Expect(capi.Labels).To(Equal(map[string]string{flotillav1.ClusterNameLabel: "w1"}))
+				g.Expect(capi.OwnerReferences).To(ConsistOf(metav1.OwnerReference{
+					APIVersion: "cluster.flotilla.dev/v1alpha1", Kind: "Cluster", Name: "w1", UID: "uid-w1",
+					Controller: ptr.To(true), BlockOwnerDeletion: ptr.To(true)}))
+				g.Expect(capi.Spec.Paused).To(BeNil(), "an unpaused cluster leaves spec.paused to others")
+				g.Expect(capi.Spec.ClusterNetwork.Pods.CIDRBlocks).To(BeEmpty())
+			},
+		},
+		{
+			name: "a management cluster is labelled as one",
+			spec: func(c *flotillav1.Cluster) { c.Spec.Management = true },
+			check: func(g Gomega, capi *clusterv1.Cluster) {
+				g.Expect(capi.Labels).To(HaveKeyWithValue(flotillav1.ManagementLabel, "true"))
+			},
+		},
+		{
+			name: "the cluster network is copied from the spec",
+			spec: func(c *flotillav1.Cluster) {
+				c.Spec.ClusterNetwork = flotillav1.ClusterNetwork{Pods: []string{"192.168.0.0/16"}, Services: []string{"10.96.0.0/12"}}
+			},
+			check: func(g Gomega, capi *clusterv1.Cluster) {
+				g.Expect(capi.Spec.ClusterNetwork.Pods.CIDRBlocks).To(Equal([]string{"192.168.0.0/16"}))
+				g.Expect(capi.Spec.ClusterNetwork.Services.CIDRBlocks).To(Equal([]string{"10.96.0.0/12"}))
+			},
+		},
+		{
+			name:   "a paused cluster sets spec.paused",
+			paused: true,
+			check: func(g Gomega, capi *clusterv1.Cluster) {
+				g.Expect(capi.Spec.Paused).To(Equal(ptr.To(true)))
+			},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			g := NewWithT(t)
+			c := testCluster()
+			if tt.spec != nil {
+				tt.spec(c)
+			}
+			tt.check(g, desiredCAPICluster(c, tt.paused))
+		})
+	}
+}
+
+func TestDesiredControlPlane(t *testing.T) {
+	tests := []struct {
+		name  string
+		spec  func(*flotillav1.Cluster)
+		dc    *infrav1.LocalDatacenterConfig
+		check func(g Gomega, lcp *controlplanev1.LocalControlPlane)
+	}{
+		{
+			name: "the control plane runs the resolved version and leaves the endpoint to the provider",
+			check: func(g Gomega, lcp *controlplanev1.LocalControlPlane) {
+				g.Expect(lcp.Name).To(Equal("w1"))
+				g.Expect(lcp.Spec.Version).To(Equal("v1.36.3"))
+				g.Expect(lcp.Spec.ControlPlaneEndpoint).To(BeZero())
+				g.Expect(lcp.Spec.ControllerManager).To(BeNil())
+				g.Expect(lcp.Labels).To(HaveKeyWithValue(flotillav1.ClusterNameLabel, "w1"))
+				g.Expect(lcp.Labels).To(HaveKeyWithValue(clusterv1.ClusterNameLabel, "w1"))
+				g.Expect(lcp.OwnerReferences).To(BeEmpty(), "CAPI makes the CAPI Cluster its owner")
+			},
+		},
+		{
+			name: "the datacenter config switches processes off",
+			dc: &infrav1.LocalDatacenterConfig{Spec: infrav1.LocalDatacenterConfigSpec{
+				ControllerManager: ptr.To(false), Scheduler: ptr.To(true)}},
+			check: func(g Gomega, lcp *controlplanev1.LocalControlPlane) {
+				g.Expect(lcp.Spec.ControllerManager).To(Equal(ptr.To(false)))
+				g.Expect(lcp.Spec.Scheduler).To(Equal(ptr.To(true)))
+			},
+		},
+		{
+			name: "an endpoint and a service range in the spec are passed on",
+			spec: func(c *flotillav1.Cluster) {
+				c.Spec.ControlPlane.Endpoint = &flotillav1.Endpoint{Host: "127.0.0.1", Port: 36443}
+				c.Spec.ClusterNetwork.Services = []string{"10.128.0.0/12"}
+			},
+			check: func(g Gomega, lcp *controlplanev1.LocalControlPlane) {
+				g.Expect(lcp.Spec.ControlPlaneEndpoint).To(Equal(controlplanev1.APIEndpoint{Host: "127.0.0.1", Port: 36443}))
+				g.Expect(lcp.Spec.ServiceClusterIPRange).To(Equal("10.128.0.0/12"))
+			},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			g := NewWithT(t)
+			c := testCluster()
+			if tt.spec != nil {
+				tt.spec(c)
+			}
+			tt.check(g, desiredControlPlane(c, "v1.36.3", tt.dc))
+		})
+	}
+}
+
+func TestDesiredMachineTemplate(t *testing.T) {
+	tests := []struct {
+		name string
+		mc   *infrav1.LocalMachineConfig
+		want corev1.ResourceList
+	}{
+		{
+			name: "a machine config without capacity gets the provider's defaults",
+			mc:   &infrav1.LocalMachineConfig{},
+			want: infrav1.DefaultCapacity(),
+		},
+		{
+			name: "a machine config's capacity overrides the defaults it names",
+			mc: &infrav1.LocalMachineConfig{Spec: infrav1.LocalMachineConfigSpec{Capacity: corev1.ResourceList{
+				corev1.ResourceCPU: resource.MustParse("2")}}},
+			want: corev1.ResourceList{
+				corev1.ResourceCPU:    resource.MustParse("2"),
+				corev1.ResourceMemory: resource.MustParse("16Gi"),
+				corev1.ResourcePods:   resource.MustParse("110"),
+			},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			g := NewWithT(t)
+			c := testCluster()
+			lmt := desiredMachineTemplate(c, c.Spec.WorkerNodeGroups[0], tt.mc)
+			g.Expect(lmt.Name).To(Equal("w1-md-0"))
+			g.Expect(lmt.Labels).To(HaveKeyWithValue(flotillav1.WorkerNodeGroupLabel, "md-0"))
+			g.Expect(lmt.OwnerReferences).To(HaveLen(1))
+			g.Expect(lmt.OwnerReferences[0].UID).To(Equal(types.UID("uid-w1")))
+			g.Expect(lmt.Spec.Template.Spec.Capacity).To(HaveLen(len(tt.want)))
+			for name, quantity := range tt.want {
+				got := lmt.Spec.Template.Spec.Capacity[name]
+				g.Expect(got.Cmp(quantity)).To(Equal(0), "capacity %s", name)
+			}
+		})
+	}
+}
+
+func TestDesiredMachineDeployment(t *testing.T) {
+	tests := []struct {
+		name  string
+		group flotillav1.WorkerNodeGroup
+		check func(g Gomega, md *clusterv1.MachineDeployment)
+	}{
+		{
+			name:  "a group becomes a MachineDeployment of count machines from its template and the empty bootstrap secret",
+			group: flotillav1.WorkerNodeGroup{Name: "md-0", Count: 3},
+			check: func(g Gomega, md *clusterv1.MachineDeployment) {
+				g.Expect(md.Name).To(Equal("w1-md-0"))
+				g.Expect(md.Spec.ClusterName).To(Equal("w1"))
+				g.Expect(md.Spec.Replicas).To(Equal(ptr.To[int32](3)))
+				g.Expect(md.Spec.Template.Spec.ClusterName).To(Equal("w1"))
+				g.Expect(md.Spec.Template.Spec.Version).To(Equal("v1.36.3"))
+				g.Expect(md.Spec.Template.Spec.Bootstrap.DataSecretName).To(Equal(ptr.To("w1-bootstrap")))
+				g.Expect(md.Spec.Template.Spec.InfrastructureRef).To(Equal(clusterv1.ContractVersionedObjectReference{
+					APIGroup: "infrastructure.flotilla.dev", Kind: "LocalMachineTemplate", Name: "w1-md-0"}))
+			},
+		},
+		{
+			name:  "the fields CAPI's webhook would default are set explicitly",
+			group: flotillav1.WorkerNodeGroup{Name: "md-0", Count: 1},
+			check: func(g Gomega, md *clusterv1.MachineDeployment) {
+				g.Expect(md.Labels).To(HaveKeyWithValue(clusterv1.ClusterNameLabel, "w1"))
+				g.Expect(md.Spec.Selector.MatchLabels).To(Equal(map[string]string{
+					clusterv1.ClusterNameLabel: "w1", clusterv1.MachineDeploymentNameLabel: "w1-md-0"}))
+				selector, err := metav1.LabelSelectorAsSelector(&md.Spec.Selector)
+				g.Expect(err).NotTo(HaveOccurred())
+				g.Expect(selector.Matches(labels.Set(md.Spec.Template.Labels))).To(BeTrue(), "the template matches the selector")
+				g.Expect(md.Spec.Rollout.Strategy.Type).To(Equal(clusterv1.RollingUpdateMachineDeploymentStrategyType))
+				g.Expect(md.Spec.Rollout.Strategy.RollingUpdate.MaxSurge).To(Equal(ptr.To(intstr.FromInt32(1))))
+				g.Expect(md.Spec.Rollout.Strategy.RollingUpdate.MaxUnavailable).To(Equal(ptr.To(intstr.FromInt32(0))))
+				g.Expect(md.OwnerReferences).To(BeEmpty(), "CAPI makes the CAPI Cluster its owner")
+			},
+		},
+		{
+			name: "the group's labels go on the machines but never replace Flotilla's or CAPI's",
+			group: flotillav1.WorkerNodeGroup{Name: "md-0", Count: 1, Labels: map[string]string{
+				"tier": "gold", clusterv1.ClusterNameLabel: "other", flotillav1.WorkerNodeGroupLabel: "other"}},
+			check: func(g Gomega, md *clusterv1.MachineDeployment) {
+				for _, l := range []map[string]string{md.Labels, md.Spec.Template.Labels} {
+					g.Expect(l).To(HaveKeyWithValue("tier", "gold"))
+					g.Expect(l).To(HaveKeyWithValue(clusterv1.ClusterNameLabel, "w1"))
+					g.Expect(l).To(HaveKeyWithValue(flotillav1.WorkerNodeGroupLabel, "md-0"))
+					g.Expect(l).To(HaveKeyWithValue(flotillav1.ClusterNameLabel, "w1"))
+				}
+			},
+		},
+		{
+			name:  "a group of zero machines keeps its MachineDeployment at zero replicas",
+			group: flotillav1.WorkerNodeGroup{Name: "md-0", Count: 0},
+			check: func(g Gomega, md *clusterv1.MachineDeployment) {
+				g.Expect(md.Spec.Replicas).To(Equal(ptr.To[int32](0)))
+			},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			g := NewWithT(t)
+			tt.check(g, desiredMachineDeployment(testCluster(), tt.group, "v1.36.3"))
+		})
+	}
+}
+
+func TestWorkerVersion(t *testing.T) {
+	cp := func(version string) *controlplanev1.LocalControlPlane {
+		return &controlplanev1.LocalControlPlane{Status: controlplanev1.LocalControlPlaneStatus{Version: version}}
+	}
+	md := func(version string) *clusterv1.MachineDeployment {
+		return &clusterv1.MachineDeployment{Spec: clusterv1.MachineDeploymentSpec{Template: clusterv1.MachineTemplateSpec{
+			Spec: clusterv1.MachineSpec{Version: version}}}}
+	}
+	tests := []struct {
+		name    string
+		cp      *controlplanev1.LocalControlPlane
+		current *clusterv1.MachineDeployment
+		want    string
+	}{
+		{name: "a new group gets the desired version", cp: cp("v1.35.4"), current: nil, want: "v1.36.3"},
+		{name: "a new group of a new cluster gets the desired version", cp: nil, current: nil, want: "v1.36.3"},
+		{name: "workers wait while the control plane still runs the old version", cp: cp("v1.35.4"), current: md("v1.35.4"), want: "v1.35.4"},
+		{name: "workers wait while the control plane reports no version", cp: cp(""), current: md("v1.35.4"), want: "v1.35.4"},
+		{name: "workers follow once the control plane runs the desired version", cp: cp("v1.36.3"), current: md("v1.35.4"), want: "v1.36.3"},
+		{name: "a build suffix on the control plane's version does not hold workers back", cp: cp("v1.36.3-dirty"), current: md("v1.35.4"), want: "v1.36.3"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			g := NewWithT(t)
+			g.Expect(workerVersion("v1.36.3", tt.cp, tt.current)).To(Equal(tt.want))
+		})
+	}
+}
+
+func TestApplyConfiguration(t *testing.T) {
+	tests := []struct {
+		name  string
+		obj   func() *clusterv1.Cluster
+		check func(g Gomega, u map[string]any)
+	}{
+		{
+			name: "status and the zero creation timestamp are left out",
+			obj: func() *clusterv1.Cluster {
+				capi := desiredCAPICluster(testCluster(), false)
+				capi.Status.Phase = "Provisioned"
+				return capi
+			},
+			check: func(g Gomega, u map[string]any) {
+				g.Expect(u).NotTo(HaveKey("status"))
+				g.Expect(u["metadata"]).NotTo(HaveKey("creationTimestamp"))
+				g.Expect(u).To(HaveKeyWithValue("apiVersion", "cluster.x-k8s.io/v1beta2"))
+				g.Expect(u).To(HaveKeyWithValue("kind", "Cluster"))
+			},
+		},
+		{
+			name: "fields Flotilla does not set are not sent, so it never claims them",
+			obj:  func() *clusterv1.Cluster { return desiredCAPICluster(testCluster(), false) },
+			check: func(g Gomega, u map[string]any) {
+				g.Expect(u["spec"]).NotTo(HaveKey("paused"))
+				g.Expect(u["spec"]).NotTo(HaveKey("controlPlaneEndpoint"))
+				g.Expect(u["spec"]).NotTo(HaveKey("topology"))
+			},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			g := NewWithT(t)
+			u, err := applyConfiguration(tt.obj())
+			g.Expect(err).NotTo(HaveOccurred())
+			tt.check(g, u.Object)
+		})
+	}
+}

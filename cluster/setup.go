@@ -1,0 +1,30 @@
+package cluster
+
+import (
+	"context"
+	"fmt"
+
+	ctrl "sigs.k8s.io/controller-runtime"
+
+	clusterreconciler "github.com/flotilla-dev/flotilla/cluster/reconcilers/cluster"
+	"github.com/flotilla-dev/flotilla/cluster/webhooks"
+	"github.com/flotilla-dev/flotilla/pkg/binaries"
+)
+
+// Setup registers the Cluster reconciler and the Cluster webhooks with mgr. The webhooks are
+// served by mgr's webhook server; the manager registers their configurations with the API server.
+func Setup(_ context.Context, mgr ctrl.Manager) error {
+	r := &clusterreconciler.Reconciler{
+		Client:         mgr.GetClient(),
+		Recorder:       mgr.GetEventRecorder(clusterreconciler.FieldOwner),
+		ResolveVersion: binaries.ResolveMinor,
+	}
+	if err := r.SetupWithManager(mgr); err != nil {
+		return err
+	}
+	w := &webhooks.Cluster{ResolveVersion: binaries.ResolveMinor}
+	if err := w.SetupWebhookWithManager(mgr); err != nil {
+		return fmt.Errorf("cluster component: %w", err)
+	}
+	return nil
+}

@@ -1,0 +1,25 @@
+// Package webhooks holds the admission webhooks of the cluster.flotilla.dev API.
+//
+// Cluster defaults and validates Flotilla Clusters; the manager serves it and registers the
+// webhook configurations generated from the +kubebuilder:webhook markers (config/webhook):
+//
+//	if err := (&webhooks.Cluster{}).SetupWebhookWithManager(mgr); err != nil {
+//		return err
+//	}
+//
+// Defaults: spec.managementCluster.name (a management cluster names itself; a workload cluster
+// the one management Cluster in the API server), spec.controlPlane.count 1, and
+// spec.clusterNetwork (DefaultPodCIDR, DefaultServiceCIDR).
+//
+// On create: the name is a DNS label of at most MaxClusterNameLength characters; the Kubernetes
+// version is supported; datacenterRef names a known kind, and every machineGroupRef that kind's
+// machine config; worker node group names are unique and <cluster>-<group> fits in a label value;
+// clusterNetwork holds CIDRs. On update: spec.management, spec.datacenterRef,
+// spec.controlPlane.endpoint (once set) and spec.clusterNetwork are immutable, and
+// spec.kubernetesVersion moves one minor version up at a time, never down; the create rules apply
+// again only to the fields that changed, so an old Cluster can always have its finalizer removed.
+// Every rejection is an Invalid status whose causes name the fields.
+//
+// The rules are small functions over the old and new Cluster; later rules (gitOpsRef
+// immutability, worker version skew) join them in ValidateUpdate.
+package webhooks
