@@ -7,17 +7,11 @@ import (
 	"path/filepath"
 	"time"
 
-	"k8s.io/apimachinery/pkg/runtime"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
-	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
-	clusterctlv1 "sigs.k8s.io/cluster-api/cmd/clusterctl/api/v1alpha3"
 	ctrlclient "sigs.k8s.io/controller-runtime/pkg/client"
 
-	flotillav1 "github.com/flotilla-dev/flotilla/api/cluster/v1alpha1"
-	controlplanev1 "github.com/flotilla-dev/flotilla/api/controlplane/v1alpha1"
-	infrav1 "github.com/flotilla-dev/flotilla/api/infrastructure/v1alpha1"
+	"github.com/flotilla-dev/flotilla/manager/scheme"
 	"github.com/flotilla-dev/flotilla/pkg/controlplane"
 )
 
@@ -42,20 +36,6 @@ func New(home, binRoot string, out io.Writer) (*Client, error) {
 		return nil, fmt.Errorf("finding the flotilla executable: %w", err)
 	}
 	return &Client{Home: home, BinRoot: binRoot, Executable: exe, Out: out, WaitTimeout: 10 * time.Minute}, nil
-}
-
-// Scheme holds every API the client reads or writes.
-func Scheme() *runtime.Scheme {
-	s := runtime.NewScheme()
-	for _, add := range []func(*runtime.Scheme) error{
-		clientgoscheme.AddToScheme, clusterv1.AddToScheme, clusterctlv1.AddToScheme,
-		flotillav1.AddToScheme, infrav1.AddToScheme, controlplanev1.AddToScheme,
-	} {
-		if err := add(s); err != nil {
-			panic(err) // only fails for conflicting registrations, a programming error
-		}
-	}
-	return s
 }
 
 // clusterDir is where a local cluster keeps its data.
@@ -97,7 +77,11 @@ func KubeClient(path string) (ctrlclient.Client, error) {
 	if err != nil {
 		return nil, err
 	}
-	c, err := ctrlclient.New(cfg, ctrlclient.Options{Scheme: Scheme()})
+	s, err := scheme.New()
+	if err != nil {
+		return nil, err
+	}
+	c, err := ctrlclient.New(cfg, ctrlclient.Options{Scheme: s})
 	if err != nil {
 		return nil, fmt.Errorf("connecting to the cluster of %s: %w", path, err)
 	}

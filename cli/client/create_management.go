@@ -161,17 +161,16 @@ func createCluster(ctx context.Context, r *managementRun) error {
 }
 
 // moveManagement prepares the new cluster to receive its own objects (CRDs and inventory, no
-// controllers yet), stops the bootstrap manager so nothing acts on the objects while they move,
-// and moves them with clusterctl move.
+// controllers yet, so nothing there acts on them half-moved) and moves them with clusterctl
+// move. The bootstrap manager keeps running: its Cluster controller releases clusterctl's
+// block-move annotation once the mover has paused the cluster, and the rest of its controllers
+// honour that pause.
 func moveManagement(ctx context.Context, r *managementRun) error {
 	target, err := KubeClient(r.mgmtCfg)
 	if err != nil {
 		return err
 	}
 	if err := installComponents(ctx, target); err != nil {
-		return err
-	}
-	if err := r.c.stopManager(ctx, r.boot); err != nil {
 		return err
 	}
 	source, err := KubeClient(r.bootCfg)

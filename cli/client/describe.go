@@ -62,13 +62,16 @@ func printTree(w io.Writer, t *tree.ObjectTree, obj ctrlclient.Object, prefix st
 
 func rowName(obj ctrlclient.Object) string {
 	kind := obj.GetObjectKind().GroupVersionKind().Kind
-	name := fmt.Sprintf("%s/%s", kind, obj.GetName())
-	if tree.IsGroupObject(obj) {
+	var name string
+	switch {
+	case tree.IsGroupObject(obj):
+		// A group node's kind is <Kind>Group, such as MachineGroup.
 		items := strings.Split(tree.GetGroupItems(obj), tree.GroupItemsSeparator)
-		name = fmt.Sprintf("%d %ss...", len(items), kind)
-	}
-	if tree.IsVirtualObject(obj) {
+		name = fmt.Sprintf("%d %ss: %s", len(items), strings.TrimSuffix(kind, "Group"), tree.GetGroupItems(obj))
+	case tree.IsVirtualObject(obj):
 		name = obj.GetName()
+	default:
+		name = fmt.Sprintf("%s/%s", kind, obj.GetName())
 	}
 	if meta := tree.GetMetaName(obj); meta != "" {
 		name = meta + " - " + name

@@ -1,0 +1,99 @@
+package cmd
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/spf13/cobra"
+	"k8s.io/cli-runtime/pkg/genericiooptions"
+
+	"github.com/flotilla-dev/flotilla/cli/spec"
+)
+
+// GenerateClusterConfigOptions are the options of `flotilla generate clusterconfig`.
+type GenerateClusterConfigOptions struct {
+	genericiooptions.IOStreams
+
+	// Name is the cluster's name (the argument).
+	Name string
+	// Provider is the infrastructure provider.
+	Provider string
+	// Management makes the spec a management cluster's.
+	Management bool
+	// KubernetesVersion is the minor version; empty is the newest supported.
+	KubernetesVersion string
+	// Workers is the number of workers.
+	Workers int32
+}
+
+// NewGenerateClusterConfigCmd returns `flotilla generate clusterconfig`.
+func NewGenerateClusterConfigCmd(streams genericiooptions.IOStreams) *cobra.Command {
+	o := &GenerateClusterConfigOptions{IOStreams: streams, Provider: spec.ProviderLocal, Workers: 2}
+	cmd := &cobra.Command{
+		Use:   "clusterconfig NAME",
+		Short: "Print a complete, commented cluster spec to edit and create",
+		Long: `Print a cluster spec: the Flotilla Cluster and its provider's datacenter and machine configs,
+as multi-document YAML with a comment on every field.
+
+The spec says management: false, a workload cluster, unless --management is given.
+'flotilla create cluster -f FILE --kubeconfig MGMT.kubeconfig' creates a workload cluster managed
+by the management cluster MGMT; without --kubeconfig, 'flotilla create cluster' creates a
+management cluster (one that manages itself), which needs management: true in the spec.`,
+		Example: `  # A management cluster
+  flotilla generate clusterconfig mgmt --provider local --management > mgmt.yaml
+  flotilla create cluster -f mgmt.yaml
+
+  # A workload cluster with 5 workers, managed by mgmt
+  flotilla generate clusterconfig w1 --provider local --workers 5 > w1.yaml
+  flotilla create cluster -f w1.yaml --kubeconfig mgmt/mgmt.kubeconfig`,
+		Args: exactlyOneArg("NAME"),
+		RunE: func(_ *cobra.Command, args []string) error {
+			if err := o.Complete(args); err != nil {
+				return err
+			}
+			if err := o.Validate(); err != nil {
+				return err
+			}
+			return o.Run()
+		},
+	}
+	fs := cmd.Flags()
+	fs.StringVar(&o.Provider, "provider", o.Provider, "infrastructure provider, one of: "+strings.Join(spec.Providers(), ", "))
+	fs.BoolVar(&o.Management, "management", o.Management, "write spec.management: true, for a management cluster")
+	fs.StringVar(&o.KubernetesVersion, "kubernetes-version", o.KubernetesVersion,
+		"Kubernetes minor version, one of: "+strings.Join(spec.SupportedMinors(), ", ")+" (default: the newest)")
+	fs.Int32Var(&o.Workers, "workers", o.Workers, "number of worker nodes")
+	_ = cmd.RegisterFlagCompletionFunc("provider", cobra.FixedCompletions(spec.Providers(), cobra.ShellCompDirectiveNoFileComp))
+	_ = cmd.RegisterFlagCompletionFunc("kubernetes-version", cobra.FixedCompletions(spec.SupportedMinors(), cobra.ShellCompDirectiveNoFileComp))
+	return cmd
+}
+
+// Complete takes the name from the arguments.
+func (o *GenerateClusterConfigOptions) Complete(args []string) error {
+	o.Name = args[0]
+	return nil
+}
+
+// Validate checks the flags that spec.Generate does not explain in terms of flags.
+func (o *GenerateClusterConfigOptions) Validate() error {
+	if o.Workers < 0 {
+		return fmt.Errorf("--workers %d is negative; use 0 or more", o.Workers)
+	}
+	return nil
+}
+
+// Run prints the spec.
+func (o *GenerateClusterConfigOptions) Run() error {
+	out, err := spec.Generate(spec.GenerateOptions{
+		Name:              o.Name,
+		Provider:          o.Provider,
+		Management:        o.Management,
+		KubernetesVersion: o.KubernetesVersion,
+		Workers:           o.Workers,
+	})
+	if err != nil {
+		return err
+	}
+	_, err = o.Out.Write(out)
+	return err
+}

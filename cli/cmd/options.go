@@ -1,0 +1,175 @@
+package cmd
+
+import (
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+	"k8s.io/klog/v2"
+	"k8s.io/klog/v2/textlogger"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/yaml"
+
+	"github.com/flotilla-dev/flotilla/pkg/binaries"
+	"github.com/flotilla-dev/flotilla/pkg/controlplane"
+)
+
+// GlobalOptions are the flags every flotilla command has (the root's persistent flags). The
+// root parses them and completes them before any command runs; commands receive a pointer
+// and read it in their Complete or Run.
+type GlobalOptions struct {
+	// Kubeconfig is the management cluster's kubeconfig. Empty means none was given: create
+	// then makes a management cluster, and commands that need a management cluster say so.
+	// $KUBECONFIG is deliberately not a fallback, since its absence changes what create does.
+	Kubeconfig string
+	// Home is where local clusters keep their data: $FLOTILLA_HOME or ~/.flotilla.
+	Home string
+	// BinDir is the control plane binary cache root: $FLOTILLA_BIN_CACHE or
+	// ~/.cache/flotilla/bin.
+	BinDir string
+	// Verbosity is the log level: 0 logs only warnings and errors of libraries, higher
+	// levels log more; 6 and up include Kubernetes API requests.
+	Verbosity int
+}
+
+// NewGlobalOptions returns the options with their defaults, read from the environment.
+func NewGlobalOptions() *GlobalOptions {
+	return &GlobalOptions{
+		Home:   controlplane.HomeDir(),
+		BinDir: binaries.DefaultRoot(),
+	}
+}
+
+// AddFlags registers the global flags on fs (the root's persistent flag set).
+func (o *GlobalOptions) AddFlags(fs *pflag.FlagSet) {
+	fs.StringVar(&o.Kubeconfig, "kubeconfig", o.Kubeconfig,
+		"kubeconfig of the management cluster to work with; without it, create makes a new management cluster")
+	fs.StringVar(&o.Home, "home", o.Home,
+		"directory where local clusters keep their data, logs and pid files (env "+controlplane.HomeEnv+")")
+	fs.StringVar(&o.BinDir, "bin-dir", o.BinDir,
+		"root of the control plane binary cache, holding one directory per Kubernetes version (env "+binaries.RootEnv+")")
+	fs.IntVarP(&o.Verbosity, "v", "v", o.Verbosity, "log verbosity: 0 is quiet, 2 shows what is done, 6 and up show API requests")
+}
+
+// Complete expands "~" and makes the paths absolute, so that processes started from another
+// directory (the manager) see the same files.
+func (o *GlobalOptions) Complete() error {
+	for _, p := range []*string{&o.Kubeconfig, &o.Home, &o.BinDir} {
+		if *p == "" {
+			continue
+		}
+		abs, err := absPath(*p)
+		if err != nil {
+			return err
+		}
+		*p = abs
+	}
+	if o.Verbosity < 0 {
+		return fmt.Errorf("-v %d: verbosity is 0 or more", o.Verbosity)
+	}
+	return nil
+}
+
+// absPath expands a leading "~/" (which the shell leaves alone in --flag=~/x) and makes path
+// absolute.
+func absPath(path string) (string, error) {
+	if path == "~" || strings.HasPrefix(path, "~/") {
+		home, err := os.UserHomeDir()
+		if err != nil {
+			return "", fmt.Errorf("expanding %s: %w", path, err)
+		}
+		path = filepath.Join(home, strings.TrimPrefix(path, "~"))
+	}
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return "", fmt.Errorf("resolving %s: %w", path, err)
+	}
+	return abs, nil
+}
+
+// setupLogging sends the logs of flotilla and of the libraries it uses (controller-runtime,
+// client-go through klog) to errOut at the given verbosity, and puts the logger into the
+// command's context for ctrl.LoggerFrom.
+func setupLogging(cmd *cobra.Command, errOut io.Writer, verbosity int) error {
+	logger := textlogger.NewLogger(textlogger.NewConfig(
+		textlogger.Verbosity(verbosity),
+		textlogger.Output(errOut),
+	))
+	// klog keeps its own verbosity for the V() checks of client-go.
+	klogFlags := flag.NewFlagSet("klog", flag.ContinueOnError)
+	klog.InitFlags(klogFlags)
+	if err := klogFlags.Set("v", strconv.Itoa(verbosity)); err != nil {
+		return fmt.Errorf("setting log verbosity: %w", err)
+	}
+	klog.SetLoggerWithOptions(logger, klog.ContextualLogger(true))
+	ctrl.SetLogger(logger)
+	cmd.SetContext(ctrl.LoggerInto(cmd.Context(), logger))
+	return nil
+}
+
+// Output formats of -o.
+const (
+	OutputJSON = "json"
+	OutputYAML = "yaml"
+	OutputWide = "wide"
+)
+
+// AddOutputFlag registers -o/--output on cmd, storing into p, accepting formats (and "" for
+// the command's human-readable default) and completing them in shells.
+func AddOutputFlag(cmd *cobra.Command, p *string, formats ...string) {
+	cmd.Flags().StringVarP(p, "output", "o", *p, "output format, one of: "+strings.Join(formats, ", "))
+	_ = cmd.RegisterFlagCompletionFunc("output", cobra.FixedCompletions(formats, cobra.ShellCompDirectiveNoFileComp))
+}
+
+// ValidateOutput checks a -o value against the formats a command supports; "" (the default,
+// human-readable output) is always accepted.
+func ValidateOutput(format string, formats ...string) error {
+	if format == "" || slices.Contains(formats, format) {
+		return nil
+	}
+	return fmt.Errorf("-o %s is not supported here; use one of: %s", format, strings.Join(formats, ", "))
+}
+
+// PrintStructured writes v to w as indented JSON or as YAML.
+func PrintStructured(w io.Writer, format string, v any) error {
+	var data []byte
+	var err error
+	switch format {
+	case OutputJSON:
+		data, err = json.MarshalIndent(v, "", "  ")
+		data = append(data, '\n')
+	case OutputYAML:
+		data, err = yaml.Marshal(v)
+	default:
+		return fmt.Errorf("output format %q is not json or yaml", format)
+	}
+	if err != nil {
+		return fmt.Errorf("encoding output: %w", err)
+	}
+	if _, err := w.Write(data); err != nil {
+		return fmt.Errorf("writing output: %w", err)
+	}
+	return nil
+}
+
+// exactlyOneArg is cobra.ExactArgs(1) with an error that shows the usage line.
+func exactlyOneArg(what string) cobra.PositionalArgs {
+	return func(cmd *cobra.Command, args []string) error {
+		switch len(args) {
+		case 1:
+			return nil
+		case 0:
+			return fmt.Errorf("%s is required: %s", what, cmd.UseLine())
+		default:
+			return fmt.Errorf("expected one %s, got %d (%s): %s", what, len(args), strings.Join(args, " "), cmd.UseLine())
+		}
+	}
+}

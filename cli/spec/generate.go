@@ -1,0 +1,204 @@
+package spec
+
+import (
+	"bytes"
+	"fmt"
+	"strings"
+	"text/template"
+
+	"github.com/flotilla-dev/flotilla/pkg/binaries"
+)
+
+// DefaultWorkerGroup is the name of the worker node group a generated spec has.
+const DefaultWorkerGroup = "md-0"
+
+// GenerateOptions are the inputs of Generate.
+type GenerateOptions struct {
+	// Name is the cluster's name, a DNS label.
+	Name string
+	// Provider is the infrastructure provider, one of Providers().
+	Provider string
+	// Management sets spec.management.
+	Management bool
+	// KubernetesVersion is the minor version ("1.36" or "v1.36"); empty means the newest
+	// supported one.
+	KubernetesVersion string
+	// Workers is the number of workers of the one worker node group.
+	Workers int32
+}
+
+// templateData is what a provider's template renders.
+type templateData struct {
+	GenerateOptions
+	// Command is the command line that reproduces the output.
+	Command string
+	// Supported lists the supported minor versions: "1.36, 1.35".
+	Supported string
+	// WorkerGroup is the worker node group's name.
+	WorkerGroup string
+}
+
+// Generate returns a complete cluster spec for the provider, as commented multi-document YAML
+// that Parse accepts: the Cluster and the provider's datacenter and machine configs.
+func Generate(o GenerateOptions) ([]byte, error) {
+	prov, ok := providerNamed(o.Provider)
+	if !ok {
+		return nil, fmt.Errorf("unknown provider %q: supported providers are %s", o.Provider, strings.Join(Providers(), ", "))
+	}
+	if msg := dnsLabelProblem(o.Name); msg != "" {
+		return nil, fmt.Errorf("%q is not a valid cluster name: %s", o.Name, msg)
+	}
+	if o.Workers < 0 {
+		return nil, fmt.Errorf("the number of workers (%d) is negative; use 0 or more", o.Workers)
+	}
+	if o.KubernetesVersion == "" {
+		o.KubernetesVersion = SupportedMinors()[0]
+	}
+	full, err := binaries.ResolveMinor(o.KubernetesVersion)
+	switch {
+	case err != nil:
+		return nil, fmt.Errorf("Kubernetes version %q is not supported: use one of %s",
+			o.KubernetesVersion, strings.Join(SupportedMinors(), ", "))
+	case strings.Count(o.KubernetesVersion, ".") != 1:
+		return nil, fmt.Errorf("Kubernetes version %q is a full version: use the minor version %q", o.KubernetesVersion, minorOf(full))
+	}
+	o.KubernetesVersion = minorOf(full)
+
+	data := templateData{
+		GenerateOptions: o,
+		Command:         generateCommand(o),
+		Supported:       strings.Join(SupportedMinors(), ", "),
+		WorkerGroup:     DefaultWorkerGroup,
+	}
+	tmpl, err := template.New(prov.name).Option("missingkey=error").Parse(prov.template)
+	if err != nil {
+		return nil, fmt.Errorf("parsing the %s template: %w", prov.name, err)
+	}
+	var out bytes.Buffer
+	if err := tmpl.Execute(&out, data); err != nil {
+		return nil, fmt.Errorf("rendering the %s template: %w", prov.name, err)
+	}
+	// What we print must load; check rather than hand the user a file create rejects.
+	if _, err := Parse(o.Name+".yaml", out.Bytes()); err != nil {
+		return nil, fmt.Errorf("generated spec does not load (a bug in flotilla): %w", err)
+	}
+	return out.Bytes(), nil
+}
+
+// generateCommand is the command line that produces o.
+func generateCommand(o GenerateOptions) string {
+	cmd := fmt.Sprintf("flotilla generate clusterconfig %s --provider %s", o.Name, o.Provider)
+	if o.Management {
+		cmd += " --management=true"
+	}
+	return cmd + fmt.Sprintf(" --kubernetes-version %s --workers %d", o.KubernetesVersion, o.Workers)
+}
+
+// localTemplate is the spec of a local cluster.
+const localTemplate = `# Cluster spec for "{{.Name}}", printed by:
+#   {{.Command}}
+#
+# Create the cluster with one of:
+#   flotilla create cluster -f {{.Name}}.yaml
+#       makes a management cluster (no --kubeconfig: it manages itself);
+#   flotilla create cluster -f {{.Name}}.yaml --kubeconfig MGMT/MGMT.kubeconfig
+#       makes a workload cluster, managed by the management cluster MGMT.
+# Every field is checked strictly: a misspelt or unknown field is an error that names it.
+---
+# Cluster: what to build. The provider's configs further down say where and how.
+apiVersion: cluster.flotilla.dev/v1alpha1
+kind: Cluster
+metadata:
+  # name: the cluster's name, a DNS label (lowercase letters, digits and '-'). The CLI writes
+  # its kubeconfig to ./{{.Name}}/{{.Name}}.kubeconfig.
+  name: {{.Name}}
+  # namespace: where the cluster's objects live in the management cluster. Every document in
+  # this file uses the same namespace.
+  namespace: default
+spec:
+{{- if .Management}}
+  # management: true makes a management cluster, which runs Flotilla's controllers and manages
+  # itself and workload clusters. Create it without --kubeconfig.
+  management: true
+{{- else}}
+  # management: false makes a workload cluster: create it with --kubeconfig naming the
+  # management cluster that will manage it. Without --kubeconfig, ` + "`flotilla create cluster`" + `
+  # creates a management cluster, which needs management: true (generate with --management).
+  management: false
+{{- end}}
+  # kubernetesVersion: the Kubernetes minor version, in quotes. Supported: {{.Supported}}.
+  kubernetesVersion: "{{.KubernetesVersion}}"
+  controlPlane:
+    # count: control plane instances. The local provider runs one hosted control plane per
+    # cluster: etcd, kube-apiserver, kube-controller-manager and kube-scheduler as processes
+    # on this machine. Keep 1.
+    count: 1
+    # endpoint: the API server's address. Leave it out and the provider picks a free port on
+    # 127.0.0.1; once chosen it does not change.
+    # endpoint:
+    #   host: 127.0.0.1
+    #   port: 6443
+  # datacenterRef: the provider's datacenter config, defined in this file.
+  datacenterRef:
+    kind: LocalDatacenterConfig
+    name: {{.Name}}
+  # workerNodeGroups: groups of identical worker machines; each becomes a MachineDeployment
+  # named <cluster>-<group name>, and its name is unique in the cluster (a DNS label of at most
+  # 40 characters). A local worker is a Node simulated by kwok (labelled
+  # flotilla.dev/simulated=true), which also plays the Pods scheduled onto it.
+  workerNodeGroups:
+    - name: {{.WorkerGroup}}
+      # count: the number of workers. Change it to scale the group.
+      count: {{.Workers}}
+      # machineGroupRef: the machine config the group's machines are made from, defined in
+      # this file.
+      machineGroupRef:
+        kind: LocalMachineConfig
+        name: {{.Name}}-workers
+      # labels: set on every Node of the group.
+      # labels:
+      #   example.com/tier: general
+  # clusterNetwork: the address ranges of Pods and Services (these are the defaults).
+  clusterNetwork:
+    pods:
+      - 192.168.0.0/16
+    services:
+      - 10.96.0.0/12
+{{- if .Management}}
+  # managementCluster: the management cluster that manages this one. A management cluster
+  # manages itself.
+  managementCluster:
+    name: {{.Name}}
+{{- else}}
+  # managementCluster: the management cluster that manages this one. Leave it out: creating
+  # the cluster with --kubeconfig fills it in.
+  # managementCluster:
+  #   name: mgmt
+{{- end}}
+---
+# LocalDatacenterConfig: how the local provider runs the cluster's control plane.
+apiVersion: infrastructure.flotilla.dev/v1alpha1
+kind: LocalDatacenterConfig
+metadata:
+  name: {{.Name}}
+  namespace: default
+spec:
+  # controllerManager: run kube-controller-manager, which makes Deployments create Pods.
+  # Switch it off for large scale runs where only the API matters.
+  controllerManager: true
+  # scheduler: run kube-scheduler, which places Pods on the simulated Nodes.
+  scheduler: true
+---
+# LocalMachineConfig: what each simulated worker Node reports.
+apiVersion: infrastructure.flotilla.dev/v1alpha1
+kind: LocalMachineConfig
+metadata:
+  name: {{.Name}}-workers
+  namespace: default
+spec:
+  # capacity: the Node's capacity and allocatable resources.
+  capacity:
+    cpu: "4"
+    memory: 16Gi
+    pods: "110"
+`

@@ -1,0 +1,146 @@
+package spec
+
+import (
+	"strings"
+
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	flotillav1 "github.com/flotilla-dev/flotilla/api/cluster/v1alpha1"
+	infrav1 "github.com/flotilla-dev/flotilla/api/infrastructure/v1alpha1"
+)
+
+// ProviderLocal is the local provider: control planes are processes on this machine and workers
+// are Nodes simulated by kwok.
+const ProviderLocal = "local"
+
+// kind is a document kind a spec file may hold.
+type kind struct {
+	gvk       schema.GroupVersionKind
+	newObject func() client.Object
+}
+
+// provider describes what one infrastructure provider contributes to a spec file. Adding a
+// provider (Packet) means adding one entry to providers.
+type provider struct {
+	// name is what --provider takes.
+	name string
+	// datacenter is the provider's datacenter config kind, referenced by spec.datacenterRef.
+	datacenter kind
+	// machineConfig is the provider's machine config kind, referenced by machineGroupRefs.
+	machineConfig kind
+	// defaultObjects sets the provider's defaults on its datacenter and machine configs.
+	defaultObjects func(datacenter client.Object, machineConfigs []client.Object)
+	// validate checks what only this provider cares about.
+	validate func(s *Spec, p *problems)
+	// template renders the provider's `generate clusterconfig` output.
+	template string
+}
+
+// providers lists the supported providers.
+func providers() []provider {
+	return []provider{localProvider()}
+}
+
+// Providers returns the names of the supported providers, for flag help and errors.
+func Providers() []string {
+	names := make([]string, 0, len(providers()))
+	for _, p := range providers() {
+		names = append(names, p.name)
+	}
+	return names
+}
+
+func providerNamed(name string) (provider, bool) {
+	for _, p := range providers() {
+		if p.name == name {
+			return p, true
+		}
+	}
+	return provider{}, false
+}
+
+// clusterKind is the Flotilla Cluster.
+var clusterKind = kind{
+	gvk:       flotillav1.GroupVersion.WithKind("Cluster"),
+	newObject: func() client.Object { return &flotillav1.Cluster{} },
+}
+
+// kindNamed returns the kind called name, and the provider it belongs to (nil for Cluster).
+func kindNamed(name string) (kind, *provider, bool) {
+	if name == clusterKind.gvk.Kind {
+		return clusterKind, nil, true
+	}
+	for _, p := range providers() {
+		for _, k := range []kind{p.datacenter, p.machineConfig} {
+			if k.gvk.Kind == name {
+				return k, &p, true
+			}
+		}
+	}
+	return kind{}, nil, false
+}
+
+// kindNames lists every kind a spec file may hold, for error messages.
+func kindNames() string {
+	names := []string{clusterKind.gvk.Kind}
+	for _, p := range providers() {
+		names = append(names, p.datacenter.gvk.Kind, p.machineConfig.gvk.Kind)
+	}
+	return strings.Join(names, ", ")
+}
+
+// datacenterKinds lists the datacenter config kinds of every provider.
+func datacenterKinds() []string {
+	var kinds []string
+	for _, p := range providers() {
+		kinds = append(kinds, p.datacenter.gvk.Kind)
+	}
+	return kinds
+}
+
+func localProvider() provider {
+	return provider{
+		name: ProviderLocal,
+		datacenter: kind{
+			gvk:       infrav1.GroupVersion.WithKind("LocalDatacenterConfig"),
+			newObject: func() client.Object { return &infrav1.LocalDatacenterConfig{} },
+		},
+		machineConfig: kind{
+			gvk:       infrav1.GroupVersion.WithKind("LocalMachineConfig"),
+			newObject: func() client.Object { return &infrav1.LocalMachineConfig{} },
+		},
+		defaultObjects: func(datacenter client.Object, _ []client.Object) {
+			dc := datacenter.(*infrav1.LocalDatacenterConfig)
+			if dc.Spec.ControllerManager == nil {
+				dc.Spec.ControllerManager = ptr.To(true)
+			}
+			if dc.Spec.Scheduler == nil {
+				dc.Spec.Scheduler = ptr.To(true)
+			}
+		},
+		validate: func(s *Spec, p *problems) {
+			if s.Cluster.Spec.ControlPlane.Count > 1 {
+				p.cluster(field.NewPath("spec", "controlPlane", "count"),
+					"the local provider runs one hosted control plane per cluster; set it to 1")
+			}
+		},
+		template: localTemplate,
+	}
+}
+
+// isMachineConfigKind reports whether kindName is p's machine config kind.
+func (p provider) isMachineConfigKind(kindName string) bool {
+	return p.machineConfig.gvk.Kind == kindName
+}
+
+// machineConfigKinds lists every provider's machine config kind.
+func machineConfigKinds() []string {
+	var kinds []string
+	for _, p := range providers() {
+		kinds = append(kinds, p.machineConfig.gvk.Kind)
+	}
+	return kinds
+}

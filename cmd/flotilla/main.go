@@ -1,0 +1,32 @@
+// Command flotilla is Flotilla's CLI, and with `flotilla manager` its controllers.
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"k8s.io/cli-runtime/pkg/genericiooptions"
+
+	"github.com/flotilla-dev/flotilla/cli/cmd"
+)
+
+func main() {
+	// The first SIGINT or SIGTERM cancels the context, so that a workflow stops between phases
+	// and writes its checkpoint; a second one kills the process as usual.
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	go func() {
+		<-ctx.Done()
+		stop()
+	}()
+
+	streams := genericiooptions.IOStreams{In: os.Stdin, Out: os.Stdout, ErrOut: os.Stderr}
+	err := cmd.NewRootCmd(streams).ExecuteContext(ctx)
+	stop()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "Error:", err)
+		os.Exit(1)
+	}
+}
