@@ -36,12 +36,18 @@ generate: $(CONTROLLER_GEN) ## Regenerate deepcopy code, CRDs, RBAC and webhook 
 	$(CONTROLLER_GEN) webhook paths=./... output:webhook:artifacts:config=config/webhook
 	hack/capi-crds.sh
 
+GENERATED_SUMS = find api config -type f | LC_ALL=C sort | xargs sha256sum
+
 .PHONY: verify-generate
-verify-generate: generate ## Fail when generated files differ from what is committed.
-	@git diff --exit-code -- api config || (echo "generated files are stale: run 'make generate' and commit" >&2; exit 1)
+verify-generate: $(CONTROLLER_GEN) ## Fail when `make generate` would change a generated file.
+	@before=$$($(GENERATED_SUMS)); $(MAKE) -s generate >/dev/null; after=$$($(GENERATED_SUMS)); \
+	if [ "$$before" != "$$after" ]; then \
+		diff <(echo "$$before") <(echo "$$after") >&2; \
+		echo "generated files were stale: 'make generate' has now rewritten them; review and commit" >&2; exit 1; \
+	fi
 
 .PHONY: test
-test: controlplane-binaries ## Run every test (unit, integration on real API servers, end to end).
+test: controlplane-binaries verify-generate ## Run every test (unit, integration on real API servers, end to end).
 	go vet ./...
 	go test $(GO_TEST_FLAGS) ./...
 
