@@ -8,6 +8,8 @@ import (
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	clusterctl "sigs.k8s.io/cluster-api/cmd/clusterctl/client"
+	clusterctllog "sigs.k8s.io/cluster-api/cmd/clusterctl/log"
+	ctrl "sigs.k8s.io/controller-runtime"
 	ctrlclient "sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/flotilla-dev/flotilla/cli/spec"
@@ -109,9 +111,10 @@ func setupAndValidate(_ context.Context, r *managementRun) error {
 }
 
 // createBootstrapCluster starts the ephemeral control plane that creates the management cluster.
-// It runs only etcd and kube-apiserver: it holds objects, it runs no workloads.
+// It runs only etcd and kube-apiserver: it holds objects, it runs no workloads. Its etcd skips
+// fsync: it lives for a minute, and a crash of this machine restarts the create anyway.
 func createBootstrapCluster(ctx context.Context, r *managementRun) error {
-	cfg := controlplane.Config{Name: r.boot, Dir: r.c.clusterDir(r.boot), Binaries: r.bins}
+	cfg := controlplane.Config{Name: r.boot, Dir: r.c.clusterDir(r.boot), Binaries: r.bins, UnsafeNoFsync: true}
 	if _, err := controlplane.Ensure(ctx, cfg); err != nil {
 		return fmt.Errorf("starting the bootstrap cluster: %w", err)
 	}
@@ -140,6 +143,10 @@ func installBootstrapComponents(ctx context.Context, r *managementRun) error {
 // createCluster applies the spec to the bootstrap cluster, whose manager creates the new
 // cluster's control plane and workers, and waits until the Cluster is Ready.
 func createCluster(ctx context.Context, r *managementRun) error {
+	// A resumed run skips InstallComponents; the bootstrap manager may have died since.
+	if err := r.c.StartManager(ctx, r.boot); err != nil {
+		return err
+	}
 	c, err := KubeClient(r.bootCfg)
 	if err != nil {
 		return err
@@ -173,6 +180,9 @@ func moveManagement(ctx context.Context, r *managementRun) error {
 	if err := installComponents(ctx, target); err != nil {
 		return err
 	}
+	if err := r.c.StartManager(ctx, r.boot); err != nil {
+		return err
+	}
 	source, err := KubeClient(r.bootCfg)
 	if err != nil {
 		return err
@@ -180,6 +190,7 @@ func moveManagement(ctx context.Context, r *managementRun) error {
 	if moved, err := alreadyMoved(ctx, source, r.spec.Cluster.Namespace, r.name); err != nil || moved {
 		return err
 	}
+	clusterctllog.SetLogger(ctrl.LoggerFrom(ctx).WithName("clusterctl"))
 	cc, err := clusterctl.New(ctx, "")
 	if err != nil {
 		return fmt.Errorf("creating the clusterctl client: %w", err)

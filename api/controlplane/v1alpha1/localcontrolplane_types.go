@@ -6,7 +6,7 @@ import (
 
 // LocalControlPlaneFinalizer lets the reconciler stop the control plane processes and remove
 // their data before the LocalControlPlane goes away.
-const LocalControlPlaneFinalizer = "localcontrolplane.controlplane.flotilla.dev"
+const LocalControlPlaneFinalizer = "controlplane.flotilla.dev/localcontrolplane"
 
 // Condition types of a LocalControlPlane.
 const (

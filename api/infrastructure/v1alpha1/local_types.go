@@ -8,7 +8,7 @@ import (
 
 // LocalMachineFinalizer lets the LocalMachine reconciler remove the simulated Node before the
 // LocalMachine goes away.
-const LocalMachineFinalizer = "localmachine.infrastructure.flotilla.dev"
+const LocalMachineFinalizer = "infrastructure.flotilla.dev/localmachine"
 
 // SimulatedNodeLabel marks Nodes that the local provider simulates with kwok, with value "true".
 const SimulatedNodeLabel = "flotilla.dev/simulated"
