@@ -5,8 +5,11 @@ K8S_VERSION     ?= v1.36.3
 FLOTILLA_BIN_CACHE ?= $(HOME)/.cache/flotilla/bin
 TOOLS_CACHE     ?= $(HOME)/.cache/flotilla/tools
 CONTROLLER_GEN  := $(TOOLS_CACHE)/controller-gen-v0.21.0
+# clusterctl at the Cluster API version Flotilla embeds: the e2e tests run it against Flotilla.
+CLUSTERCTL      := $(TOOLS_CACHE)/clusterctl-v1.14.2
 GO_TEST_FLAGS   ?= -timeout 45m
 export FLOTILLA_BIN_CACHE
+export CLUSTERCTL
 
 .PHONY: help
 help: ## List the targets.
@@ -28,6 +31,10 @@ $(CONTROLLER_GEN):
 	mkdir -p $(TOOLS_CACHE)
 	cd hack/tools/codegen && go build -o $(CONTROLLER_GEN) sigs.k8s.io/controller-tools/cmd/controller-gen
 
+$(CLUSTERCTL):
+	mkdir -p $(TOOLS_CACHE)
+	cd hack/tools/clusterctl && go build -o $(CLUSTERCTL) sigs.k8s.io/cluster-api/cmd/clusterctl
+
 .PHONY: generate
 generate: $(CONTROLLER_GEN) ## Regenerate deepcopy code, CRDs, RBAC and webhook manifests from markers; copy Cluster API's CRDs.
 	$(CONTROLLER_GEN) object paths=./api/...
@@ -47,7 +54,7 @@ verify-generate: $(CONTROLLER_GEN) ## Fail when `make generate` would change a g
 	fi
 
 .PHONY: test
-test: controlplane-binaries verify-generate ## Run every test (unit, integration on real API servers, end to end).
+test: controlplane-binaries verify-generate $(CLUSTERCTL) ## Run every test (unit, integration on real API servers, end to end).
 	go vet ./...
 	go test $(GO_TEST_FLAGS) ./...
 

@@ -107,6 +107,15 @@ func TestManagementCluster(t *testing.T) {
 		g.Expect(w.String()).To(ContainSubstring("MachineDeployment/mgmt-md-0"))
 	})
 
+	t.Run("clusterctl describe works against it", func(t *testing.T) {
+		g := NewWithT(t)
+		out, err := exec.CommandContext(ctx, clusterctlBinary(t), "describe", "cluster", "mgmt", "--kubeconfig", kubeconfig).CombinedOutput()
+		g.Expect(err).NotTo(HaveOccurred(), string(out))
+		g.Expect(string(out)).To(MatchRegexp(`Cluster default/mgmt\s.*True\s+Available`))
+		g.Expect(string(out)).To(ContainSubstring("LocalControlPlane default/mgmt"))
+		g.Expect(string(out)).To(ContainSubstring("2 Machines"))
+	})
+
 	t.Run("a second cluster with the same name is refused", func(t *testing.T) {
 		g := NewWithT(t)
 		err := c.CreateManagementCluster(ctx, client.CreateManagementClusterOptions{File: specFile, OutDir: t.TempDir()})
@@ -178,6 +187,23 @@ func flotillaBinary(t *testing.T) string {
 }
 
 var builtBinary string
+
+// clusterctlBinary is CAPI's clusterctl, which `make test` builds into the tools cache.
+func clusterctlBinary(t *testing.T) string {
+	t.Helper()
+	path := os.Getenv("CLUSTERCTL")
+	if path == "" {
+		home, err := os.UserHomeDir()
+		if err != nil {
+			t.Fatal(err)
+		}
+		path = filepath.Join(home, ".cache", "flotilla", "tools", "clusterctl-v1.14.2")
+	}
+	if _, err := os.Stat(path); err != nil {
+		t.Fatalf("clusterctl is missing at %s: build it with `make %s` (make test does)", path, path)
+	}
+	return path
+}
 
 // controlPlanePIDs reads the pid files of a cluster's control plane processes.
 func controlPlanePIDs(t *testing.T, dir string) map[string]int {
