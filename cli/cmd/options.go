@@ -56,7 +56,7 @@ func (o *GlobalOptions) AddFlags(fs *pflag.FlagSet) {
 		"directory where local clusters keep their data, logs and pid files (env "+controlplane.HomeEnv+")")
 	fs.StringVar(&o.BinDir, "bin-dir", o.BinDir,
 		"root of the control plane binary cache, holding one directory per Kubernetes version (env "+binaries.RootEnv+")")
-	fs.IntVarP(&o.Verbosity, "v", "v", o.Verbosity, "log verbosity: 0 is quiet, 2 shows what is done, 6 and up show API requests")
+	fs.IntVarP(&o.Verbosity, "v", "v", o.Verbosity, "log verbosity: 0 shows progress and errors, 1 adds what is done, 6 and up show API requests")
 }
 
 // Complete expands "~" and makes the paths absolute, so that processes started from another
@@ -110,8 +110,11 @@ func setupLogging(cmd *cobra.Command, errOut io.Writer, verbosity int) error {
 		return fmt.Errorf("setting log verbosity: %w", err)
 	}
 	klog.SetLoggerWithOptions(logger, klog.ContextualLogger(true))
-	ctrl.SetLogger(logger)
-	cmd.SetContext(ctrl.LoggerInto(cmd.Context(), logger))
+	// The phase lines are what a command shows; what libraries and our packages log as Info
+	// (clusterctl's progress, API warnings) is detail, shown from -v 1 on. Errors always show.
+	detail := logger.V(1)
+	ctrl.SetLogger(detail)
+	cmd.SetContext(ctrl.LoggerInto(cmd.Context(), detail))
 	return nil
 }
 
