@@ -5,6 +5,7 @@ K8S_VERSION     ?= v1.36.3
 FLOTILLA_BIN_CACHE ?= $(HOME)/.cache/flotilla/bin
 TOOLS_CACHE     ?= $(HOME)/.cache/flotilla/tools
 CONTROLLER_GEN  := $(TOOLS_CACHE)/controller-gen-v0.21.0
+GOLANGCI_LINT   := $(TOOLS_CACHE)/golangci-lint-v2.15.0
 # clusterctl at the Cluster API version Flotilla embeds: the e2e tests run it against Flotilla.
 CLUSTERCTL      := $(TOOLS_CACHE)/clusterctl-v1.14.2
 GO_TEST_FLAGS   ?= -timeout 45m
@@ -30,6 +31,14 @@ controlplane-binaries-all: ## Build the control plane binaries of every supporte
 $(CONTROLLER_GEN):
 	mkdir -p $(TOOLS_CACHE)
 	cd hack/tools/codegen && go build -o $(CONTROLLER_GEN) sigs.k8s.io/controller-tools/cmd/controller-gen
+
+$(GOLANGCI_LINT):
+	mkdir -p $(TOOLS_CACHE)
+	cd hack/tools/lint && go build -o $(GOLANGCI_LINT) github.com/golangci/golangci-lint/v2/cmd/golangci-lint
+
+.PHONY: lint
+lint: $(GOLANGCI_LINT) ## Run golangci-lint with the linters listed in .golangci.yml.
+	$(GOLANGCI_LINT) run ./...
 
 $(CLUSTERCTL):
 	mkdir -p $(TOOLS_CACHE)

@@ -41,7 +41,7 @@ func freeLoopbackPort() (int, error) {
 	if err != nil {
 		return 0, fmt.Errorf("choosing a free webhook port: %w", err)
 	}
-	defer l.Close()
+	defer func() { _ = l.Close() }() // only reserved the port
 	return l.Addr().(*net.TCPAddr).Port, nil
 }
 
@@ -165,7 +165,7 @@ func (r *webhookRegistrar) Start(ctx context.Context) error {
 	started := r.server.StartedChecker()
 	err = wait.PollUntilContextCancel(ctx, 200*time.Millisecond, true, func(ctx context.Context) (bool, error) {
 		if err := started(nil); err != nil {
-			return false, nil
+			return false, nil //nolint:nilerr // the server is not listening yet: keep waiting
 		}
 		m, v := webhookConfigurations(r.name, r.baseURL, r.caBundle, r.server.serves, mutating, validating)
 		if err := r.apply(ctx, m, len(m.Webhooks) == 0); err != nil {

@@ -120,7 +120,7 @@ func (c *Client) ManagerReady(ctx context.Context, name string) error {
 	if err != nil {
 		return fmt.Errorf("manager readiness: %w", err)
 	}
-	defer resp.Body.Close()
+	defer func() { _ = resp.Body.Close() }()
 	if resp.StatusCode != http.StatusOK {
 		return fmt.Errorf("manager readiness: %s", resp.Status)
 	}

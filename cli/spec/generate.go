@@ -57,10 +57,10 @@ func Generate(o GenerateOptions) ([]byte, error) {
 	full, err := binaries.ResolveMinor(o.KubernetesVersion)
 	switch {
 	case err != nil:
-		return nil, fmt.Errorf("Kubernetes version %q is not supported: use one of %s",
+		return nil, fmt.Errorf("--kubernetes-version %q is not supported: use one of %s",
 			o.KubernetesVersion, strings.Join(SupportedMinors(), ", "))
 	case strings.Count(o.KubernetesVersion, ".") != 1:
-		return nil, fmt.Errorf("Kubernetes version %q is a full version: use the minor version %q", o.KubernetesVersion, minorOf(full))
+		return nil, fmt.Errorf("--kubernetes-version %q is a full version: use the minor version %q", o.KubernetesVersion, minorOf(full))
 	}
 	o.KubernetesVersion = minorOf(full)
 
@@ -175,6 +175,13 @@ spec:
   # managementCluster:
   #   name: mgmt
 {{- end}}
+  # gitOpsRef: keep this cluster's spec in Git. The CLI commits the spec to the repository of
+  # the GitOpsConfig it names, and the management cluster applies what is committed there:
+  # change a count in Git, commit, and the cluster scales. Set it when creating the cluster;
+  # it cannot change later.
+  # gitOpsRef:
+  #   kind: GitOpsConfig
+  #   name: fleet
 ---
 # LocalDatacenterConfig: how the local provider runs the cluster's control plane.
 apiVersion: infrastructure.flotilla.dev/v1alpha1
@@ -201,4 +208,28 @@ spec:
     cpu: "4"
     memory: 16Gi
     pods: "110"
+# GitOpsConfig: the Git repository of cluster specs that spec.gitOpsRef names, laid out as
+# clusters/<management>/cluster.yaml and clusters/<management>/workload-clusters/<name>/cluster.yaml.
+# A management cluster's spec holds it; a workload cluster's may leave it out and use its
+# management cluster's. To keep the specs in Git, uncomment it and spec.gitOpsRef above.
+# ---
+# apiVersion: cluster.flotilla.dev/v1alpha1
+# kind: GitOpsConfig
+# metadata:
+#   name: fleet
+#   namespace: default
+# spec:
+#   # repository: a Git URL (https://, ssh://, git@host:path) or the absolute path of a
+#   # repository on the management cluster's machine, such as one made by
+#   # ` + "`git init --bare /srv/fleet.git`" + `.
+#   repository: /srv/fleet.git
+#   # branch: the branch the specs are committed to and pulled from.
+#   branch: main
+#   # interval: how often the management cluster pulls the branch and applies what changed.
+#   interval: 1m
+#   # secretRef: a Secret in flotilla-system with the credentials the management cluster
+#   # pulls with: username and password (HTTPS), or identity and known_hosts (SSH). The CLI
+#   # pushes with yours: FLOTILLA_GIT_USERNAME and FLOTILLA_GIT_PASSWORD, or your SSH agent.
+#   # secretRef:
+#   #   name: fleet-git
 `

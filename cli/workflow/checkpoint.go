@@ -66,7 +66,7 @@ func Fingerprint(inputs ...any) (string, error) {
 
 // ReadCheckpoint reads the checkpoint at path. It returns (nil, nil) when there is none.
 func ReadCheckpoint(path string) (*Checkpoint, error) {
-	data, err := os.ReadFile(path)
+	data, err := os.ReadFile(path) //nolint:gosec // the checkpoint path is the caller's to choose
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, nil
 	}

@@ -100,32 +100,19 @@ func Ensure(ctx context.Context, cfg Config) (*Status, error) {
 		}
 	}
 
+	if err := stopChanged(ctx, cfg, l, st, sup); err != nil {
+		return nil, err
+	}
 	if _, running := sup.Running(binaries.KubeAPIServer); !running && !waitPortFree(ctx, st.Host, st.APIServerPort) {
 		return nil, fmt.Errorf("cannot start kube-apiserver of %s: %s is in use by another program; stop that program, or give the control plane another port (set Config.APIServerPort, or remove %s to pick a free one)",
 			cfg.Name, hostPort(st.Host, st.APIServerPort), l.state())
 	}
 
-	status := &Status{Host: st.Host, Port: st.APIServerPort, Server: server, CA: *ca}
-	for _, c := range components {
-		if !c.enabled(cfg) {
-			if err := sup.Stop(ctx, c.name, StopTimeout); err != nil {
-				return nil, err
-			}
-			continue
-		}
-		spec, err := c.processSpec(cfg, l, st)
-		if err != nil {
-			return nil, fmt.Errorf("preparing %s: %w", c.name, err)
-		}
-		p, err := sup.Ensure(ctx, spec)
-		if err != nil {
-			return nil, fmt.Errorf("%w (see %s)", err, sup.LogPath(c.name))
-		}
-		if !p.Adopted {
-			ctrl.LoggerFrom(ctx).Info("Started control plane process", "cluster", cfg.Name, "process", p.Name, "pid", p.PID)
-		}
-		status.Processes = append(status.Processes, ProcessStatus{Name: p.Name, PID: p.PID, Adopted: p.Adopted})
+	processes, err := ensureProcesses(ctx, cfg, l, st, sup)
+	if err != nil {
+		return nil, err
 	}
+	status := &Status{Host: st.Host, Port: st.APIServerPort, Server: server, CA: *ca, Processes: processes}
 	if st.KubernetesVersion != cfg.Binaries.Version {
 		st.KubernetesVersion = cfg.Binaries.Version
 		if err := saveState(l.state(), st); err != nil {
@@ -133,6 +120,32 @@ func Ensure(ctx context.Context, cfg Config) (*Status, error) {
 		}
 	}
 	return status, nil
+}
+
+// stopChanged stops, kwok first and etcd last, the running processes that Ensure is about to
+// restart because their command line or inputs changed, before any of them starts again. An
+// upgrade changes all of them: restarted one by one in start order, etcd waits seconds for
+// kube-apiserver's watches to end, and kube-apiserver then spends its whole stop timeout on an
+// etcd that just went away (17 s in all); stopped dependants first, each stops in about a
+// second.
+func stopChanged(ctx context.Context, cfg Config, l layout, st state, sup process.Supervisor) error {
+	for _, c := range slices.Backward(components) {
+		if !c.enabled(cfg) {
+			continue
+		}
+		spec, err := c.processSpec(cfg, l, st)
+		if err != nil {
+			return fmt.Errorf("preparing %s: %w", c.name, err)
+		}
+		if !sup.Differs(spec) {
+			continue
+		}
+		ctrl.LoggerFrom(ctx).Info("Stopping control plane process to restart it with a changed command line or inputs", "cluster", cfg.Name, "process", c.name)
+		if err := sup.Stop(ctx, c.name, StopTimeout); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // choosePorts returns the state with every port chosen: kept from st when set, taken from cfg
@@ -163,6 +176,34 @@ func choosePorts(cfg Config, sup process.Supervisor, st state) (state, error) {
 		*p.port = port
 	}
 	return st, nil
+}
+
+
+// ensureProcesses runs every enabled component in start order (adopting what runs, restarting
+// what changed) and stops the disabled ones.
+func ensureProcesses(ctx context.Context, cfg Config, l layout, st state, sup process.Supervisor) ([]ProcessStatus, error) {
+	var out []ProcessStatus
+	for _, c := range components {
+		if !c.enabled(cfg) {
+			if err := sup.Stop(ctx, c.name, StopTimeout); err != nil {
+				return nil, err
+			}
+			continue
+		}
+		spec, err := c.processSpec(cfg, l, st)
+		if err != nil {
+			return nil, fmt.Errorf("preparing %s: %w", c.name, err)
+		}
+		p, err := sup.Ensure(ctx, spec)
+		if err != nil {
+			return nil, fmt.Errorf("%w (see %s)", err, sup.LogPath(c.name))
+		}
+		if !p.Adopted {
+			ctrl.LoggerFrom(ctx).Info("Started control plane process", "cluster", cfg.Name, "process", p.Name, "pid", p.PID)
+		}
+		out = append(out, ProcessStatus{Name: p.Name, PID: p.PID, Adopted: p.Adopted})
+	}
+	return out, nil
 }
 
 // Ready checks once whether kube-apiserver answers /readyz with ok, and returns its version
@@ -367,7 +408,7 @@ func get(ctx context.Context, client *http.Client, url string) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	defer resp.Body.Close()
+	defer func() { _ = resp.Body.Close() }()
 	body, err := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
 	if err != nil {
 		return "", fmt.Errorf("reading %s: %w", url, err)

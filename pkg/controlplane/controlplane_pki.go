@@ -8,6 +8,8 @@ import (
 	"os"
 
 	"github.com/flotilla-dev/flotilla/pkg/pki"
+
+	"github.com/flotilla-dev/flotilla/pkg/atomicfile"
 )
 
 // ensurePKI creates what is missing or no longer fits under pki/ and writes the kubeconfigs, and
@@ -75,5 +77,5 @@ func writeIfChanged(path string, data []byte) (bool, error) {
 	if current, err := os.ReadFile(path); err == nil && bytes.Equal(current, data) {
 		return false, nil
 	}
-	return true, pki.WriteFile(path, data)
+	return true, atomicfile.Write(path, data)
 }

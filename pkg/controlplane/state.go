@@ -15,7 +15,8 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/flotilla-dev/flotilla/pkg/pki"
+
+	"github.com/flotilla-dev/flotilla/pkg/atomicfile"
 )
 
 // state is what a control plane remembers in Dir/state.json: the choices made once and reused so
@@ -51,7 +52,7 @@ func saveState(path string, st state) error {
 	if err != nil {
 		return fmt.Errorf("encoding control plane state: %w", err)
 	}
-	return pki.WriteFile(path, append(data, '\n'))
+	return atomicfile.Write(path, append(data, '\n'))
 }
 
 // Ports are picked at random below the kernel's ephemeral range, so that the port of a stopped
@@ -70,7 +71,7 @@ func pickPort(host string) (int32, error) {
 	reserved.Lock()
 	defer reserved.Unlock()
 	for range 200 {
-		port := int32(lowestPort + rand.IntN(high-lowestPort))
+		port := int32(lowestPort + rand.IntN(high-lowestPort)) //nolint:gosec // spreads ports, secures nothing
 		if reserved.ports[port] || !portFree(host, port) {
 			continue
 		}
@@ -82,7 +83,7 @@ func pickPort(host string) (int32, error) {
 	if err != nil {
 		return 0, fmt.Errorf("finding a free port on %s: %w", host, err)
 	}
-	defer l.Close()
+	defer func() { _ = l.Close() }() // only reserved the port
 	port := int32(l.Addr().(*net.TCPAddr).Port) //nolint:gosec // a TCP port fits
 	reserved.ports[port] = true
 	return port, nil
@@ -140,12 +141,12 @@ func lockDir(ctx context.Context, l layout) (unlock func(), err error) {
 			return func() { _ = f.Close() }, nil // closing releases the lock
 		}
 		if !errors.Is(err, syscall.EWOULDBLOCK) {
-			f.Close()
+			_ = f.Close()
 			return nil, fmt.Errorf("locking %s: %w", l.lock(), err)
 		}
 		select {
 		case <-ctx.Done():
-			f.Close()
+			_ = f.Close()
 			return nil, fmt.Errorf("waiting for another operation on %s to finish: %w", l, ctx.Err())
 		case <-time.After(delay):
 		}

@@ -13,6 +13,8 @@ import (
 	"os"
 	"slices"
 	"time"
+
+	"github.com/flotilla-dev/flotilla/pkg/atomicfile"
 )
 
 // ServiceAccountKey is the key pair kube-apiserver signs service account tokens with
@@ -57,10 +59,10 @@ func EnsureServiceAccountKey(privateFile, publicFile string) (*ServiceAccountKey
 	if err != nil {
 		return nil, false, err
 	}
-	if err := WriteFile(privateFile, sa.PrivatePEM); err != nil {
+	if err := atomicfile.Write(privateFile, sa.PrivatePEM); err != nil {
 		return nil, false, err
 	}
-	if err := WriteFile(publicFile, sa.PublicPEM); err != nil {
+	if err := atomicfile.Write(publicFile, sa.PublicPEM); err != nil {
 		return nil, false, err
 	}
 	return sa, true, nil

@@ -15,8 +15,9 @@ import (
 	"math/big"
 	"net"
 	"os"
-	"path/filepath"
 	"time"
+
+	"github.com/flotilla-dev/flotilla/pkg/atomicfile"
 )
 
 const (
@@ -168,10 +169,10 @@ func LoadKeyPair(certFile, keyFile string) (*KeyPair, error) {
 
 // WriteFiles writes the certificate and the key, each with mode 0600.
 func (k *KeyPair) WriteFiles(certFile, keyFile string) error {
-	if err := WriteFile(keyFile, k.KeyPEM); err != nil {
+	if err := atomicfile.Write(keyFile, k.KeyPEM); err != nil {
 		return err
 	}
-	return WriteFile(certFile, k.CertPEM)
+	return atomicfile.Write(certFile, k.CertPEM)
 }
 
 // ParseCertPEM parses the first CERTIFICATE block of data.
@@ -239,31 +240,6 @@ func EncodePublicKeyPEM(key crypto.PublicKey) ([]byte, error) {
 		return nil, fmt.Errorf("encoding public key: %w", err)
 	}
 	return pem.EncodeToMemory(&pem.Block{Type: "PUBLIC KEY", Bytes: der}), nil
-}
-
-// WriteFile writes data to path with mode 0600, atomically: through a temporary file in the same
-// directory and a rename. It creates the directory with mode 0700 when needed.
-func WriteFile(path string, data []byte) error {
-	dir := filepath.Dir(path)
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return fmt.Errorf("creating %s: %w", dir, err)
-	}
-	tmp, err := os.CreateTemp(dir, "."+filepath.Base(path)+".*")
-	if err != nil {
-		return fmt.Errorf("writing %s: %w", path, err)
-	}
-	defer os.Remove(tmp.Name()) // a no-op after the rename
-	if _, err := tmp.Write(data); err != nil {
-		tmp.Close()
-		return fmt.Errorf("writing %s: %w", path, err)
-	}
-	if err := tmp.Close(); err != nil {
-		return fmt.Errorf("writing %s: %w", path, err)
-	}
-	if err := os.Rename(tmp.Name(), path); err != nil {
-		return fmt.Errorf("writing %s: %w", path, err)
-	}
-	return nil
 }
 
 func newKeyPair(der []byte, key crypto.Signer) (*KeyPair, error) {

@@ -239,8 +239,8 @@ func TestEnsureCAWithAGivenCAReissuesTheLeaves(t *testing.T) {
 func TestEnsureCARefusesToReplaceAnUnreadableCA(t *testing.T) {
 	g := NewWithT(t)
 	dir := t.TempDir()
-	g.Expect(WriteFile(filepath.Join(dir, "ca.crt"), []byte("garbage"))).To(Succeed())
-	g.Expect(WriteFile(filepath.Join(dir, "ca.key"), []byte("garbage"))).To(Succeed())
+	g.Expect(os.WriteFile(filepath.Join(dir, "ca.crt"), []byte("garbage"), 0o600)).To(Succeed())
+	g.Expect(os.WriteFile(filepath.Join(dir, "ca.key"), []byte("garbage"), 0o600)).To(Succeed())
 
 	_, _, err := EnsureCA(filepath.Join(dir, "ca.crt"), filepath.Join(dir, "ca.key"), "x", nil)
 	g.Expect(err).To(MatchError(ContainSubstring("cannot be used")))

@@ -17,6 +17,8 @@ import (
 	"time"
 
 	ctrl "sigs.k8s.io/controller-runtime"
+
+	"github.com/flotilla-dev/flotilla/pkg/atomicfile"
 )
 
 // DefaultStopTimeout is how long Stop waits after SIGTERM before it sends SIGKILL.
@@ -98,7 +100,7 @@ func (s Supervisor) Ensure(ctx context.Context, spec Spec) (Process, error) {
 	}
 	rec, why := s.check(spec.Name)
 	if why == "" {
-		if slices.Equal(rec.Argv, spec.argv()) && slices.Equal(rec.Env, spec.Env) {
+		if rec.runs(spec) {
 			return Process{Name: spec.Name, PID: rec.PID, Adopted: true}, nil
 		}
 		ctrl.LoggerFrom(ctx).Info("Restarting process with a changed command line or environment", "process", spec.Name, "pid", rec.PID)
@@ -110,6 +112,18 @@ func (s Supervisor) Ensure(ctx context.Context, spec Spec) (Process, error) {
 		ctrl.LoggerFrom(ctx).V(1).Info("Ignoring stale pid file", "process", spec.Name, "pid", rec.PID, "reason", why)
 	}
 	return s.Start(ctx, spec)
+}
+
+// Differs reports whether Ensure would restart spec: a process of ours runs under spec.Name,
+// but was started with another command line or Env.
+func (s Supervisor) Differs(spec Spec) bool {
+	rec, why := s.check(spec.Name)
+	return why == "" && !rec.runs(spec)
+}
+
+// runs reports whether the recorded process was started as spec.
+func (rec record) runs(spec Spec) bool {
+	return slices.Equal(rec.Argv, spec.argv()) && slices.Equal(rec.Env, spec.Env)
 }
 
 // Start starts spec unconditionally, detached from the caller (see the package documentation),
@@ -127,13 +141,13 @@ func (s Supervisor) Start(ctx context.Context, spec Spec) (Process, error) {
 	if err != nil {
 		return Process{}, err
 	}
-	defer logFile.Close() // the child holds its own descriptor
+	defer func() { _ = logFile.Close() }() // the child holds its own descriptor
 
 	devNull, err := os.Open(os.DevNull)
 	if err != nil {
 		return Process{}, fmt.Errorf("opening %s: %w", os.DevNull, err)
 	}
-	defer devNull.Close()
+	defer func() { _ = devNull.Close() }()
 
 	// Not exec.CommandContext: the process must outlive ctx and the caller.
 	cmd := exec.Command(spec.Path, spec.Args...) //nolint:gosec // the program and its arguments are ours
@@ -306,8 +320,6 @@ func (s Supervisor) check(name string) (record, string) {
 	return rec, whyNotSame(rec)
 }
 
-// sameProcess reports whether the process rec describes still runs.
-func sameProcess(rec record) bool { return whyNotSame(rec) == "" }
 
 // whyNotSame returns why the process rec describes no longer runs, or "": a new process with the
 // same pid, a zombie, another command line or another executable.
@@ -365,10 +377,10 @@ func (s Supervisor) writeRecord(name string, rec record) error {
 	if err != nil {
 		return fmt.Errorf("encoding record of %s: %w", name, err)
 	}
-	if err := writeFileAtomic(s.recordPath(name), append(data, '\n')); err != nil {
+	if err := atomicfile.Write(s.recordPath(name), append(data, '\n')); err != nil {
 		return err
 	}
-	return writeFileAtomic(s.PIDPath(name), []byte(strconv.Itoa(rec.PID)+"\n"))
+	return atomicfile.Write(s.PIDPath(name), []byte(strconv.Itoa(rec.PID)+"\n"))
 }
 
 // forget removes the pid file and record of name.
@@ -416,26 +428,6 @@ func readPIDFile(path string) (int, error) {
 		return 0, fmt.Errorf("pid file %s: invalid content %q", path, line)
 	}
 	return pid, nil
-}
-
-// writeFileAtomic writes data to path with mode 0600 through a temporary file and a rename.
-func writeFileAtomic(path string, data []byte) error {
-	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*")
-	if err != nil {
-		return fmt.Errorf("writing %s: %w", path, err)
-	}
-	defer os.Remove(tmp.Name()) // a no-op after the rename
-	if _, err := tmp.Write(data); err != nil {
-		tmp.Close()
-		return fmt.Errorf("writing %s: %w", path, err)
-	}
-	if err := tmp.Close(); err != nil {
-		return fmt.Errorf("writing %s: %w", path, err)
-	}
-	if err := os.Rename(tmp.Name(), path); err != nil {
-		return fmt.Errorf("writing %s: %w", path, err)
-	}
-	return nil
 }
 
 func environment(extra []string) []string {

@@ -2,6 +2,7 @@ package process
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -98,7 +99,7 @@ func TestMain(m *testing.M) {
 			_, err = s.Ensure(ctrl.LoggerInto(context.Background(), logr.Discard()), Spec{Name: "sleeper", Path: sleep, Args: []string{"1000"}})
 		}
 		if err != nil {
-			os.Stderr.WriteString(err.Error() + "\n")
+			fmt.Fprintln(os.Stderr, err)
 			os.Exit(1)
 		}
 		os.Exit(0)
@@ -141,6 +142,25 @@ func TestEnsureRestartsWhenTheCommandLineChanged(t *testing.T) {
 	g.Expect(second.PID).NotTo(Equal(first.PID))
 	g.Expect(Alive(first.PID)).To(BeFalse())
 	g.Expect(Cmdline(second.PID)).To(Equal([]string{spec.Path, "2000"}))
+}
+
+func TestDiffersTellsWhatEnsureWouldRestart(t *testing.T) {
+	g := NewWithT(t)
+	ctx := testContext(t)
+	s := newSupervisor(t)
+	spec := sleepSpec(t, "sleeper")
+	g.Expect(s.Differs(spec)).To(BeFalse(), "nothing runs: Ensure would start, not restart")
+
+	_, err := s.Ensure(ctx, spec)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(s.Differs(spec)).To(BeFalse())
+
+	changed := spec
+	changed.Args = []string{"2000"}
+	g.Expect(s.Differs(changed)).To(BeTrue())
+	changed = spec
+	changed.Env = []string{"DIGEST=2"}
+	g.Expect(s.Differs(changed)).To(BeTrue())
 }
 
 func TestEnsureRestartsADeadProcess(t *testing.T) {
