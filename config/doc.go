@@ -1,7 +1,7 @@
 // Package config holds the Kubernetes manifests Flotilla installs into a management cluster and
 // embeds them into the binary, so that the CLI and the manager need no files at run time.
 //
-// The manifests are generated, never edited by hand (`make generate` reproduces them):
+// Most manifests are generated, never edited by hand (`make generate` reproduces them):
 //
 //   - crd/bases: Flotilla's CustomResourceDefinitions, written by controller-gen from the markers in
 //     api/.
@@ -12,6 +12,14 @@
 //     kubebuilder webhook markers) and Cluster API's in webhook/capi/. Their clientConfig names a
 //     Service, as generated; the manager rewrites it to the loopback URL it serves on.
 //
+// One directory is written by hand, with comments that explain each rule:
+//
+//   - rbac/cluster-creator: the ClusterRole flotilla-cluster-creator, which lets users who are not
+//     admins create, upgrade and delete clusters in one namespace, and the public read access to
+//     the Flotilla version in kube-public. The manager's own role, rbac/role.yaml, is generated
+//     by controller-gen and not embedded.
+//
 // CRDs decodes the CRDs and Install applies them with server-side apply and waits until the API
 // server serves them. WebhookConfigurations decodes the webhook configurations.
+// ClusterCreatorRBAC decodes the hand-written RBAC and InstallClusterCreatorRBAC applies it.
 package config

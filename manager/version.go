@@ -17,22 +17,32 @@ const (
 	VersionConfigMapName = "flotilla-version"
 	// VersionKey is the data key holding the version.
 	VersionKey = "version"
+	// PublicVersionNamespace holds a copy of the ConfigMap that every authenticated user may
+	// read (Role flotilla-version-reader, config/rbac/cluster-creator), so that the CLI of a user
+	// who may see nothing in flotilla-system can check its compatibility too.
+	PublicVersionNamespace = "kube-public"
 )
 
-// ensureNamespace creates flotilla-system unless it exists.
+// ensureNamespace creates flotilla-system, and kube-public (which the API server creates
+// itself, shortly after it starts), unless they exist.
 func ensureNamespace(ctx context.Context, c client.Client) error {
-	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: Namespace}}
-	if err := c.Create(ctx, ns); err != nil && !apierrors.IsAlreadyExists(err) {
-		return fmt.Errorf("creating namespace %s: %w", Namespace, err)
+	for _, name := range []string{Namespace, PublicVersionNamespace} {
+		ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}
+		if err := c.Create(ctx, ns); err != nil && !apierrors.IsAlreadyExists(err) {
+			return fmt.Errorf("creating namespace %s: %w", name, err)
+		}
 	}
 	return nil
 }
 
-// recordVersion writes version into the ConfigMap flotilla-system/flotilla-version.
+// recordVersion writes version into the ConfigMap flotilla-system/flotilla-version and its
+// public copy kube-public/flotilla-version.
 func recordVersion(ctx context.Context, c client.Client, version string) error {
-	cm := corev1ac.ConfigMap(VersionConfigMapName, Namespace).WithData(map[string]string{VersionKey: version})
-	if err := c.Apply(ctx, cm, client.FieldOwner(fieldOwner), client.ForceOwnership); err != nil {
-		return fmt.Errorf("recording manager version in ConfigMap %s/%s: %w", Namespace, VersionConfigMapName, err)
+	for _, ns := range []string{Namespace, PublicVersionNamespace} {
+		cm := corev1ac.ConfigMap(VersionConfigMapName, ns).WithData(map[string]string{VersionKey: version})
+		if err := c.Apply(ctx, cm, client.FieldOwner(fieldOwner), client.ForceOwnership); err != nil {
+			return fmt.Errorf("recording manager version in ConfigMap %s/%s: %w", ns, VersionConfigMapName, err)
+		}
 	}
 	return nil
 }

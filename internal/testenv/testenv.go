@@ -133,6 +133,29 @@ func (e *Environment) Stop() error {
 	return nil
 }
 
+// User is a user the API server authenticates by a client certificate it trusts; it has no
+// permissions until a test binds some.
+type User struct {
+	// Config authenticates as the user.
+	Config *rest.Config
+	// Kubeconfig is Config as a kubeconfig file's contents, for code that takes a file.
+	Kubeconfig []byte
+}
+
+// AddUser creates a client certificate for user name in groups, signed by a CA the API server
+// trusts, and returns the user.
+func (e *Environment) AddUser(name string, groups ...string) (*User, error) {
+	u, err := e.env.AddUser(envtest.User{Name: name, Groups: groups}, e.Config)
+	if err != nil {
+		return nil, fmt.Errorf("adding user %s: %w", name, err)
+	}
+	kubeconfig, err := u.KubeConfig()
+	if err != nil {
+		return nil, fmt.Errorf("writing the kubeconfig of user %s: %w", name, err)
+	}
+	return &User{Config: u.Config(), Kubeconfig: kubeconfig}, nil
+}
+
 // WebhookServerOptions returns the options of a webhook server that serves the webhook
 // configurations installed with Options.Webhooks: host, port and the directory of its certificate.
 func (e *Environment) WebhookServerOptions() webhook.Options {
