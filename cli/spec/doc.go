@@ -6,7 +6,9 @@
 // spec.controlPlane.machineGroupRef and spec.workerNodeGroups[].machineGroupRef name. For the
 // local provider these are LocalDatacenterConfig and LocalMachineConfig
 // (infrastructure.flotilla.dev/v1alpha1). A provider is one entry in an internal table, so the
-// Packet provider's kinds are added there.
+// Packet provider's kinds are added there. A spec may also hold the GitOpsConfig that
+// spec.gitOpsRef names (a management cluster's spec must): it is returned apart from the other
+// objects (Spec.GitOpsConfig), since it is applied to the management cluster only.
 //
 // # Loading
 //

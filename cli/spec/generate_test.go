@@ -108,12 +108,12 @@ func TestGenerateRejectsBadOptions(t *testing.T) {
 		{
 			name: "an unsupported Kubernetes version lists the supported ones",
 			opts: GenerateOptions{Name: "w1", Provider: ProviderLocal, KubernetesVersion: "1.29"},
-			want: `Kubernetes version "1.29" is not supported: use one of 1.36, 1.35`,
+			want: `--kubernetes-version "1.29" is not supported: use one of 1.36, 1.35`,
 		},
 		{
 			name: "a full Kubernetes version is not a minor version",
 			opts: GenerateOptions{Name: "w1", Provider: ProviderLocal, KubernetesVersion: "v1.36.3"},
-			want: `Kubernetes version "v1.36.3" is a full version: use the minor version "1.36"`,
+			want: `--kubernetes-version "v1.36.3" is a full version: use the minor version "1.36"`,
 		},
 		{
 			name: "a negative number of workers is rejected",

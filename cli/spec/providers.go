@@ -68,10 +68,14 @@ var clusterKind = kind{
 	newObject: func() client.Object { return &flotillav1.Cluster{} },
 }
 
-// kindNamed returns the kind called name, and the provider it belongs to (nil for Cluster).
+// kindNamed returns the kind called name, and the provider it belongs to (nil for Cluster and
+// GitOpsConfig).
 func kindNamed(name string) (kind, *provider, bool) {
 	if name == clusterKind.gvk.Kind {
 		return clusterKind, nil, true
+	}
+	if name == gitOpsConfigKind.gvk.Kind {
+		return gitOpsConfigKind, nil, true
 	}
 	for _, p := range providers() {
 		for _, k := range []kind{p.datacenter, p.machineConfig} {
@@ -89,6 +93,7 @@ func kindNames() string {
 	for _, p := range providers() {
 		names = append(names, p.datacenter.gvk.Kind, p.machineConfig.gvk.Kind)
 	}
+	names = append(names, gitOpsConfigKind.gvk.Kind)
 	return strings.Join(names, ", ")
 }
 

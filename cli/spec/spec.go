@@ -50,6 +50,11 @@ type Spec struct {
 	// the machine configs in file order, then the Cluster, which references them. Each has its
 	// apiVersion and kind set.
 	Objects []client.Object
+
+	// GitOpsConfig is the GitOpsConfig that spec.gitOpsRef names, when the file holds it, with
+	// its apiVersion and kind set; nil otherwise. It is not in Objects: it belongs to the
+	// management cluster, never to a bootstrap cluster, and is applied there on its own.
+	GitOpsConfig *flotillav1.GitOpsConfig
 }
 
 // Load reads, decodes, defaults and validates the cluster spec file at path. A file that is not

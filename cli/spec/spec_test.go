@@ -235,12 +235,12 @@ func TestParseRejectsInvalidSpecs(t *testing.T) {
 		{
 			name: "a document without a kind is rejected",
 			spec: func(t *testing.T) string { return edit(t, "\nkind: LocalMachineConfig\n", "\n") },
-			want: `w1.yaml:32: document 3: kind: missing; every document names its kind, one of Cluster, LocalDatacenterConfig, LocalMachineConfig`,
+			want: `w1.yaml:32: document 3: kind: missing; every document names its kind, one of Cluster, LocalDatacenterConfig, LocalMachineConfig, GitOpsConfig`,
 		},
 		{
 			name: "a document of an unknown kind is rejected",
 			spec: func(t *testing.T) string { return edit(t, "\nkind: LocalMachineConfig", "\nkind: MachineConfig") },
-			want: `w1.yaml:33: document 3: kind: "MachineConfig" is not a kind a cluster spec holds; use one of Cluster, LocalDatacenterConfig, LocalMachineConfig`,
+			want: `w1.yaml:33: document 3: kind: "MachineConfig" is not a kind a cluster spec holds; use one of Cluster, LocalDatacenterConfig, LocalMachineConfig, GitOpsConfig`,
 		},
 		{
 			name: "a document of the wrong apiVersion is rejected",

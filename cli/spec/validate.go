@@ -55,6 +55,7 @@ func assemble(file string, docs []*document, p *problems) *Spec {
 	s := &Spec{File: file, Cluster: c, MachineConfigs: map[string]client.Object{}}
 	a.defaultCluster(c)
 	a.validateCluster(c, s)
+	a.checkGitOps(c, s)
 	if a.provider != nil {
 		s.Provider = a.provider.name
 		if a.datacenter != nil {
@@ -101,7 +102,7 @@ func (a *assembler) documentOf(obj client.Object) *document {
 func (a *assembler) findCluster() bool {
 	var clusters []*document
 	for _, d := range a.docs {
-		if d.provider == nil {
+		if d.kind.gvk == clusterKind.gvk {
 			clusters = append(clusters, d)
 		}
 	}

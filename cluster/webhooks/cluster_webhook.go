@@ -11,6 +11,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
+	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
@@ -207,8 +208,8 @@ func parseMinor(v string) (major, minor int, ok bool) {
 	return major, minor, errMajor == nil && errMinor == nil
 }
 
-// validateRefs: the datacenter is a kind Flotilla knows, and machine group refs name the machine
-// config kind of that datacenter's provider.
+// validateRefs: the datacenter is a kind Flotilla knows, machine group refs name the machine
+// config kind of that datacenter's provider, and gitOpsRef names a GitOpsConfig.
 func validateRefs(c *flotillav1.Cluster) field.ErrorList {
 	var errs field.ErrorList
 	dc := spec.Child("datacenterRef")
@@ -232,6 +233,9 @@ func validateRefs(c *flotillav1.Cluster) field.ErrorList {
 	}
 	for i, group := range c.Spec.WorkerNodeGroups {
 		checkMachineRef(spec.Child("workerNodeGroups").Index(i).Child("machineGroupRef"), group.MachineGroupRef)
+	}
+	if ref := c.Spec.GitOpsRef; ref != nil && ref.Kind != flotillav1.GitOpsConfigKind {
+		errs = append(errs, field.NotSupported(spec.Child("gitOpsRef", "kind"), ref.Kind, []string{flotillav1.GitOpsConfigKind}))
 	}
 	return errs
 }
@@ -298,9 +302,9 @@ func validateManagementCluster(c *flotillav1.Cluster) field.ErrorList {
 	return nil
 }
 
-// validateImmutable: management, datacenterRef, the control plane endpoint once set, and
-// clusterNetwork (which may only go from unset to the defaults, for Clusters created before the
-// defaulting webhook ran).
+// validateImmutable: management, datacenterRef, gitOpsRef, the control plane endpoint once set,
+// and clusterNetwork (which may only go from unset to the defaults, for Clusters created before
+// the defaulting webhook ran).
 func validateImmutable(oldC, newC *flotillav1.Cluster) field.ErrorList {
 	var errs field.ErrorList
 	if oldC.Spec.Management != newC.Spec.Management {
@@ -312,6 +316,9 @@ func validateImmutable(oldC, newC *flotillav1.Cluster) field.ErrorList {
 	}
 	if oldC.Spec.DatacenterRef != newC.Spec.DatacenterRef {
 		errs = append(errs, field.Forbidden(spec.Child("datacenterRef"), "is immutable"))
+	}
+	if !ptr.Equal(oldC.Spec.GitOpsRef, newC.Spec.GitOpsRef) {
+		errs = append(errs, field.Forbidden(spec.Child("gitOpsRef"), "is immutable: a cluster keeps the GitOpsConfig it was created with"))
 	}
 	if oldEP := oldC.Spec.ControlPlane.Endpoint; oldEP != nil {
 		if newEP := newC.Spec.ControlPlane.Endpoint; newEP == nil || *newEP != *oldEP {

@@ -113,6 +113,11 @@ func TestValidateCreate(t *testing.T) {
 			wantFields: []string{"spec.controlPlane.machineGroupRef.kind", "spec.workerNodeGroups[0].machineGroupRef.kind"},
 		},
 		{
+			name:       "a gitOpsRef that names another kind is rejected",
+			mutate:     func(c *flotillav1.Cluster) { c.Spec.GitOpsRef = &flotillav1.Ref{Kind: "FluxConfig", Name: "fleet"} },
+			wantFields: []string{"spec.gitOpsRef.kind"}, wantText: "GitOpsConfig",
+		},
+		{
 			name:       "a range that is not a CIDR is rejected",
 			mutate:     func(c *flotillav1.Cluster) { c.Spec.ClusterNetwork.Services = []string{"10.96.0.0"} },
 			wantFields: []string{"spec.clusterNetwork.services[0]"},
@@ -194,6 +199,31 @@ func TestValidateUpdate(t *testing.T) {
 			name:       "changing the datacenter is rejected",
 			mutate:     func(c *flotillav1.Cluster) { c.Spec.DatacenterRef.Name = "elsewhere" },
 			wantFields: []string{"spec.datacenterRef"},
+		},
+		{
+			name:       "setting gitOpsRef on a cluster created without it is rejected",
+			mutate:     func(c *flotillav1.Cluster) { c.Spec.GitOpsRef = &flotillav1.Ref{Kind: "GitOpsConfig", Name: "fleet"} },
+			wantFields: []string{"spec.gitOpsRef"}, wantText: "is immutable",
+		},
+		{
+			name:       "changing gitOpsRef is rejected",
+			old:        func(c *flotillav1.Cluster) { c.Spec.GitOpsRef = &flotillav1.Ref{Kind: "GitOpsConfig", Name: "fleet"} },
+			mutate:     func(c *flotillav1.Cluster) { c.Spec.GitOpsRef = &flotillav1.Ref{Kind: "GitOpsConfig", Name: "other"} },
+			wantFields: []string{"spec.gitOpsRef"}, wantText: "is immutable",
+		},
+		{
+			name:       "removing gitOpsRef is rejected",
+			old:        func(c *flotillav1.Cluster) { c.Spec.GitOpsRef = &flotillav1.Ref{Kind: "GitOpsConfig", Name: "fleet"} },
+			mutate:     func(c *flotillav1.Cluster) { c.Spec.GitOpsRef = nil },
+			wantFields: []string{"spec.gitOpsRef"}, wantText: "is immutable",
+		},
+		{
+			name: "scaling a cluster with a gitOpsRef is accepted",
+			old:  func(c *flotillav1.Cluster) { c.Spec.GitOpsRef = &flotillav1.Ref{Kind: "GitOpsConfig", Name: "fleet"} },
+			mutate: func(c *flotillav1.Cluster) {
+				c.Spec.GitOpsRef = &flotillav1.Ref{Kind: "GitOpsConfig", Name: "fleet"}
+				c.Spec.WorkerNodeGroups[0].Count = 3
+			},
 		},
 		{
 			name: "setting the control plane endpoint the first time is accepted",

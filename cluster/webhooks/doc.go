@@ -14,12 +14,13 @@
 // On create: the name is a DNS label of at most MaxClusterNameLength characters; the Kubernetes
 // version is supported; datacenterRef names a known kind, and every machineGroupRef that kind's
 // machine config; worker node group names are unique and <cluster>-<group> fits in a label value;
-// clusterNetwork holds CIDRs. On update: spec.management, spec.datacenterRef,
-// spec.controlPlane.endpoint (once set) and spec.clusterNetwork are immutable, and
+// clusterNetwork holds CIDRs; gitOpsRef names a GitOpsConfig. On update: spec.management,
+// spec.datacenterRef, spec.gitOpsRef, spec.controlPlane.endpoint (once set) and
+// spec.clusterNetwork are immutable, and
 // spec.kubernetesVersion moves one minor version up at a time, never down; the create rules apply
 // again only to the fields that changed, so an old Cluster can always have its finalizer removed.
 // Every rejection is an Invalid status whose causes name the fields.
 //
-// The rules are small functions over the old and new Cluster; later rules (gitOpsRef
-// immutability, worker version skew) join them in ValidateUpdate.
+// The rules are small functions over the old and new Cluster; later rules (worker version skew)
+// join them in ValidateUpdate.
 package webhooks

@@ -128,6 +128,12 @@ type ClusterSpec struct {
 	// cluster names itself. Defaulted by the webhook.
 	// +optional
 	ManagementCluster ManagementClusterRef `json:"managementCluster,omitempty,omitzero"`
+
+	// gitOpsRef names the GitOpsConfig, in the same namespace, whose Git repository holds this
+	// cluster's spec: the CLI commits the spec there and the management cluster applies what is
+	// committed. Immutable.
+	// +optional
+	GitOpsRef *Ref `json:"gitOpsRef,omitempty"`
 }
 
 // ControlPlaneConfiguration configures a control plane.

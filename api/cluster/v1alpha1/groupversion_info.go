@@ -23,6 +23,7 @@ var (
 func addKnownTypes(s *runtime.Scheme) error {
 	s.AddKnownTypes(GroupVersion,
 		&Cluster{}, &ClusterList{},
+		&GitOpsConfig{}, &GitOpsConfigList{},
 	)
 	metav1.AddToGroupVersion(s, GroupVersion)
 	return nil
