@@ -18,6 +18,7 @@ var targets = map[string]string{
 	"BenchmarkManagementCluster/cp-10-at-once-s":             "≤ 40",
 	"BenchmarkManagementCluster/manager-rss-MiB":             "reported",
 	"BenchmarkManagementCluster/manager-rss-per-cluster-MiB": "reported",
+	"BenchmarkUpgradeWorkloadCluster/upgrade-s":              "≤ 90",
 }
 
 var suffix = regexp.MustCompile(`-\d+$`)

@@ -1,0 +1,77 @@
+package cmd
+
+import (
+	"errors"
+
+	"github.com/spf13/cobra"
+	"k8s.io/cli-runtime/pkg/genericiooptions"
+
+	"github.com/flotilla-dev/flotilla/cli/client"
+)
+
+// UpgradeClusterOptions are the options of `flotilla upgrade cluster`.
+type UpgradeClusterOptions struct {
+	genericiooptions.IOStreams
+	global *GlobalOptions
+	// File is the cluster's new spec.
+	File string
+	// OutDir holds NAME/, where an interrupted upgrade keeps its checkpoint.
+	OutDir string
+}
+
+// NewUpgradeClusterCmd returns `flotilla upgrade cluster`.
+func NewUpgradeClusterCmd(streams genericiooptions.IOStreams, global *GlobalOptions) *cobra.Command {
+	o := &UpgradeClusterOptions{IOStreams: streams, global: global, OutDir: "."}
+	cmd := &cobra.Command{
+		Use:   "cluster -f FILE --kubeconfig MGMT.kubeconfig",
+		Short: "Upgrade or scale a workload cluster to match its spec",
+		Long: `Change the workload cluster described by FILE to match it, through the management cluster
+behind --kubeconfig: worker counts go up or down, and spec.kubernetesVersion may move one minor
+version up (such as 1.35 to 1.36). The control plane restarts on the new version first, then the
+workers are replaced one at a time; the cluster's API stays up except while its control plane
+restarts.
+
+Phases: SetupAndValidate, PauseReconcile, UpgradeWorkloadCluster, UpdateClusterAndGitResources,
+ResumeReconcile. Reconciliation is paused only while the new spec is written, and is always
+resumed, also when the upgrade fails or is interrupted. A spec that changes nothing changes
+nothing, pauses nothing and succeeds. The management cluster refuses changes to immutable fields
+and version skips or downgrades, and the command says why.
+
+A failed run writes a checkpoint to NAME/.upgrade-checkpoint.json under --output-dir; run the same
+command again to resume. The management cluster keeps rolling the change out meanwhile.`,
+		Example: `  # w1.yaml now asks for kubernetesVersion "1.36" and 3 workers
+  flotilla upgrade cluster -f w1.yaml --kubeconfig mgmt/mgmt.kubeconfig`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := o.Validate(); err != nil {
+				return err
+			}
+			return o.Run(cmd)
+		},
+	}
+	cmd.Flags().StringVarP(&o.File, "filename", "f", "", "cluster spec file")
+	cmd.Flags().StringVar(&o.OutDir, "output-dir", o.OutDir, "directory holding NAME/, where an interrupted upgrade keeps its checkpoint")
+	return cmd
+}
+
+// Validate checks the flags.
+func (o *UpgradeClusterOptions) Validate() error {
+	if o.File == "" {
+		return errors.New("-f FILE is required: the cluster's spec with the new worker counts or Kubernetes version")
+	}
+	if o.global.Kubeconfig == "" {
+		return errors.New("--kubeconfig is required: the kubeconfig of the management cluster that manages the cluster, such as mgmt/mgmt.kubeconfig (upgrading a management cluster itself is not available yet)")
+	}
+	return nil
+}
+
+// Run upgrades the cluster.
+func (o *UpgradeClusterOptions) Run(cmd *cobra.Command) error {
+	c, err := client.New(o.global.Home, o.global.BinDir, o.Out)
+	if err != nil {
+		return err
+	}
+	return c.UpgradeWorkloadCluster(cmd.Context(), client.UpgradeWorkloadClusterOptions{
+		File: o.File, Kubeconfig: o.global.Kubeconfig, OutDir: o.OutDir,
+	})
+}
