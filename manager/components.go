@@ -11,6 +11,8 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 
 	"github.com/flotilla-dev/flotilla/cluster"
+	"github.com/flotilla-dev/flotilla/cluster/reconcilers/gitops"
+	"github.com/flotilla-dev/flotilla/cluster/reconcilers/kubeconfigaccess"
 	"github.com/flotilla-dev/flotilla/infrastructure/local"
 )
 
@@ -50,6 +52,12 @@ func Components() []Component {
 		}},
 		{Name: "cluster", Setup: func(ctx context.Context, mgr ctrl.Manager, _ Deps) error {
 			return cluster.Setup(ctx, mgr)
+		}},
+		{Name: "gitops", Setup: func(ctx context.Context, mgr ctrl.Manager, deps Deps) error {
+			return gitops.Setup(ctx, mgr, deps.Home)
+		}},
+		{Name: "kubeconfigaccess", Setup: func(_ context.Context, mgr ctrl.Manager, _ Deps) error {
+			return (&kubeconfigaccess.Reconciler{Client: mgr.GetClient()}).SetupWithManager(mgr)
 		}},
 	}
 }

@@ -12,6 +12,7 @@ import (
 	ctrlclient "sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/flotilla-dev/flotilla/manager/scheme"
+	"github.com/flotilla-dev/flotilla/pkg/atomicfile"
 	"github.com/flotilla-dev/flotilla/pkg/controlplane"
 )
 
@@ -27,6 +28,9 @@ type Client struct {
 	Out io.Writer
 	// WaitTimeout bounds each wait for a cluster to become Ready.
 	WaitTimeout time.Duration
+	// Version is this CLI's version as CheckCompatibility compares it with management clusters';
+	// the binary's own (internal/version) when empty.
+	Version string
 }
 
 // New returns a Client for home and binRoot that reports progress to out.
@@ -70,6 +74,17 @@ func RESTConfig(path string) (*rest.Config, error) {
 	return cfg, nil
 }
 
+// KubeconfigNamespace is the namespace of the current context of the kubeconfig file path,
+// "default" when it names none or the file does not load.
+func KubeconfigNamespace(path string) string {
+	rules := &clientcmd.ClientConfigLoadingRules{ExplicitPath: path}
+	ns, _, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &clientcmd.ConfigOverrides{}).Namespace()
+	if err != nil || ns == "" {
+		return "default"
+	}
+	return ns
+}
+
 // KubeClient returns a client for the cluster behind the kubeconfig file path, with every API
 // Flotilla uses registered.
 func KubeClient(path string) (ctrlclient.Client, error) {
@@ -88,17 +103,5 @@ func KubeClient(path string) (ctrlclient.Client, error) {
 	return c, nil
 }
 
-// writeFile writes data to path with mode 0600, creating its directory.
-func writeFile(path string, data []byte) error {
-	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
-		return fmt.Errorf("creating %s: %w", filepath.Dir(path), err)
-	}
-	tmp := path + ".tmp"
-	if err := os.WriteFile(tmp, data, 0o600); err != nil {
-		return fmt.Errorf("writing %s: %w", path, err)
-	}
-	if err := os.Rename(tmp, path); err != nil {
-		return fmt.Errorf("writing %s: %w", path, err)
-	}
-	return nil
-}
+// writeFile writes data to path atomically with mode 0600 (see pkg/atomicfile).
+func writeFile(path string, data []byte) error { return atomicfile.Write(path, data) }

@@ -19,12 +19,17 @@ import (
 const SystemNamespace = "flotilla-system"
 
 // installComponents makes the cluster behind c able to hold Flotilla and Cluster API objects:
-// the CRDs, the flotilla-system namespace and the clusterctl provider inventory (which
-// clusterctl move checks on both clusters, as `clusterctl init` would have written it).
+// the CRDs, the ClusterRole flotilla-cluster-creator for users who are not admins (with public
+// read access to the Flotilla version), the flotilla-system namespace and the clusterctl provider
+// inventory (which clusterctl move checks on both clusters, as `clusterctl init` would have
+// written it).
 // It starts no controller. Re-running it changes nothing.
 func installComponents(ctx context.Context, c ctrlclient.Client) error {
 	if err := config.Install(ctx, c); err != nil {
 		return fmt.Errorf("installing CRDs: %w", err)
+	}
+	if err := config.InstallClusterCreatorRBAC(ctx, c); err != nil {
+		return fmt.Errorf("installing the flotilla-cluster-creator role: %w", err)
 	}
 	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: SystemNamespace}}
 	if err := c.Create(ctx, ns); err != nil && !apierrors.IsAlreadyExists(err) {

@@ -229,7 +229,12 @@ func installManagementComponents(ctx context.Context, r *managementRun) error {
 	if err != nil {
 		return err
 	}
-	return r.c.waitClusterReady(ctx, c, r.spec.Cluster.Namespace, r.name)
+	if err := r.c.waitClusterReady(ctx, c, r.spec.Cluster.Namespace, r.name); err != nil {
+		return err
+	}
+	// The GitOpsConfig goes to the management cluster only now: in the bootstrap cluster, a
+	// sync would recreate there the objects the move deletes.
+	return r.c.commitClusterSpec(ctx, c, r.spec, r.name)
 }
 
 // deleteBootstrap stops the bootstrap cluster and removes its data.

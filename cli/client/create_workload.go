@@ -82,6 +82,9 @@ func (c *Client) CreateWorkloadCluster(ctx context.Context, opts CreateWorkloadC
 	if err != nil {
 		return err
 	}
+	if err := c.CheckCompatibility(ctx, kc, opts.Kubeconfig, Mutating); err != nil {
+		return err
+	}
 	r := &workloadRun{c: c, opts: opts, spec: s, kc: kc}
 	fingerprint, err := workflow.Fingerprint(s.Objects, opts.Kubeconfig)
 	if err != nil {
@@ -103,7 +106,7 @@ func (c *Client) CreateWorkloadCluster(ctx context.Context, opts CreateWorkloadC
 // setupAndValidateWorkload checks that --kubeconfig points at a management cluster and that the
 // name is free there.
 func setupAndValidateWorkload(ctx context.Context, r *workloadRun) error {
-	mgmt, err := managementClusterOf(ctx, r.kc, r.opts.Kubeconfig)
+	mgmt, err := managementClusterOf(ctx, r.kc, r.opts.Kubeconfig, r.spec.Cluster.Namespace)
 	if err != nil {
 		return err
 	}
@@ -112,8 +115,8 @@ func setupAndValidateWorkload(ctx context.Context, r *workloadRun) error {
 	err = r.kc.Get(ctx, ctrlclient.ObjectKeyFromObject(r.spec.Cluster), existing)
 	switch {
 	case err == nil:
-		return fmt.Errorf("cluster %q already exists in namespace %q of management cluster %q: choose another name, or delete it with `flotilla delete cluster %s --kubeconfig %s`",
-			r.spec.Cluster.Name, r.spec.Cluster.Namespace, mgmt, r.spec.Cluster.Name, r.opts.Kubeconfig)
+		return fmt.Errorf("cluster %q already exists in namespace %q of the management cluster of %s: choose another name, or delete it with `flotilla delete cluster %s --kubeconfig %s`",
+			r.spec.Cluster.Name, r.spec.Cluster.Namespace, r.opts.Kubeconfig, r.spec.Cluster.Name, r.opts.Kubeconfig)
 	case !apierrors.IsNotFound(err):
 		return fmt.Errorf("checking whether cluster %q exists: %w", r.spec.Cluster.Name, err)
 	}
@@ -122,10 +125,27 @@ func setupAndValidateWorkload(ctx context.Context, r *workloadRun) error {
 }
 
 // managementClusterOf returns the name of the management cluster behind kc, or an error that
-// says what kubeconfig points to instead.
-func managementClusterOf(ctx context.Context, kc ctrlclient.Client, kubeconfig string) (string, error) {
+// says what kubeconfig points to instead. A user who may list Clusters only in namespace (one
+// bound to flotilla-cluster-creator there) cannot see the management Cluster: then it checks that
+// the Flotilla API is served there and returns the management cluster that the Clusters of
+// namespace record (the webhook sets spec.managementCluster.name on each, and every Cluster of a
+// management cluster is managed by it), or "" when there is none yet: the webhook fills in the
+// name of a new Cluster.
+func managementClusterOf(ctx context.Context, kc ctrlclient.Client, kubeconfig, namespace string) (string, error) {
 	list := &flotillav1.ClusterList{}
-	if err := kc.List(ctx, list); err != nil {
+	err := kc.List(ctx, list)
+	if apierrors.IsForbidden(err) && namespace != "" {
+		err = kc.List(ctx, list, ctrlclient.InNamespace(namespace))
+		if err == nil {
+			for _, cl := range list.Items {
+				if name := cl.Spec.ManagementCluster.Name; name != "" {
+					return name, nil
+				}
+			}
+			return "", nil
+		}
+	}
+	if err != nil {
 		if meta.IsNoMatchError(err) || apierrors.IsNotFound(err) {
 			return "", fmt.Errorf("%s does not point to a Flotilla management cluster (it has no clusters.cluster.flotilla.dev API): pass the kubeconfig `flotilla create cluster` wrote for the management cluster, such as mgmt/mgmt.kubeconfig", kubeconfig)
 		}
@@ -143,6 +163,9 @@ func managementClusterOf(ctx context.Context, kc ctrlclient.Client, kubeconfig s
 // is Ready, then writes its kubeconfig.
 func createWorkloadCluster(ctx context.Context, r *workloadRun) error {
 	if err := applyObjects(ctx, r.kc, r.spec.Objects); err != nil {
+		return err
+	}
+	if err := r.c.commitClusterSpec(ctx, r.kc, r.spec, r.management); err != nil {
 		return err
 	}
 	if err := r.c.waitClusterReady(ctx, r.kc, r.spec.Cluster.Namespace, r.spec.Cluster.Name); err != nil {

@@ -45,17 +45,31 @@ func (c *Client) DeleteManagementCluster(ctx context.Context, opts DeleteManagem
 		return fmt.Errorf("no cluster named %q on this machine (looked in %s); `flotilla get clusters` lists them",
 			name, filepath.Join(c.Home, "clusters"))
 	}
-	if !opts.Force {
-		if others := c.managedWorkloadClusters(ctx, name); len(others) > 0 {
-			return fmt.Errorf("management cluster %q still manages workload clusters %s: delete them first with `flotilla delete cluster NAME --kubeconfig %s`, or pass --force",
-				name, strings.Join(others, ", "), UserKubeconfigPath(opts.OutDir, name))
+	workloads := c.managedWorkloadClusters(ctx, name)
+	if len(workloads) > 0 && !opts.Force {
+		names := make([]string, 0, len(workloads))
+		for _, w := range workloads {
+			names = append(names, w.Namespace+"/"+w.Name)
 		}
+		return fmt.Errorf("management cluster %q still manages workload clusters %s: delete them first with `flotilla delete cluster NAME --kubeconfig %s`, or pass --force",
+			name, strings.Join(names, ", "), UserKubeconfigPath(opts.OutDir, name))
 	}
 	start := time.Now()
 	for _, n := range []string{name, boot} {
 		if err := c.stopManager(ctx, n); err != nil {
 			return err
 		}
+	}
+	// With --force, the local workload clusters go too: their processes were started by the
+	// manager just stopped, and nothing would ever stop them otherwise.
+	for _, w := range workloads {
+		if w.Spec.DatacenterRef.Kind != flotillav1.LocalDatacenterConfigKind {
+			continue
+		}
+		if _, err := os.Stat(c.clusterDir(w.Name)); err == nil {
+			dirs = append(dirs, c.clusterDir(w.Name))
+		}
+		removeUserKubeconfig(opts.OutDir, w.Name)
 	}
 	for _, dir := range dirs {
 		fmt.Fprintf(c.Out, "Stopping the processes of %s and removing its data\n", filepath.Base(dir))
@@ -76,9 +90,9 @@ func removeUserKubeconfig(outDir, name string) {
 	_ = os.Remove(filepath.Dir(kubeconfig))
 }
 
-// managedWorkloadClusters lists the workload clusters the management cluster name manages, as
-// namespace/name. A management cluster that does not answer manages none that can be listed.
-func (c *Client) managedWorkloadClusters(ctx context.Context, name string) []string {
+// managedWorkloadClusters lists the workload clusters the management cluster name manages. A
+// management cluster that does not answer manages none that can be listed.
+func (c *Client) managedWorkloadClusters(ctx context.Context, name string) []flotillav1.Cluster {
 	kc, err := KubeClient(c.localKubeconfigPath(name))
 	if err != nil {
 		return nil
@@ -89,13 +103,15 @@ func (c *Client) managedWorkloadClusters(ctx context.Context, name string) []str
 	if err := kc.List(ctx, list); err != nil {
 		return nil
 	}
-	var out []string
+	var out []flotillav1.Cluster
 	for _, cl := range list.Items {
 		if cl.Name != name && !cl.Spec.Management {
-			out = append(out, cl.Namespace+"/"+cl.Name)
+			out = append(out, cl)
 		}
 	}
-	sort.Strings(out)
+	sort.Slice(out, func(i, j int) bool {
+		return out[i].Namespace+"/"+out[i].Name < out[j].Namespace+"/"+out[j].Name
+	})
 	return out
 }
 
@@ -116,6 +132,9 @@ func (c *Client) DeleteWorkloadCluster(ctx context.Context, opts DeleteWorkloadC
 	if err != nil {
 		return err
 	}
+	if err := c.CheckCompatibility(ctx, kc, opts.Kubeconfig, Mutating); err != nil {
+		return err
+	}
 	fc := &flotillav1.Cluster{}
 	if err := kc.Get(ctx, ctrlclient.ObjectKey{Namespace: opts.Namespace, Name: opts.Name}, fc); err != nil {
 		if apierrors.IsNotFound(err) {
@@ -125,6 +144,10 @@ func (c *Client) DeleteWorkloadCluster(ctx context.Context, opts DeleteWorkloadC
 	}
 	if fc.Spec.Management {
 		return fmt.Errorf("cluster %q is a management cluster: delete it without --kubeconfig (`flotilla delete cluster %s`)", opts.Name, opts.Name)
+	}
+	// Out of Git first, so the management cluster cannot apply the spec again.
+	if err := c.removeClusterSpec(ctx, kc, fc); err != nil {
+		return err
 	}
 	start := time.Now()
 	if err := kc.Delete(ctx, fc); err != nil && !apierrors.IsNotFound(err) {

@@ -10,6 +10,9 @@ import (
 	"sort"
 	"time"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	ctrlclient "sigs.k8s.io/controller-runtime/pkg/client"
+
 	flotillav1 "github.com/flotilla-dev/flotilla/api/cluster/v1alpha1"
 )
 
@@ -46,7 +49,8 @@ func (c *Client) LocalManagementClusters() ([]string, error) {
 }
 
 // GetClusters lists the Flotilla Clusters of the management cluster behind kubeconfig, in every
-// namespace; with an empty kubeconfig, those of every local management cluster.
+// namespace (only in the kubeconfig's namespace when the user may not list them all); with an
+// empty kubeconfig, those of every local management cluster.
 func (c *Client) GetClusters(ctx context.Context, kubeconfig string) ([]flotillav1.Cluster, error) {
 	paths := []string{kubeconfig}
 	if kubeconfig == "" {
@@ -65,9 +69,16 @@ func (c *Client) GetClusters(ctx context.Context, kubeconfig string) ([]flotilla
 		if err != nil {
 			return nil, err
 		}
+		if err := c.CheckCompatibility(ctx, kc, p, ReadOnly); err != nil {
+			return nil, err
+		}
 		list := &flotillav1.ClusterList{}
 		lctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 		err = kc.List(lctx, list)
+		if apierrors.IsForbidden(err) {
+			// A user bound to flotilla-cluster-creator may list only in that namespace.
+			err = kc.List(lctx, list, ctrlclient.InNamespace(KubeconfigNamespace(p)))
+		}
 		cancel()
 		if err != nil {
 			return nil, fmt.Errorf("listing clusters with %s: %w (is the management cluster running?)", p, err)

@@ -51,5 +51,8 @@ func (o *DescribeClusterOptions) Run(cmd *cobra.Command) error {
 	if err != nil {
 		return err
 	}
+	if err := c.CheckCompatibility(cmd.Context(), kc, kubeconfig, client.ReadOnly); err != nil {
+		return err
+	}
 	return client.DescribeCluster(cmd.Context(), kc, o.Namespace, o.Name, o.Out)
 }

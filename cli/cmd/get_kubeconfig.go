@@ -45,6 +45,13 @@ func (o *GetKubeconfigOptions) Run(cmd *cobra.Command) error {
 	if err != nil {
 		return err
 	}
+	kc, err := client.KubeClient(kubeconfig)
+	if err != nil {
+		return err
+	}
+	if err := c.CheckCompatibility(cmd.Context(), kc, kubeconfig, client.ReadOnly); err != nil {
+		return err
+	}
 	data, err := client.GetKubeconfig(cmd.Context(), kubeconfig, o.Namespace, o.Name)
 	if err != nil {
 		return err

@@ -51,6 +51,9 @@ Create one with 'flotilla create cluster -f FILE'; create workload clusters from
 	create := newGroupCmd("create", "Create a cluster")
 	create.AddCommand(NewCreateClusterCmd(streams, global))
 
+	upgrade := newGroupCmd("upgrade", "Upgrade or scale a cluster")
+	upgrade.AddCommand(NewUpgradeClusterCmd(streams, global))
+
 	del := newGroupCmd("delete", "Delete a cluster")
 	del.AddCommand(NewDeleteClusterCmd(streams, global))
 
@@ -63,7 +66,7 @@ Create one with 'flotilla create cluster -f FILE'; create workload clusters from
 	generate := newGroupCmd("generate", "Print specs to start from")
 	generate.AddCommand(NewGenerateClusterConfigCmd(streams))
 
-	addGroups(root, create, del, get, describe, generate)
+	addGroups(root, create, upgrade, del, get, describe, generate)
 	root.AddCommand(
 		NewVersionCmd(streams),
 		NewManagerCmd(streams), // cli/cmd/manager.go (the manager engineer)

@@ -7,6 +7,7 @@ import (
 	"net"
 	"os"
 	"strconv"
+	"time"
 
 	infrav1 "github.com/flotilla-dev/flotilla/api/infrastructure/v1alpha1"
 	"github.com/flotilla-dev/flotilla/pkg/binaries"
@@ -39,14 +40,23 @@ type component struct {
 	spec func(cfg Config, l layout, st state) process.Spec
 	// inputs are the files the process reads at start.
 	inputs func(l layout) []string
+	// stopGrace is how long stopping the process (to restart it, or in Stop and Delete) waits for
+	// it to exit after SIGTERM before it sends SIGKILL; 0 means StopTimeout.
+	stopGrace time.Duration
 }
+
+// apiserverStopGrace is kube-apiserver's stopGrace. It keeps no state (etcd does), and within
+// milliseconds of SIGTERM it has removed its lease and stopped listening; then it waits for its
+// clients' long-running requests (watches) to end, which they do not, so it would use the whole
+// StopTimeout while the cluster's API is down (or its deletion waits).
+const apiserverStopGrace = 2 * time.Second
 
 // components lists the processes of a control plane in start order; Stop goes backwards.
 var components = []component{
 	{name: binaries.Etcd, spec: etcdSpec, inputs: func(l layout) []string {
 		return []string{l.pki(caCert), l.pki(etcdServerCert), l.pki(etcdServerKey)}
 	}},
-	{name: binaries.KubeAPIServer, spec: apiserverSpec, inputs: func(l layout) []string {
+	{name: binaries.KubeAPIServer, spec: apiserverSpec, stopGrace: apiserverStopGrace, inputs: func(l layout) []string {
 		return []string{l.pki(caCert), l.pki(apiserverCert), l.pki(apiserverKey), l.pki(etcdClientCert), l.pki(etcdClientKey), l.pki(saKey), l.pki(saPub)}
 	}},
 	{name: binaries.KubeControllerManager, spec: controllerManagerSpec, inputs: func(l layout) []string {

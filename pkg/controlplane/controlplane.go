@@ -1,6 +1,7 @@
 package controlplane
 
 import (
+	"cmp"
 	"context"
 	"crypto/tls"
 	"crypto/x509"
@@ -126,8 +127,8 @@ func Ensure(ctx context.Context, cfg Config) (*Status, error) {
 // restart because their command line or inputs changed, before any of them starts again. An
 // upgrade changes all of them: restarted one by one in start order, etcd waits seconds for
 // kube-apiserver's watches to end, and kube-apiserver then spends its whole stop timeout on an
-// etcd that just went away (17 s in all); stopped dependants first, each stops in about a
-// second.
+// etcd that just went away (17 s in all). Stopped dependants first, etcd stops at once, and
+// kube-apiserver gets its stopGrace.
 func stopChanged(ctx context.Context, cfg Config, l layout, st state, sup process.Supervisor) error {
 	for _, c := range slices.Backward(components) {
 		if !c.enabled(cfg) {
@@ -141,7 +142,7 @@ func stopChanged(ctx context.Context, cfg Config, l layout, st state, sup proces
 			continue
 		}
 		ctrl.LoggerFrom(ctx).Info("Stopping control plane process to restart it with a changed command line or inputs", "cluster", cfg.Name, "process", c.name)
-		if err := sup.Stop(ctx, c.name, StopTimeout); err != nil {
+		if err := sup.Stop(ctx, c.name, cmp.Or(c.stopGrace, StopTimeout)); err != nil {
 			return err
 		}
 	}
@@ -269,7 +270,8 @@ func WaitReady(ctx context.Context, cfg Config) error {
 }
 
 // Stop stops every process of the control plane in dir: kwok, the scheduler and the controller
-// manager first, kube-apiserver, then etcd; each gets SIGTERM and StopTimeout before SIGKILL.
+// manager first, kube-apiserver, then etcd; each gets SIGTERM and its grace (StopTimeout, or
+// less for kube-apiserver) before SIGKILL.
 // Data and PKI stay, so Ensure starts the same cluster again.
 func Stop(ctx context.Context, dir string) error {
 	l := layout(dir)
@@ -288,7 +290,7 @@ func stopAll(ctx context.Context, l layout) error {
 	sup := l.supervisor()
 	var errs []error
 	for _, c := range slices.Backward(components) {
-		errs = append(errs, sup.Stop(ctx, c.name, StopTimeout))
+		errs = append(errs, sup.Stop(ctx, c.name, cmp.Or(c.stopGrace, StopTimeout)))
 	}
 	errs = append(errs, sup.StopAll(ctx, StopTimeout)) // anything else recorded there
 	return errors.Join(errs...)
