@@ -179,7 +179,6 @@ func choosePorts(cfg Config, sup process.Supervisor, st state) (state, error) {
 	return st, nil
 }
 
-
 // ensureProcesses runs every enabled component in start order (adopting what runs, restarting
 // what changed) and stops the disabled ones.
 func ensureProcesses(ctx context.Context, cfg Config, l layout, st state, sup process.Supervisor) ([]ProcessStatus, error) {

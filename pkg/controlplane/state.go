@@ -15,7 +15,6 @@ import (
 	"syscall"
 	"time"
 
-
 	"github.com/flotilla-dev/flotilla/pkg/atomicfile"
 )
 
@@ -83,7 +82,7 @@ func pickPort(host string) (int32, error) {
 	if err != nil {
 		return 0, fmt.Errorf("finding a free port on %s: %w", host, err)
 	}
-	defer func() { _ = l.Close() }() // only reserved the port
+	defer func() { _ = l.Close() }()            // only reserved the port
 	port := int32(l.Addr().(*net.TCPAddr).Port) //nolint:gosec // a TCP port fits
 	reserved.ports[port] = true
 	return port, nil

@@ -320,7 +320,6 @@ func (s Supervisor) check(name string) (record, string) {
 	return rec, whyNotSame(rec)
 }
 
-
 // whyNotSame returns why the process rec describes no longer runs, or "": a new process with the
 // same pid, a zombie, another command line or another executable.
 func whyNotSame(rec record) string {
