@@ -8,7 +8,7 @@ CONTROLLER_GEN  := $(TOOLS_CACHE)/controller-gen-v0.21.0
 GOLANGCI_LINT   := $(TOOLS_CACHE)/golangci-lint-v2.15.0
 # clusterctl at the Cluster API version Flotilla embeds: the e2e tests run it against Flotilla.
 CLUSTERCTL      := $(TOOLS_CACHE)/clusterctl-v1.14.2
-GO_TEST_FLAGS   ?= -timeout 45m
+GO_TEST_FLAGS   ?= -count=1 -timeout 45m
 export FLOTILLA_BIN_CACHE
 export CLUSTERCTL
 
@@ -65,7 +65,9 @@ verify-generate: $(CONTROLLER_GEN) ## Fail when `make generate` would change a g
 .PHONY: test
 test: controlplane-binaries verify-generate $(CLUSTERCTL) ## Run every test (unit, integration on real API servers, end to end).
 	go vet ./...
-	go test $(GO_TEST_FLAGS) ./...
+	go test $(GO_TEST_FLAGS) $$(go list ./... | grep -v /test/e2e)
+	# The end-to-end scenarios run alone: they time real clusters, which a busy machine distorts.
+	go test $(GO_TEST_FLAGS) ./test/e2e/...
 
 .PHONY: bench
 bench: controlplane-binaries build ## Run the benchmarks and print the results table.

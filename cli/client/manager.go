@@ -76,7 +76,9 @@ func (c *Client) StartManager(ctx context.Context, name string) error {
 				"--metrics-addr", ep.Metrics,
 				"--webhook-port", strconv.Itoa(ep.Webhook),
 				"--webhook-cert-dir", filepath.Join(c.clusterDir(name), "manager", "certs"),
-				"--leader-elect",
+				// No leader election: the supervisor already runs one manager per cluster, and a
+				// local manager that missed a lease renewal on a busy machine would exit with
+				// nothing to restart it. (In a real cluster, replicas elect a leader.)
 			},
 		}
 		if _, err := c.supervisor(name).Start(ctx, spec); err != nil {

@@ -3,6 +3,7 @@ package e2e
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -57,6 +58,10 @@ func newFleet(t *testing.T) *fleet {
 	err := f.c.CreateManagementCluster(t.Context(), client.CreateManagementClusterOptions{File: f.specFile, OutDir: f.out})
 	f.createOutput = progress.String()
 	t.Cleanup(func() {
+		if t.Failed() {
+			sup := process.Supervisor{RunDir: filepath.Join(f.home, "clusters", "mgmt", "run"), LogDir: filepath.Join(f.home, "clusters", "mgmt", "logs")}
+			t.Logf("the end of the manager's log:\n%s", sup.LogTail("manager", 60))
+		}
 		// A scenario that failed before the delete scenario leaves everything running.
 		_ = f.c.DeleteManagementCluster(context.Background(), client.DeleteManagementClusterOptions{Name: "mgmt", OutDir: f.out, Force: true})
 	})
@@ -77,7 +82,7 @@ func newClient(t *testing.T, home string, out *bytes.Buffer) *client.Client {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c.Executable = flotillaBinary(t)
+	c.Executable = builtBinary
 	c.WaitTimeout = 3 * time.Minute
 	return c
 }
@@ -95,26 +100,27 @@ func writeClusterSpec(t *testing.T, path string, o spec.GenerateOptions) string 
 	return path
 }
 
+// builtBinary is cmd/flotilla, built by TestMain for this test binary.
 var builtBinary string
 
-// flotillaBinary builds cmd/flotilla once per test binary.
-func flotillaBinary(t *testing.T) string {
-	t.Helper()
-	if builtBinary != "" {
-		return builtBinary
-	}
+// TestMain builds the flotilla binary the manager processes run, once, and removes it after.
+func TestMain(m *testing.M) {
 	dir, err := os.MkdirTemp("", "flotilla-e2e-bin")
 	if err != nil {
-		t.Fatal(err)
+		panic(err)
 	}
-	bin := filepath.Join(dir, "flotilla")
-	cmd := exec.Command("go", "build", "-o", bin, "github.com/flotilla-dev/flotilla/cmd/flotilla")
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("building flotilla: %v\n%s", err, out)
+	builtBinary = filepath.Join(dir, "flotilla")
+	out, err := exec.Command("go", "build", "-o", builtBinary, "github.com/flotilla-dev/flotilla/cmd/flotilla").CombinedOutput()
+	code := 1
+	if err == nil {
+		code = m.Run()
+	} else {
+		fmt.Fprintf(os.Stderr, "building flotilla: %v\n%s", err, out)
 	}
-	builtBinary = bin
-	return bin
+	_ = os.RemoveAll(dir)
+	os.Exit(code)
 }
+
 
 // clusterctlBinary is CAPI's clusterctl, which `make test` builds into the tools cache.
 func clusterctlBinary(t *testing.T) string {

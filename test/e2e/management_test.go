@@ -116,8 +116,7 @@ func testManagerRestart(t *testing.T, f *fleet) {
 	g.Eventually(func() bool { return process.Alive(managerPID) }, 10*time.Second).Should(BeFalse())
 
 	g.Expect(f.c.StartManager(ctx, "mgmt")).To(Succeed())
-	// The new manager takes over the lease of the killed one (up to its 15 s duration), then
-	// reconciles the control plane: the Cluster turns Ready for it again.
+	// The new manager reconciles the control plane again: the Cluster turns Ready for it.
 	g.Eventually(func(g Gomega) {
 		fc := &flotillav1.Cluster{}
 		g.Expect(f.admin.Get(ctx, ctrlclient.ObjectKey{Namespace: "default", Name: "mgmt"}, fc)).To(Succeed())
