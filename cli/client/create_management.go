@@ -157,7 +157,7 @@ func createCluster(ctx context.Context, r *managementRun) error {
 	if err := r.c.waitClusterReady(ctx, c, r.spec.Cluster.Namespace, r.name); err != nil {
 		return err
 	}
-	kubeconfig, err := clusterKubeconfig(ctx, c, r.spec.Cluster.Namespace, r.name)
+	kubeconfig, err := GetKubeconfig(ctx, c, r.spec.Cluster.Namespace, r.name)
 	if err != nil {
 		return err
 	}

@@ -171,7 +171,7 @@ func createWorkloadCluster(ctx context.Context, r *workloadRun) error {
 	if err := r.c.waitClusterReady(ctx, r.kc, r.spec.Cluster.Namespace, r.spec.Cluster.Name); err != nil {
 		return err
 	}
-	kubeconfig, err := clusterKubeconfig(ctx, r.kc, r.spec.Cluster.Namespace, r.spec.Cluster.Name)
+	kubeconfig, err := GetKubeconfig(ctx, r.kc, r.spec.Cluster.Namespace, r.spec.Cluster.Name)
 	if err != nil {
 		return err
 	}

@@ -16,17 +16,25 @@ import (
 	flotillav1 "github.com/flotilla-dev/flotilla/api/cluster/v1alpha1"
 )
 
-// ManagementKubeconfig is the kubeconfig of the cluster commands talk to: the one given with
-// --kubeconfig, else that of the local management cluster named name.
-func (c *Client) ManagementKubeconfig(flag, name string) (string, error) {
-	if flag != "" {
-		return flag, nil
+// ReadManagementCluster connects a read-only command to the management cluster given with
+// --kubeconfig (flag), else to the local management cluster named name, after checking (and
+// warning about) its version.
+func (c *Client) ReadManagementCluster(ctx context.Context, flag, name string) (ctrlclient.Client, error) {
+	kubeconfig := flag
+	if kubeconfig == "" {
+		kubeconfig = c.localKubeconfigPath(name)
+		if _, err := os.Stat(kubeconfig); err != nil {
+			return nil, fmt.Errorf("no local management cluster named %q on this machine; pass --kubeconfig of the management cluster that manages it", name)
+		}
 	}
-	path := c.localKubeconfigPath(name)
-	if _, err := os.Stat(path); err != nil {
-		return "", fmt.Errorf("no local management cluster named %q on this machine; pass --kubeconfig of the management cluster that manages it", name)
+	kc, err := KubeClient(kubeconfig)
+	if err != nil {
+		return nil, err
 	}
-	return path, nil
+	if err := c.CheckCompatibility(ctx, kc, kubeconfig, ReadOnly); err != nil {
+		return nil, err
+	}
+	return kc, nil
 }
 
 // LocalManagementClusters lists the management clusters this machine runs (those the CLI
@@ -92,14 +100,4 @@ func (c *Client) GetClusters(ctx context.Context, kubeconfig string) ([]flotilla
 		return out[i].Name < out[j].Name
 	})
 	return out, nil
-}
-
-// GetKubeconfig returns the admin kubeconfig of cluster namespace/name from its
-// <name>-kubeconfig Secret in the management cluster behind kubeconfig.
-func GetKubeconfig(ctx context.Context, kubeconfig, namespace, name string) ([]byte, error) {
-	kc, err := KubeClient(kubeconfig)
-	if err != nil {
-		return nil, err
-	}
-	return clusterKubeconfig(ctx, kc, namespace, name)
 }

@@ -71,8 +71,9 @@ func conditionSummary(conds []metav1.Condition) string {
 	return strings.Join(parts, ", ")
 }
 
-// clusterKubeconfig reads the admin kubeconfig CAPI-style from the <name>-kubeconfig Secret.
-func clusterKubeconfig(ctx context.Context, kc ctrlclient.Client, namespace, name string) ([]byte, error) {
+// GetKubeconfig returns the admin kubeconfig of cluster namespace/name from its
+// <name>-kubeconfig Secret (key value, per the CAPI contract) in the management cluster behind kc.
+func GetKubeconfig(ctx context.Context, kc ctrlclient.Client, namespace, name string) ([]byte, error) {
 	s, err := secret.GetFromNamespacedName(ctx, kc, ctrlclient.ObjectKey{Namespace: namespace, Name: name}, secret.Kubeconfig)
 	if err != nil {
 		if apierrors.IsNotFound(err) {

@@ -43,15 +43,8 @@ func (o *DescribeClusterOptions) Run(cmd *cobra.Command) error {
 	if err != nil {
 		return err
 	}
-	kubeconfig, err := c.ManagementKubeconfig(o.global.Kubeconfig, o.Name)
+	kc, err := c.ReadManagementCluster(cmd.Context(), o.global.Kubeconfig, o.Name)
 	if err != nil {
-		return err
-	}
-	kc, err := client.KubeClient(kubeconfig)
-	if err != nil {
-		return err
-	}
-	if err := c.CheckCompatibility(cmd.Context(), kc, kubeconfig, client.ReadOnly); err != nil {
 		return err
 	}
 	return client.DescribeCluster(cmd.Context(), kc, o.Namespace, o.Name, o.Out)

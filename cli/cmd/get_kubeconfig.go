@@ -41,18 +41,11 @@ func (o *GetKubeconfigOptions) Run(cmd *cobra.Command) error {
 	if err != nil {
 		return err
 	}
-	kubeconfig, err := c.ManagementKubeconfig(o.global.Kubeconfig, o.Name)
+	kc, err := c.ReadManagementCluster(cmd.Context(), o.global.Kubeconfig, o.Name)
 	if err != nil {
 		return err
 	}
-	kc, err := client.KubeClient(kubeconfig)
-	if err != nil {
-		return err
-	}
-	if err := c.CheckCompatibility(cmd.Context(), kc, kubeconfig, client.ReadOnly); err != nil {
-		return err
-	}
-	data, err := client.GetKubeconfig(cmd.Context(), kubeconfig, o.Namespace, o.Name)
+	data, err := client.GetKubeconfig(cmd.Context(), kc, o.Namespace, o.Name)
 	if err != nil {
 		return err
 	}
