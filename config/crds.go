@@ -12,11 +12,14 @@ import (
 	"path"
 	"sort"
 	"strings"
+	"sync"
 	"time"
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/wait"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -93,7 +96,41 @@ func InstallCRDs(ctx context.Context, c client.Client, crds []*apiextensionsv1.C
 			return err
 		}
 	}
-	return nil
+	return waitServed(ctx, c, crds)
+}
+
+// waitServed lists every CRD's resource once, all at the same time. An Established CRD is not
+// usable yet: the API server answers the first list of a resource with "retry after 1s" until
+// that resource's watch cache has started. Clients that list many kinds one after another
+// (clusterctl move does) would wait a second for each; here they all start together.
+func waitServed(ctx context.Context, c client.Client, crds []*apiextensionsv1.CustomResourceDefinition) error {
+	errs := make([]error, len(crds))
+	var wg sync.WaitGroup
+	for i, crd := range crds {
+		version := storageVersion(crd)
+		if version == "" {
+			continue
+		}
+		wg.Go(func() {
+			list := &metav1.PartialObjectMetadataList{}
+			list.SetGroupVersionKind(schema.GroupVersionKind{Group: crd.Spec.Group, Version: version, Kind: crd.Spec.Names.ListKind})
+			if err := c.List(ctx, list, client.Limit(1)); err != nil {
+				errs[i] = fmt.Errorf("listing %s: %w", crd.Name, err)
+			}
+		})
+	}
+	wg.Wait()
+	return errors.Join(errs...)
+}
+
+// storageVersion is the version a CRD stores, "" when it has none.
+func storageVersion(crd *apiextensionsv1.CustomResourceDefinition) string {
+	for _, v := range crd.Spec.Versions {
+		if v.Storage {
+			return v.Name
+		}
+	}
+	return ""
 }
 
 // applyObject turns a CRD into the unstructured object to apply: apiVersion and kind set, no

@@ -7,9 +7,6 @@ import (
 	"path/filepath"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	clusterctl "sigs.k8s.io/cluster-api/cmd/clusterctl/client"
-	clusterctllog "sigs.k8s.io/cluster-api/cmd/clusterctl/log"
-	ctrl "sigs.k8s.io/controller-runtime"
 	ctrlclient "sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/flotilla-dev/flotilla/cli/spec"
@@ -190,16 +187,7 @@ func moveManagement(ctx context.Context, r *managementRun) error {
 	if moved, err := alreadyMoved(ctx, source, r.spec.Cluster.Namespace, r.name); err != nil || moved {
 		return err
 	}
-	clusterctllog.SetLogger(ctrl.LoggerFrom(ctx).WithName("clusterctl"))
-	cc, err := clusterctl.New(ctx, "")
-	if err != nil {
-		return fmt.Errorf("creating the clusterctl client: %w", err)
-	}
-	err = cc.Move(ctx, clusterctl.MoveOptions{
-		FromKubeconfig: clusterctl.Kubeconfig{Path: r.bootCfg},
-		ToKubeconfig:   clusterctl.Kubeconfig{Path: r.mgmtCfg},
-		Namespace:      r.spec.Cluster.Namespace,
-	})
+	err = move(ctx, r.bootCfg, r.mgmtCfg, r.spec.Cluster.Namespace)
 	if err != nil {
 		return fmt.Errorf("moving cluster %q to itself: %w", r.name, err)
 	}
