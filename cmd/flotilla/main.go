@@ -1,4 +1,3 @@
-// Command flotilla is Flotilla's CLI, and with `flotilla manager` its controllers.
 package main
 
 import (

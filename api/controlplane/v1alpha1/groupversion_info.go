@@ -1,6 +1,3 @@
-// Package v1alpha1 contains the controlplane.flotilla.dev/v1alpha1 API.
-// +kubebuilder:object:generate=true
-// +groupName=controlplane.flotilla.dev
 package v1alpha1
 
 import (
