@@ -4,11 +4,9 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"strconv"
 	"testing"
 	"time"
 
-	"github.com/go-logr/logr/funcr"
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -19,10 +17,7 @@ import (
 	"k8s.io/utils/ptr"
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 	clusterctlv1 "sigs.k8s.io/cluster-api/cmd/clusterctl/api/v1alpha3"
-	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
-	"sigs.k8s.io/controller-runtime/pkg/webhook"
 
 	flotillav1 "github.com/flotilla-dev/flotilla/api/cluster/v1alpha1"
 	controlplanev1 "github.com/flotilla-dev/flotilla/api/controlplane/v1alpha1"
@@ -59,39 +54,17 @@ func run(m *testing.M) int {
 		}
 	}()
 
-	ctrl.SetLogger(funcr.New(func(prefix, args string) { fmt.Fprintln(os.Stderr, prefix, args) },
-		funcr.Options{Verbosity: verbosity()}))
-	mgr, err := ctrl.NewManager(e.Config, ctrl.Options{
-		Scheme:                 e.Scheme,
-		Metrics:                metricsserver.Options{BindAddress: "0"},
-		HealthProbeBindAddress: "0",
-		WebhookServer:          webhook.NewServer(e.WebhookServerOptions()),
-	})
+	_, stop, err := e.StartManager(cluster.Setup)
 	if err != nil {
-		fmt.Fprintf(os.Stderr, "creating manager: %v\n", err)
+		fmt.Fprintf(os.Stderr, "%v\n", err)
 		return 1
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	if err := cluster.Setup(ctx, mgr); err != nil {
-		cancel()
-		fmt.Fprintf(os.Stderr, "setting up the cluster component: %v\n", err)
-		return 1
-	}
-	done := make(chan error, 1)
-	go func() { done <- mgr.Start(ctx) }()
 	defer func() {
-		cancel()
-		if err := <-done; err != nil {
+		if err := stop(); err != nil {
 			fmt.Fprintf(os.Stderr, "manager: %v\n", err)
 		}
 	}()
 	return m.Run()
-}
-
-// verbosity is the log verbosity of the manager: 0 (errors and info), or FLOTILLA_TEST_VERBOSE's.
-func verbosity() int {
-	v, _ := strconv.Atoi(os.Getenv("FLOTILLA_TEST_VERBOSE"))
-	return v
 }
 
 // fixture creates the provider configs and a Flotilla Cluster "w1" with the given worker

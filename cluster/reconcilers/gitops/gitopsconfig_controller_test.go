@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -13,7 +12,6 @@ import (
 	"github.com/go-git/go-git/v5"
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/object"
-	"github.com/go-logr/logr/funcr"
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
@@ -24,8 +22,6 @@ import (
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
-	"sigs.k8s.io/controller-runtime/pkg/webhook"
 
 	flotillav1 "github.com/flotilla-dev/flotilla/api/cluster/v1alpha1"
 	infrav1 "github.com/flotilla-dev/flotilla/api/infrastructure/v1alpha1"
@@ -71,35 +67,18 @@ func run(m *testing.M) int {
 	}
 	defer func() { _ = os.RemoveAll(home) }()
 
-	verbosity, _ := strconv.Atoi(os.Getenv("FLOTILLA_TEST_VERBOSE"))
-	ctrl.SetLogger(funcr.New(func(prefix, args string) { fmt.Fprintln(os.Stderr, prefix, args) },
-		funcr.Options{Verbosity: verbosity}))
-	mgr, err := ctrl.NewManager(e.Config, ctrl.Options{
-		Scheme:                 e.Scheme,
-		Metrics:                metricsserver.Options{BindAddress: "0"},
-		HealthProbeBindAddress: "0",
-		WebhookServer:          webhook.NewServer(e.WebhookServerOptions()),
+	ctx, stop, err := e.StartManager(func(ctx context.Context, mgr ctrl.Manager) error {
+		if err := cluster.Setup(ctx, mgr); err != nil {
+			return err
+		}
+		return gitops.Setup(ctx, mgr, home)
 	})
 	if err != nil {
-		fmt.Fprintf(os.Stderr, "creating manager: %v\n", err)
+		fmt.Fprintf(os.Stderr, "%v\n", err)
 		return 1
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	if err := cluster.Setup(ctx, mgr); err != nil {
-		cancel()
-		fmt.Fprintf(os.Stderr, "setting up the cluster component: %v\n", err)
-		return 1
-	}
-	if err := gitops.Setup(ctx, mgr, home); err != nil {
-		cancel()
-		fmt.Fprintf(os.Stderr, "setting up the gitops reconciler: %v\n", err)
-		return 1
-	}
-	done := make(chan error, 1)
-	go func() { done <- mgr.Start(ctx) }()
 	defer func() {
-		cancel()
-		if err := <-done; err != nil {
+		if err := stop(); err != nil {
 			fmt.Fprintf(os.Stderr, "manager: %v\n", err)
 		}
 	}()

@@ -4,11 +4,9 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"strconv"
 	"testing"
 	"time"
 
-	"github.com/go-logr/logr/funcr"
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
@@ -16,7 +14,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	flotillav1 "github.com/flotilla-dev/flotilla/api/cluster/v1alpha1"
 	"github.com/flotilla-dev/flotilla/cluster/reconcilers/kubeconfigaccess"
@@ -50,43 +47,23 @@ func run(m *testing.M) int {
 			fmt.Fprintf(os.Stderr, "testenv: %v\n", err)
 		}
 	}()
-	ctrl.SetLogger(funcr.New(func(prefix, args string) { fmt.Fprintln(os.Stderr, prefix, args) },
-		funcr.Options{Verbosity: verbosity()}))
-
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	if err := config.InstallClusterCreatorRBAC(ctx, e.Client); err != nil {
+	if err := config.InstallClusterCreatorRBAC(context.Background(), e.Client); err != nil {
 		fmt.Fprintf(os.Stderr, "installing RBAC: %v\n", err)
 		return 1
 	}
-	mgr, err := ctrl.NewManager(e.Config, ctrl.Options{
-		Scheme:                 e.Scheme,
-		Metrics:                metricsserver.Options{BindAddress: "0"},
-		HealthProbeBindAddress: "0",
+	_, stop, err := e.StartManager(func(_ context.Context, mgr ctrl.Manager) error {
+		return (&kubeconfigaccess.Reconciler{Client: mgr.GetClient()}).SetupWithManager(mgr)
 	})
 	if err != nil {
-		fmt.Fprintf(os.Stderr, "creating manager: %v\n", err)
+		fmt.Fprintf(os.Stderr, "%v\n", err)
 		return 1
 	}
-	if err := (&kubeconfigaccess.Reconciler{Client: mgr.GetClient()}).SetupWithManager(mgr); err != nil {
-		fmt.Fprintf(os.Stderr, "setting up the reconciler: %v\n", err)
-		return 1
-	}
-	done := make(chan error, 1)
-	go func() { done <- mgr.Start(ctx) }()
 	defer func() {
-		cancel()
-		if err := <-done; err != nil {
+		if err := stop(); err != nil {
 			fmt.Fprintf(os.Stderr, "manager: %v\n", err)
 		}
 	}()
 	return m.Run()
-}
-
-// verbosity is the log verbosity of the manager: 0 (errors and info), or FLOTILLA_TEST_VERBOSE's.
-func verbosity() int {
-	v, _ := strconv.Atoi(os.Getenv("FLOTILLA_TEST_VERBOSE"))
-	return v
 }
 
 func newCluster(namespace, name string, management bool) *flotillav1.Cluster {
