@@ -12,7 +12,6 @@ import (
 	ctrlclient "sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/flotilla-dev/flotilla/manager/scheme"
-	"github.com/flotilla-dev/flotilla/pkg/atomicfile"
 	"github.com/flotilla-dev/flotilla/pkg/controlplane"
 )
 
@@ -102,6 +101,3 @@ func KubeClient(path string) (ctrlclient.Client, error) {
 	}
 	return c, nil
 }
-
-// writeFile writes data to path atomically with mode 0600 (see pkg/atomicfile).
-func writeFile(path string, data []byte) error { return atomicfile.Write(path, data) }

@@ -3,6 +3,7 @@ package client
 import (
 	"context"
 	"fmt"
+	"github.com/flotilla-dev/flotilla/pkg/atomicfile"
 	"os"
 	"path/filepath"
 
@@ -122,7 +123,7 @@ func createBootstrapCluster(ctx context.Context, r *managementRun) error {
 	if err != nil {
 		return err
 	}
-	return writeFile(r.bootCfg, kubeconfig)
+	return atomicfile.Write(r.bootCfg, kubeconfig)
 }
 
 // installBootstrapComponents installs Flotilla on the bootstrap cluster and starts its manager.
@@ -158,10 +159,10 @@ func createCluster(ctx context.Context, r *managementRun) error {
 	if err != nil {
 		return err
 	}
-	if err := writeFile(r.mgmtCfg, kubeconfig); err != nil {
+	if err := atomicfile.Write(r.mgmtCfg, kubeconfig); err != nil {
 		return err
 	}
-	return writeFile(UserKubeconfigPath(r.opts.OutDir, r.name), kubeconfig)
+	return atomicfile.Write(UserKubeconfigPath(r.opts.OutDir, r.name), kubeconfig)
 }
 
 // moveManagement prepares the new cluster to receive its own objects (CRDs and inventory, no

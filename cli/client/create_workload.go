@@ -3,6 +3,7 @@ package client
 import (
 	"context"
 	"fmt"
+	"github.com/flotilla-dev/flotilla/pkg/atomicfile"
 	"path/filepath"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -175,5 +176,5 @@ func createWorkloadCluster(ctx context.Context, r *workloadRun) error {
 	if err != nil {
 		return err
 	}
-	return writeFile(UserKubeconfigPath(r.opts.OutDir, r.spec.Cluster.Name), kubeconfig)
+	return atomicfile.Write(UserKubeconfigPath(r.opts.OutDir, r.spec.Cluster.Name), kubeconfig)
 }

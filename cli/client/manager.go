@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/flotilla-dev/flotilla/pkg/atomicfile"
 	"io/fs"
 	"net"
 	"net/http"
@@ -61,7 +62,7 @@ func (c *Client) StartManager(ctx context.Context, name string) error {
 		if err != nil {
 			return fmt.Errorf("encoding manager endpoints: %w", err)
 		}
-		if err := writeFile(c.managerEndpointsPath(name), data); err != nil {
+		if err := atomicfile.Write(c.managerEndpointsPath(name), data); err != nil {
 			return err
 		}
 		spec := process.Spec{
