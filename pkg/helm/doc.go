@@ -1,0 +1,42 @@
+// Package helm is Flotilla's one Helm engine: packages and addons both install charts into
+// workload clusters through it, so both get the same promises.
+//
+// An Engine installs, upgrades, uninstalls, rolls back, diffs and renders Helm releases with the
+// Helm v4 SDK. It reaches a cluster only through a *rest.Config held in memory (as CAPI's
+// clustercache hands it out): Helm gets a RESTClientGetter built from it, no kubeconfig file is
+// ever written, and discovery is cached per cluster. Release records are Helm's own storage
+// Secrets in the release namespace, so the helm CLI sees the same releases.
+//
+// # Charts
+//
+// A ChartRef names a chart in an OCI registry ("oci://host/path", by tag, semver range or
+// digest) or in a classic chart repository ("http(s)://", index.yaml, "" = latest, semver
+// ranges). Pulled charts are kept in Engine.ChartCache, content-addressed by digest: the OCI
+// manifest digest, or the SHA-256 of the archive for classic repositories. Files are written
+// atomically, so concurrent callers and killed processes never leave a half chart behind.
+// Resolving a tag costs one HEAD request and resolving a repository version one index.yaml
+// download; a digest already in the cache is never pulled again, and a pinned digest that is
+// cached needs no network at all. A pinned digest is verified after every pull, and a chart
+// whose content does not match is refused. Stats counts pulls, so callers can prove that a
+// resync pulled nothing.
+//
+// # Releases
+//
+// InstallOrUpgrade installs a release that is absent and upgrades one whose chart digest or
+// values hash differs from what the deployed release records; otherwise it returns Unchanged
+// without a single write to the cluster and without a new revision. The values hash is SHA-256
+// over the canonical JSON of the caller's values. Both facts are recorded in the release (chart
+// annotations flotilla.dev/chart-digest and flotilla.dev/values-hash, and the same names as
+// release labels cut to the length a label value allows).
+//
+// Re-running is always safe. A release left pending-install, pending-upgrade or
+// pending-rollback by a process that died is marked failed and then upgraded, which Helm
+// allows from a failed release; one left uninstalling is purged and installed again. Calls for
+// the same release are serialised inside an Engine, so a pending release seen while holding
+// that lock belongs to nobody alive in this process. History is bounded (MaxHistory, default
+// 5). Wait, Timeout, Atomic, SkipCRDs and CreateNamespace mean what they mean in Helm; CRDs in
+// a chart's crds/ directory and subcharts bundled in its charts/ directory are installed.
+//
+// Errors carry Helm's own message. Nothing the engine returns or logs contains credentials or
+// kubeconfig bytes.
+package helm
