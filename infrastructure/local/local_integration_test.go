@@ -22,6 +22,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
+	clusterctlv1 "sigs.k8s.io/cluster-api/cmd/clusterctl/api/v1alpha3"
 	"sigs.k8s.io/cluster-api/util/conditions"
 	"sigs.k8s.io/cluster-api/util/secret"
 
@@ -360,6 +361,39 @@ func TestARestartedManagerAdoptsTheRunningControlPlane(t *testing.T) {
 	for process, pid := range after {
 		g.Expect(processAlive(pid)).To(BeFalse(), "%s (pid %d) stopped", process, pid)
 	}
+}
+
+// clusterctl move copies a cluster's objects to the new management cluster and deletes them from
+// the old one, which must leave alone what the copies stand for: here the control plane that the
+// moved LocalControlPlane's manager adopts. The Cluster is left unpaused, the worst case.
+func TestALocalControlPlaneDeletedByClusterctlMoveLeavesItsProcessesRunning(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	home := newHome(t)
+	startManager(t, home)
+	namespace := env.NewNamespace(t)
+	dumpOnFailure(t, namespace)
+	const name = "moved"
+
+	create(ctx, g, clusterObjects(namespace, name)...)
+	lcpKey := client.ObjectKey{Namespace: namespace, Name: name}
+	lcp := &controlplanev1.LocalControlPlane{}
+	g.Eventually(func(g Gomega) {
+		g.Expect(env.Client.Get(ctx, lcpKey, lcp)).To(Succeed())
+		g.Expect(conditions.IsTrue(lcp, controlplanev1.AvailableCondition)).To(BeTrue())
+	}).WithTimeout(time.Minute).WithPolling(250 * time.Millisecond).Should(Succeed())
+	before := controlPlanePIDs(g, home, name)
+
+	patch := client.MergeFrom(lcp.DeepCopy())
+	metav1.SetMetaDataAnnotation(&lcp.ObjectMeta, clusterctlv1.DeleteForMoveAnnotation, "")
+	g.Expect(env.Client.Patch(ctx, lcp, patch)).To(Succeed())
+	g.Expect(env.Client.Delete(ctx, lcp)).To(Succeed())
+	g.Eventually(func() bool {
+		return apierrors.IsNotFound(env.Client.Get(ctx, lcpKey, &controlplanev1.LocalControlPlane{}))
+	}).WithTimeout(30*time.Second).Should(BeTrue(), "the finalizer is released")
+	g.Consistently(func() map[string]int {
+		return controlPlanePIDs(g, home, name)
+	}).WithTimeout(3*time.Second).Should(Equal(before), "every process still runs")
 }
 
 func TestMissingBinariesAreReportedWithTheCommandThatBuildsThem(t *testing.T) {

@@ -16,6 +16,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
+	clusterctlv1 "sigs.k8s.io/cluster-api/cmd/clusterctl/api/v1alpha3"
 	"sigs.k8s.io/cluster-api/util/secret"
 
 	controlplanev1 "github.com/flotilla-dev/flotilla/api/controlplane/v1alpha1"
@@ -349,10 +350,18 @@ func (r *Reconciler) reconcileReadiness(ctx context.Context, s *scope) (ctrl.Res
 }
 
 // reconcileDelete stops every process of the control plane and removes its data directory,
-// then the finalizer. A control plane in conflict leaves the directory of the other one alone.
+// then the finalizer. A control plane in conflict leaves the directory of the other one alone,
+// and one that clusterctl move deletes after copying it elsewhere leaves its processes to the
+// copy, which adopts them.
 func (r *Reconciler) reconcileDelete(ctx context.Context, s *scope) (ctrl.Result, error) {
 	log := ctrl.LoggerFrom(ctx)
 	if !controllerutil.ContainsFinalizer(s.lcp, controlplanev1.LocalControlPlaneFinalizer) {
+		return ctrl.Result{}, nil
+	}
+	if _, moved := s.lcp.Annotations[clusterctlv1.DeleteForMoveAnnotation]; moved {
+		log.Info("Deleted by clusterctl move, leaving the processes to the moved copy")
+		r.forgetPIDs(client.ObjectKeyFromObject(s.lcp))
+		controllerutil.RemoveFinalizer(s.lcp, controlplanev1.LocalControlPlaneFinalizer)
 		return ctrl.Result{}, nil
 	}
 	if s.clusterName != "" {

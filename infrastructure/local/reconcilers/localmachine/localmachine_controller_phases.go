@@ -15,6 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
+	clusterctlv1 "sigs.k8s.io/cluster-api/cmd/clusterctl/api/v1alpha3"
 	"sigs.k8s.io/cluster-api/controllers/clustercache"
 	"sigs.k8s.io/cluster-api/util"
 	"sigs.k8s.io/cluster-api/util/conditions"
@@ -152,12 +153,18 @@ func (r *Reconciler) ensureNode(ctx context.Context, remote client.Client, s *sc
 	return nil
 }
 
-// reconcileDelete deletes the simulated Node, then removes the finalizer. It does not wait for a
+// reconcileDelete deletes the simulated Node, then removes the finalizer; a LocalMachine that
+// clusterctl move deletes after copying it elsewhere leaves the Node to the copy. It does not wait for a
 // workload cluster that is gone: when the Cluster is being deleted, its control plane never came
 // up, or the workload cluster has been unreachable for unreachableDeleteTimeout, the Node goes
 // with the cluster.
 func (r *Reconciler) reconcileDelete(ctx context.Context, s *scope) (ctrl.Result, error) {
 	log := ctrl.LoggerFrom(ctx)
+	if _, moved := s.localMachine.Annotations[clusterctlv1.DeleteForMoveAnnotation]; moved {
+		log.Info("Deleted by clusterctl move, leaving the Node to the moved copy")
+		removeFinalizer(s)
+		return ctrl.Result{}, nil
+	}
 	if s.machine == nil || s.cluster == nil || !s.controlPlaneInitialized() {
 		log.Info("No workload cluster to delete the Node from, removing the finalizer")
 		removeFinalizer(s)
