@@ -70,6 +70,7 @@ Create one with 'flotilla create cluster -f FILE'; create workload clusters from
 	root.AddCommand(
 		NewVersionCmd(streams),
 		NewManagerCmd(streams), // cli/cmd/manager.go (the manager engineer)
+		NewDevCmd(streams),     // cli/cmd/dev.go (the Packet provider's simulators)
 	)
 
 	return root
