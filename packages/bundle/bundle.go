@@ -1,0 +1,193 @@
+package bundle
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"regexp"
+	"strconv"
+	"strings"
+)
+
+// Bundle lists the packages, and the chart versions of each, curated for one Kubernetes minor.
+// Its JSON form (field names as tagged) is the artifact's content and what is signed.
+type Bundle struct {
+	// Name is "v<major>-<minor>-<build>", such as "v1-36-3"; it is also the artifact's tag.
+	Name string `json:"name"`
+	// KubernetesMinor is the Kubernetes minor the packages are curated for, such as "1.36".
+	KubernetesMinor string `json:"kubernetesMinor"`
+	// Build counts the bundles published for that minor: a higher build is newer.
+	Build int `json:"build"`
+	// Packages are sorted by name.
+	Packages []Package `json:"packages"`
+}
+
+// Package is one curated package: a Helm chart in an OCI registry.
+type Package struct {
+	// Name is the package's name, which is also its chart's name.
+	Name string `json:"name"`
+	// Description is the chart's description.
+	Description string `json:"description,omitempty"`
+	// Source is where the chart is: oci://<Source.Registry>/<Source.Repository>.
+	Source Source `json:"source"`
+	// Versions are the chart versions of the package, newest first.
+	Versions []Version `json:"versions"`
+}
+
+// Source names an OCI repository.
+type Source struct {
+	// Registry is the registry's host[:port], such as 127.0.0.1:5001 or ghcr.io.
+	Registry string `json:"registry"`
+	// Repository is the chart's repository in that registry, chart name included, such as
+	// "flotilla/hello-flotilla".
+	Repository string `json:"repository"`
+}
+
+// Version is one version of a package's chart.
+type Version struct {
+	// Version is the chart's version (Chart.yaml version, also the chart's tag).
+	Version string `json:"version"`
+	// Digest is the digest of the chart's OCI manifest, "sha256:...": pull the chart as
+	// oci://<registry>/<repository>@<digest>, which Helm verifies.
+	Digest string `json:"digest"`
+	// Schema is the chart's values.schema.json, the JSON Schema of the package's config; empty
+	// when the chart has none.
+	Schema string `json:"schema,omitempty"`
+	// Dependencies are the names of packages of the same bundle that must be installed in the
+	// cluster before this one (from the chart's annotation packages.flotilla.dev/dependencies).
+	// Subcharts vendored in the chart are part of the chart and are not listed.
+	Dependencies []string `json:"dependencies,omitempty"`
+}
+
+// Package returns the package called name and true, or false when the bundle has none.
+func (b Bundle) Package(name string) (Package, bool) {
+	for _, p := range b.Packages {
+		if p.Name == name {
+			return p, true
+		}
+	}
+	return Package{}, false
+}
+
+// ChartURL is the Helm OCI reference of the chart of version v: oci://registry/repository.
+func (p Package) ChartURL() string {
+	return "oci://" + p.Source.Registry + "/" + p.Source.Repository
+}
+
+// Canonical is the bundle's canonical content: its compact JSON encoding (encoding/json, fields
+// in declaration order). It is what Sign signs and Verify checks, and the bytes of the bundle's
+// OCI layer.
+func Canonical(b Bundle) ([]byte, error) {
+	data, err := json.Marshal(b)
+	if err != nil {
+		return nil, fmt.Errorf("encoding bundle %s: %w", b.Name, err)
+	}
+	return data, nil
+}
+
+// Decode reads a bundle's JSON content strictly: unknown fields and trailing data are errors, so
+// that what is verified is everything the content says.
+func Decode(data []byte) (Bundle, error) {
+	dec := json.NewDecoder(strings.NewReader(string(data)))
+	dec.DisallowUnknownFields()
+	var b Bundle
+	if err := dec.Decode(&b); err != nil {
+		return Bundle{}, fmt.Errorf("decoding bundle: %w", err)
+	}
+	if dec.More() {
+		return Bundle{}, errors.New("decoding bundle: data after the bundle")
+	}
+	return b, nil
+}
+
+var nameRE = regexp.MustCompile(`^v(0|[1-9][0-9]*)-(0|[1-9][0-9]*)-(0|[1-9][0-9]*)$`)
+var minorRE = regexp.MustCompile(`^(0|[1-9][0-9]*)\.(0|[1-9][0-9]*)$`)
+
+// Name is the name of build build of the bundle for Kubernetes minor ("1.36", or "v1.36.3"
+// whose patch is ignored): "v1-36-<build>".
+func Name(minor string, build int) (string, error) {
+	m, err := NormalizeMinor(minor)
+	if err != nil {
+		return "", err
+	}
+	if build < 1 {
+		return "", fmt.Errorf("bundle build %d: builds start at 1", build)
+	}
+	return "v" + strings.ReplaceAll(m, ".", "-") + "-" + strconv.Itoa(build), nil
+}
+
+// ParseName returns the Kubernetes minor ("1.36") and build of a bundle name ("v1-36-3").
+func ParseName(name string) (minor string, build int, err error) {
+	m := nameRE.FindStringSubmatch(name)
+	if m == nil {
+		return "", 0, fmt.Errorf("%q is not a bundle name such as v1-36-3 (v<major>-<minor>-<build>)", name)
+	}
+	build, err = strconv.Atoi(m[3])
+	if err != nil || build < 1 {
+		return "", 0, fmt.Errorf("bundle name %q: the build is a number from 1", name)
+	}
+	return m[1] + "." + m[2], build, nil
+}
+
+// NormalizeMinor turns "1.36", "v1.36" or "v1.36.3" into "1.36".
+func NormalizeMinor(v string) (string, error) {
+	s := strings.TrimPrefix(v, "v")
+	if parts := strings.SplitN(s, ".", 3); len(parts) == 3 {
+		s = parts[0] + "." + parts[1]
+	}
+	if !minorRE.MatchString(s) {
+		return "", fmt.Errorf("%q is not a Kubernetes minor version such as 1.36", v)
+	}
+	return s, nil
+}
+
+// Validate checks that the bundle is well formed: its name matches its minor and build, and
+// package names and versions are set, unique, with digests.
+func (b Bundle) Validate() error {
+	minor, build, err := ParseName(b.Name)
+	if err != nil {
+		return err
+	}
+	if minor != b.KubernetesMinor || build != b.Build {
+		return fmt.Errorf("bundle %s: name says Kubernetes %s build %d, content says %s build %d", b.Name, minor, build, b.KubernetesMinor, b.Build)
+	}
+	seen := map[string]bool{}
+	for i, p := range b.Packages {
+		if p.Name == "" {
+			return fmt.Errorf("bundle %s: packages[%d] has no name", b.Name, i)
+		}
+		if seen[p.Name] {
+			return fmt.Errorf("bundle %s: package %s is listed twice", b.Name, p.Name)
+		}
+		seen[p.Name] = true
+		if p.Source.Registry == "" || p.Source.Repository == "" {
+			return fmt.Errorf("bundle %s: package %s has no source registry and repository", b.Name, p.Name)
+		}
+		if len(p.Versions) == 0 {
+			return fmt.Errorf("bundle %s: package %s has no versions", b.Name, p.Name)
+		}
+		for j, v := range p.Versions {
+			if v.Version == "" || !strings.HasPrefix(v.Digest, "sha256:") {
+				return fmt.Errorf("bundle %s: package %s versions[%d] needs a version and a sha256 digest", b.Name, p.Name, j)
+			}
+		}
+	}
+	for _, p := range b.Packages {
+		for _, v := range p.Versions {
+			for _, d := range v.Dependencies {
+				if !seen[d] {
+					return fmt.Errorf("bundle %s: package %s %s depends on %s, which the bundle does not list", b.Name, p.Name, v.Version, d)
+				}
+			}
+		}
+	}
+	return nil
+}
+
+// SameContent is true when a and b list the same packages, whatever their names and builds:
+// publishing b after a would change nothing.
+func SameContent(a, b Bundle) bool {
+	ca, errA := json.Marshal(a.Packages)
+	cb, errB := json.Marshal(b.Packages)
+	return errA == nil && errB == nil && a.KubernetesMinor == b.KubernetesMinor && string(ca) == string(cb)
+}

@@ -1,0 +1,37 @@
+// Package ociregistry is the OCI registry Flotilla embeds for its default setup and its tests:
+// go-containerregistry's registry (pkg/registry, an OCI distribution API server) with both
+// blobs and manifests kept on disk, so that a restart loses nothing.
+//
+// # Use
+//
+//	err := ociregistry.Serve(ctx, ociregistry.Options{Listen: "127.0.0.1:5001", Dir: dir})
+//
+// serves until ctx is cancelled. NewHandler returns the http.Handler alone, for tests that serve
+// it on a loopback listener of their own (httptest.NewServer).
+//
+// # Storage
+//
+// go-containerregistry stores blobs through a pluggable BlobHandler but keeps manifests and
+// tags in memory. This package stores blobs itself and records every manifest write on disk,
+// then replays the record into a fresh in-memory registry on start:
+//
+//	<Dir>/blobs/sha256/<hex>       every blob (layers, configs), written to a temporary file and
+//	                               renamed once go-containerregistry has checked its digest
+//	<Dir>/manifests/sha256/<hex>   every manifest body, by the digest of its bytes
+//	<Dir>/refs.json                per repository, every reference (tag or digest) with the
+//	                               digest and media type of the manifest it names
+//
+// A manifest PUT is answered 201 only after its body and the updated refs.json are on disk
+// (refs.json is replaced atomically): a client that got 201 finds the manifest after a restart.
+// A manifest DELETE removes the reference from refs.json; manifest bodies and blobs are never
+// garbage collected (bundles and charts are small; delete Dir to start over).
+//
+// On start, the references are replayed as PUT requests into go-containerregistry's handler,
+// manifests before the indexes that list them, so that its checks pass as they did the first
+// time.
+//
+// # Security
+//
+// The registry has no authentication. Serve it on a loopback address (the default setup) or
+// behind something that authenticates; with Options.TLSCertFile and TLSKeyFile it serves TLS.
+package ociregistry

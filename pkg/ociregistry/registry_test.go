@@ -1,0 +1,112 @@
+package ociregistry_test
+
+import (
+	"context"
+	"io"
+	"net"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-containerregistry/pkg/name"
+	v1 "github.com/google/go-containerregistry/pkg/v1"
+	"github.com/google/go-containerregistry/pkg/v1/empty"
+	"github.com/google/go-containerregistry/pkg/v1/mutate"
+	"github.com/google/go-containerregistry/pkg/v1/random"
+	"github.com/google/go-containerregistry/pkg/v1/remote"
+	. "github.com/onsi/gomega"
+
+	"github.com/flotilla-dev/flotilla/pkg/ociregistry"
+)
+
+// serve serves a registry over dir on a loopback port and returns its host:port and a stop
+// function.
+func serve(t *testing.T, dir string) (string, func()) {
+	t.Helper()
+	h, err := ociregistry.NewHandler(dir, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(h)
+	return strings.TrimPrefix(srv.URL, "http://"), srv.Close
+}
+
+func TestManifestsAndBlobsSurviveARestart(t *testing.T) {
+	g := NewWithT(t)
+	dir := t.TempDir()
+	host, stop := serve(t, dir)
+
+	img, err := random.Image(1024, 2)
+	g.Expect(err).NotTo(HaveOccurred())
+	tagged, err := name.ParseReference(host + "/flotilla/demo:v1")
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(remote.Write(tagged, img)).To(Succeed())
+	digest, err := img.Digest()
+	g.Expect(err).NotTo(HaveOccurred())
+	// An index over the image, which the registry accepts only when the image is known: the
+	// replay must keep that order.
+	idx := mutate.AppendManifests(mutate.IndexMediaType(emptyIndex(), "application/vnd.oci.image.index.v1+json"),
+		mutate.IndexAddendum{Add: img})
+	g.Expect(remote.WriteIndex(mustRef(g, host+"/flotilla/demo:index"), idx)).To(Succeed())
+	// A deleted tag stays deleted.
+	g.Expect(remote.Write(mustRef(g, host+"/flotilla/demo:gone"), img)).To(Succeed())
+	g.Expect(remote.Delete(mustRef(g, host+"/flotilla/demo:gone"))).To(Succeed())
+	stop()
+
+	host, stop = serve(t, dir)
+	defer stop()
+	byDigest, err := remote.Image(mustRef(g, host+"/flotilla/demo@"+digest.String()))
+	g.Expect(err).NotTo(HaveOccurred())
+	layers, err := byDigest.Layers()
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(layers).To(HaveLen(2))
+	for _, l := range layers {
+		rc, err := l.Compressed()
+		g.Expect(err).NotTo(HaveOccurred())
+		_, err = io.ReadAll(rc)
+		g.Expect(err).NotTo(HaveOccurred(), "a blob's content matches its digest")
+	}
+	byTag, err := remote.Image(mustRef(g, host+"/flotilla/demo:v1"))
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(byTag.Digest()).To(Equal(digest))
+	tags, err := remote.List(mustRef(g, host+"/flotilla/demo:v1").Context())
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(tags).To(ConsistOf("v1", "index"))
+	_, err = remote.Index(mustRef(g, host+"/flotilla/demo:index"))
+	g.Expect(err).NotTo(HaveOccurred())
+}
+
+func TestServeStopsWithItsContextAndLocksItsDirectory(t *testing.T) {
+	g := NewWithT(t)
+	dir := t.TempDir()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	g.Expect(err).NotTo(HaveOccurred())
+	addr := l.Addr().String()
+	g.Expect(l.Close()).To(Succeed())
+
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- ociregistry.Serve(ctx, ociregistry.Options{Listen: addr, Dir: dir}) }()
+	g.Eventually(func() error {
+		_, err := remote.List(mustRef(g, addr+"/nothing:x").Context())
+		if err != nil && strings.Contains(err.Error(), "connection refused") {
+			return err
+		}
+		return nil
+	}, 5*time.Second, 50*time.Millisecond).Should(Succeed())
+
+	err = ociregistry.Serve(context.Background(), ociregistry.Options{Listen: "127.0.0.1:0", Dir: dir})
+	g.Expect(err).To(MatchError(ContainSubstring("another registry already serves")))
+
+	cancel()
+	g.Eventually(done, 10*time.Second).Should(Receive(BeNil()))
+}
+
+func mustRef(g Gomega, s string) name.Reference {
+	ref, err := name.ParseReference(s)
+	g.Expect(err).NotTo(HaveOccurred())
+	return ref
+}
+
+func emptyIndex() v1.ImageIndex { return empty.Index }
