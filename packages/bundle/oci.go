@@ -93,7 +93,7 @@ func descriptor(mediaType string, data []byte, annotations map[string]string) v1
 // rawManifest is a remote.Taggable over manifest bytes.
 type rawManifest []byte
 
-func (r rawManifest) RawManifest() ([]byte, error)          { return r, nil }
+func (r rawManifest) RawManifest() ([]byte, error)        { return r, nil }
 func (r rawManifest) MediaType() (types.MediaType, error) { return types.OCIManifestSchema1, nil }
 
 // ManifestDigest is the digest of the manifest Push writes for s ("sha256:...").
@@ -258,4 +258,3 @@ func List(ctx context.Context, registry, repository, kubernetesMinor string, opt
 	}
 	return names, nil
 }
-

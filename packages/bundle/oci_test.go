@@ -157,5 +157,5 @@ func mustTag(g Gomega, s string) name.Tag {
 
 type rawOCI []byte
 
-func (r rawOCI) RawManifest() ([]byte, error)          { return r, nil }
+func (r rawOCI) RawManifest() ([]byte, error)        { return r, nil }
 func (r rawOCI) MediaType() (types.MediaType, error) { return types.OCIManifestSchema1, nil }
