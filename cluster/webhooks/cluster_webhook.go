@@ -1,6 +1,7 @@
 package webhooks
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"net/netip"
@@ -124,6 +125,7 @@ func (w *Cluster) ValidateCreate(_ context.Context, c *flotillav1.Cluster) (admi
 	errs = append(errs, w.validateVersion(c)...)
 	errs = append(errs, validateRefs(c)...)
 	errs = append(errs, validateWorkerNodeGroups(c)...)
+	errs = append(errs, w.validateWorkerVersions(c)...)
 	errs = append(errs, validateClusterNetwork(c)...)
 	errs = append(errs, validateManagementCluster(c)...)
 	return warnings(c), invalid(c, errs)
@@ -142,6 +144,10 @@ func (w *Cluster) ValidateUpdate(_ context.Context, oldC, newC *flotillav1.Clust
 		oldC.Spec.ControlPlane.MachineGroupRef != newC.Spec.ControlPlane.MachineGroupRef {
 		errs = append(errs, validateRefs(newC)...)
 		errs = append(errs, validateWorkerNodeGroups(newC)...)
+	}
+	if oldC.Spec.KubernetesVersion != newC.Spec.KubernetesVersion || !slices.EqualFunc(oldC.Spec.WorkerNodeGroups, newC.Spec.WorkerNodeGroups, sameVersionPin) {
+		errs = append(errs, w.validateWorkerVersions(newC)...)
+		errs = append(errs, validateWorkerVersionChanges(oldC, newC)...)
 	}
 	if oldC.Spec.ManagementCluster != newC.Spec.ManagementCluster {
 		errs = append(errs, validateManagementCluster(newC)...)
@@ -171,14 +177,18 @@ func validateName(c *flotillav1.Cluster) field.ErrorList {
 
 // validateVersion: a Kubernetes minor version Flotilla has binaries for.
 func (w *Cluster) validateVersion(c *flotillav1.Cluster) field.ErrorList {
-	resolve := w.ResolveVersion
-	if resolve == nil {
-		resolve = binaries.ResolveMinor
-	}
-	if _, err := resolve(c.Spec.KubernetesVersion); err != nil {
+	if _, err := w.resolve(c.Spec.KubernetesVersion); err != nil {
 		return field.ErrorList{field.Invalid(spec.Child("kubernetesVersion"), c.Spec.KubernetesVersion, err.Error())}
 	}
 	return nil
+}
+
+// resolve resolves a minor version to the full version Flotilla has binaries for.
+func (w *Cluster) resolve(minor string) (string, error) {
+	if w.ResolveVersion != nil {
+		return w.ResolveVersion(minor)
+	}
+	return binaries.ResolveMinor(minor)
 }
 
 // validateVersionChange: one minor version up at a time, never down.
@@ -275,6 +285,66 @@ func validateWorkerNodeGroups(c *flotillav1.Cluster) field.ErrorList {
 		}
 	}
 	return errs
+}
+
+// validateWorkerVersions: Kubernetes' version skew policy for the groups that pin a version.
+// A group's version is supported, not newer than the cluster's, and at most
+// MaxWorkerVersionSkew minor versions older.
+func (w *Cluster) validateWorkerVersions(c *flotillav1.Cluster) field.ErrorList {
+	var errs field.ErrorList
+	clusterMajor, clusterMinor, clusterOK := parseMinor(c.Spec.KubernetesVersion)
+	for i, group := range c.Spec.WorkerNodeGroups {
+		if group.KubernetesVersion == "" {
+			continue
+		}
+		path := spec.Child("workerNodeGroups").Index(i).Child("kubernetesVersion")
+		major, minor, ok := parseMinor(group.KubernetesVersion)
+		switch {
+		case !ok || !clusterOK:
+			// An unparsable version is rejected by the CRD's pattern.
+		case major != clusterMajor || minor > clusterMinor:
+			errs = append(errs, field.Forbidden(path, fmt.Sprintf(
+				"%s is newer than spec.kubernetesVersion %s: workers never run a newer version than their control plane; upgrade the cluster first",
+				group.KubernetesVersion, c.Spec.KubernetesVersion)))
+			continue
+		case clusterMinor-minor > flotillav1.MaxWorkerVersionSkew:
+			errs = append(errs, field.Forbidden(path, fmt.Sprintf(
+				"%s is %d minor versions older than spec.kubernetesVersion %s; Kubernetes supports workers at most %d older: upgrade the group to %d.%d or newer first",
+				group.KubernetesVersion, clusterMinor-minor, c.Spec.KubernetesVersion, flotillav1.MaxWorkerVersionSkew, major, clusterMinor-flotillav1.MaxWorkerVersionSkew)))
+			continue
+		}
+		if _, err := w.resolve(group.KubernetesVersion); err != nil {
+			errs = append(errs, field.Invalid(path, group.KubernetesVersion, err.Error()))
+		}
+	}
+	return errs
+}
+
+// validateWorkerVersionChanges: a worker node group's version (the one it pins, else the
+// cluster's) moves up, never down. Groups that follow the cluster before and after are left to
+// validateVersionChange.
+func validateWorkerVersionChanges(oldC, newC *flotillav1.Cluster) field.ErrorList {
+	var errs field.ErrorList
+	for i, group := range newC.Spec.WorkerNodeGroups {
+		j := slices.IndexFunc(oldC.Spec.WorkerNodeGroups, func(g flotillav1.WorkerNodeGroup) bool { return g.Name == group.Name })
+		if j < 0 || (group.KubernetesVersion == "" && oldC.Spec.WorkerNodeGroups[j].KubernetesVersion == "") {
+			continue // new, or following the cluster, whose own version change is checked
+		}
+		before := cmp.Or(oldC.Spec.WorkerNodeGroups[j].KubernetesVersion, oldC.Spec.KubernetesVersion)
+		after := cmp.Or(group.KubernetesVersion, newC.Spec.KubernetesVersion)
+		oldMajor, oldMinor, okOld := parseMinor(before)
+		newMajor, newMinor, okNew := parseMinor(after)
+		if okOld && okNew && (newMajor < oldMajor || (newMajor == oldMajor && newMinor < oldMinor)) {
+			errs = append(errs, field.Forbidden(spec.Child("workerNodeGroups").Index(i).Child("kubernetesVersion"),
+				fmt.Sprintf("group %q runs %s: cannot go down to %s, downgrades are not supported", group.Name, before, after)))
+		}
+	}
+	return errs
+}
+
+// sameVersionPin compares the version two worker node groups pin.
+func sameVersionPin(a, b flotillav1.WorkerNodeGroup) bool {
+	return a.Name == b.Name && a.KubernetesVersion == b.KubernetesVersion
 }
 
 // validateClusterNetwork: every range is a CIDR.

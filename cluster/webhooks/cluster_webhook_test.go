@@ -123,6 +123,31 @@ func TestValidateCreate(t *testing.T) {
 			wantFields: []string{"spec.clusterNetwork.services[0]"},
 		},
 		{
+			name: "a worker node group may pin a version older than the cluster's",
+			mutate: func(c *flotillav1.Cluster) {
+				c.Spec.KubernetesVersion = "1.36"
+				c.Spec.WorkerNodeGroups[0].KubernetesVersion = "1.35"
+			},
+		},
+		{
+			name:       "a worker node group newer than the cluster is rejected",
+			mutate:     func(c *flotillav1.Cluster) { c.Spec.WorkerNodeGroups[0].KubernetesVersion = "1.36" },
+			wantFields: []string{"spec.workerNodeGroups[0].kubernetesVersion"}, wantText: "workers never run a newer version than their control plane",
+		},
+		{
+			name: "a worker node group more than three minor versions older is rejected with the oldest allowed",
+			mutate: func(c *flotillav1.Cluster) {
+				c.Spec.KubernetesVersion = "1.36"
+				c.Spec.WorkerNodeGroups[0].KubernetesVersion = "1.32"
+			},
+			wantFields: []string{"spec.workerNodeGroups[0].kubernetesVersion"}, wantText: "upgrade the group to 1.33 or newer first",
+		},
+		{
+			name:       "a worker node group version within the skew but unsupported is rejected with the supported ones",
+			mutate:     func(c *flotillav1.Cluster) { c.Spec.WorkerNodeGroups[0].KubernetesVersion = "1.33" },
+			wantFields: []string{"spec.workerNodeGroups[0].kubernetesVersion"}, wantText: "supported minor versions are 1.36, 1.35",
+		},
+		{
 			name: "a management cluster that names another management cluster is rejected",
 			mutate: func(c *flotillav1.Cluster) {
 				c.Spec.Management = true
@@ -189,6 +214,33 @@ func TestValidateUpdate(t *testing.T) {
 			old:        func(c *flotillav1.Cluster) { c.Spec.KubernetesVersion = "1.36" },
 			mutate:     func(c *flotillav1.Cluster) { c.Spec.KubernetesVersion = "1.37" },
 			wantFields: []string{"spec.kubernetesVersion"}, wantText: "not supported",
+		},
+		{
+			name: "upgrading the cluster while a group stays pinned at the old version is accepted",
+			mutate: func(c *flotillav1.Cluster) {
+				c.Spec.KubernetesVersion = "1.36"
+				c.Spec.WorkerNodeGroups[0].KubernetesVersion = "1.35"
+			},
+		},
+		{
+			name:       "pinning a group below the version it runs is rejected",
+			old:        func(c *flotillav1.Cluster) { c.Spec.KubernetesVersion = "1.36" },
+			mutate:     func(c *flotillav1.Cluster) { c.Spec.WorkerNodeGroups[0].KubernetesVersion = "1.35" },
+			wantFields: []string{"spec.workerNodeGroups[0].kubernetesVersion"}, wantText: `group "md-0" runs 1.36: cannot go down to 1.35`,
+		},
+		{
+			name:       "upgrading the cluster past the skew of a pinned group is rejected",
+			old:        func(c *flotillav1.Cluster) { c.Spec.WorkerNodeGroups[0].KubernetesVersion = "1.32" },
+			mutate:     func(c *flotillav1.Cluster) { c.Spec.KubernetesVersion = "1.36" },
+			wantFields: []string{"spec.workerNodeGroups[0].kubernetesVersion"}, wantText: "4 minor versions older",
+		},
+		{
+			name: "unpinning a group lets it follow the cluster",
+			old: func(c *flotillav1.Cluster) {
+				c.Spec.KubernetesVersion = "1.36"
+				c.Spec.WorkerNodeGroups[0].KubernetesVersion = "1.35"
+			},
+			mutate: func(c *flotillav1.Cluster) { c.Spec.WorkerNodeGroups[0].KubernetesVersion = "" },
 		},
 		{
 			name:       "turning a workload cluster into a management cluster is rejected",

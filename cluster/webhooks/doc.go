@@ -14,13 +14,16 @@
 // On create: the name is a DNS label of at most MaxClusterNameLength characters; the Kubernetes
 // version is supported; datacenterRef names a known kind, and every machineGroupRef that kind's
 // machine config; worker node group names are unique and <cluster>-<group> fits in a label value;
-// clusterNetwork holds CIDRs; gitOpsRef names a GitOpsConfig. On update: spec.management,
+// clusterNetwork holds CIDRs; gitOpsRef names a GitOpsConfig; a worker node group that pins its
+// own kubernetesVersion follows Kubernetes' version skew policy (supported, not newer than the
+// cluster, at most flotillav1.MaxWorkerVersionSkew minor versions older). On update: spec.management,
 // spec.datacenterRef, spec.gitOpsRef, spec.controlPlane.endpoint (once set) and
 // spec.clusterNetwork are immutable, and
 // spec.kubernetesVersion moves one minor version up at a time, never down; the create rules apply
-// again only to the fields that changed, so an old Cluster can always have its finalizer removed.
+// again only to the fields that changed, so an old Cluster can always have its finalizer removed;
+// a worker node group's version (pinned, else the cluster's) never goes down, and a cluster
+// upgrade that would leave a pinned group too far behind is refused.
 // Every rejection is an Invalid status whose causes name the fields.
 //
-// The rules are small functions over the old and new Cluster; later rules (worker version skew)
-// join them in ValidateUpdate.
+// The rules are small functions over the old and new Cluster.
 package webhooks

@@ -183,7 +183,20 @@ type WorkerNodeGroup struct {
 	// labels are set on the group's Nodes.
 	// +optional
 	Labels map[string]string `json:"labels,omitempty"`
+
+	// kubernetesVersion pins the group's machines to a Kubernetes minor version, such as
+	// "1.35", instead of the cluster's. Kubernetes' version skew policy bounds it: never newer
+	// than the cluster's spec.kubernetesVersion and at most MaxWorkerVersionSkew minor
+	// versions older; it moves up, never down. Empty: the group follows the cluster.
+	// +kubebuilder:validation:Pattern=`^1\.[0-9]+$`
+	// +optional
+	KubernetesVersion string `json:"kubernetesVersion,omitempty"`
 }
+
+// MaxWorkerVersionSkew is how many minor versions a worker node group may be older than its
+// cluster's control plane: Kubernetes supports kubelets up to three minor versions older than
+// kube-apiserver.
+const MaxWorkerVersionSkew = 3
 
 // Ref names an object of a given kind in the same namespace.
 type Ref struct {

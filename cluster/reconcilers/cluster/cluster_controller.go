@@ -171,6 +171,9 @@ type scope struct {
 	datacenter *infrav1.LocalDatacenterConfig
 	// machineConfigs are the LocalMachineConfigs of the worker node groups, by group name.
 	machineConfigs map[string]*infrav1.LocalMachineConfig
+	// groupVersions are the full Kubernetes versions of the worker node groups that pin one
+	// (spec.workerNodeGroups[].kubernetesVersion), by group name.
+	groupVersions map[string]string
 	// invalid lists what is wrong with the spec, each error naming its field.
 	invalid field.ErrorList
 

@@ -1,6 +1,7 @@
 package cluster
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 
@@ -102,13 +103,22 @@ func (r *Reconciler) resolveInputs(ctx context.Context, s *scope) error {
 	}
 
 	s.machineConfigs = map[string]*infrav1.LocalMachineConfig{}
+	s.groupVersions = map[string]string{}
 	for i, group := range c.Spec.WorkerNodeGroups {
-		path := spec.Child("workerNodeGroups").Index(i).Child("machineGroupRef")
-		mc, err := r.machineConfig(ctx, c, path, group.MachineGroupRef, &errs)
+		path := spec.Child("workerNodeGroups").Index(i)
+		mc, err := r.machineConfig(ctx, c, path.Child("machineGroupRef"), group.MachineGroupRef, &errs)
 		if err != nil {
 			return err
 		}
 		s.machineConfigs[group.Name] = mc
+		if group.KubernetesVersion != "" {
+			v, err := r.ResolveVersion(group.KubernetesVersion)
+			if err != nil {
+				errs = append(errs, field.Invalid(path.Child("kubernetesVersion"), group.KubernetesVersion, err.Error()))
+				continue
+			}
+			s.groupVersions[group.Name] = v
+		}
 	}
 	s.invalid = errs
 	return nil
@@ -210,7 +220,8 @@ func (r *Reconciler) reconcileWorkers(ctx context.Context, s *scope) error {
 			return err
 		}
 		current := s.machineDeployments[group.Name]
-		md := desiredMachineDeployment(c, group, workerVersion(s.version, s.controlPlane, current))
+		desired := cmp.Or(s.groupVersions[group.Name], s.version)
+		md := desiredMachineDeployment(c, group, workerVersion(desired, s.controlPlane, current))
 		if err := r.apply(ctx, c, md); err != nil {
 			return err
 		}

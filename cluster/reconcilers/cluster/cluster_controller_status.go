@@ -1,6 +1,7 @@
 package cluster
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"strings"
@@ -30,7 +31,7 @@ func setStatus(s *scope) {
 		c.Status.KubernetesVersion = s.controlPlane.Status.Version
 	}
 	setControlPlaneReady(c, s.version, s.controlPlane, controlPlaneErrors(s.invalid))
-	setWorkersReady(c, s.version, s.machineDeployments, workerErrors(s.invalid))
+	setWorkersReady(c, s.version, s.groupVersions, s.machineDeployments, workerErrors(s.invalid))
 	setPaused(c, s.pause)
 	setReady(c, s)
 	setPhase(c, s)
@@ -105,14 +106,15 @@ func workerGroupProgress(c *flotillav1.Cluster, group flotillav1.WorkerNodeGroup
 	return p
 }
 
-// setWorkersReady: True when every worker node group is done (see workerGroupProgress). Also
-// counts status.workers.
-func setWorkersReady(c *flotillav1.Cluster, version string, mds map[string]*clusterv1.MachineDeployment, invalid field.ErrorList) {
+// setWorkersReady: True when every worker node group is done (see workerGroupProgress) at the
+// cluster's version, or at the one the group pins (groupVersions, by group name). Also counts
+// status.workers.
+func setWorkersReady(c *flotillav1.Cluster, version string, groupVersions map[string]string, mds map[string]*clusterv1.MachineDeployment, invalid field.ErrorList) {
 	var desired, ready int32
 	var waiting []string
 	upgrading := false
 	for _, group := range c.Spec.WorkerNodeGroups {
-		p := workerGroupProgress(c, group, version, mds[group.Name])
+		p := workerGroupProgress(c, group, cmp.Or(groupVersions[group.Name], version), mds[group.Name])
 		desired += group.Count
 		ready += min(p.ready, group.Count)
 		if !p.done {

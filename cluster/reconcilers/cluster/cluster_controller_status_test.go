@@ -187,7 +187,7 @@ func TestSetWorkersReady(t *testing.T) {
 			if tt.spec != nil {
 				tt.spec(c)
 			}
-			setWorkersReady(c, "v1.36.3", tt.mds, tt.invalid)
+			setWorkersReady(c, "v1.36.3", nil, tt.mds, tt.invalid)
 			cond := condition(g, c, flotillav1.WorkersReadyCondition)
 			g.Expect(cond.Status).To(Equal(tt.wantStatus))
 			g.Expect(cond.Reason).To(Equal(tt.wantReason))

@@ -4,6 +4,7 @@ import (
 	"maps"
 	"strings"
 
+	"github.com/blang/semver/v4"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
@@ -245,19 +246,27 @@ func desiredMachineDeployment(c *flotillav1.Cluster, group flotillav1.WorkerNode
 	}
 }
 
-// workerVersion decides the Kubernetes version of a worker node group. Workers follow the control
-// plane, never lead it: a group moves to the desired version only once the control plane runs it
-// (its status reports the desired version). Until then an existing group keeps the version it has,
-// so an upgrade restarts the control plane first and then rolls the workers. A new group gets the
-// desired version (its machines wait for the control plane anyway).
+// workerVersion decides the Kubernetes version of a worker node group: desired is the cluster's,
+// or the one the group pins. Workers follow the control plane, never lead it: a group moves to
+// the desired version only once the control plane runs that version or a newer one (its status
+// reports it). Until then an existing group keeps the version it has, so an upgrade restarts the
+// control plane first and then rolls the workers. A new group gets the desired version (its
+// machines wait for the control plane anyway).
 func workerVersion(desired string, cp *controlplanev1.LocalControlPlane, current *clusterv1.MachineDeployment) string {
 	if current == nil || current.Spec.Template.Spec.Version == "" {
 		return desired
 	}
-	if cp != nil && sameVersion(cp.Status.Version, desired) {
+	if cp != nil && notOlder(cp.Status.Version, desired) {
 		return desired
 	}
 	return current.Spec.Template.Spec.Version
+}
+
+// notOlder is true when Kubernetes version a is b or newer; false when either does not parse.
+func notOlder(a, b string) bool {
+	va, errA := semver.ParseTolerant(coreVersion(a))
+	vb, errB := semver.ParseTolerant(coreVersion(b))
+	return errA == nil && errB == nil && va.GTE(vb)
 }
 
 // sameVersion compares two Kubernetes versions, ignoring the "v" prefix and any pre-release or

@@ -1,6 +1,7 @@
 package cluster
 
 import (
+	"cmp"
 	"testing"
 
 	. "github.com/onsi/gomega"
@@ -266,6 +267,7 @@ func TestWorkerVersion(t *testing.T) {
 	}
 	tests := []struct {
 		name    string
+		desired string // the cluster's version, v1.36.3, when empty
 		cp      *controlplanev1.LocalControlPlane
 		current *clusterv1.MachineDeployment
 		want    string
@@ -276,11 +278,13 @@ func TestWorkerVersion(t *testing.T) {
 		{name: "workers wait while the control plane reports no version", cp: cp(""), current: md("v1.35.4"), want: "v1.35.4"},
 		{name: "workers follow once the control plane runs the desired version", cp: cp("v1.36.3"), current: md("v1.35.4"), want: "v1.36.3"},
 		{name: "a build suffix on the control plane's version does not hold workers back", cp: cp("v1.36.3-dirty"), current: md("v1.35.4"), want: "v1.36.3"},
+		{name: "a group pinned to an older version moves up to it at once when the control plane is newer", desired: "v1.35.4", cp: cp("v1.36.3"), current: md("v1.34.1"), want: "v1.35.4"},
+		{name: "a group pinned to the old version stays there through the control plane's upgrade", desired: "v1.35.4", cp: cp("v1.36.3"), current: md("v1.35.4"), want: "v1.35.4"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			g := NewWithT(t)
-			g.Expect(workerVersion("v1.36.3", tt.cp, tt.current)).To(Equal(tt.want))
+			g.Expect(workerVersion(cmp.Or(tt.desired, "v1.36.3"), tt.cp, tt.current)).To(Equal(tt.want))
 		})
 	}
 }
