@@ -35,8 +35,14 @@ import (
 //   - cp-p50-s: a workload control plane, from the Cluster applied to its kubeconfig Secret and
 //     /readyz answering through it, median of sequential creations;
 //   - cp-10-at-once-s: ten such control planes applied at once, until all are ready;
+//   - workload-create-p50-s: `flotilla create cluster --kubeconfig` of a workload cluster of the
+//     same shape to Ready, median of three, and management-vs-workload-x, how many times faster
+//     that is than the management cluster's create;
 //   - manager-rss-MiB and manager-rss-per-cluster-MiB: the manager's resident memory with the
-//     management cluster alone, and what each extra cluster adds.
+//     management cluster alone, and what each of fleetSize workload clusters adds;
+//   - idle-req-per-s-per-cluster and idle-writes: with the fleet at rest, the manager's requests
+//     to the busiest workload cluster's API server per second, and its writes to all of them,
+//     over idleWindow (from the manager's rest_client_requests_total metric).
 func BenchmarkManagementCluster(b *testing.B) {
 	for range b.N {
 		runManagementBenchmark(b)
@@ -64,7 +70,8 @@ func runManagementBenchmark(b *testing.B) {
 	if err := c.CreateManagementCluster(ctx, client.CreateManagementClusterOptions{File: mgmtSpec, OutDir: out}); err != nil {
 		b.Fatal(err)
 	}
-	b.ReportMetric(time.Since(start).Seconds(), "create-s")
+	createSeconds := time.Since(start).Seconds()
+	b.ReportMetric(createSeconds, "create-s")
 
 	mgmtKubeconfig := client.UserKubeconfigPath(out, "mgmt")
 	kc, err := client.KubeClient(mgmtKubeconfig)
@@ -96,9 +103,46 @@ func runManagementBenchmark(b *testing.B) {
 	names = append(names, batch...)
 	b.ReportMetric(timeControlPlanes(b, kc, out, batch).Seconds(), "cp-10-at-once-s")
 
+	// Workload clusters of the management cluster's shape, created as a user would.
+	var workloadTimes []float64
+	for i := range 3 {
+		name := fmt.Sprintf("wl-%d", i)
+		names = append(names, name)
+		file := writeSpec(b, out, spec.GenerateOptions{Name: name, Provider: spec.ProviderLocal, Workers: 2})
+		start := time.Now()
+		if err := c.CreateWorkloadCluster(ctx, client.CreateWorkloadClusterOptions{File: file, Kubeconfig: mgmtKubeconfig, OutDir: out}); err != nil {
+			b.Fatal(err)
+		}
+		workloadTimes = append(workloadTimes, time.Since(start).Seconds())
+	}
+	slices.Sort(workloadTimes)
+	b.ReportMetric(workloadTimes[len(workloadTimes)/2], "workload-create-p50-s")
+	b.ReportMetric(createSeconds/workloadTimes[len(workloadTimes)/2], "management-vs-workload-x")
+
+	// A fleet of 20 workload clusters, then the manager at rest.
+	var rest []string
+	for i := len(names); i < fleetSize; i++ {
+		rest = append(rest, fmt.Sprintf("fleet-%d", i))
+	}
+	names = append(names, rest...)
+	timeControlPlanes(b, kc, out, rest)
 	time.Sleep(10 * time.Second)
 	b.ReportMetric((managerRSS(b, home)-rssOne)/float64(len(names)), "manager-rss-per-cluster-MiB")
+
+	before := managerRequests(b, home)
+	time.Sleep(idleWindow)
+	after := managerRequests(b, home)
+	reads, writes := idleRequests(b, kc, names, before, after)
+	b.ReportMetric(reads, "idle-req-per-s-per-cluster")
+	b.ReportMetric(writes, "idle-writes")
 }
+
+// fleetSize is how many workload clusters the management benchmark ends with; idleWindow is how
+// long it then watches the manager's requests to them.
+const (
+	fleetSize  = 20
+	idleWindow = time.Minute
+)
 
 // timeControlPlanes applies one workload Cluster (no workers) per name at once and returns the
 // time until every one has a kubeconfig Secret through which /readyz answers.

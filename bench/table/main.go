@@ -15,7 +15,11 @@ var targets = map[string]string{
 	"BenchmarkManagementCluster/cp-p50-s":                    "≤ 8",
 	"BenchmarkManagementCluster/cp-10-at-once-s":             "≤ 40",
 	"BenchmarkManagementCluster/manager-rss-MiB":             "reported",
-	"BenchmarkManagementCluster/manager-rss-per-cluster-MiB": "reported",
+	"BenchmarkManagementCluster/manager-rss-per-cluster-MiB": "≤ 2",
+	"BenchmarkManagementCluster/workload-create-p50-s":       "≤ 10",
+	"BenchmarkManagementCluster/management-vs-workload-x":    "≥ 3",
+	"BenchmarkManagementCluster/idle-req-per-s-per-cluster":  "≤ 0.1",
+	"BenchmarkManagementCluster/idle-writes":                 "0",
 	"BenchmarkUpgradeWorkloadCluster/upgrade-s":              "≤ 90",
 }
 
