@@ -124,9 +124,11 @@ func New(ctx context.Context, restConfig *rest.Config, opts Options) (*Manager, 
 
 	port := opts.WebhookPort
 	if port == 0 {
-		if port, err = freeLoopbackPort(); err != nil {
-			return nil, err
+		p, err := controlplane.PickPort(webhookHost)
+		if err != nil {
+			return nil, fmt.Errorf("choosing the webhook port: %w", err)
 		}
+		port = int(p)
 	}
 	m.webhookURL = webhookBaseURL(port)
 	m.certDir = opts.WebhookCertDir

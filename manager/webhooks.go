@@ -35,16 +35,6 @@ const (
 	webhookKeyName  = "tls.key"
 )
 
-// freeLoopbackPort returns a TCP port on 127.0.0.1 that nothing listens on now.
-func freeLoopbackPort() (int, error) {
-	l, err := net.Listen("tcp", net.JoinHostPort(webhookHost, "0"))
-	if err != nil {
-		return 0, fmt.Errorf("choosing a free webhook port: %w", err)
-	}
-	defer func() { _ = l.Close() }() // only reserved the port
-	return l.Addr().(*net.TCPAddr).Port, nil
-}
-
 // writeServingCert generates a CA and a serving certificate it signs for 127.0.0.1 and
 // localhost, writes the certificate (with the CA) and key into dir, and returns the CA bundle the
 // API server needs to trust the webhook server.

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/flotilla-dev/flotilla/pkg/atomicfile"
 	"io/fs"
 	"net"
 	"net/http"
@@ -16,6 +15,8 @@ import (
 
 	"k8s.io/apimachinery/pkg/util/wait"
 
+	"github.com/flotilla-dev/flotilla/pkg/atomicfile"
+	"github.com/flotilla-dev/flotilla/pkg/controlplane"
 	"github.com/flotilla-dev/flotilla/pkg/process"
 )
 
@@ -144,19 +145,12 @@ func (c *Client) stopManager(ctx context.Context, name string) error {
 // freePorts returns n distinct free TCP ports on the loopback interface.
 func freePorts(n int) ([]int, error) {
 	ports := make([]int, 0, n)
-	listeners := make([]net.Listener, 0, n)
-	defer func() {
-		for _, l := range listeners {
-			_ = l.Close()
-		}
-	}()
 	for range n {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
+		port, err := controlplane.PickPort("127.0.0.1")
 		if err != nil {
-			return nil, fmt.Errorf("finding a free port: %w", err)
+			return nil, err
 		}
-		listeners = append(listeners, l)
-		ports = append(ports, l.Addr().(*net.TCPAddr).Port)
+		ports = append(ports, int(port))
 	}
 	return ports, nil
 }

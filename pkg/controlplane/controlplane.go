@@ -170,7 +170,7 @@ func choosePorts(cfg Config, sup process.Supervisor, st state) (state, error) {
 		if *p.port != 0 && p.reusable {
 			continue
 		}
-		port, err := pickPort(p.host)
+		port, err := PickPort(p.host)
 		if err != nil {
 			return st, err
 		}

@@ -64,8 +64,10 @@ var reserved = struct {
 
 const lowestPort = 10000
 
-// pickPort returns a port that is free on host and was not handed out by this process before.
-func pickPort(host string) (int32, error) {
+// PickPort returns a TCP port that is free on host and was not handed out by this process
+// before, below the kernel's ephemeral range (where outgoing connections take their ports) when it
+// can. Every port Flotilla chooses for a process it starts comes from here.
+func PickPort(host string) (int32, error) {
 	high := ephemeralLow()
 	reserved.Lock()
 	defer reserved.Unlock()

@@ -122,7 +122,7 @@ func (r *Reconciler) ensureEndpoint(ctx context.Context, lcp *controlplanev1.Loc
 		endpoint.Host = defaultHost
 	}
 	if endpoint.Port == 0 {
-		port, err := freePort(endpoint.Host)
+		port, err := controlplane.PickPort(endpoint.Host)
 		if err != nil {
 			return false, fmt.Errorf("choosing a port for kube-apiserver: %w", err)
 		}
@@ -137,16 +137,6 @@ func (r *Reconciler) ensureEndpoint(ctx context.Context, lcp *controlplanev1.Loc
 	r.recorder.Eventf(lcp, nil, corev1.EventTypeNormal, "EndpointChosen", "Reconcile",
 		"kube-apiserver will serve on %s", serverURL(endpoint))
 	return true, nil
-}
-
-// freePort returns a TCP port on host that nothing listens on now.
-func freePort(host string) (int32, error) {
-	listener, err := net.Listen("tcp", net.JoinHostPort(host, "0"))
-	if err != nil {
-		return 0, err
-	}
-	defer func() { _ = listener.Close() }()
-	return int32(listener.Addr().(*net.TCPAddr).Port), nil //nolint:gosec // a TCP port fits in int32
 }
 
 // reconcileBinaries finds the programs of spec.version and describes the control plane.
