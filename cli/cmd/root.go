@@ -69,8 +69,9 @@ Create one with 'flotilla create cluster -f FILE'; create workload clusters from
 	addGroups(root, create, upgrade, del, get, describe, generate)
 	root.AddCommand(
 		NewVersionCmd(streams),
-		NewManagerCmd(streams), // cli/cmd/manager.go (the manager engineer)
-		NewDevCmd(streams),     // cli/cmd/dev.go (the Packet provider's simulators)
+		NewManagerCmd(streams),          // cli/cmd/manager.go (the manager engineer)
+		NewRegistryCmd(streams, global), // cli/cmd/registry.go: the embedded OCI registry, publish
+		NewDevCmd(streams),              // cli/cmd/dev.go (the Packet provider's simulators)
 	)
 
 	return root

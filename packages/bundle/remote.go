@@ -4,7 +4,9 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"errors"
+	"net"
 	"net/http"
+	"strings"
 
 	"github.com/google/go-containerregistry/pkg/authn"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
@@ -78,4 +80,18 @@ func (p plainHTTP) RoundTrip(req *http.Request) (*http.Response, error) {
 		req.URL.Scheme = "http"
 	}
 	return p.next.RoundTrip(req)
+}
+
+// IsLoopback is true for registries on this machine only (localhost, 127.0.0.0/8, ::1), which
+// Flotilla reaches over plain HTTP by default; every other registry gets TLS.
+func IsLoopback(host string) bool {
+	h := host
+	if hh, _, err := net.SplitHostPort(host); err == nil {
+		h = hh
+	}
+	if h == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(strings.Trim(h, "[]"))
+	return ip != nil && ip.IsLoopback()
 }
