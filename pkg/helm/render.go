@@ -1,0 +1,180 @@
+package helm
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/go-logr/logr"
+	"github.com/pmezard/go-difflib/difflib"
+	"helm.sh/helm/v4/pkg/action"
+	"helm.sh/helm/v4/pkg/chart/common"
+	chart "helm.sh/helm/v4/pkg/chart/v2"
+	release "helm.sh/helm/v4/pkg/release/v1"
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+)
+
+// Diff returns a unified diff from the manifest the release has in the cluster (its latest
+// revision; nothing when absent) to the manifest r would install, "" when they are the same.
+// It renders with the cluster's version and APIs but writes nothing; template lookups are not
+// run. CRDs from crds/ are not part of either manifest.
+func (e *Engine) Diff(ctx context.Context, cfg *rest.Config, r Release) (string, error) {
+	if err := validateName(r.Name, r.Namespace); err != nil {
+		return "", err
+	}
+	values, _, err := normalizeValues(r.Values)
+	if err != nil {
+		return "", err
+	}
+	ac, err := e.actionConfig(ctx, cfg, r.Namespace)
+	if err != nil {
+		return "", err
+	}
+	src, err := e.resolveChart(ctx, r.Chart, r.Registry)
+	if err != nil {
+		return "", err
+	}
+	last, err := lastRelease(ac, r.Name)
+	if err != nil {
+		return "", fmt.Errorf("reading release %s/%s: %w", r.Namespace, r.Name, err)
+	}
+	ch, err := e.load(src)
+	if err != nil {
+		return "", err
+	}
+	if err := checkDependencies(ch); err != nil {
+		return "", fmt.Errorf("chart %s %s: %w", ch.Name(), ch.Metadata.Version, err)
+	}
+	caps, err := e.capabilities(cfg)
+	if err != nil {
+		return "", err
+	}
+	desired, err := render(ctx, ch, r.Name, r.Namespace, values, caps, last != nil)
+	if err != nil {
+		return "", err
+	}
+	installed, revision := "", 0
+	if last != nil {
+		installed, revision = last.Manifest, last.Version
+	}
+	return unifiedDiff(installed, desired,
+		fmt.Sprintf("%s/%s revision %d (installed)", r.Namespace, r.Name, revision),
+		fmt.Sprintf("%s/%s chart %s %s (desired)", r.Namespace, r.Name, ch.Name(), ch.Metadata.Version))
+}
+
+// Template renders r's chart with r's values, without a cluster (Helm's default capabilities),
+// and describes the chart. CRDs from crds/ are not part of the manifest.
+func (e *Engine) Template(ctx context.Context, r Release) (string, *ChartInfo, error) {
+	name, namespace := r.Name, r.Namespace
+	if name == "" {
+		name = "release-name"
+	}
+	if namespace == "" {
+		namespace = "default"
+	}
+	values, _, err := normalizeValues(r.Values)
+	if err != nil {
+		return "", nil, err
+	}
+	src, err := e.resolveChart(ctx, r.Chart, r.Registry)
+	if err != nil {
+		return "", nil, err
+	}
+	ch, err := e.load(src)
+	if err != nil {
+		return "", nil, err
+	}
+	info := chartInfo(ch, src.Digest)
+	if err := checkDependencies(ch); err != nil {
+		return "", info, fmt.Errorf("chart %s %s: %w", ch.Name(), ch.Metadata.Version, err)
+	}
+	manifest, err := render(ctx, ch, name, namespace, values, nil, false)
+	if err != nil {
+		return "", info, err
+	}
+	return manifest, info, nil
+}
+
+// ChartInfo resolves ref (pulling it when it is not cached) and describes the chart, its
+// values schema included.
+func (e *Engine) ChartInfo(ctx context.Context, ref ChartRef, reg Registry) (*ChartInfo, error) {
+	src, err := e.resolveChart(ctx, ref, reg)
+	if err != nil {
+		return nil, err
+	}
+	ch, err := e.load(src)
+	if err != nil {
+		return nil, err
+	}
+	return chartInfo(ch, src.Digest), nil
+}
+
+func chartInfo(ch *chart.Chart, digest string) *ChartInfo {
+	info := &ChartInfo{
+		Name:         ch.Name(),
+		Version:      ch.Metadata.Version,
+		AppVersion:   ch.Metadata.AppVersion,
+		Description:  ch.Metadata.Description,
+		Digest:       digest,
+		ValuesSchema: ch.Schema,
+		Values:       ch.Values,
+	}
+	for _, d := range ch.Metadata.Dependencies {
+		info.Dependencies = append(info.Dependencies, Dependency{Name: d.Name, Version: d.Version, Repository: d.Repository})
+	}
+	return info
+}
+
+// capabilities are the cluster's version and API versions, as Helm's templates see them.
+func (e *Engine) capabilities(cfg *rest.Config) (*common.Capabilities, error) {
+	clients, err := e.clients.clientsFor(cfg)
+	if err != nil {
+		return nil, err
+	}
+	v, err := clients.discovery.ServerVersion()
+	if err != nil {
+		return nil, fmt.Errorf("reading the version of %s: %w", clients.config.Host, err)
+	}
+	apis, err := action.GetVersionSet(clients.discovery)
+	if err != nil {
+		return nil, fmt.Errorf("reading the APIs of %s: %w", clients.config.Host, err)
+	}
+	return &common.Capabilities{
+		KubeVersion: common.KubeVersion{Version: v.GitVersion, Major: v.Major, Minor: v.Minor},
+		APIVersions: apis,
+	}, nil
+}
+
+// render renders ch as Helm would install it, without touching a cluster. With caps nil, Helm's
+// default capabilities apply.
+func render(ctx context.Context, ch *chart.Chart, name, namespace string, values map[string]any, caps *common.Capabilities, isUpgrade bool) (string, error) {
+	ac := action.NewConfiguration(action.ConfigurationSetLogger(logr.ToSlogHandler(log.FromContext(ctx))))
+	in := action.NewInstall(ac)
+	in.DryRunStrategy = action.DryRunClient
+	in.ReleaseName, in.Namespace = name, namespace
+	in.Replace = true
+	in.IsUpgrade = isUpgrade
+	if caps != nil {
+		kv := caps.KubeVersion
+		in.KubeVersion = &kv
+		in.APIVersions = caps.APIVersions
+	}
+	rel, err := in.RunWithContext(ctx, ch, values)
+	if err != nil {
+		return "", fmt.Errorf("rendering chart %s %s: %w", ch.Name(), ch.Metadata.Version, err)
+	}
+	return rel.(*release.Release).Manifest, nil
+}
+
+func unifiedDiff(from, to, fromName, toName string) (string, error) {
+	if from == to {
+		return "", nil
+	}
+	return difflib.GetUnifiedDiffString(difflib.UnifiedDiff{
+		A:        difflib.SplitLines(from),
+		B:        difflib.SplitLines(to),
+		FromFile: fromName,
+		ToFile:   toName,
+		Context:  3,
+	})
+}

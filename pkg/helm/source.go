@@ -1,0 +1,396 @@
+package helm
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"crypto/tls"
+	"crypto/x509"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"path"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"time"
+
+	"github.com/Masterminds/semver/v3"
+	chart "helm.sh/helm/v4/pkg/chart/v2"
+	"helm.sh/helm/v4/pkg/chart/v2/loader"
+	"helm.sh/helm/v4/pkg/registry"
+	repo "helm.sh/helm/v4/pkg/repo/v1"
+	"sigs.k8s.io/yaml"
+
+	"github.com/flotilla-dev/flotilla/pkg/atomicfile"
+)
+
+// ErrDigestMismatch is returned when a chart's content does not match the digest it was pinned
+// to (or that its repository index announces). Such a chart is never cached or installed.
+var ErrDigestMismatch = errors.New("chart digest mismatch")
+
+// sourceTimeout bounds one request to a chart source; the Helm registry client takes no context.
+const sourceTimeout = 2 * time.Minute
+
+var digestPattern = regexp.MustCompile(`^sha256:[a-f0-9]{64}$`)
+
+// localChart is a chart in the cache.
+type localChart struct {
+	// Digest is the OCI manifest digest, or the archive's SHA-256 for classic repositories.
+	Digest string
+	Name   string
+	// Version is the chart's version.
+	Version string
+	path    string
+}
+
+// cacheRecord is written next to a cached archive; its presence marks the archive complete.
+type cacheRecord struct {
+	Name    string `json:"name"`
+	Version string `json:"version"`
+	// ArchiveDigest is the SHA-256 of the archive file, checked on every load.
+	ArchiveDigest string `json:"archiveDigest"`
+}
+
+// resolveChart returns ref as a chart in the cache, pulling it when the digest it resolves to
+// is not there yet.
+func (e *Engine) resolveChart(ctx context.Context, ref ChartRef, reg Registry) (*localChart, error) {
+	if e.ChartCache == "" {
+		return nil, errors.New("the Helm engine has no chart cache directory (Engine.ChartCache)")
+	}
+	if ref.Digest != "" && !digestPattern.MatchString(ref.Digest) {
+		return nil, fmt.Errorf("chart digest %q is not of the form sha256:<64 hex digits>", ref.Digest)
+	}
+	switch {
+	case registry.IsOCI(ref.RepoURL):
+		return e.resolveOCI(ctx, ref, reg)
+	case strings.HasPrefix(ref.RepoURL, "https://"), strings.HasPrefix(ref.RepoURL, "http://"):
+		return e.resolveRepository(ctx, ref, reg)
+	case ref.RepoURL == "":
+		return nil, errors.New("chart has no repository URL")
+	default:
+		return nil, fmt.Errorf("chart repository URL %q is neither oci:// nor http(s)://", ref.RepoURL)
+	}
+}
+
+// ociRepository is the registry repository of ref, without the oci:// scheme: the chart name is
+// appended unless the URL already ends with it.
+func ociRepository(ref ChartRef) string {
+	r := strings.TrimSuffix(strings.TrimPrefix(ref.RepoURL, registry.OCIScheme+"://"), "/")
+	if ref.Name != "" && path.Base(r) != ref.Name {
+		r += "/" + ref.Name
+	}
+	return r
+}
+
+func isExactVersion(v string) bool {
+	_, err := semver.StrictNewVersion(v)
+	return err == nil
+}
+
+func (e *Engine) resolveOCI(ctx context.Context, ref ChartRef, reg Registry) (*localChart, error) {
+	repository := ociRepository(ref)
+	digest := ref.Digest
+	var client *registry.Client
+	if digest == "" {
+		var err error
+		if client, err = e.registryClient(reg); err != nil {
+			return nil, err
+		}
+		tag := ref.Version
+		if !isExactVersion(tag) {
+			tags, err := client.Tags(repository)
+			if err != nil {
+				return nil, fmt.Errorf("listing the versions of chart %s: %w", repository, err)
+			}
+			if tag, err = registry.GetTagMatchingVersionOrConstraint(tags, ref.Version); err != nil {
+				return nil, fmt.Errorf("chart %s: %w", repository, err)
+			}
+		}
+		desc, err := client.Resolve(repository + ":" + tag)
+		if err != nil {
+			return nil, fmt.Errorf("resolving chart %s:%s: %w", repository, tag, err)
+		}
+		digest = desc.Digest.String()
+	}
+
+	unlock := e.locks.lock("chart/" + digest)
+	defer unlock()
+	if c, err := e.cached(digest); err != nil || c != nil {
+		if c != nil {
+			e.stats.cacheHits.Add(1)
+			return c, checkChart(c.Name, c.Version, ref)
+		}
+		return nil, err
+	}
+
+	if client == nil {
+		var err error
+		if client, err = e.registryClient(reg); err != nil {
+			return nil, err
+		}
+	}
+	e.stats.pulls.Add(1)
+	res, err := client.Pull(repository + "@" + digest)
+	if err != nil {
+		return nil, fmt.Errorf("pulling chart %s@%s: %w", repository, digest, err)
+	}
+	if res.Manifest.Digest != digest {
+		return nil, fmt.Errorf("%w: %s@%s has manifest digest %s", ErrDigestMismatch, repository, digest, res.Manifest.Digest)
+	}
+	if got := sha256Digest(res.Chart.Data); got != res.Chart.Digest {
+		return nil, fmt.Errorf("%w: the chart layer of %s@%s is %s, its manifest says %s", ErrDigestMismatch, repository, digest, got, res.Chart.Digest)
+	}
+	return e.store(digest, res.Chart.Data, ref)
+}
+
+func (e *Engine) resolveRepository(ctx context.Context, ref ChartRef, reg Registry) (*localChart, error) {
+	if ref.Name == "" {
+		return nil, fmt.Errorf("chart repository %s: no chart name", ref.RepoURL)
+	}
+	httpClient, err := e.httpClient(reg)
+	if err != nil {
+		return nil, err
+	}
+	indexURL := strings.TrimSuffix(ref.RepoURL, "/") + "/index.yaml"
+	data, err := download(ctx, httpClient, indexURL, reg)
+	if err != nil {
+		return nil, fmt.Errorf("reading the index of chart repository %s: %w", ref.RepoURL, err)
+	}
+	var index repo.IndexFile
+	if err := yaml.Unmarshal(data, &index); err != nil {
+		return nil, fmt.Errorf("reading the index of chart repository %s: %w", ref.RepoURL, err)
+	}
+	index.SortEntries()
+	cv, err := index.Get(ref.Name, ref.Version)
+	if err != nil {
+		return nil, fmt.Errorf("chart %s version %q in repository %s: %w", ref.Name, ref.Version, ref.RepoURL, err)
+	}
+	if len(cv.URLs) == 0 {
+		return nil, fmt.Errorf("chart %s %s in repository %s has no download URL", ref.Name, cv.Version, ref.RepoURL)
+	}
+	chartURL, err := repo.ResolveReferenceURL(ref.RepoURL, cv.URLs[0])
+	if err != nil {
+		return nil, err
+	}
+
+	expected := ""
+	if cv.Digest != "" {
+		expected = "sha256:" + strings.TrimPrefix(cv.Digest, "sha256:")
+	}
+	if ref.Digest != "" {
+		if expected != "" && expected != ref.Digest {
+			return nil, fmt.Errorf("%w: repository %s lists %s %s with digest %s, not the pinned %s", ErrDigestMismatch, ref.RepoURL, ref.Name, cv.Version, expected, ref.Digest)
+		}
+		expected = ref.Digest
+	}
+	urlRecord := filepath.Join(e.ChartCache, "urls", sha256Hex([]byte(chartURL)))
+	if expected == "" {
+		// No digest announced: the archive at a URL is taken to be immutable, as Helm does.
+		if known, err := os.ReadFile(urlRecord); err == nil && digestPattern.Match(known) {
+			expected = string(known)
+		}
+	}
+
+	if expected != "" {
+		unlock := e.locks.lock("chart/" + expected)
+		defer unlock()
+		if c, err := e.cached(expected); err != nil || c != nil {
+			if c != nil {
+				e.stats.cacheHits.Add(1)
+				return c, checkChart(c.Name, c.Version, ref)
+			}
+			return nil, err
+		}
+	}
+
+	e.stats.pulls.Add(1)
+	archive, err := download(ctx, httpClient, chartURL, reg)
+	if err != nil {
+		return nil, fmt.Errorf("downloading chart %s %s: %w", ref.Name, cv.Version, err)
+	}
+	digest := sha256Digest(archive)
+	if expected != "" && digest != expected {
+		return nil, fmt.Errorf("%w: %s is %s, expected %s", ErrDigestMismatch, chartURL, digest, expected)
+	}
+	c, err := e.store(digest, archive, ref)
+	if err != nil {
+		return nil, err
+	}
+	if err := atomicfile.Write(urlRecord, []byte(digest)); err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+// checkChart refuses a chart that is not the one ref names.
+func checkChart(name, version string, ref ChartRef) error {
+	if ref.Name != "" && name != ref.Name {
+		return fmt.Errorf("%w: the chart is %s, not %s", ErrDigestMismatch, name, ref.Name)
+	}
+	if isExactVersion(ref.Version) && version != ref.Version {
+		return fmt.Errorf("%w: chart %s is version %s, not the requested %s", ErrDigestMismatch, name, version, ref.Version)
+	}
+	return nil
+}
+
+func (e *Engine) cachePaths(digest string) (archive, record string) {
+	base := filepath.Join(e.ChartCache, "sha256", strings.TrimPrefix(digest, "sha256:"))
+	return base + ".tgz", base + ".json"
+}
+
+// cached returns the chart stored under digest, or nil when there is none.
+func (e *Engine) cached(digest string) (*localChart, error) {
+	archive, record := e.cachePaths(digest)
+	data, err := os.ReadFile(record)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("reading the chart cache: %w", err)
+	}
+	var rec cacheRecord
+	if err := json.Unmarshal(data, &rec); err != nil {
+		// A record that does not parse is treated as absent: the chart is pulled again.
+		return nil, nil //nolint:nilerr // a broken cache entry is a miss, not a failure
+	}
+	if _, err := os.Stat(archive); err != nil {
+		return nil, nil //nolint:nilerr // a missing archive is a miss, not a failure
+	}
+	return &localChart{Digest: digest, Name: rec.Name, Version: rec.Version, path: archive}, nil
+}
+
+// store checks that archive is a chart and the one ref asks for, and writes it to the cache.
+func (e *Engine) store(digest string, archive []byte, ref ChartRef) (*localChart, error) {
+	ch, err := loader.LoadArchive(bytes.NewReader(archive))
+	if err != nil {
+		return nil, fmt.Errorf("loading chart %s: %w", digest, err)
+	}
+	if err := checkChart(ch.Name(), ch.Metadata.Version, ref); err != nil {
+		return nil, err
+	}
+	path, record := e.cachePaths(digest)
+	if err := atomicfile.Write(path, archive); err != nil {
+		return nil, err
+	}
+	rec, err := json.Marshal(cacheRecord{Name: ch.Name(), Version: ch.Metadata.Version, ArchiveDigest: sha256Digest(archive)})
+	if err != nil {
+		return nil, err
+	}
+	if err := atomicfile.Write(record, rec); err != nil {
+		return nil, err
+	}
+	return &localChart{Digest: digest, Name: ch.Name(), Version: ch.Metadata.Version, path: path}, nil
+}
+
+// load reads a cached chart, checking the archive against its record.
+func (e *Engine) load(c *localChart) (*chart.Chart, error) {
+	archive, err := os.ReadFile(c.path)
+	if err != nil {
+		return nil, fmt.Errorf("reading cached chart %s: %w", c.Digest, err)
+	}
+	_, recordPath := e.cachePaths(c.Digest)
+	data, err := os.ReadFile(recordPath)
+	if err != nil {
+		return nil, fmt.Errorf("reading cached chart %s: %w", c.Digest, err)
+	}
+	var rec cacheRecord
+	if err := json.Unmarshal(data, &rec); err != nil || rec.ArchiveDigest != sha256Digest(archive) {
+		// Corrupt on disk: drop it, so the next call pulls it again.
+		_ = os.Remove(recordPath)
+		return nil, fmt.Errorf("cached chart %s is corrupt and was removed; it is pulled again on the next attempt", c.Digest)
+	}
+	ch, err := loader.LoadArchive(bytes.NewReader(archive))
+	if err != nil {
+		return nil, fmt.Errorf("loading chart %s: %w", c.Digest, err)
+	}
+	return ch, nil
+}
+
+// registryClient is a Helm registry client for reg's credentials and transport.
+func (e *Engine) registryClient(reg Registry) (*registry.Client, error) {
+	httpClient, err := e.httpClient(reg)
+	if err != nil {
+		return nil, err
+	}
+	opts := []registry.ClientOption{
+		registry.ClientOptHTTPClient(httpClient),
+		registry.ClientOptWriter(io.Discard),
+		// Credentials come from Registry only, never from files of the user running us.
+		registry.ClientOptCredentialsFile(filepath.Join(e.ChartCache, "registry-credentials.json")),
+	}
+	if reg.Username != "" || reg.Password != "" {
+		opts = append(opts, registry.ClientOptBasicAuth(reg.Username, reg.Password))
+	}
+	if reg.PlainHTTP {
+		opts = append(opts, registry.ClientOptPlainHTTP())
+	}
+	c, err := registry.NewClient(opts...)
+	if err != nil {
+		return nil, fmt.Errorf("creating a registry client: %w", err)
+	}
+	return c, nil
+}
+
+// httpClient returns an HTTP client trusting reg's CA (in addition to the system's).
+func (e *Engine) httpClient(reg Registry) (*http.Client, error) {
+	key := fmt.Sprintf("%t/%s", reg.InsecureSkipTLSVerify, sha256Hex(reg.CAData))
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if c, ok := e.httpClients[key]; ok {
+		return c, nil
+	}
+	tlsConfig := &tls.Config{MinVersion: tls.VersionTLS12, InsecureSkipVerify: reg.InsecureSkipTLSVerify} //nolint:gosec // the caller asked for it
+	if len(reg.CAData) > 0 {
+		pool, err := x509.SystemCertPool()
+		if err != nil || pool == nil {
+			pool = x509.NewCertPool()
+		}
+		if !pool.AppendCertsFromPEM(reg.CAData) {
+			return nil, errors.New("the registry CA data holds no PEM certificate")
+		}
+		tlsConfig.RootCAs = pool
+	}
+	transport := http.DefaultTransport.(*http.Transport).Clone()
+	transport.TLSClientConfig = tlsConfig
+	c := &http.Client{Transport: transport, Timeout: sourceTimeout}
+	if e.httpClients == nil {
+		e.httpClients = map[string]*http.Client{}
+	}
+	e.httpClients[key] = c
+	return c, nil
+}
+
+// download GETs url with reg's basic-auth credentials.
+func download(ctx context.Context, c *http.Client, url string, reg Registry) ([]byte, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return nil, err
+	}
+	if reg.Username != "" || reg.Password != "" {
+		req.SetBasicAuth(reg.Username, reg.Password)
+	}
+	resp, err := c.Do(req)
+	if err != nil {
+		return nil, err
+	}
+	defer func() { _ = resp.Body.Close() }()
+	if resp.StatusCode != http.StatusOK {
+		return nil, fmt.Errorf("GET %s: %s", url, resp.Status)
+	}
+	return io.ReadAll(io.LimitReader(resp.Body, maxDownload))
+}
+
+// maxDownload bounds what is read from a chart source (Helm's own limit for archives is 100 MiB).
+const maxDownload = 100 << 20
+
+func sha256Hex(data []byte) string {
+	sum := sha256.Sum256(data)
+	return hex.EncodeToString(sum[:])
+}
+
+func sha256Digest(data []byte) string { return "sha256:" + sha256Hex(data) }

@@ -1,0 +1,182 @@
+package helm
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+
+	. "github.com/onsi/gomega"
+)
+
+// TestChartsComeFromRegistriesAndRepositories resolves charts by tag, range, latest and digest
+// from the OCI registry and a classic repository, pulling each digest once.
+func TestChartsComeFromRegistriesAndRepositories(t *testing.T) {
+	g := NewWithT(t)
+	ctx := testContext(t)
+	d1 := helloChart("0.1.0").push(t, "sources")
+	d2 := helloChart("0.2.0").push(t, "sources")
+	d3 := helloChart("1.0.0-rc.1").push(t, "sources")
+	_ = d3
+	repoURL := serveRepository(t, false, helloChart("0.1.0"), helloChart("0.2.0"))
+	oci := Registry{PlainHTTP: true}
+	e := newEngine(t)
+
+	tests := []struct {
+		name        string
+		ref         ChartRef
+		reg         Registry
+		wantVersion string
+		wantDigest  string
+	}{
+		{"an exact OCI tag", ChartRef{RepoURL: "oci://" + ociHost + "/sources/hello", Version: "0.1.0"}, oci, "0.1.0", d1},
+		{"the latest stable OCI version", ChartRef{RepoURL: "oci://" + ociHost + "/sources", Name: "hello"}, oci, "0.2.0", d2},
+		{"an OCI semver range", ChartRef{RepoURL: "oci://" + ociHost + "/sources", Name: "hello", Version: "~0.1"}, oci, "0.1.0", d1},
+		{"an OCI digest", ChartRef{RepoURL: "oci://" + ociHost + "/sources", Name: "hello", Digest: d2}, oci, "0.2.0", d2},
+		{"the latest version of a classic repository", ChartRef{RepoURL: repoURL, Name: "hello"}, Registry{}, "0.2.0", ""},
+		{"a range in a classic repository", ChartRef{RepoURL: repoURL + "/", Name: "hello", Version: "<0.2.0"}, Registry{}, "0.1.0", ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			g := NewWithT(t)
+			_, info, err := e.Template(ctx, Release{Chart: tt.ref, Registry: tt.reg, Values: map[string]any{"greeting": "hi"}})
+			g.Expect(err).NotTo(HaveOccurred())
+			g.Expect(info.Version).To(Equal(tt.wantVersion))
+			g.Expect(info.Digest).To(HavePrefix("sha256:"))
+			if tt.wantDigest != "" {
+				g.Expect(info.Digest).To(Equal(tt.wantDigest))
+			}
+		})
+	}
+	// d1, d2 from the registry, 0.2.0 and 0.1.0 from the repository.
+	g.Expect(e.Stats().ChartPulls).To(Equal(int64(4)))
+
+	// A second round is served from the cache.
+	for _, tt := range tests {
+		_, _, err := e.Template(ctx, Release{Chart: tt.ref, Registry: tt.reg})
+		g.Expect(err).NotTo(HaveOccurred())
+	}
+	g.Expect(e.Stats().ChartPulls).To(Equal(int64(4)))
+
+	// A pinned, cached digest needs no registry at all.
+	offline := &Engine{ChartCache: e.ChartCache}
+	_, info, err := offline.Template(ctx, Release{Chart: ChartRef{RepoURL: "oci://127.0.0.1:1/gone", Name: "hello", Digest: d1}})
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(info.Version).To(Equal("0.1.0"))
+	g.Expect(offline.Stats().ChartPulls).To(BeZero())
+}
+
+// TestTemplateRendersWithoutACluster renders values into the manifest and returns the chart's
+// schema and dependencies.
+func TestTemplateRendersWithoutACluster(t *testing.T) {
+	g := NewWithT(t)
+	ctx := testContext(t)
+	helloChart("0.1.0").push(t, "template")
+	parentChart().push(t, "template")
+	e := newEngine(t)
+
+	manifest, info, err := e.Template(ctx, Release{Name: "r", Namespace: "n",
+		Chart:    ChartRef{RepoURL: "oci://" + ociHost + "/template/hello", Version: "0.1.0"},
+		Registry: Registry{PlainHTTP: true}, Values: map[string]any{"greeting": "templated"}})
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(manifest).To(ContainSubstring(`greeting: "templated"`))
+	g.Expect(manifest).To(ContainSubstring("name: r-config"))
+	g.Expect(string(info.ValuesSchema)).To(ContainSubstring(`"greeting": {"type": "string"}`))
+	g.Expect(info.Values).To(HaveKeyWithValue("greeting", "hello"))
+
+	_, info, err = e.Template(ctx, Release{Chart: ChartRef{RepoURL: "oci://" + ociHost + "/template/parent", Version: "1.0.0"},
+		Registry: Registry{PlainHTTP: true}})
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(info.Dependencies).To(ConsistOf(Dependency{Name: "child", Version: "0.1.0"}))
+
+	_, _, err = e.Template(ctx, Release{Chart: ChartRef{RepoURL: "oci://" + ociHost + "/template/hello", Version: "0.1.0"},
+		Registry: Registry{PlainHTTP: true}, Values: map[string]any{"replicas": "many"}})
+	g.Expect(err).To(MatchError(ContainSubstring("replicas")), "the chart's schema rejects the values")
+}
+
+// TestAChartThatIsNotThePinnedOneIsRefused covers the ways a chart can differ from its pin.
+func TestAChartThatIsNotThePinnedOneIsRefused(t *testing.T) {
+	ctx := testContext(t)
+	helloChart("0.1.0").push(t, "pinned")
+	d2 := helloChart("0.2.0").push(t, "pinned")
+	good := serveRepository(t, false, helloChart("0.1.0"))
+	corrupt := serveRepository(t, true, helloChart("0.1.0"))
+	oci := Registry{PlainHTTP: true}
+
+	tests := []struct {
+		name string
+		ref  ChartRef
+		reg  Registry
+	}{
+		{"an OCI digest of another version than the one asked for", ChartRef{RepoURL: "oci://" + ociHost + "/pinned/hello", Version: "0.1.0", Digest: d2}, oci},
+		{"an archive whose digest is not the one its index lists", ChartRef{RepoURL: corrupt, Name: "hello", Version: "0.1.0"}, Registry{}},
+		{"an archive whose digest is not the pinned one", ChartRef{RepoURL: good, Name: "hello", Version: "0.1.0", Digest: d2}, Registry{}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			g := NewWithT(t)
+			e := newEngine(t)
+			_, err := e.InstallOrUpgrade(ctx, cluster, Release{Name: "pinned", Namespace: "default", Chart: tt.ref, Registry: tt.reg})
+			g.Expect(err).To(MatchError(ErrDigestMismatch))
+			_, err = e.Get(ctx, cluster, "pinned", "default")
+			g.Expect(err).To(MatchError(ErrReleaseNotFound), "nothing was installed")
+		})
+	}
+}
+
+// TestConcurrentCallersPullAChartOnce resolves one chart from many goroutines.
+func TestConcurrentCallersPullAChartOnce(t *testing.T) {
+	g := NewWithT(t)
+	ctx := testContext(t)
+	digest := helloChart("0.1.0").push(t, "concurrent")
+	e := newEngine(t)
+	var wg sync.WaitGroup
+	errs := make(chan error, 8)
+	for range 8 {
+		wg.Go(func() {
+			_, _, err := e.Template(ctx, Release{Chart: ChartRef{RepoURL: "oci://" + ociHost + "/concurrent/hello", Digest: digest},
+				Registry: Registry{PlainHTTP: true}})
+			errs <- err
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		g.Expect(err).NotTo(HaveOccurred())
+	}
+	g.Expect(e.Stats().ChartPulls).To(Equal(int64(1)))
+	entries, err := os.ReadDir(filepath.Join(e.ChartCache, "sha256"))
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(entries).To(HaveLen(2), "one archive and its record, no temporary files")
+
+	// A corrupt cached archive is dropped and pulled again.
+	archive, _ := e.cachePaths(digest)
+	g.Expect(os.WriteFile(archive, []byte("garbage"), 0o600)).To(Succeed())
+	_, _, err = e.Template(ctx, Release{Chart: ChartRef{RepoURL: "oci://" + ociHost + "/concurrent/hello", Digest: digest}, Registry: Registry{PlainHTTP: true}})
+	g.Expect(err).To(MatchError(ContainSubstring("corrupt")))
+	_, _, err = e.Template(ctx, Release{Chart: ChartRef{RepoURL: "oci://" + ociHost + "/concurrent/hello", Digest: digest}, Registry: Registry{PlainHTTP: true}})
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(e.Stats().ChartPulls).To(Equal(int64(2)))
+}
+
+func TestLabelValueFitsALabel(t *testing.T) {
+	g := NewWithT(t)
+	v := labelValue("sha256:" + strings.Repeat("a", 64))
+	g.Expect(v).To(HaveLen(63))
+	g.Expect(v).NotTo(ContainSubstring(":"))
+}
+
+func TestValuesHashIsCanonical(t *testing.T) {
+	g := NewWithT(t)
+	a, err := ValuesHash(map[string]any{"a": 1, "b": map[string]any{"x": "y", "n": int64(2)}})
+	g.Expect(err).NotTo(HaveOccurred())
+	b, err := ValuesHash(map[string]any{"b": map[string]any{"n": 2.0, "x": "y"}, "a": float64(1)})
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(a).To(Equal(b), "key order and numeric Go types do not change the hash")
+	empty, _ := ValuesHash(nil)
+	emptyMap, _ := ValuesHash(map[string]any{})
+	g.Expect(empty).To(Equal(emptyMap))
+	c, _ := ValuesHash(map[string]any{"a": 2})
+	g.Expect(c).NotTo(Equal(a))
+}
