@@ -29,19 +29,19 @@
 //	{
 //	  "schemaVersion": 2,
 //	  "mediaType": "application/vnd.oci.image.manifest.v1+json",
-//	  "artifactType": "application/vnd.flotilla.bundle.v1",
 //	  "config": {"mediaType": "application/vnd.oci.empty.v1+json", "size": 2, "digest": "sha256:44136f..."},
 //	  "layers": [{"mediaType": "application/vnd.flotilla.bundle.v1+json", "size": ..., "digest": "sha256:...",
 //	              "annotations": {"org.opencontainers.image.title": "v1-36-3.json"}}],
 //	  "annotations": {
 //	    "dev.flotilla.bundle.kubernetes-minor": "1.36",
 //	    "dev.flotilla.bundle.signature": "<base64 of the DER signature>"
-//	  }
+//	  },
+//	  "artifactType": "application/vnd.flotilla.bundle.v1"
 //	}
 //
 // The layer is Canonical(bundle). The signature travels in the manifest's annotation, so the
-// manifest digest covers content and signature together. Push writes the empty config, the
-// content and the manifest; Pull reads them back (blob digests are checked by
+// manifest digest covers content and signature together; ManifestDigest computes it without a
+// registry. Push writes the empty config, the content and the manifest; Pull reads them back (blob digests are checked by
 // go-containerregistry, the content is decoded strictly, and a tag must hold the bundle of that
 // name, else ErrNameMismatch) without verifying the signature: the caller holds the trusted key
 // and calls Verify. List returns the bundle names of one Kubernetes minor found among a
@@ -51,7 +51,10 @@
 //
 // Push, Pull and List take go-containerregistry remote options. RemoteOptions(Registry{...})
 // builds them from the settings Flotilla knows (basic credentials or the Docker config, extra CA
-// certificates, skipping TLS verification, plain HTTP).
+// certificates, skipping TLS verification, plain HTTP). With those options plain HTTP is spoken
+// only when Registry.PlainHTTP is set (IsLoopback says whether a host is one Flotilla treats so
+// by default); otherwise only HTTPS, with no fallback. Without options, go-containerregistry's
+// defaults apply (anonymous; HTTPS, falling back to HTTP for loopback and private addresses).
 //
 // # Publishing
 //

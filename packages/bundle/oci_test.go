@@ -159,3 +159,21 @@ type rawOCI []byte
 
 func (r rawOCI) RawManifest() ([]byte, error)        { return r, nil }
 func (r rawOCI) MediaType() (types.MediaType, error) { return types.OCIManifestSchema1, nil }
+
+func TestPlainHTTPOnlyWhenAskedFor(t *testing.T) {
+	g := NewWithT(t)
+	host := startRegistry(t)
+	g.Expect(bundle.IsLoopback(host)).To(BeTrue())
+	g.Expect(bundle.IsLoopback("ghcr.io")).To(BeFalse())
+	g.Expect(bundle.IsLoopback("192.168.1.10:5000")).To(BeFalse())
+
+	strict, err := bundle.RemoteOptions(bundle.Registry{})
+	g.Expect(err).NotTo(HaveOccurred())
+	_, err = bundle.List(context.Background(), host, "flotilla", "1.36", strict...)
+	g.Expect(err).To(MatchError(ContainSubstring("refusing plain HTTP")))
+
+	plain, err := bundle.RemoteOptions(bundle.Registry{PlainHTTP: true})
+	g.Expect(err).NotTo(HaveOccurred())
+	_, err = bundle.List(context.Background(), host, "flotilla", "1.36", plain...)
+	g.Expect(err).NotTo(HaveOccurred())
+}

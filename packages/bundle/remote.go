@@ -4,6 +4,7 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"errors"
+	"fmt"
 	"net"
 	"net/http"
 	"strings"
@@ -25,8 +26,9 @@ type Registry struct {
 	CAData []byte
 	// InsecureSkipTLSVerify skips verifying the registry's certificate.
 	InsecureSkipTLSVerify bool
-	// PlainHTTP speaks http:// instead of https://. go-containerregistry already falls back to
-	// http for localhost and loopback addresses; this forces it for any registry.
+	// PlainHTTP speaks http:// instead of https://. Without it only HTTPS is spoken: the
+	// transport refuses the plain HTTP fallback go-containerregistry otherwise tries for
+	// localhost, loopback and private addresses. Set it for loopback registries (IsLoopback).
 	PlainHTTP bool
 }
 
@@ -46,8 +48,8 @@ func RemoteOptions(r Registry) ([]remote.Option, error) {
 	return opts, nil
 }
 
-// Transport returns an http.RoundTripper with r's TLS settings, which speaks plain HTTP when
-// r.PlainHTTP is set.
+// Transport returns an http.RoundTripper with r's TLS settings that speaks plain HTTP when
+// r.PlainHTTP is set, and refuses to otherwise.
 func (r Registry) Transport() (http.RoundTripper, error) {
 	base, ok := remote.DefaultTransport.(*http.Transport)
 	if !ok {
@@ -68,7 +70,17 @@ func (r Registry) Transport() (http.RoundTripper, error) {
 	if r.PlainHTTP {
 		return plainHTTP{t}, nil
 	}
-	return t, nil
+	return httpsOnly{t}, nil
+}
+
+// httpsOnly refuses http:// requests.
+type httpsOnly struct{ next http.RoundTripper }
+
+func (h httpsOnly) RoundTrip(req *http.Request) (*http.Response, error) {
+	if req.URL.Scheme != "https" {
+		return nil, fmt.Errorf("refusing plain HTTP to %s: the registry is reached over HTTPS unless plain HTTP is asked for (--plain-http)", req.URL.Host)
+	}
+	return h.next.RoundTrip(req)
 }
 
 // plainHTTP sends https:// requests as http://.
