@@ -9,6 +9,7 @@ import (
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 	clusterctlv1 "sigs.k8s.io/cluster-api/cmd/clusterctl/api/v1alpha3"
 
+	addonsv1 "github.com/flotilla-dev/flotilla/api/addons/v1alpha1"
 	flotillav1 "github.com/flotilla-dev/flotilla/api/cluster/v1alpha1"
 	controlplanev1 "github.com/flotilla-dev/flotilla/api/controlplane/v1alpha1"
 	infrav1 "github.com/flotilla-dev/flotilla/api/infrastructure/v1alpha1"
@@ -24,6 +25,7 @@ func AddToScheme(s *runtime.Scheme) error {
 		flotillav1.AddToScheme,
 		infrav1.AddToScheme,
 		controlplanev1.AddToScheme,
+		addonsv1.AddToScheme,
 	} {
 		if err := add(s); err != nil {
 			return fmt.Errorf("building scheme: %w", err)

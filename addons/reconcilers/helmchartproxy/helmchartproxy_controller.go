@@ -1,0 +1,197 @@
+package helmchartproxy
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/client-go/tools/events"
+	"k8s.io/klog/v2"
+	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	addonsv1 "github.com/flotilla-dev/flotilla/api/addons/v1alpha1"
+)
+
+// FieldOwner is the server-side apply field manager of the HelmReleaseProxies the reconciler
+// writes.
+const FieldOwner = "flotilla-helmchartproxy-controller"
+
+const (
+	// DefaultResyncInterval is how often a proxy is rendered again although nothing it watches
+	// changed (the control plane and infrastructure objects its template may read are not
+	// watched).
+	DefaultResyncInterval = 10 * time.Minute
+	// conflictRetry is how soon a reconcile that lost an optimistic-lock race tries again.
+	conflictRetry = time.Second
+)
+
+// +kubebuilder:rbac:groups=addons.flotilla.dev,resources=helmchartproxies,verbs=get;list;watch;update;patch
+// +kubebuilder:rbac:groups=addons.flotilla.dev,resources=helmchartproxies/status;helmchartproxies/finalizers,verbs=get;update;patch
+// +kubebuilder:rbac:groups=addons.flotilla.dev,resources=helmreleaseproxies,verbs=get;list;watch;create;update;patch;delete
+// +kubebuilder:rbac:groups=cluster.x-k8s.io,resources=clusters,verbs=get;list;watch
+// +kubebuilder:rbac:groups=controlplane.flotilla.dev;controlplane.cluster.x-k8s.io;infrastructure.flotilla.dev;infrastructure.cluster.x-k8s.io,resources=*,verbs=get;list;watch
+// +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
+
+// Reconciler keeps one HelmReleaseProxy per Cluster a HelmChartProxy selects.
+type Reconciler struct {
+	// Client reads through the manager's cache and writes to the API server.
+	Client client.Client
+	// Recorder records Events on HelmChartProxies.
+	Recorder events.EventRecorder
+	// ResyncInterval is how often a proxy is rendered again unprompted; 0 means
+	// DefaultResyncInterval.
+	ResyncInterval time.Duration
+	// MaxConcurrentReconciles bounds how many proxies reconcile at once; 0 means 4.
+	MaxConcurrentReconciles int
+}
+
+// SetupWithManager registers the reconciler with mgr. It reconciles HelmChartProxies, watches the
+// HelmReleaseProxies they own (for status) and Clusters (a new, relabelled, paused or deleted
+// Cluster changes the selection of every proxy in its namespace).
+func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
+	switch {
+	case r.Client == nil:
+		return errors.New("helmchartproxy reconciler: Client is required")
+	case r.Recorder == nil:
+		return errors.New("helmchartproxy reconciler: Recorder is required")
+	}
+	if r.ResyncInterval <= 0 {
+		r.ResyncInterval = DefaultResyncInterval
+	}
+	concurrency := r.MaxConcurrentReconciles
+	if concurrency <= 0 {
+		concurrency = 4
+	}
+	clusterChanged := predicate.Or(predicate.GenerationChangedPredicate{}, predicate.LabelChangedPredicate{}, predicate.AnnotationChangedPredicate{})
+	err := ctrl.NewControllerManagedBy(mgr).
+		Named("helmchartproxy").
+		For(&addonsv1.HelmChartProxy{}, builder.WithPredicates(
+			predicate.Or(predicate.GenerationChangedPredicate{}, predicate.AnnotationChangedPredicate{}))).
+		Owns(&addonsv1.HelmReleaseProxy{}).
+		Watches(&clusterv1.Cluster{}, handler.EnqueueRequestsFromMapFunc(r.proxiesInNamespace), builder.WithPredicates(clusterChanged)).
+		WithOptions(controller.Options{MaxConcurrentReconciles: concurrency}).
+		Complete(r)
+	if err != nil {
+		return fmt.Errorf("setting up the helmchartproxy reconciler: %w", err)
+	}
+	return nil
+}
+
+// Reconcile fans one HelmChartProxy out to the clusters it selects.
+func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Result, reterr error) {
+	hcp := &addonsv1.HelmChartProxy{}
+	if err := r.Client.Get(ctx, req.NamespacedName, hcp); err != nil {
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	s := &scope{proxy: hcp, statusBase: hcp.Status.DeepCopy(), renderErrors: map[string]error{}}
+	defer func() {
+		if err := r.patchStatus(ctx, s); err != nil {
+			reterr = errors.Join(reterr, err)
+		}
+	}()
+
+	if !hcp.DeletionTimestamp.IsZero() {
+		return r.reconcileDelete(ctx, s)
+	}
+	if !controllerutil.ContainsFinalizer(hcp, addonsv1.HelmChartProxyFinalizer) {
+		before := hcp.DeepCopy()
+		controllerutil.AddFinalizer(hcp, addonsv1.HelmChartProxyFinalizer)
+		if err := r.Client.Patch(ctx, hcp, client.MergeFromWithOptions(before, client.MergeFromWithOptimisticLock{})); err != nil {
+			return requeueOnConflict(fmt.Errorf("adding finalizer to HelmChartProxy %s: %w", klog.KObj(hcp), err))
+		}
+	}
+	if _, paused := hcp.Annotations[clusterv1.PausedAnnotation]; paused {
+		s.paused = true
+		return ctrl.Result{}, nil
+	}
+
+	phases := []func(context.Context, *scope) error{
+		r.selectClusters,
+		r.listReleaseProxies,
+		r.applyReleaseProxies,
+		r.deleteUnselected,
+	}
+	for _, phase := range phases {
+		if err := phase(ctx, s); err != nil || s.invalid != nil {
+			return requeueOnConflict(err)
+		}
+	}
+	return ctrl.Result{RequeueAfter: r.ResyncInterval}, nil
+}
+
+// scope holds what one reconcile learns about a HelmChartProxy; setStatus turns it into status.
+type scope struct {
+	proxy *addonsv1.HelmChartProxy
+	// statusBase is the status as read, the base of the status patch.
+	statusBase *addonsv1.HelmChartProxyStatus
+
+	// invalid is set when the spec cannot be acted on (an invalid selector).
+	invalid error
+	// paused is set when the proxy carries the paused annotation.
+	paused bool
+	// deleting is set while the proxy is being deleted; remaining counts the HelmReleaseProxies
+	// still there.
+	deleting  bool
+	remaining int
+	// gone is set once the finalizer is removed.
+	gone bool
+
+	// clusters are the selected Clusters, by name; observed once selectClusters ran.
+	clusters map[string]*clusterv1.Cluster
+	observed bool
+	// releaseProxies are the proxy's HelmReleaseProxies, by cluster name.
+	releaseProxies map[string]*addonsv1.HelmReleaseProxy
+	// renderErrors are the template errors, by cluster name.
+	renderErrors map[string]error
+}
+
+// patchStatus computes the status from the scope and patches it when it changed.
+func (r *Reconciler) patchStatus(ctx context.Context, s *scope) error {
+	if s.gone {
+		return nil
+	}
+	setStatus(s)
+	if equality.Semantic.DeepEqual(*s.statusBase, s.proxy.Status) {
+		return nil
+	}
+	base := s.proxy.DeepCopy()
+	base.Status = *s.statusBase
+	if err := r.Client.Status().Patch(ctx, s.proxy, client.MergeFrom(base)); err != nil {
+		return client.IgnoreNotFound(fmt.Errorf("patching status of HelmChartProxy %s: %w", klog.KObj(s.proxy), err))
+	}
+	return nil
+}
+
+// proxiesInNamespace maps a Cluster to every HelmChartProxy of its namespace: any of them may
+// select it now, or have selected it before.
+func (r *Reconciler) proxiesInNamespace(ctx context.Context, obj client.Object) []reconcile.Request {
+	list := &addonsv1.HelmChartProxyList{}
+	if err := r.Client.List(ctx, list, client.InNamespace(obj.GetNamespace())); err != nil {
+		ctrl.LoggerFrom(ctx).Error(err, "Listing HelmChartProxies for a Cluster", "cluster", klog.KObj(obj))
+		return nil
+	}
+	requests := make([]reconcile.Request, 0, len(list.Items))
+	for i := range list.Items {
+		requests = append(requests, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&list.Items[i])})
+	}
+	return requests
+}
+
+// requeueOnConflict turns an optimistic-lock conflict into a quiet, short requeue.
+func requeueOnConflict(err error) (ctrl.Result, error) {
+	if err != nil && apierrors.IsConflict(err) {
+		return ctrl.Result{RequeueAfter: conflictRetry}, nil
+	}
+	return ctrl.Result{}, err
+}

@@ -1,0 +1,41 @@
+// Package helmreleaseproxy reconciles HelmReleaseProxies: it installs, upgrades, reinstalls and
+// uninstalls one Helm release in one workload cluster, and reports the release's state.
+//
+// # How a release is kept in line
+//
+// The reconciler reaches the workload cluster through a RESTConfigGetter (CAPI's clustercache
+// in production) and hands everything Helm does to an engine.Engine (pkg/helm). It reads the
+// values from spec.valuesFrom (ConfigMaps and Secrets in the HelmReleaseProxy's namespace) and
+// merges spec.values, rendered by the HelmChartProxy, over them.
+//
+//   - Install and upgrade: the release is installed or upgraded only when what it is made of
+//     changed: chart, repository, version, release name, namespace, Helm options or the hash of
+//     the merged values, all digested into status.appliedHash. When the spec still digests to
+//     it and the version is exact, a resync reads the release back (a read, never a write) and
+//     reinstalls only when it is missing from the cluster. A version range or an empty version
+//     is handed to the engine on every resync, which upgrades only when the range now resolves
+//     to another chart.
+//   - Reinstall: a changed chart, repository, release name or namespace uninstalls the release
+//     recorded in status.installed before the new one installs.
+//   - InstallOnce: once installed, the release is left alone (it is reinstalled only when it
+//     disappears from the cluster).
+//   - Ready: True when the release is deployed as the spec says; otherwise False with a reason
+//     (InstallFailed, ValuesError, ClusterUnreachable, ...) and, for Helm failures, Helm's own
+//     error as the message.
+//   - Paused: nothing is done while the HelmReleaseProxy or its Cluster carries the
+//     cluster.x-k8s.io/paused annotation, or the Cluster's spec.paused is true.
+//
+// # Deletion and unreachable clusters
+//
+// The finalizer addons.flotilla.dev/helmreleaseproxy uninstalls the release before the
+// HelmReleaseProxy goes. When the Cluster is gone or being deleted, the release goes with the
+// cluster and the finalizer is removed at once. When the cluster cannot be reached, or Helm's
+// uninstall fails, the reconciler keeps trying for UninstallTimeout (5 minutes by default),
+// counted from the deletion request, with Ready False saying it is waiting; after that it
+// orphans the release: the finalizer is removed, a Warning event Orphaned is recorded and the
+// Orphaned condition is set with the last error, so a dead cluster never blocks the deletion of
+// its addons forever.
+//
+// Every install, upgrade, reinstall and uninstall records an event on the HelmReleaseProxy; every
+// failure a Warning event.
+package helmreleaseproxy

@@ -1,0 +1,219 @@
+package helmreleaseproxy
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/events"
+	"k8s.io/klog/v2"
+	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	"github.com/flotilla-dev/flotilla/addons/engine"
+	addonsv1 "github.com/flotilla-dev/flotilla/api/addons/v1alpha1"
+)
+
+// FieldOwner is the field manager of everything the reconciler writes.
+const FieldOwner = "flotilla-helmreleaseproxy-controller"
+
+// Defaults of the Reconciler's tunables.
+const (
+	// DefaultUninstallTimeout is how long a deleted HelmReleaseProxy waits for its cluster to
+	// uninstall the release before orphaning it.
+	DefaultUninstallTimeout = 5 * time.Minute
+	// DefaultResyncInterval is how often a Ready release is checked again.
+	DefaultResyncInterval = 10 * time.Minute
+	// unreachableRetry is how soon an unreachable cluster is tried again.
+	unreachableRetry = 15 * time.Second
+	// conflictRetry is how soon a reconcile that lost an optimistic-lock race tries again.
+	conflictRetry = time.Second
+)
+
+// RESTConfigGetter returns a REST config for a workload cluster, named by its CAPI Cluster.
+// CAPI's clustercache.ClusterCache satisfies it; its error wraps clustercache.ErrClusterNotConnected
+// while the cluster is not reachable.
+type RESTConfigGetter interface {
+	GetRESTConfig(ctx context.Context, cluster client.ObjectKey) (*rest.Config, error)
+}
+
+// +kubebuilder:rbac:groups=addons.flotilla.dev,resources=helmreleaseproxies,verbs=get;list;watch;update;patch
+// +kubebuilder:rbac:groups=addons.flotilla.dev,resources=helmreleaseproxies/status;helmreleaseproxies/finalizers,verbs=get;update;patch
+// +kubebuilder:rbac:groups=cluster.x-k8s.io,resources=clusters,verbs=get;list;watch
+// +kubebuilder:rbac:groups="",resources=configmaps;secrets,verbs=get
+// +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
+
+// Reconciler installs the release of a HelmReleaseProxy into its workload cluster.
+type Reconciler struct {
+	// Client reads through the manager's cache and writes to the API server.
+	Client client.Client
+	// APIReader reads ConfigMaps and Secrets (valuesFrom, registry credentials) without caching
+	// every Secret of the management cluster.
+	APIReader client.Reader
+	// Engine performs the Helm actions.
+	Engine engine.Engine
+	// ClusterCache hands out REST configs of workload clusters.
+	ClusterCache RESTConfigGetter
+	// Recorder records Events on HelmReleaseProxies.
+	Recorder events.EventRecorder
+
+	// UninstallTimeout bounds the wait for an unreachable cluster at deletion; 0 means
+	// DefaultUninstallTimeout.
+	UninstallTimeout time.Duration
+	// ResyncInterval is how often a Ready release is checked again; 0 means
+	// DefaultResyncInterval.
+	ResyncInterval time.Duration
+	// MaxConcurrentReconciles bounds how many HelmReleaseProxies reconcile at once; 0 means 10.
+	MaxConcurrentReconciles int
+
+	// now is the clock; time.Now when nil.
+	now func() time.Time
+}
+
+// SetupWithManager registers the reconciler with mgr. It reconciles HelmReleaseProxies and
+// watches Clusters, so a Cluster that appears or is paused or resumed is noticed at once.
+func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
+	switch {
+	case r.Client == nil:
+		return errors.New("helmreleaseproxy reconciler: Client is required")
+	case r.APIReader == nil:
+		return errors.New("helmreleaseproxy reconciler: APIReader is required")
+	case r.Engine == nil:
+		return errors.New("helmreleaseproxy reconciler: Engine is required")
+	case r.ClusterCache == nil:
+		return errors.New("helmreleaseproxy reconciler: ClusterCache is required")
+	case r.Recorder == nil:
+		return errors.New("helmreleaseproxy reconciler: Recorder is required")
+	}
+	if r.UninstallTimeout <= 0 {
+		r.UninstallTimeout = DefaultUninstallTimeout
+	}
+	if r.ResyncInterval <= 0 {
+		r.ResyncInterval = DefaultResyncInterval
+	}
+	if r.now == nil {
+		r.now = time.Now
+	}
+	concurrency := r.MaxConcurrentReconciles
+	if concurrency <= 0 {
+		concurrency = 10
+	}
+	changed := predicate.Or(predicate.GenerationChangedPredicate{}, predicate.AnnotationChangedPredicate{})
+	err := ctrl.NewControllerManagedBy(mgr).
+		Named("helmreleaseproxy").
+		For(&addonsv1.HelmReleaseProxy{}, builder.WithPredicates(changed)).
+		Watches(&clusterv1.Cluster{}, handler.EnqueueRequestsFromMapFunc(r.proxiesOfCluster), builder.WithPredicates(changed)).
+		WithOptions(controller.Options{MaxConcurrentReconciles: concurrency}).
+		Complete(r)
+	if err != nil {
+		return fmt.Errorf("setting up the helmreleaseproxy reconciler: %w", err)
+	}
+	return nil
+}
+
+// Reconcile installs, upgrades or uninstalls one release and records what it found.
+func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Result, reterr error) {
+	hrp := &addonsv1.HelmReleaseProxy{}
+	if err := r.Client.Get(ctx, req.NamespacedName, hrp); err != nil {
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	ctx = ctrl.LoggerInto(ctx, ctrl.LoggerFrom(ctx).WithValues("cluster", hrp.Spec.ClusterName))
+
+	s := &scope{hrp: hrp, statusBase: hrp.Status.DeepCopy()}
+	defer func() {
+		if err := r.patchStatus(ctx, s); err != nil {
+			reterr = errors.Join(reterr, err)
+		}
+	}()
+
+	if !hrp.DeletionTimestamp.IsZero() {
+		return r.reconcileDelete(ctx, s)
+	}
+	if !controllerutil.ContainsFinalizer(hrp, addonsv1.HelmReleaseProxyFinalizer) {
+		before := hrp.DeepCopy()
+		controllerutil.AddFinalizer(hrp, addonsv1.HelmReleaseProxyFinalizer)
+		if err := r.Client.Patch(ctx, hrp, client.MergeFromWithOptions(before, client.MergeFromWithOptimisticLock{})); err != nil {
+			return requeueOnConflict(fmt.Errorf("adding finalizer to HelmReleaseProxy %s: %w", klog.KObj(hrp), err))
+		}
+	}
+	return r.reconcileNormal(ctx, s)
+}
+
+// scope holds what one reconcile learns about a HelmReleaseProxy; setStatus turns it into status.
+type scope struct {
+	hrp *addonsv1.HelmReleaseProxy
+	// statusBase is the status as read, the base of the status patch.
+	statusBase *addonsv1.HelmReleaseProxyStatus
+
+	// cluster is the CAPI Cluster; nil when it does not exist.
+	cluster *clusterv1.Cluster
+	// paused is set when the HelmReleaseProxy or its Cluster is paused.
+	paused bool
+	// notReady, when set, is why the release is not Ready: a reason and a message.
+	notReady *notReady
+	// deleting is set while the HelmReleaseProxy is being deleted.
+	deleting bool
+	// orphaned holds the last error when the release was left in an unreachable cluster.
+	orphaned error
+	// gone is set once the finalizer is removed: there is no status left to write.
+	gone bool
+}
+
+type notReady struct{ reason, message string }
+
+// fail records why the release is not Ready.
+func (s *scope) fail(reason, format string, args ...any) {
+	s.notReady = &notReady{reason: reason, message: fmt.Sprintf(format, args...)}
+}
+
+// patchStatus computes the status from the scope and patches it when it changed.
+func (r *Reconciler) patchStatus(ctx context.Context, s *scope) error {
+	if s.gone {
+		return nil
+	}
+	setStatus(s)
+	if equality.Semantic.DeepEqual(*s.statusBase, s.hrp.Status) {
+		return nil
+	}
+	base := s.hrp.DeepCopy()
+	base.Status = *s.statusBase
+	if err := r.Client.Status().Patch(ctx, s.hrp, client.MergeFrom(base)); err != nil {
+		return client.IgnoreNotFound(fmt.Errorf("patching status of HelmReleaseProxy %s: %w", klog.KObj(s.hrp), err))
+	}
+	return nil
+}
+
+// proxiesOfCluster maps a Cluster to the HelmReleaseProxies installing into it, through the
+// cluster.x-k8s.io/cluster-name label they carry.
+func (r *Reconciler) proxiesOfCluster(ctx context.Context, obj client.Object) []reconcile.Request {
+	list := &addonsv1.HelmReleaseProxyList{}
+	if err := r.Client.List(ctx, list, client.InNamespace(obj.GetNamespace()),
+		client.MatchingLabels{clusterv1.ClusterNameLabel: obj.GetName()}); err != nil {
+		ctrl.LoggerFrom(ctx).Error(err, "Listing HelmReleaseProxies of a Cluster", "cluster", klog.KObj(obj))
+		return nil
+	}
+	requests := make([]reconcile.Request, 0, len(list.Items))
+	for i := range list.Items {
+		requests = append(requests, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&list.Items[i])})
+	}
+	return requests
+}
+
+// requeueOnConflict turns an optimistic-lock conflict into a quiet, short requeue.
+func requeueOnConflict(err error) (ctrl.Result, error) {
+	if err != nil && apierrors.IsConflict(err) {
+		return ctrl.Result{RequeueAfter: conflictRetry}, nil
+	}
+	return ctrl.Result{}, err
+}

@@ -1,0 +1,394 @@
+package helmreleaseproxy
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/Masterminds/semver/v3"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/client-go/rest"
+	"k8s.io/klog/v2"
+	"k8s.io/utils/ptr"
+	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+
+	"github.com/flotilla-dev/flotilla/addons/engine"
+	"github.com/flotilla-dev/flotilla/addons/values"
+	addonsv1 "github.com/flotilla-dev/flotilla/api/addons/v1alpha1"
+)
+
+// DefaultReleaseNamespace is the namespace of a release whose spec names none.
+const DefaultReleaseNamespace = "default"
+
+// DefaultHelmTimeout bounds a Helm action whose spec sets no timeout.
+const DefaultHelmTimeout = 5 * time.Minute
+
+// inputsRetry is how soon a release waiting for its values or credentials tries again.
+const inputsRetry = 30 * time.Second
+
+// Event reasons.
+const (
+	installedEvent      = "Installed"
+	upgradedEvent       = "Upgraded"
+	uninstalledEvent    = "Uninstalled"
+	reinstallingEvent   = "Reinstalling"
+	releaseMissingEvent = "ReleaseMissing"
+	installFailedEvent  = "InstallFailed"
+	uninstallFailed     = "UninstallFailed"
+	orphanedEvent       = "Orphaned"
+	leftWithCluster     = "ReleaseLeftWithCluster"
+	inputsFailedEvent   = "ValuesError"
+)
+
+// reconcileNormal brings the release in the workload cluster in line with the spec.
+func (r *Reconciler) reconcileNormal(ctx context.Context, s *scope) (ctrl.Result, error) {
+	hrp := s.hrp
+	cluster, err := r.getCluster(ctx, hrp)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	if cluster == nil {
+		s.fail(addonsv1.ClusterNotFoundReason, "Cluster %s does not exist", hrp.Spec.ClusterName)
+		return ctrl.Result{}, nil // the Cluster watch brings us back when it appears
+	}
+	s.cluster = cluster
+	if isPaused(hrp, cluster) {
+		s.paused = true
+		return ctrl.Result{}, nil
+	}
+
+	cfg, err := r.ClusterCache.GetRESTConfig(ctx, client.ObjectKeyFromObject(cluster))
+	if err != nil {
+		s.fail(addonsv1.ClusterUnreachableReason, "waiting for cluster %s to be reachable: %v", cluster.Name, err)
+		return ctrl.Result{RequeueAfter: unreachableRetry}, nil
+	}
+
+	release, valuesHash, err := r.desiredRelease(ctx, hrp)
+	if err != nil {
+		var ie *inputError
+		if errors.As(err, &ie) {
+			s.fail(ie.reason, "%v", ie.err)
+			r.Recorder.Eventf(hrp, nil, corev1.EventTypeWarning, inputsFailedEvent, "Install", "%v", ie.err)
+			return ctrl.Result{RequeueAfter: inputsRetry}, nil
+		}
+		return ctrl.Result{}, err
+	}
+	applied := appliedHash(hrp, valuesHash)
+
+	if inst := hrp.Status.Installed; inst != nil && *inst != identity(hrp) {
+		if err := r.uninstallForReinstall(ctx, s, cfg, *inst); err != nil {
+			return ctrl.Result{}, err
+		}
+	}
+
+	if hrp.Status.Installed != nil && (installOnce(hrp) || (applied == hrp.Status.AppliedHash && exactVersion(hrp.Spec.Version))) {
+		upToDate, err := r.observe(ctx, s, cfg)
+		if err != nil || upToDate {
+			return ctrl.Result{RequeueAfter: r.ResyncInterval}, err
+		}
+	}
+
+	result, err := r.Engine.InstallOrUpgrade(ctx, cfg, release)
+	if err != nil {
+		s.fail(addonsv1.InstallFailedReason, "%v", err)
+		r.Recorder.Eventf(hrp, nil, corev1.EventTypeWarning, installFailedEvent, "Install",
+			"Installing release %s/%s (chart %s %s): %v", release.Namespace, release.Name, release.Chart.Name, release.Chart.Version, err)
+		return ctrl.Result{}, fmt.Errorf("installing release %s/%s into cluster %s: %w", release.Namespace, release.Name, cluster.Name, err)
+	}
+	hrp.Status.Installed = ptr.To(identity(hrp))
+	hrp.Status.Revision = int32(result.Revision) //nolint:gosec // Helm revisions are small
+	hrp.Status.ReleaseStatus = result.Status
+	hrp.Status.ChartVersion = result.ChartVersion
+	hrp.Status.ValuesHash = valuesHash
+	hrp.Status.AppliedHash = applied
+	switch result.Action {
+	case engine.Installed:
+		r.Recorder.Eventf(hrp, nil, corev1.EventTypeNormal, installedEvent, "Install",
+			"Installed chart %s %s as release %s/%s, revision %d", release.Chart.Name, result.ChartVersion, release.Namespace, release.Name, result.Revision)
+	case engine.Upgraded:
+		r.Recorder.Eventf(hrp, nil, corev1.EventTypeNormal, upgradedEvent, "Upgrade",
+			"Upgraded release %s/%s to chart %s %s, revision %d", release.Namespace, release.Name, release.Chart.Name, result.ChartVersion, result.Revision)
+	}
+	if result.Status != releaseDeployed {
+		s.fail(addonsv1.ReleaseNotDeployedReason, "Helm reports release %s/%s revision %d as %s", release.Namespace, release.Name, result.Revision, result.Status)
+	}
+	return ctrl.Result{RequeueAfter: r.ResyncInterval}, nil
+}
+
+// releaseDeployed is Helm's status of a release that installed or upgraded successfully.
+const releaseDeployed = "deployed"
+
+// observe reads the installed release back and records its state. upToDate is true when there
+// is nothing to install: the release is there, deployed at the revision last applied (or, for
+// InstallOnce, there at all).
+func (r *Reconciler) observe(ctx context.Context, s *scope, cfg *rest.Config) (upToDate bool, err error) {
+	hrp := s.hrp
+	got, err := r.Engine.Get(ctx, cfg, hrp.Spec.ReleaseName, releaseNamespace(hrp))
+	switch {
+	case errors.Is(err, engine.ErrReleaseNotFound):
+		r.Recorder.Eventf(hrp, nil, corev1.EventTypeWarning, releaseMissingEvent, "Install",
+			"Release %s/%s is missing from cluster %s; installing it again", releaseNamespace(hrp), hrp.Spec.ReleaseName, hrp.Spec.ClusterName)
+		return false, nil
+	case err != nil:
+		s.fail(addonsv1.ClusterUnreachableReason, "reading release %s/%s: %v", releaseNamespace(hrp), hrp.Spec.ReleaseName, err)
+		return false, fmt.Errorf("reading release %s/%s of cluster %s: %w", releaseNamespace(hrp), hrp.Spec.ReleaseName, hrp.Spec.ClusterName, err)
+	}
+	if !installOnce(hrp) && (got.Revision != int(hrp.Status.Revision) || got.Status != releaseDeployed) {
+		return false, nil
+	}
+	hrp.Status.Revision = int32(got.Revision) //nolint:gosec // Helm revisions are small
+	hrp.Status.ReleaseStatus = got.Status
+	hrp.Status.ChartVersion = got.ChartVersion
+	if got.Status != releaseDeployed {
+		s.fail(addonsv1.ReleaseNotDeployedReason, "Helm reports release %s/%s revision %d as %s", releaseNamespace(hrp), hrp.Spec.ReleaseName, got.Revision, got.Status)
+	}
+	return true, nil
+}
+
+// uninstallForReinstall removes the release recorded in status, whose chart, repository, name
+// or namespace the spec no longer names.
+func (r *Reconciler) uninstallForReinstall(ctx context.Context, s *scope, cfg *rest.Config, inst addonsv1.InstalledRelease) error {
+	hrp := s.hrp
+	r.Recorder.Eventf(hrp, nil, corev1.EventTypeNormal, reinstallingEvent, "Uninstall",
+		"Uninstalling release %s/%s (chart %s from %s) to install chart %s from %s as %s/%s",
+		inst.Namespace, inst.ReleaseName, inst.ChartName, inst.RepoURL, hrp.Spec.ChartName, hrp.Spec.RepoURL, releaseNamespace(hrp), hrp.Spec.ReleaseName)
+	if err := r.Engine.Uninstall(ctx, cfg, inst.ReleaseName, inst.Namespace); err != nil {
+		s.fail(addonsv1.UninstallFailedReason, "uninstalling release %s/%s before reinstalling: %v", inst.Namespace, inst.ReleaseName, err)
+		r.Recorder.Eventf(hrp, nil, corev1.EventTypeWarning, uninstallFailed, "Uninstall", "Uninstalling release %s/%s: %v", inst.Namespace, inst.ReleaseName, err)
+		return fmt.Errorf("uninstalling release %s/%s from cluster %s: %w", inst.Namespace, inst.ReleaseName, hrp.Spec.ClusterName, err)
+	}
+	r.Recorder.Eventf(hrp, nil, corev1.EventTypeNormal, uninstalledEvent, "Uninstall", "Uninstalled release %s/%s", inst.Namespace, inst.ReleaseName)
+	clearRelease(&hrp.Status)
+	return nil
+}
+
+// reconcileDelete uninstalls the release and removes the finalizer, or orphans the release when
+// the cluster stays unreachable past UninstallTimeout.
+func (r *Reconciler) reconcileDelete(ctx context.Context, s *scope) (ctrl.Result, error) {
+	s.deleting = true
+	hrp := s.hrp
+	if !controllerutil.ContainsFinalizer(hrp, addonsv1.HelmReleaseProxyFinalizer) {
+		s.gone = true
+		return ctrl.Result{}, nil
+	}
+	inst := hrp.Status.Installed
+	if inst == nil {
+		return ctrl.Result{}, r.removeFinalizer(ctx, s)
+	}
+	cluster, err := r.getCluster(ctx, hrp)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	if cluster == nil || !cluster.DeletionTimestamp.IsZero() {
+		r.Recorder.Eventf(hrp, nil, corev1.EventTypeNormal, leftWithCluster, "Uninstall",
+			"Cluster %s is deleted; release %s/%s goes with it", hrp.Spec.ClusterName, inst.Namespace, inst.ReleaseName)
+		return ctrl.Result{}, r.removeFinalizer(ctx, s)
+	}
+	if isPaused(hrp, cluster) {
+		s.paused = true
+		return ctrl.Result{}, nil
+	}
+
+	reason := addonsv1.ClusterUnreachableReason
+	cfg, err := r.ClusterCache.GetRESTConfig(ctx, client.ObjectKeyFromObject(cluster))
+	if err == nil {
+		reason = addonsv1.UninstallFailedReason
+		err = r.Engine.Uninstall(ctx, cfg, inst.ReleaseName, inst.Namespace)
+	}
+	if err != nil {
+		deadline := hrp.DeletionTimestamp.Add(r.UninstallTimeout)
+		if remaining := deadline.Sub(r.now()); remaining > 0 {
+			s.fail(reason, "waiting up to %s for cluster %s to uninstall release %s/%s: %v",
+				remaining.Round(time.Second), cluster.Name, inst.Namespace, inst.ReleaseName, err)
+			r.Recorder.Eventf(hrp, nil, corev1.EventTypeWarning, uninstallFailed, "Uninstall",
+				"Uninstalling release %s/%s: %v", inst.Namespace, inst.ReleaseName, err)
+			return ctrl.Result{RequeueAfter: min(unreachableRetry, remaining)}, nil
+		}
+		s.orphaned = err
+		r.Recorder.Eventf(hrp, nil, corev1.EventTypeWarning, orphanedEvent, "Uninstall",
+			"Release %s/%s is left in cluster %s: no uninstall succeeded within %s: %v", inst.Namespace, inst.ReleaseName, cluster.Name, r.UninstallTimeout, err)
+		// The condition is written before the finalizer goes, for whoever watches the object.
+		if err := r.patchStatus(ctx, s); err != nil {
+			return ctrl.Result{}, err
+		}
+		s.statusBase = s.hrp.Status.DeepCopy()
+		return ctrl.Result{}, r.removeFinalizer(ctx, s)
+	}
+	r.Recorder.Eventf(hrp, nil, corev1.EventTypeNormal, uninstalledEvent, "Uninstall", "Uninstalled release %s/%s", inst.Namespace, inst.ReleaseName)
+	return ctrl.Result{}, r.removeFinalizer(ctx, s)
+}
+
+// removeFinalizer lets the HelmReleaseProxy go.
+func (r *Reconciler) removeFinalizer(ctx context.Context, s *scope) error {
+	before := s.hrp.DeepCopy()
+	controllerutil.RemoveFinalizer(s.hrp, addonsv1.HelmReleaseProxyFinalizer)
+	if err := r.Client.Patch(ctx, s.hrp, client.MergeFrom(before)); client.IgnoreNotFound(err) != nil {
+		return fmt.Errorf("removing finalizer from HelmReleaseProxy %s: %w", klog.KObj(s.hrp), err)
+	}
+	s.gone = true
+	return nil
+}
+
+// getCluster returns the HelmReleaseProxy's Cluster, nil when it does not exist.
+func (r *Reconciler) getCluster(ctx context.Context, hrp *addonsv1.HelmReleaseProxy) (*clusterv1.Cluster, error) {
+	c := &clusterv1.Cluster{}
+	err := r.Client.Get(ctx, client.ObjectKey{Namespace: hrp.Namespace, Name: hrp.Spec.ClusterName}, c)
+	if apierrors.IsNotFound(err) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("reading Cluster %s: %w", hrp.Spec.ClusterName, err)
+	}
+	return c, nil
+}
+
+// inputError is a problem with what the release is made of (values, credentials) that the user
+// fixes: reported as a condition, retried after a while.
+type inputError struct {
+	reason string
+	err    error
+}
+
+func (e *inputError) Error() string { return e.err.Error() }
+func (e *inputError) Unwrap() error { return e.err }
+
+// desiredRelease builds the release the spec asks for, with the hash of its merged values.
+func (r *Reconciler) desiredRelease(ctx context.Context, hrp *addonsv1.HelmReleaseProxy) (engine.Release, string, error) {
+	from, err := values.FromSources(ctx, r.APIReader, hrp.Namespace, hrp.Spec.ValuesFrom)
+	if err != nil {
+		return engine.Release{}, "", &inputError{reason: addonsv1.ValuesErrorReason, err: err}
+	}
+	own, err := values.Parse(hrp.Spec.Values)
+	if err != nil {
+		return engine.Release{}, "", &inputError{reason: addonsv1.ValuesErrorReason, err: fmt.Errorf("spec.values is not a YAML mapping: %w", err)}
+	}
+	merged := values.Merge(from, own)
+	hash, err := values.Hash(merged)
+	if err != nil {
+		return engine.Release{}, "", err
+	}
+	registry, err := r.registry(ctx, hrp)
+	if err != nil {
+		return engine.Release{}, "", &inputError{reason: addonsv1.RegistryErrorReason, err: err}
+	}
+	o := hrp.Spec.Options
+	timeout := DefaultHelmTimeout
+	if o.Timeout != nil {
+		timeout = o.Timeout.Duration
+	}
+	maxHistory := 5
+	if o.MaxHistory > 0 {
+		maxHistory = int(o.MaxHistory)
+	}
+	return engine.Release{
+		Name:            hrp.Spec.ReleaseName,
+		Namespace:       releaseNamespace(hrp),
+		Chart:           engine.Chart{RepoURL: hrp.Spec.RepoURL, Name: hrp.Spec.ChartName, Version: hrp.Spec.Version},
+		Registry:        registry,
+		Values:          merged,
+		CreateNamespace: ptr.Deref(o.CreateNamespace, true),
+		Wait:            o.Wait || o.Atomic,
+		Atomic:          o.Atomic,
+		SkipCRDs:        o.SkipCRDs,
+		Timeout:         timeout,
+		MaxHistory:      maxHistory,
+		Labels: map[string]string{
+			addonsv1.HelmChartProxyNameLabel: hrp.Labels[addonsv1.HelmChartProxyNameLabel],
+			"addons.flotilla.dev/namespace":  hrp.Namespace,
+		},
+	}, hash, nil
+}
+
+// registry reads the repository's credentials and CA from the Secrets spec.registry names.
+func (r *Reconciler) registry(ctx context.Context, hrp *addonsv1.HelmReleaseProxy) (engine.Registry, error) {
+	spec := hrp.Spec.Registry
+	if spec == nil {
+		return engine.Registry{}, nil
+	}
+	reg := engine.Registry{InsecureSkipTLSVerify: spec.InsecureSkipTLSVerify, PlainHTTP: spec.PlainHTTP}
+	if ref := spec.CredentialsSecretRef; ref != nil {
+		secret := &corev1.Secret{}
+		if err := r.APIReader.Get(ctx, client.ObjectKey{Namespace: hrp.Namespace, Name: ref.Name}, secret); err != nil {
+			return engine.Registry{}, fmt.Errorf("reading registry credentials Secret %s: %w", ref.Name, err)
+		}
+		reg.Username, reg.Password = string(secret.Data["username"]), string(secret.Data["password"])
+		if reg.Username == "" || reg.Password == "" {
+			return engine.Registry{}, fmt.Errorf("registry credentials Secret %s needs the keys username and password", ref.Name)
+		}
+	}
+	if ref := spec.CASecretRef; ref != nil {
+		secret := &corev1.Secret{}
+		if err := r.APIReader.Get(ctx, client.ObjectKey{Namespace: hrp.Namespace, Name: ref.Name}, secret); err != nil {
+			return engine.Registry{}, fmt.Errorf("reading registry CA Secret %s: %w", ref.Name, err)
+		}
+		if reg.CAData = secret.Data["ca.crt"]; len(reg.CAData) == 0 {
+			return engine.Registry{}, fmt.Errorf("registry CA Secret %s has no key ca.crt", ref.Name)
+		}
+	}
+	return reg, nil
+}
+
+// identity is what, when it changes, makes the release a different release: reinstalled, not
+// upgraded.
+func identity(hrp *addonsv1.HelmReleaseProxy) addonsv1.InstalledRelease {
+	return addonsv1.InstalledRelease{
+		ReleaseName: hrp.Spec.ReleaseName,
+		Namespace:   releaseNamespace(hrp),
+		RepoURL:     hrp.Spec.RepoURL,
+		ChartName:   hrp.Spec.ChartName,
+	}
+}
+
+// appliedHash digests everything an install or upgrade is made from.
+func appliedHash(hrp *addonsv1.HelmReleaseProxy, valuesHash string) string {
+	b, _ := json.Marshal(struct {
+		Release    addonsv1.InstalledRelease
+		Version    string
+		Options    addonsv1.HelmOptions
+		ValuesHash string
+	}{identity(hrp), hrp.Spec.Version, hrp.Spec.Options, valuesHash})
+	sum := sha256.Sum256(b)
+	return "sha256:" + hex.EncodeToString(sum[:])
+}
+
+// exactVersion reports whether version names one chart version (not a range, not "latest").
+func exactVersion(version string) bool {
+	_, err := semver.StrictNewVersion(version)
+	return err == nil
+}
+
+func installOnce(hrp *addonsv1.HelmReleaseProxy) bool {
+	return hrp.Spec.ReconcileStrategy == addonsv1.ReconcileInstallOnce
+}
+
+func releaseNamespace(hrp *addonsv1.HelmReleaseProxy) string {
+	if hrp.Spec.Namespace == "" {
+		return DefaultReleaseNamespace
+	}
+	return hrp.Spec.Namespace
+}
+
+// isPaused: the HelmReleaseProxy or its Cluster carries the paused annotation, or the Cluster's
+// spec.paused is true.
+func isPaused(hrp *addonsv1.HelmReleaseProxy, cluster *clusterv1.Cluster) bool {
+	_, hrpPaused := hrp.Annotations[clusterv1.PausedAnnotation]
+	_, clusterPaused := cluster.Annotations[clusterv1.PausedAnnotation]
+	return hrpPaused || clusterPaused || ptr.Deref(cluster.Spec.Paused, false)
+}
+
+func clearRelease(st *addonsv1.HelmReleaseProxyStatus) {
+	st.Installed = nil
+	st.Revision = 0
+	st.ReleaseStatus = ""
+	st.ChartVersion = ""
+	st.ValuesHash = ""
+	st.AppliedHash = ""
+}

@@ -1,0 +1,59 @@
+package helmreleaseproxy
+
+import (
+	"fmt"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	addonsv1 "github.com/flotilla-dev/flotilla/api/addons/v1alpha1"
+)
+
+// setStatus turns what the reconcile found (the scope) into conditions. It runs once, deferred,
+// at the end of every reconcile, so every path leaves conditions that say why.
+func setStatus(s *scope) {
+	hrp := s.hrp
+	if !s.paused && !s.deleting {
+		hrp.Status.ObservedGeneration = hrp.Generation
+	}
+	setPaused(hrp, s.paused)
+	if !s.paused {
+		setReady(hrp, s)
+	}
+	if s.orphaned != nil {
+		meta.SetStatusCondition(&hrp.Status.Conditions, metav1.Condition{
+			Type: addonsv1.OrphanedCondition, Status: metav1.ConditionTrue, Reason: addonsv1.UnreachableAtDeleteReason,
+			ObservedGeneration: hrp.Generation,
+			Message:            fmt.Sprintf("release left in cluster %s: %v", hrp.Spec.ClusterName, s.orphaned),
+		})
+	}
+}
+
+// setPaused: True while the HelmReleaseProxy or its Cluster is paused.
+func setPaused(hrp *addonsv1.HelmReleaseProxy, paused bool) {
+	cond := metav1.Condition{Type: addonsv1.PausedCondition, Status: metav1.ConditionFalse, Reason: addonsv1.NotPausedReason, ObservedGeneration: hrp.Generation}
+	if paused {
+		cond.Status, cond.Reason = metav1.ConditionTrue, addonsv1.PausedReason
+		cond.Message = fmt.Sprintf("the HelmReleaseProxy or Cluster %s is paused", hrp.Spec.ClusterName)
+	}
+	meta.SetStatusCondition(&hrp.Status.Conditions, cond)
+}
+
+// setReady: True when the release is deployed as the spec says.
+func setReady(hrp *addonsv1.HelmReleaseProxy, s *scope) {
+	cond := metav1.Condition{Type: addonsv1.ReadyCondition, Status: metav1.ConditionFalse, ObservedGeneration: hrp.Generation}
+	inst := hrp.Status.Installed
+	switch {
+	case s.notReady != nil:
+		cond.Reason, cond.Message = s.notReady.reason, s.notReady.message
+	case s.deleting:
+		cond.Reason, cond.Message = addonsv1.DeletingReason, "uninstalling the release"
+	case inst == nil:
+		cond.Reason, cond.Message = addonsv1.InstallingReason, "the release is not installed yet"
+	default:
+		cond.Status, cond.Reason = metav1.ConditionTrue, addonsv1.ReadyReason
+		cond.Message = fmt.Sprintf("release %s/%s revision %d is %s (chart %s %s)",
+			inst.Namespace, inst.ReleaseName, hrp.Status.Revision, hrp.Status.ReleaseStatus, inst.ChartName, hrp.Status.ChartVersion)
+	}
+	meta.SetStatusCondition(&hrp.Status.Conditions, cond)
+}

@@ -1,0 +1,196 @@
+package v1alpha1
+
+import (
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// ReconcileStrategy says whether a release is kept in line with its spec.
+// +kubebuilder:validation:Enum=Continuous;InstallOnce
+type ReconcileStrategy string
+
+const (
+	// ReconcileContinuous upgrades the release whenever its chart or rendered values change,
+	// and reinstalls it when its chart, repository, release name or namespace change.
+	ReconcileContinuous ReconcileStrategy = "Continuous"
+	// ReconcileInstallOnce installs the release once and then leaves it alone; it is still
+	// uninstalled when its cluster stops matching or its proxy is deleted.
+	ReconcileInstallOnce ReconcileStrategy = "InstallOnce"
+)
+
+// ValuesSourceKind is the kind of object a ValuesReference names.
+// +kubebuilder:validation:Enum=ConfigMap;Secret
+type ValuesSourceKind string
+
+const (
+	// ConfigMapValues reads values from a ConfigMap.
+	ConfigMapValues ValuesSourceKind = "ConfigMap"
+	// SecretValues reads values from a Secret.
+	SecretValues ValuesSourceKind = "Secret"
+)
+
+// DefaultValuesKey is the key a ValuesReference reads when it names none.
+const DefaultValuesKey = "values.yaml"
+
+// ValuesReference names a ConfigMap or Secret, in the proxy's namespace, holding Helm values as
+// YAML under one key.
+type ValuesReference struct {
+	// kind is ConfigMap or Secret.
+	Kind ValuesSourceKind `json:"kind"`
+
+	// name of the ConfigMap or Secret.
+	// +kubebuilder:validation:MinLength=1
+	Name string `json:"name"`
+
+	// key holding the values; "values.yaml" when empty.
+	// +optional
+	Key string `json:"key,omitempty"`
+
+	// optional lets the release install without these values when the object or key is
+	// missing. A missing required source stops the release from installing or upgrading.
+	// +optional
+	Optional bool `json:"optional,omitempty"`
+}
+
+// HelmOptions are the options of Helm's install and upgrade actions.
+type HelmOptions struct {
+	// wait waits until the release's resources are ready before marking it deployed.
+	// +optional
+	Wait bool `json:"wait,omitempty"`
+
+	// timeout bounds each Helm action (and the wait); 5m when unset.
+	// +optional
+	Timeout *metav1.Duration `json:"timeout,omitempty"`
+
+	// atomic rolls a failed install or upgrade back (an install is uninstalled). Implies wait.
+	// +optional
+	Atomic bool `json:"atomic,omitempty"`
+
+	// createNamespace creates the release namespace when it does not exist; true when unset.
+	// +optional
+	CreateNamespace *bool `json:"createNamespace,omitempty"`
+
+	// skipCRDs does not install the CRDs in the chart's crds/ directory.
+	// +optional
+	SkipCRDs bool `json:"skipCRDs,omitempty"`
+
+	// maxHistory is the number of release revisions Helm keeps; 5 when unset.
+	// +kubebuilder:validation:Minimum=1
+	// +optional
+	MaxHistory int32 `json:"maxHistory,omitempty"`
+}
+
+// SecretReference names a Secret in the proxy's namespace.
+type SecretReference struct {
+	// name of the Secret.
+	// +kubebuilder:validation:MinLength=1
+	Name string `json:"name"`
+}
+
+// RegistryOptions are the credentials and transport settings for the chart's repository.
+type RegistryOptions struct {
+	// credentialsSecretRef names a Secret with the keys "username" and "password".
+	// +optional
+	CredentialsSecretRef *SecretReference `json:"credentialsSecretRef,omitempty"`
+
+	// caSecretRef names a Secret whose key "ca.crt" holds the PEM CA bundle that signs the
+	// repository's serving certificate.
+	// +optional
+	CASecretRef *SecretReference `json:"caSecretRef,omitempty"`
+
+	// insecureSkipTLSVerify does not verify the repository's serving certificate.
+	// +optional
+	InsecureSkipTLSVerify bool `json:"insecureSkipTLSVerify,omitempty"`
+
+	// plainHTTP talks to an OCI registry over HTTP instead of HTTPS.
+	// +optional
+	PlainHTTP bool `json:"plainHTTP,omitempty"`
+}
+
+// DriftCorrectionMode switches drift correction on or off.
+// +kubebuilder:validation:Enum=Enabled;Disabled
+type DriftCorrectionMode string
+
+const (
+	// DriftCorrectionEnabled restores objects of the release that were changed or deleted in
+	// the workload cluster.
+	DriftCorrectionEnabled DriftCorrectionMode = "Enabled"
+	// DriftCorrectionDisabled leaves them alone.
+	DriftCorrectionDisabled DriftCorrectionMode = "Disabled"
+)
+
+// DriftCorrection configures drift detection and correction of a release.
+type DriftCorrection struct {
+	// mode is Enabled or Disabled.
+	// +kubebuilder:default=Disabled
+	Mode DriftCorrectionMode `json:"mode"`
+
+	// interval is how often the live objects are compared with the release's manifest; 30s
+	// when unset.
+	// +optional
+	Interval *metav1.Duration `json:"interval,omitempty"`
+
+	// ignore lists fields that other controllers own (an autoscaler's replicas, say): they are
+	// neither reported as drift nor restored.
+	// +optional
+	Ignore []DriftIgnoreRule `json:"ignore,omitempty"`
+}
+
+// DriftIgnoreRule ignores fields of the release's objects of one kind (and name).
+type DriftIgnoreRule struct {
+	// kind of the objects, such as Deployment.
+	// +kubebuilder:validation:MinLength=1
+	Kind string `json:"kind"`
+
+	// name of the object; every object of the kind when empty.
+	// +optional
+	Name string `json:"name,omitempty"`
+
+	// paths are JSON pointers (RFC 6901) to the ignored fields, such as "/spec/replicas".
+	// Without paths the whole object is ignored.
+	// +optional
+	Paths []string `json:"paths,omitempty"`
+}
+
+// ReleaseSpec is what a release is made of: the chart, where it comes from, and how Helm
+// installs it. A HelmChartProxy holds it for every cluster it selects; each HelmReleaseProxy holds
+// a copy for its cluster.
+type ReleaseSpec struct {
+	// chartName is the chart's name in the repository.
+	// +kubebuilder:validation:MinLength=1
+	ChartName string `json:"chartName"`
+
+	// repoURL is an OCI registry path (oci://host/path, the chart below it) or a classic chart
+	// repository (http:// or https://, serving index.yaml).
+	// +kubebuilder:validation:Pattern=`^(oci|https?)://.+`
+	RepoURL string `json:"repoURL"`
+
+	// version is an exact chart version or a semver range; the latest version when empty.
+	// +optional
+	Version string `json:"version,omitempty"`
+
+	// namespace the release is installed in; "default" when empty.
+	// +optional
+	Namespace string `json:"namespace,omitempty"`
+
+	// valuesFrom are ConfigMaps and Secrets in the proxy's namespace holding values, merged in
+	// order; the rendered valuesTemplate is merged over them.
+	// +optional
+	ValuesFrom []ValuesReference `json:"valuesFrom,omitempty"`
+
+	// reconcileStrategy is Continuous (the default) or InstallOnce.
+	// +kubebuilder:default=Continuous
+	// +optional
+	ReconcileStrategy ReconcileStrategy `json:"reconcileStrategy,omitempty"`
+
+	// options of Helm's install and upgrade actions.
+	// +optional
+	Options HelmOptions `json:"options,omitempty,omitzero"`
+
+	// registry holds credentials and TLS settings for the repository.
+	// +optional
+	Registry *RegistryOptions `json:"registry,omitempty"`
+
+	// driftCorrection restores objects of the release changed or deleted in the cluster.
+	// +optional
+	DriftCorrection *DriftCorrection `json:"driftCorrection,omitempty"`
+}
