@@ -62,6 +62,7 @@ func run(m *testing.M) int {
 			fmt.Fprintf(os.Stderr, "testenv: %v\n", err)
 		}
 	}()
+	defer func() { stopWorkload() }()
 	defer stopManager()
 	return m.Run()
 }

@@ -3,6 +3,7 @@ package manager
 import (
 	"context"
 	"fmt"
+	"path/filepath"
 	"slices"
 	"sort"
 	"strings"
@@ -10,10 +11,13 @@ import (
 	"sigs.k8s.io/cluster-api/controllers/clustercache"
 	ctrl "sigs.k8s.io/controller-runtime"
 
+	"github.com/flotilla-dev/flotilla/addons"
+	addonsengine "github.com/flotilla-dev/flotilla/addons/engine"
 	"github.com/flotilla-dev/flotilla/cluster"
 	"github.com/flotilla-dev/flotilla/cluster/reconcilers/gitops"
 	"github.com/flotilla-dev/flotilla/cluster/reconcilers/kubeconfigaccess"
 	"github.com/flotilla-dev/flotilla/infrastructure/local"
+	"github.com/flotilla-dev/flotilla/pkg/helm"
 )
 
 // Component is a named set of reconcilers and webhooks that a manager can run. Setup registers
@@ -58,6 +62,10 @@ func Components() []Component {
 		}},
 		{Name: "kubeconfigaccess", Setup: func(_ context.Context, mgr ctrl.Manager, _ Deps) error {
 			return (&kubeconfigaccess.Reconciler{Client: mgr.GetClient()}).SetupWithManager(mgr)
+		}},
+		{Name: "addons", Setup: func(ctx context.Context, mgr ctrl.Manager, deps Deps) error {
+			helmEngine := &helm.Engine{ChartCache: filepath.Join(deps.Home, "cache", "charts")}
+			return addons.Setup(ctx, mgr, addons.Options{ClusterCache: deps.ClusterCache, Engine: addonsengine.New(helmEngine)})
 		}},
 	}
 }

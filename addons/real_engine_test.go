@@ -1,0 +1,173 @@
+package addons_test
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"testing"
+
+	. "github.com/onsi/gomega"
+	chart "helm.sh/helm/v4/pkg/chart/v2"
+	"helm.sh/helm/v4/pkg/chart/v2/loader"
+	chartutil "helm.sh/helm/v4/pkg/chart/v2/util"
+	repo "helm.sh/helm/v4/pkg/repo/v1"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	addonsv1 "github.com/flotilla-dev/flotilla/api/addons/v1alpha1"
+	"github.com/flotilla-dev/flotilla/addons/engine"
+	"github.com/flotilla-dev/flotilla/internal/testenv"
+	"github.com/flotilla-dev/flotilla/pkg/helm"
+)
+
+// workload is a second API server standing in for a workload cluster, started by the first test
+// that needs it.
+var workload *testenv.Environment
+
+// useWorkloadCluster starts the workload API server (once), routes the releases of Cluster
+// ns/name to it through pkg/helm's engine, and returns it.
+func useWorkloadCluster(t *testing.T, ns, name string) *testenv.Environment {
+	t.Helper()
+	if workload == nil {
+		w, err := testenv.Start(testenv.Options{SkipCRDs: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		workload = w
+		cache, err := os.MkdirTemp("", "flotilla-addons-charts-")
+		if err != nil {
+			t.Fatal(err)
+		}
+		router.mu.Lock()
+		router.real = engine.New(&helm.Engine{ChartCache: cache})
+		router.hosts = map[string]bool{w.Config.Host: true}
+		router.mu.Unlock()
+		stopWorkload = func() {
+			_ = w.Stop()
+			_ = os.RemoveAll(cache)
+		}
+	}
+	clusters.mu.Lock()
+	clusters.configs[client.ObjectKey{Namespace: ns, Name: name}] = workload.Config
+	clusters.mu.Unlock()
+	return workload
+}
+
+// stopWorkload stops the workload API server when a test started it.
+var stopWorkload = func() {}
+
+// helloChart is a chart with a ConfigMap made from values and a Deployment.
+func helloChart(version string) map[string]string {
+	return map[string]string{
+		"Chart.yaml":  "apiVersion: v2\nname: hello\nversion: " + version + "\n",
+		"values.yaml": "greeting: hello\nreplicas: 1\n",
+		"templates/configmap.yaml": `apiVersion: v1
+kind: ConfigMap
+metadata:
+  name: {{ .Release.Name }}-config
+data:
+  greeting: {{ .Values.greeting | quote }}
+  version: {{ .Chart.Version | quote }}
+`,
+		"templates/deployment.yaml": `apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: {{ .Release.Name }}
+spec:
+  replicas: {{ .Values.replicas }}
+  selector:
+    matchLabels: {app: {{ .Release.Name }}}
+  template:
+    metadata:
+      labels: {app: {{ .Release.Name }}}
+    spec:
+      containers:
+      - name: web
+        image: registry.example/hello:1
+`,
+	}
+}
+
+// serveCharts serves a classic chart repository holding charts (each a map of file paths to
+// contents) and returns its URL.
+func serveCharts(t *testing.T, charts ...map[string]string) string {
+	t.Helper()
+	g := NewWithT(t)
+	dir := t.TempDir()
+	index := repo.NewIndexFile()
+	for _, files := range charts {
+		src := t.TempDir()
+		for p, content := range files {
+			g.Expect(os.MkdirAll(filepath.Dir(filepath.Join(src, p)), 0o750)).To(Succeed())
+			g.Expect(os.WriteFile(filepath.Join(src, p), []byte(content), 0o600)).To(Succeed())
+		}
+		ch, err := loader.LoadDir(src)
+		g.Expect(err).NotTo(HaveOccurred())
+		archive, err := chartutil.Save(ch, dir)
+		g.Expect(err).NotTo(HaveOccurred())
+		data, err := os.ReadFile(archive)
+		g.Expect(err).NotTo(HaveOccurred())
+		sum := sha256.Sum256(data)
+		g.Expect(index.MustAdd(&chart.Metadata{APIVersion: "v2", Name: ch.Metadata.Name, Version: ch.Metadata.Version},
+			filepath.Base(archive), "", hex.EncodeToString(sum[:]))).To(Succeed())
+	}
+	g.Expect(index.WriteFile(filepath.Join(dir, "index.yaml"), 0o600)).To(Succeed())
+	srv := httptest.NewServer(http.FileServer(http.Dir(dir)))
+	t.Cleanup(srv.Close)
+	return srv.URL
+}
+
+func TestAChartInstallsUpgradesAndUninstallsInARealWorkloadCluster(t *testing.T) {
+	startManager(t)
+	g := NewWithT(t)
+	ctx := context.Background()
+	ns := env.NewNamespace(t)
+	w := useWorkloadCluster(t, ns, "w1")
+	repoURL := serveCharts(t, helloChart("1.0.0"), helloChart("1.1.0"))
+	createCluster(g, ns, "w1", map[string]string{"env": "prod"})
+
+	p := proxy(ns, "web")
+	p.Spec.RepoURL, p.Spec.ChartName, p.Spec.Version, p.Spec.Namespace = repoURL, "hello", "1.0.0", "web-"+ns
+	p.Spec.ValuesTemplate = "greeting: hi from {{ .Cluster.metadata.name }}\n"
+	g.Expect(env.Client.Create(ctx, p)).To(Succeed())
+
+	hrp := eventuallyReady(g, ns, "web", "w1")
+	g.Expect(hrp.Status.Revision).To(BeEquivalentTo(1))
+	g.Expect(hrp.Status.ChartVersion).To(Equal("1.0.0"))
+	g.Expect(hrp.Status.ReleaseStatus).To(Equal("deployed"))
+	cm := &corev1.ConfigMap{}
+	g.Expect(w.Client.Get(ctx, client.ObjectKey{Namespace: "web-" + ns, Name: "web-config"}, cm)).To(Succeed())
+	g.Expect(cm.Data).To(Equal(map[string]string{"greeting": "hi from w1", "version": "1.0.0"}))
+	g.Expect(w.Client.Get(ctx, client.ObjectKey{Namespace: "web-" + ns, Name: "web"}, &appsv1.Deployment{})).To(Succeed())
+
+	// A new chart version upgrades: a new revision.
+	updateProxy(g, ns, "web", func(p *addonsv1.HelmChartProxy) { p.Spec.Version = "1.1.0" })
+	g.Eventually(func(g Gomega) {
+		hrp := eventuallyReady(g, ns, "web", "w1")
+		g.Expect(hrp.Status.Revision).To(BeEquivalentTo(2))
+		g.Expect(hrp.Status.ChartVersion).To(Equal("1.1.0"))
+		g.Expect(w.Client.Get(ctx, client.ObjectKey{Namespace: "web-" + ns, Name: "web-config"}, cm)).To(Succeed())
+		g.Expect(cm.Data).To(HaveKeyWithValue("version", "1.1.0"))
+	}, timeout, interval).Should(Succeed())
+
+	// A version the repository does not have: Ready carries Helm's error; the release stays.
+	updateProxy(g, ns, "web", func(p *addonsv1.HelmChartProxy) { p.Spec.Version = "9.9.9" })
+	g.Eventually(func(g Gomega) {
+		c := condition(getHRP(g, ns, "web", "w1").Status.Conditions, addonsv1.ReadyCondition)
+		g.Expect(c.Reason).To(Equal(addonsv1.InstallFailedReason))
+		g.Expect(c.Message).To(ContainSubstring("9.9.9"))
+	}, timeout, interval).Should(Succeed())
+
+	// Deleting the proxy uninstalls the release from the workload cluster.
+	g.Expect(env.Client.Delete(ctx, getProxy(g, ns, "web"))).To(Succeed())
+	g.Eventually(func() bool {
+		return apierrors.IsNotFound(env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "web"}, &addonsv1.HelmChartProxy{}))
+	}, timeout, interval).Should(BeTrue())
+	g.Expect(apierrors.IsNotFound(w.Client.Get(ctx, client.ObjectKey{Namespace: "web-" + ns, Name: "web-config"}, cm))).To(BeTrue())
+}
