@@ -17,6 +17,7 @@ import (
 	"github.com/flotilla-dev/flotilla/cluster/reconcilers/gitops"
 	"github.com/flotilla-dev/flotilla/cluster/reconcilers/kubeconfigaccess"
 	"github.com/flotilla-dev/flotilla/infrastructure/local"
+	"github.com/flotilla-dev/flotilla/infrastructure/packet"
 	"github.com/flotilla-dev/flotilla/pkg/helm"
 )
 
@@ -53,6 +54,9 @@ func Components() []Component {
 		{Name: "capi", Setup: setupClusterAPI},
 		{Name: "local", Setup: func(ctx context.Context, mgr ctrl.Manager, deps Deps) error {
 			return local.Setup(ctx, mgr, local.Options{ClusterCache: deps.ClusterCache, Home: deps.Home, BinRoot: deps.BinRoot})
+		}},
+		{Name: "packet", Setup: func(ctx context.Context, mgr ctrl.Manager, _ Deps) error {
+			return packet.Setup(ctx, mgr, packet.Options{})
 		}},
 		{Name: "cluster", Setup: func(ctx context.Context, mgr ctrl.Manager, _ Deps) error {
 			return cluster.Setup(ctx, mgr)

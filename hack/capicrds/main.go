@@ -38,6 +38,12 @@ func coreCRD(name string) source {
 	return source{path: filepath.Join("core", "config", "crd", "bases", name), version: "v1beta2", labels: providerLabels}
 }
 
+// kubeadmCRD is a CRD of one of the kubeadm providers (dir: bootstrap or controlplane). Flotilla
+// embeds them in its own manager, as it does the core, so they carry the core's labels.
+func kubeadmCRD(dir, name string) source {
+	return source{path: filepath.Join(dir, "kubeadm", "config", "crd", "bases", name), version: "v1beta2", labels: providerLabels}
+}
+
 var crdSources = []source{
 	coreCRD("cluster.x-k8s.io_clusters.yaml"),
 	coreCRD("cluster.x-k8s.io_machines.yaml"),
@@ -52,6 +58,11 @@ var crdSources = []source{
 	coreCRD("ipam.cluster.x-k8s.io_ipaddresses.yaml"),
 	coreCRD("ipam.cluster.x-k8s.io_ipaddressclaims.yaml"),
 	coreCRD("runtime.cluster.x-k8s.io_extensionconfigs.yaml"),
+	// The kubeadm bootstrap and control plane providers, embedded for the Packet provider.
+	kubeadmCRD("bootstrap", "bootstrap.cluster.x-k8s.io_kubeadmconfigs.yaml"),
+	kubeadmCRD("bootstrap", "bootstrap.cluster.x-k8s.io_kubeadmconfigtemplates.yaml"),
+	kubeadmCRD("controlplane", "controlplane.cluster.x-k8s.io_kubeadmcontrolplanes.yaml"),
+	kubeadmCRD("controlplane", "controlplane.cluster.x-k8s.io_kubeadmcontrolplanetemplates.yaml"),
 	{
 		path:    filepath.Join("cmd", "clusterctl", "config", "crd", "bases", "clusterctl.cluster.x-k8s.io_providers.yaml"),
 		version: "v1alpha3",

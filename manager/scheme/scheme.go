@@ -6,6 +6,8 @@ import (
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	bootstrapv1 "sigs.k8s.io/cluster-api/api/bootstrap/kubeadm/v1beta2"
+	kubeadmcontrolplanev1 "sigs.k8s.io/cluster-api/api/controlplane/kubeadm/v1beta2"
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 	clusterctlv1 "sigs.k8s.io/cluster-api/cmd/clusterctl/api/v1alpha3"
 
@@ -22,6 +24,8 @@ func AddToScheme(s *runtime.Scheme) error {
 		apiextensionsv1.AddToScheme,
 		clusterv1.AddToScheme,
 		clusterctlv1.AddToScheme,
+		bootstrapv1.AddToScheme,
+		kubeadmcontrolplanev1.AddToScheme,
 		flotillav1.AddToScheme,
 		infrav1.AddToScheme,
 		controlplanev1.AddToScheme,

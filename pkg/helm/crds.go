@@ -24,9 +24,9 @@ const crdEstablishTimeout = 60 * time.Second
 // does. Helm's own CRD step does not wait unless the whole release waits, after which the
 // release's custom resources fail to map; doing it here makes charts with CRDs install in one go.
 func ensureCRDs(ctx context.Context, clients *clusterClients, ch *chart.Chart) error {
-	crds := ch.CRDObjects()
-	if len(crds) == 0 {
-		return nil
+	crds, err := chartCRDs(ch)
+	if err != nil || len(crds) == 0 {
+		return err
 	}
 	dyn, err := dynamic.NewForConfig(clients.config)
 	if err != nil {
@@ -34,55 +34,73 @@ func ensureCRDs(ctx context.Context, clients *clusterClients, ch *chart.Chart) e
 	}
 	var created []*unstructured.Unstructured
 	for _, crd := range crds {
+		_, err := crdClient(dyn, crd).Create(ctx, crd, metav1.CreateOptions{FieldManager: "helm"})
+		switch {
+		case apierrors.IsAlreadyExists(err):
+			continue
+		case err != nil:
+			return fmt.Errorf("creating CRD %s: %w", crd.GetName(), err)
+		}
+		created = append(created, crd)
+	}
+	for _, crd := range created {
+		if err := waitEstablished(ctx, crdClient(dyn, crd), crd.GetName()); err != nil {
+			return err
+		}
+	}
+	if len(created) > 0 {
+		clients.mapper.Reset()
+	}
+	return nil
+}
+
+// chartCRDs parses the CRDs of ch and its subcharts.
+func chartCRDs(ch *chart.Chart) ([]*unstructured.Unstructured, error) {
+	var crds []*unstructured.Unstructured
+	for _, crd := range ch.CRDObjects() {
 		if crd.File == nil {
 			continue
 		}
 		for _, doc := range releaseutil.SplitManifests(string(crd.File.Data)) {
 			var content map[string]any
 			if err := yaml.Unmarshal([]byte(doc), &content); err != nil {
-				return fmt.Errorf("reading CRD file %s: %w", crd.Filename, err)
+				return nil, fmt.Errorf("reading CRD file %s: %w", crd.Filename, err)
 			}
 			if len(content) == 0 {
 				continue
 			}
 			u := &unstructured.Unstructured{Object: content}
-			gv, err := schema.ParseGroupVersion(u.GetAPIVersion())
-			if err != nil || u.GetKind() != "CustomResourceDefinition" {
-				return fmt.Errorf("CRD file %s holds a %s %s, not a CustomResourceDefinition", crd.Filename, u.GetAPIVersion(), u.GetKind())
+			if _, err := schema.ParseGroupVersion(u.GetAPIVersion()); err != nil || u.GetKind() != "CustomResourceDefinition" {
+				return nil, fmt.Errorf("CRD file %s holds a %s %s, not a CustomResourceDefinition", crd.Filename, u.GetAPIVersion(), u.GetKind())
 			}
-			client := dyn.Resource(gv.WithResource("customresourcedefinitions"))
-			_, err = client.Create(ctx, u, metav1.CreateOptions{FieldManager: "helm"})
-			switch {
-			case apierrors.IsAlreadyExists(err):
-				continue
-			case err != nil:
-				return fmt.Errorf("creating CRD %s from %s: %w", u.GetName(), crd.Filename, err)
-			}
-			created = append(created, u)
+			crds = append(crds, u)
 		}
 	}
-	for _, u := range created {
-		gv, _ := schema.ParseGroupVersion(u.GetAPIVersion())
-		client := dyn.Resource(gv.WithResource("customresourcedefinitions"))
-		err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, crdEstablishTimeout, true, func(ctx context.Context) (bool, error) {
-			got, err := client.Get(ctx, u.GetName(), metav1.GetOptions{})
-			if err != nil {
-				return false, nil //nolint:nilerr // not there yet: poll again
-			}
-			conditions, _, _ := unstructured.NestedSlice(got.Object, "status", "conditions")
-			for _, c := range conditions {
-				if m, ok := c.(map[string]any); ok && m["type"] == "Established" && m["status"] == "True" {
-					return true, nil
-				}
-			}
-			return false, nil
-		})
+	return crds, nil
+}
+
+func crdClient(dyn dynamic.Interface, crd *unstructured.Unstructured) dynamic.ResourceInterface {
+	gv, _ := schema.ParseGroupVersion(crd.GetAPIVersion()) // checked by chartCRDs
+	return dyn.Resource(gv.WithResource("customresourcedefinitions"))
+}
+
+// waitEstablished waits until the CRD's Established condition is true.
+func waitEstablished(ctx context.Context, client dynamic.ResourceInterface, name string) error {
+	err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, crdEstablishTimeout, true, func(ctx context.Context) (bool, error) {
+		got, err := client.Get(ctx, name, metav1.GetOptions{})
 		if err != nil {
-			return fmt.Errorf("waiting for CRD %s to be established: %w", u.GetName(), err)
+			return false, nil //nolint:nilerr // not there yet: poll again
 		}
-	}
-	if len(created) > 0 {
-		clients.mapper.Reset()
+		conditions, _, _ := unstructured.NestedSlice(got.Object, "status", "conditions")
+		for _, c := range conditions {
+			if m, ok := c.(map[string]any); ok && m["type"] == "Established" && m["status"] == "True" {
+				return true, nil
+			}
+		}
+		return false, nil
+	})
+	if err != nil {
+		return fmt.Errorf("waiting for CRD %s to be established: %w", name, err)
 	}
 	return nil
 }

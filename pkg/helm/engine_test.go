@@ -186,3 +186,33 @@ func TestChartsWithDependenciesAndCRDsInstall(t *testing.T) {
 	g.Expect(env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "widgets"}, widget)).To(Succeed())
 	g.Expect(widget.Object["spec"]).To(HaveKeyWithValue("size", BeNumerically("==", 3)))
 }
+
+// TestWaitAndAtomic waits for a release that becomes ready, and rolls back (uninstalls) one
+// whose Deployment never does: the test cluster runs no controllers.
+func TestWaitAndAtomic(t *testing.T) {
+	g := NewWithT(t)
+	ctx := testContext(t)
+	ns := env.NewNamespace(t)
+	helloChart("0.1.0").push(t, "wait")
+	configOnly := testChart{name: "config", version: "0.1.0", files: map[string]string{
+		"templates/cm.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {{ .Release.Name }}\ndata:\n  a: b\n",
+	}}
+	configOnly.push(t, "wait")
+	e := newEngine(t)
+
+	res, err := e.InstallOrUpgrade(ctx, cluster, Release{Name: "ready", Namespace: ns, Wait: true, Timeout: 20 * time.Second,
+		Chart: ChartRef{RepoURL: "oci://" + ociHost + "/wait/config", Version: "0.1.0"}, Registry: Registry{PlainHTTP: true}})
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(res.Status).To(Equal("deployed"))
+
+	start := time.Now()
+	_, err = e.InstallOrUpgrade(ctx, cluster, Release{Name: "never", Namespace: ns, Wait: true, Atomic: true, Timeout: 2 * time.Second,
+		Chart: ChartRef{RepoURL: "oci://" + ociHost + "/wait/hello", Version: "0.1.0"}, Registry: Registry{PlainHTTP: true}})
+	g.Expect(err).To(HaveOccurred())
+	t.Log(err)
+	g.Expect(time.Since(start)).To(BeNumerically("<", 15*time.Second), "the timeout bounds the wait")
+	_, err = e.Get(ctx, cluster, "never", ns)
+	g.Expect(err).To(MatchError(ErrReleaseNotFound), "atomic uninstalled the failed first install")
+	err = env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "never-config"}, &corev1.ConfigMap{})
+	g.Expect(apierrors.IsNotFound(err)).To(BeTrue())
+}

@@ -179,6 +179,14 @@ func (c testChart) push(t testing.TB, repository string) string {
 // a wrong digest.
 func serveRepository(t testing.TB, corrupt bool, charts ...testChart) string {
 	t.Helper()
+	srv := httptest.NewServer(http.FileServer(http.Dir(repositoryDir(t, corrupt, charts...))))
+	t.Cleanup(srv.Close)
+	return srv.URL
+}
+
+// repositoryDir writes a classic chart repository of charts into a directory.
+func repositoryDir(t testing.TB, corrupt bool, charts ...testChart) string {
+	t.Helper()
 	dir := t.TempDir()
 	index := repo.NewIndexFile()
 	for _, c := range charts {
@@ -193,9 +201,19 @@ func serveRepository(t testing.TB, corrupt bool, charts ...testChart) string {
 		must(t, index.MustAdd(&chart.Metadata{APIVersion: "v2", Name: c.name, Version: c.version}, name, "", digest))
 	}
 	must(t, index.WriteFile(filepath.Join(dir, "index.yaml"), 0o644))
-	srv := httptest.NewServer(http.FileServer(http.Dir(dir)))
-	t.Cleanup(srv.Close)
-	return srv.URL
+	return dir
+}
+
+// basicAuth answers 401 to requests without the user's credentials.
+func basicAuth(user, password string, next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if u, p, ok := r.BasicAuth(); !ok || u != user || p != password {
+			w.Header().Set("WWW-Authenticate", `Basic realm="test"`)
+			http.Error(w, "unauthorized", http.StatusUnauthorized)
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
 }
 
 func must(t testing.TB, err error) {

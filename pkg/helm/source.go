@@ -191,7 +191,7 @@ func (e *Engine) resolveRepository(ctx context.Context, ref ChartRef, reg Regist
 	urlRecord := filepath.Join(e.ChartCache, "urls", sha256Hex([]byte(chartURL)))
 	if expected == "" {
 		// No digest announced: the archive at a URL is taken to be immutable, as Helm does.
-		if known, err := os.ReadFile(urlRecord); err == nil && digestPattern.Match(known) {
+		if known, err := readCacheFile(urlRecord); err == nil && digestPattern.Match(known) {
 			expected = string(known)
 		}
 	}
@@ -246,7 +246,7 @@ func (e *Engine) cachePaths(digest string) (archive, record string) {
 // cached returns the chart stored under digest, or nil when there is none.
 func (e *Engine) cached(digest string) (*localChart, error) {
 	archive, record := e.cachePaths(digest)
-	data, err := os.ReadFile(record)
+	data, err := readCacheFile(record)
 	if errors.Is(err, os.ErrNotExist) {
 		return nil, nil
 	}
@@ -289,12 +289,12 @@ func (e *Engine) store(digest string, archive []byte, ref ChartRef) (*localChart
 
 // load reads a cached chart, checking the archive against its record.
 func (e *Engine) load(c *localChart) (*chart.Chart, error) {
-	archive, err := os.ReadFile(c.path)
+	archive, err := readCacheFile(c.path)
 	if err != nil {
 		return nil, fmt.Errorf("reading cached chart %s: %w", c.Digest, err)
 	}
 	_, recordPath := e.cachePaths(c.Digest)
-	data, err := os.ReadFile(recordPath)
+	data, err := readCacheFile(recordPath)
 	if err != nil {
 		return nil, fmt.Errorf("reading cached chart %s: %w", c.Digest, err)
 	}
@@ -387,6 +387,12 @@ func download(ctx context.Context, c *http.Client, url string, reg Registry) ([]
 
 // maxDownload bounds what is read from a chart source (Helm's own limit for archives is 100 MiB).
 const maxDownload = 100 << 20
+
+// readCacheFile reads a file of the chart cache; its paths are built from digests, never from
+// names a user chose.
+func readCacheFile(path string) ([]byte, error) {
+	return os.ReadFile(filepath.Clean(path))
+}
 
 func sha256Hex(data []byte) string {
 	sum := sha256.Sum256(data)

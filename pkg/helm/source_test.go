@@ -1,13 +1,20 @@
 package helm
 
 import (
+	"encoding/pem"
+	"io"
+	"log"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
 
+	ggcrregistry "github.com/google/go-containerregistry/pkg/registry"
 	. "github.com/onsi/gomega"
+	"helm.sh/helm/v4/pkg/registry"
 )
 
 // TestChartsComeFromRegistriesAndRepositories resolves charts by tag, range, latest and digest
@@ -179,4 +186,56 @@ func TestValuesHashIsCanonical(t *testing.T) {
 	g.Expect(empty).To(Equal(emptyMap))
 	c, _ := ValuesHash(map[string]any{"a": 2})
 	g.Expect(c).NotTo(Equal(a))
+}
+
+// TestPrivateSourcesNeedTheirCredentialsAndCA serves a registry and a repository over TLS with
+// a private CA and basic auth.
+func TestPrivateSourcesNeedTheirCredentialsAndCA(t *testing.T) {
+	ctx := testContext(t)
+	const user, password = "fleet", "s3cret-pa55"
+	regSrv := httptest.NewTLSServer(basicAuth(user, password, ggcrregistry.New(ggcrregistry.Logger(log.New(io.Discard, "", 0)))))
+	t.Cleanup(regSrv.Close)
+	repoSrv := httptest.NewTLSServer(basicAuth(user, password, http.FileServer(http.Dir(repositoryDir(t, false, helloChart("0.3.0"))))))
+	t.Cleanup(repoSrv.Close)
+	ca := pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: regSrv.Certificate().Raw})
+	repoCA := pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: repoSrv.Certificate().Raw})
+
+	pusher, err := registry.NewClient(registry.ClientOptHTTPClient(regSrv.Client()), registry.ClientOptBasicAuth(user, password),
+		registry.ClientOptWriter(io.Discard), registry.ClientOptCredentialsFile(filepath.Join(t.TempDir(), "creds.json")))
+	must(t, err)
+	regHost := strings.TrimPrefix(regSrv.URL, "https://")
+	_, err = pusher.Push(helloChart("0.3.0").archive(t), regHost+"/private/hello:0.3.0")
+	must(t, err)
+
+	oci := ChartRef{RepoURL: "oci://" + regHost + "/private/hello", Version: "0.3.0"}
+	classic := ChartRef{RepoURL: repoSrv.URL, Name: "hello", Version: "0.3.0"}
+	tests := []struct {
+		name    string
+		ref     ChartRef
+		reg     Registry
+		wantErr string
+	}{
+		{"OCI with credentials and the CA", oci, Registry{Username: user, Password: password, CAData: ca}, ""},
+		{"OCI without trusting the CA", oci, Registry{Username: user, Password: password}, "certificate"},
+		{"OCI skipping TLS verification", oci, Registry{Username: user, Password: password, InsecureSkipTLSVerify: true}, ""},
+		{"OCI with a wrong password", oci, Registry{Username: user, Password: "wrong-pa55", CAData: ca}, "401"},
+		{"a repository with credentials and the CA", classic, Registry{Username: user, Password: password, CAData: repoCA}, ""},
+		{"a repository without credentials", classic, Registry{CAData: repoCA}, "401"},
+		{"a repository without trusting the CA", classic, Registry{Username: user, Password: password}, "certificate"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			g := NewWithT(t)
+			e := newEngine(t)
+			_, info, err := e.Template(ctx, Release{Chart: tt.ref, Registry: tt.reg})
+			if tt.wantErr == "" {
+				g.Expect(err).NotTo(HaveOccurred())
+				g.Expect(info.Version).To(Equal("0.3.0"))
+				return
+			}
+			g.Expect(err).To(MatchError(ContainSubstring(tt.wantErr)))
+			t.Log(err)
+			g.Expect(err.Error()).NotTo(ContainSubstring("pa55"), "no password in errors")
+		})
+	}
 }

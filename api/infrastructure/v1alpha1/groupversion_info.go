@@ -11,7 +11,7 @@ var (
 	GroupVersion = schema.GroupVersion{Group: "infrastructure.flotilla.dev", Version: "v1alpha1"}
 
 	// SchemeBuilder registers this API's types with a runtime.Scheme.
-	SchemeBuilder = runtime.NewSchemeBuilder(addKnownTypes)
+	SchemeBuilder = runtime.NewSchemeBuilder(addKnownTypes, addPacketKnownTypes)
 
 	// AddToScheme adds this API's types to a runtime.Scheme.
 	AddToScheme = SchemeBuilder.AddToScheme

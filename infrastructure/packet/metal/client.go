@@ -44,6 +44,8 @@ type Interface interface {
 	// EnsureIPReservation returns the project's IP reservation carrying identityTag, requesting
 	// it with req (identityTag added to its tags) when there is none.
 	EnsureIPReservation(ctx context.Context, projectID, identityTag string, req IPReservationRequest) (*IPReservation, error)
+	// GetIPReservation returns the IP reservation with id.
+	GetIPReservation(ctx context.Context, id string) (*IPReservation, error)
 	// DeleteIPReservation releases the reservation with id; nil when it does not exist.
 	DeleteIPReservation(ctx context.Context, id string) error
 
@@ -359,6 +361,15 @@ func (c *Client) EnsureIPReservation(ctx context.Context, projectID, identityTag
 	return nil, lastErr
 }
 
+// GetIPReservation implements Interface.
+func (c *Client) GetIPReservation(ctx context.Context, id string) (*IPReservation, error) {
+	r := &IPReservation{}
+	if err := c.do(ctx, http.MethodGet, "/ips/"+url.PathEscape(id), nil, nil, r); err != nil {
+		return nil, err
+	}
+	return r, nil
+}
+
 // DeleteIPReservation implements Interface.
 func (c *Client) DeleteIPReservation(ctx context.Context, id string) error {
 	return ignoreNotFound(c.do(ctx, http.MethodDelete, "/ips/"+url.PathEscape(id), nil, nil, nil))
@@ -380,6 +391,11 @@ func (c *Client) AssignIP(ctx context.Context, deviceID, address string) (*IPAdd
 		return nil, err
 	}
 	return a, nil
+}
+
+// AssignmentID returns the ID of an IP assignment from its href (/metal/v1/ips/<id>).
+func AssignmentID(h Href) string {
+	return h.Href[strings.LastIndex(h.Href, "/")+1:]
 }
 
 // UnassignIP implements Interface.

@@ -1,0 +1,144 @@
+package packetcluster
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	kerrors "k8s.io/apimachinery/pkg/util/errors"
+	"k8s.io/client-go/tools/events"
+	"k8s.io/klog/v2"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+
+	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
+	"sigs.k8s.io/cluster-api/util"
+	"sigs.k8s.io/cluster-api/util/finalizers"
+	"sigs.k8s.io/cluster-api/util/patch"
+	"sigs.k8s.io/cluster-api/util/paused"
+	"sigs.k8s.io/cluster-api/util/predicates"
+
+	infrav1 "github.com/flotilla-dev/flotilla/api/infrastructure/v1alpha1"
+	"github.com/flotilla-dev/flotilla/infrastructure/packet/credentials"
+	"github.com/flotilla-dev/flotilla/infrastructure/packet/metal"
+)
+
+// +kubebuilder:rbac:groups=infrastructure.flotilla.dev,resources=packetclusters;packetclusters/status;packetclusters/finalizers,verbs=get;list;watch;update;patch
+// +kubebuilder:rbac:groups=cluster.x-k8s.io,resources=clusters;clusters/status,verbs=get;list;watch
+// +kubebuilder:rbac:groups=core,namespace=flotilla-system,resources=secrets,verbs=get
+// +kubebuilder:rbac:groups=core;events.k8s.io,resources=events,verbs=create;patch
+
+// Reconciler reconciles a PacketCluster.
+type Reconciler struct {
+	// Client reads and writes objects in the management cluster.
+	Client client.Client
+	// APIReader reads the credentials Secret without caching Secrets.
+	APIReader client.Reader
+	// NewMetalClient builds the Metal API client; credentials.NewMetalClient in production.
+	NewMetalClient credentials.NewClientFunc
+
+	recorder events.EventRecorder
+}
+
+// SetupWithManager registers the reconciler with mgr. It watches PacketClusters and their
+// Clusters (owner set, paused).
+func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, options controller.Options) error {
+	if r.Client == nil || r.APIReader == nil || r.NewMetalClient == nil {
+		return errors.New("packetcluster reconciler: Client, APIReader and NewMetalClient must be set")
+	}
+	log := ctrl.LoggerFrom(ctx).WithValues("controller", "packetcluster")
+	err := ctrl.NewControllerManagedBy(mgr).
+		Named("packetcluster").
+		For(&infrav1.PacketCluster{}).
+		WithOptions(options).
+		Watches(
+			&clusterv1.Cluster{},
+			handler.EnqueueRequestsFromMapFunc(util.ClusterToInfrastructureMapFunc(ctx, infrav1.GroupVersion.WithKind("PacketCluster"), mgr.GetClient(), &infrav1.PacketCluster{})),
+			builder.WithPredicates(predicates.ClusterPausedTransitions(mgr.GetScheme(), log)),
+		).
+		Complete(r)
+	if err != nil {
+		return fmt.Errorf("setting up the packetcluster controller: %w", err)
+	}
+	r.recorder = mgr.GetEventRecorder("packetcluster-controller")
+	return nil
+}
+
+// scope is what one reconcile learns.
+type scope struct {
+	packetCluster *infrav1.PacketCluster
+	cluster       *clusterv1.Cluster
+	// err is the Metal API or credentials error of this reconcile, reason its condition reason.
+	err    error
+	reason string
+}
+
+// Reconcile reserves or releases the elastic IP of one PacketCluster.
+func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Result, reterr error) {
+	pc := &infrav1.PacketCluster{}
+	if err := r.Client.Get(ctx, req.NamespacedName, pc); err != nil {
+		if apierrors.IsNotFound(err) {
+			return ctrl.Result{}, nil
+		}
+		return ctrl.Result{}, fmt.Errorf("getting PacketCluster: %w", err)
+	}
+	cluster, err := util.GetOwnerCluster(ctx, r.Client, pc.ObjectMeta)
+	if err != nil && !apierrors.IsNotFound(err) {
+		return ctrl.Result{}, fmt.Errorf("getting the owner Cluster: %w", err)
+	}
+	if cluster != nil {
+		ctx = ctrl.LoggerInto(ctx, ctrl.LoggerFrom(ctx).WithValues("Cluster", klog.KObj(cluster)))
+	}
+
+	if finalizerAdded, err := finalizers.EnsureFinalizer(ctx, r.Client, pc, infrav1.PacketClusterFinalizer); err != nil || finalizerAdded {
+		return ctrl.Result{}, err
+	}
+	patchHelper, err := patch.NewHelper(pc, r.Client)
+	if err != nil {
+		return ctrl.Result{}, fmt.Errorf("creating patch helper: %w", err)
+	}
+	if cluster != nil {
+		if isPaused, requeue, err := paused.EnsurePausedCondition(ctx, r.Client, cluster, pc); err != nil || isPaused || requeue {
+			return ctrl.Result{}, err
+		}
+	}
+
+	s := &scope{packetCluster: pc, cluster: cluster}
+	defer func() {
+		setStatus(s)
+		if err := patchHelper.Patch(ctx, pc, patch.WithOwnedConditions{Conditions: []string{
+			clusterv1.PausedCondition, infrav1.ReadyCondition,
+		}}); err != nil {
+			reterr = kerrors.NewAggregate([]error{reterr, fmt.Errorf("patching PacketCluster: %w", err)})
+		}
+	}()
+
+	if !pc.DeletionTimestamp.IsZero() {
+		return r.reconcileDelete(ctx, s)
+	}
+	return r.reconcileNormal(ctx, s)
+}
+
+// endpointTag identifies the elastic IP of a PacketCluster.
+func endpointTag(pc *infrav1.PacketCluster) string {
+	return infrav1.PacketEndpointTagPrefix + pc.Namespace + "/" + pc.Name
+}
+
+// clusterTag is on everything of the cluster a PacketCluster belongs to.
+func clusterTag(pc *infrav1.PacketCluster) string {
+	return infrav1.PacketClusterTagPrefix + pc.Namespace + "/" + pc.Name
+}
+
+// unassignAll removes every assignment of an IP reservation.
+func unassignAll(ctx context.Context, c metal.Interface, ip *metal.IPReservation) error {
+	for _, a := range ip.Assignments {
+		if err := c.UnassignIP(ctx, metal.AssignmentID(a)); err != nil {
+			return fmt.Errorf("unassigning %s: %w", ip.Address, err)
+		}
+	}
+	return nil
+}
