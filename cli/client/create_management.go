@@ -3,7 +3,6 @@ package client
 import (
 	"context"
 	"fmt"
-	"github.com/flotilla-dev/flotilla/pkg/atomicfile"
 	"os"
 	"path/filepath"
 
@@ -12,6 +11,7 @@ import (
 
 	"github.com/flotilla-dev/flotilla/cli/spec"
 	"github.com/flotilla-dev/flotilla/cli/workflow"
+	"github.com/flotilla-dev/flotilla/pkg/atomicfile"
 	"github.com/flotilla-dev/flotilla/pkg/binaries"
 	"github.com/flotilla-dev/flotilla/pkg/controlplane"
 )
@@ -24,7 +24,7 @@ type CreateManagementClusterOptions struct {
 	OutDir string
 }
 
-// managementRun is the state the phases of one management cluster creation share.
+// managementRun is the state the phases of one management cluster creation, or upgrade, share.
 type managementRun struct {
 	c       *Client
 	opts    CreateManagementClusterOptions
@@ -34,6 +34,10 @@ type managementRun struct {
 	boot    string // the bootstrap cluster's name
 	bootCfg string // the bootstrap cluster's kubeconfig path
 	mgmtCfg string // the new cluster's admin kubeconfig path, kept under its cluster dir
+
+	// Plan is what an upgrade changes (upgrade only), saved with its checkpoint: a resumed
+	// upgrade skips SetupAndValidate and finds it there.
+	Plan *upgradePlan `json:"plan,omitempty"`
 }
 
 // managementWorkflow creates a management cluster through a bootstrap cluster.

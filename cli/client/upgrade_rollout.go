@@ -16,24 +16,46 @@ import (
 	controlplanev1 "github.com/flotilla-dev/flotilla/api/controlplane/v1alpha1"
 )
 
-// waitRollout waits until the cluster runs its spec: the control plane reports the spec's
+// waitRollout waits until the upgraded workload cluster runs its spec (see waitForRollout),
+// starting the management cluster's manager again should it stop meanwhile.
+func (r *upgradeRun) waitRollout(ctx context.Context) error {
+	return r.c.waitForRollout(ctx, rollout{
+		kc: r.kc, key: r.clusterKey(), version: r.Plan.Version, kubeconfig: r.opts.Kubeconfig,
+		ensureManager: func(ctx context.Context) error {
+			return r.c.ensureLocalManager(ctx, r.Plan.Management, r.opts.Kubeconfig)
+		},
+	})
+}
+
+// rollout is what waitForRollout watches: the Cluster key in the cluster behind kc (whose
+// kubeconfig the messages name), rolling out to the full version; ensureManager keeps the
+// manager doing it running.
+type rollout struct {
+	kc            ctrlclient.Client
+	key           ctrlclient.ObjectKey
+	version       string
+	kubeconfig    string
+	ensureManager func(context.Context) error
+}
+
+// waitForRollout waits until the cluster runs its spec: the control plane reports the spec's
 // version, every Machine is at it and Ready, none is left over, and the Cluster is Ready for its
 // current generation. It prints the progress when it changes, and fails early when the
 // controllers report something waiting cannot fix (an invalid spec, missing binaries).
-func (r *upgradeRun) waitRollout(ctx context.Context) error {
-	key := r.clusterKey()
+func (c *Client) waitForRollout(ctx context.Context, ro rollout) error {
+	key := ro.key
 	start := time.Now()
 	var last rolloutStatus
-	err := poll(ctx, r.c.WaitTimeout, func(ctx context.Context) (bool, error) {
-		if err := r.c.ensureLocalManager(ctx, r.Plan.Management, r.opts.Kubeconfig); err != nil {
+	err := poll(ctx, c.WaitTimeout, func(ctx context.Context) (bool, error) {
+		if err := ro.ensureManager(ctx); err != nil {
 			return false, err
 		}
-		st, err := observeRollout(ctx, r.kc, key, r.Plan.Version)
+		st, err := observeRollout(ctx, ro.kc, key, ro.version)
 		if err != nil {
-			return false, nil //nolint:nilerr // the management API may blink; keep asking until the timeout
+			return false, nil //nolint:nilerr // the API may blink; keep asking until the timeout
 		}
 		if line := st.summary(); line != last.summary() {
-			fmt.Fprintf(r.c.Out, "  %6s  %s\n", formatElapsed(time.Since(start)), line)
+			fmt.Fprintf(c.Out, "  %6s  %s\n", formatElapsed(time.Since(start)), line)
 		}
 		last = st
 		if err := st.failure(); err != nil {
@@ -42,7 +64,7 @@ func (r *upgradeRun) waitRollout(ctx context.Context) error {
 		return st.done(), nil
 	}, func() error {
 		return fmt.Errorf("cluster %q has not finished rolling out after %s (last: %s); the controller carries on: see `flotilla describe cluster %s --kubeconfig %s`, and run the same command again to wait for it",
-			key.Name, r.c.WaitTimeout, last.summary(), key.Name, r.opts.Kubeconfig)
+			key.Name, c.WaitTimeout, last.summary(), key.Name, ro.kubeconfig)
 	})
 	if err != nil && ctx.Err() != nil {
 		return fmt.Errorf("interrupted while cluster %q rolls out (last: %s); its controller carries on, and the same command waits for it again: %w",
@@ -51,11 +73,11 @@ func (r *upgradeRun) waitRollout(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(r.c.Out, "  rolled out in %s\n", formatElapsed(time.Since(start)))
+	fmt.Fprintf(c.Out, "  rolled out in %s\n", formatElapsed(time.Since(start)))
 	return nil
 }
 
-// observeRollout reads what waitRollout judges: the Flotilla Cluster, its LocalControlPlane and
+// observeRollout reads what waitForRollout judges: the Flotilla Cluster, its LocalControlPlane and
 // its Machines.
 func observeRollout(ctx context.Context, kc ctrlclient.Client, key ctrlclient.ObjectKey, version string) (rolloutStatus, error) {
 	fc := &flotillav1.Cluster{}

@@ -292,14 +292,8 @@ func (r *upgradeRun) currentCluster(ctx context.Context, mgmt string) (*flotilla
 // previous change, so the control plane and workers never drift more than one minor apart, and
 // checks the new version's binaries when the management cluster runs on this machine.
 func (r *upgradeRun) checkReadyForVersionChange(current *flotillav1.Cluster, plan *upgradePlan) error {
-	ready := meta.FindStatusCondition(current.Status.Conditions, flotillav1.ReadyCondition)
-	if ready == nil || ready.Status != metav1.ConditionTrue || current.Status.ObservedGeneration != current.Generation {
-		reason := "its status is not reported yet"
-		if ready != nil {
-			reason = ready.Reason + ": " + ready.Message
-		}
-		return fmt.Errorf("cluster %q is not Ready (%s): finish the change under way before moving it from Kubernetes %s to %s; `flotilla describe cluster %s --kubeconfig %s` shows what it waits for",
-			current.Name, reason, plan.FromMinor, plan.ToMinor, current.Name, r.opts.Kubeconfig)
+	if err := readyForVersionChange(current, plan, r.opts.Kubeconfig); err != nil {
+		return err
 	}
 	if r.c.managerRunning(plan.Management) {
 		if _, err := binaries.Find(r.c.BinRoot, plan.Version); err != nil {
@@ -307,6 +301,21 @@ func (r *upgradeRun) checkReadyForVersionChange(current *flotillav1.Cluster, pla
 		}
 	}
 	return nil
+}
+
+// readyForVersionChange refuses a version change of a cluster that has not finished the previous
+// change; kubeconfig is the management cluster's, for the hint.
+func readyForVersionChange(current *flotillav1.Cluster, plan *upgradePlan, kubeconfig string) error {
+	ready := meta.FindStatusCondition(current.Status.Conditions, flotillav1.ReadyCondition)
+	if ready != nil && ready.Status == metav1.ConditionTrue && current.Status.ObservedGeneration == current.Generation {
+		return nil
+	}
+	reason := "its status is not reported yet"
+	if ready != nil {
+		reason = ready.Reason + ": " + ready.Message
+	}
+	return fmt.Errorf("cluster %q is not Ready (%s): finish the change under way before moving it from Kubernetes %s to %s; `flotilla describe cluster %s --kubeconfig %s` shows what it waits for",
+		current.Name, reason, plan.FromMinor, plan.ToMinor, current.Name, kubeconfig)
 }
 
 // pauseReconcile pauses the Cluster and waits until its controller has stopped: the Paused

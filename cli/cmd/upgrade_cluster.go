@@ -23,24 +23,31 @@ type UpgradeClusterOptions struct {
 func NewUpgradeClusterCmd(streams genericiooptions.IOStreams, global *GlobalOptions) *cobra.Command {
 	o := &UpgradeClusterOptions{IOStreams: streams, global: global, OutDir: "."}
 	cmd := &cobra.Command{
-		Use:   "cluster -f FILE --kubeconfig MGMT.kubeconfig",
-		Short: "Upgrade or scale a workload cluster to match its spec",
-		Long: `Change the workload cluster described by FILE to match it, through the management cluster
-behind --kubeconfig: worker counts go up or down, and spec.kubernetesVersion may move one minor
-version up (such as 1.35 to 1.36). The control plane restarts on the new version first, then the
-workers are replaced one at a time; the cluster's API stays up except while its control plane
-restarts.
+		Use:   "cluster -f FILE [--kubeconfig MGMT.kubeconfig]",
+		Short: "Upgrade or scale a cluster to match its spec",
+		Long: `Change the cluster described by FILE to match it: worker counts go up or down, and
+spec.kubernetesVersion may move one minor version up (such as 1.35 to 1.36). The control plane
+restarts on the new version first, then the workers are replaced one at a time; the cluster's API
+stays up except while its control plane restarts.
 
-Phases: SetupAndValidate, PauseReconcile, UpgradeWorkloadCluster, UpdateClusterAndGitResources,
+With --kubeconfig of a management cluster, upgrade one of its workload clusters. Phases:
+SetupAndValidate, PauseReconcile, UpgradeWorkloadCluster, UpdateClusterAndGitResources,
 ResumeReconcile. Reconciliation is paused only while the new spec is written, and is always
-resumed, also when the upgrade fails or is interrupted. A spec that changes nothing changes
-nothing, pauses nothing and succeeds. The management cluster refuses changes to immutable fields
-and version skips or downgrades, and the command says why.
+resumed, also when the upgrade fails or is interrupted.
 
-A failed run writes a checkpoint to NAME/.upgrade-checkpoint.json under --output-dir; run the same
-command again to resume. The management cluster keeps rolling the change out meanwhile.`,
+Without --kubeconfig, upgrade the local management cluster FILE describes (spec.management: true)
+the way it was created: SetupAndValidate, CreateBootstrapCluster, InstallComponents,
+MoveManagementToBootstrap, UpgradeManagementCluster, MoveManagementBack,
+InstallComponentsOnManagement, DeleteBootstrap. Workload clusters keep running throughout.
+
+A spec that changes nothing changes nothing and succeeds. The management cluster refuses changes
+to immutable fields and version skips or downgrades, and the command says why. A failed run
+writes a checkpoint; run the same command again to resume.`,
 		Example: `  # w1.yaml now asks for kubernetesVersion "1.36" and 3 workers
-  flotilla upgrade cluster -f w1.yaml --kubeconfig mgmt/mgmt.kubeconfig`,
+  flotilla upgrade cluster -f w1.yaml --kubeconfig mgmt/mgmt.kubeconfig
+
+  # the management cluster itself
+  flotilla upgrade cluster -f mgmt/mgmt.yaml`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if err := o.Validate(); err != nil {
@@ -59,9 +66,6 @@ func (o *UpgradeClusterOptions) Validate() error {
 	if o.File == "" {
 		return errors.New("-f FILE is required: the cluster's spec with the new worker counts or Kubernetes version")
 	}
-	if o.global.Kubeconfig == "" {
-		return errors.New("--kubeconfig is required: the kubeconfig of the management cluster that manages the cluster, such as mgmt/mgmt.kubeconfig (upgrading a management cluster itself is not available yet)")
-	}
 	return nil
 }
 
@@ -70,6 +74,9 @@ func (o *UpgradeClusterOptions) Run(cmd *cobra.Command) error {
 	c, err := client.New(o.global.Home, o.global.BinDir, o.Out)
 	if err != nil {
 		return err
+	}
+	if o.global.Kubeconfig == "" {
+		return c.UpgradeManagementCluster(cmd.Context(), client.UpgradeManagementClusterOptions{File: o.File, OutDir: o.OutDir})
 	}
 	return c.UpgradeWorkloadCluster(cmd.Context(), client.UpgradeWorkloadClusterOptions{
 		File: o.File, Kubeconfig: o.global.Kubeconfig, OutDir: o.OutDir,

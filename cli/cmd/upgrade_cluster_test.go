@@ -22,9 +22,14 @@ func TestUpgradeCluster(t *testing.T) {
 			wantErr: "-f FILE is required: the cluster's spec with the new worker counts or Kubernetes version",
 		},
 		{
-			name:    "--kubeconfig of the management cluster is required",
-			args:    []string{"upgrade", "cluster", "-f", "w1.yaml"},
-			wantErr: "--kubeconfig is required: the kubeconfig of the management cluster that manages the cluster, such as mgmt/mgmt.kubeconfig (upgrading a management cluster itself is not available yet)",
+			name:    "a workload cluster's spec without --kubeconfig says to pass the management cluster's",
+			args:    []string{"upgrade", "cluster", "-f", "W1_SPEC"},
+			wantErr: "is a workload cluster: upgrade it through its management cluster with --kubeconfig",
+		},
+		{
+			name:    "a management cluster that does not run here says how to create it",
+			args:    []string{"upgrade", "cluster", "-f", "MGMT_SPEC"},
+			wantErr: `no management cluster named "mgmt" runs on this machine`,
 		},
 		{
 			name:    "a management cluster's spec is sent to the management flow",

@@ -41,6 +41,7 @@ func TestFleet(t *testing.T) {
 	t.Run("management cluster", func(t *testing.T) { testManagementCluster(t, f) })
 	t.Run("cluster creator role", func(t *testing.T) { testClusterCreatorRole(t, f) })
 	t.Run("upgrade workload cluster", func(t *testing.T) { testUpgradeWorkloadCluster(t, f) })
+	t.Run("upgrade management cluster", func(t *testing.T) { testUpgradeManagementCluster(t, f) })
 	t.Run("manager restart", func(t *testing.T) { testManagerRestart(t, f) })
 	t.Run("delete", func(t *testing.T) { testDeleteManagementCluster(t, f) })
 }
@@ -52,7 +53,7 @@ func newFleet(t *testing.T) *fleet {
 	var progress bytes.Buffer
 	f.c = newClient(t, f.home, &progress)
 	f.specFile = writeClusterSpec(t, filepath.Join(f.out, "mgmt.yaml"),
-		spec.GenerateOptions{Name: "mgmt", Provider: spec.ProviderLocal, Management: true, Workers: 2})
+		spec.GenerateOptions{Name: "mgmt", Provider: spec.ProviderLocal, Management: true, KubernetesVersion: "1.35", Workers: 2})
 
 	start := time.Now()
 	err := f.c.CreateManagementCluster(t.Context(), client.CreateManagementClusterOptions{File: f.specFile, OutDir: f.out})

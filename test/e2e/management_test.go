@@ -60,7 +60,7 @@ func testManagementCluster(t *testing.T, f *fleet) {
 		g.Expect(nodes.Items).To(HaveLen(2))
 		for _, n := range nodes.Items {
 			g.Expect(n.Spec.ProviderID).To(HavePrefix(infrav1.ProviderIDPrefix))
-			g.Expect(n.Status.NodeInfo.KubeletVersion).To(Equal("v1.36.3"))
+			g.Expect(n.Status.NodeInfo.KubeletVersion).To(Equal("v1.35.4"))
 			ready := false
 			for _, cond := range n.Status.Conditions {
 				ready = ready || (cond.Type == corev1.NodeReady && cond.Status == corev1.ConditionTrue)
