@@ -23,6 +23,7 @@ import (
 	chart "helm.sh/helm/v4/pkg/chart/v2"
 	"helm.sh/helm/v4/pkg/chart/v2/loader"
 	"helm.sh/helm/v4/pkg/registry"
+	"oras.land/oras-go/v2/registry/remote/auth"
 	repo "helm.sh/helm/v4/pkg/repo/v1"
 	"sigs.k8s.io/yaml"
 
@@ -311,20 +312,26 @@ func (e *Engine) load(c *localChart) (*chart.Chart, error) {
 	return ch, nil
 }
 
-// registryClient is a Helm registry client for reg's credentials and transport.
+// registryClient is a Helm registry client for reg's credentials and transport. Credentials come
+// from reg only: the authorizer is ours, so Helm's and Docker's credential files of the user
+// running Flotilla are never consulted.
 func (e *Engine) registryClient(reg Registry) (*registry.Client, error) {
 	httpClient, err := e.httpClient(reg)
 	if err != nil {
 		return nil, err
 	}
+	authorizer := auth.Client{Client: httpClient, Cache: auth.NewCache()}
+	authorizer.SetUserAgent("flotilla")
+	credential := auth.EmptyCredential
+	if reg.Username != "" || reg.Password != "" {
+		credential = auth.Credential{Username: reg.Username, Password: reg.Password}
+	}
+	authorizer.Credential = func(context.Context, string) (auth.Credential, error) { return credential, nil }
 	opts := []registry.ClientOption{
 		registry.ClientOptHTTPClient(httpClient),
+		registry.ClientOptAuthorizer(authorizer),
 		registry.ClientOptWriter(io.Discard),
-		// Credentials come from Registry only, never from files of the user running us.
 		registry.ClientOptCredentialsFile(filepath.Join(e.ChartCache, "registry-credentials.json")),
-	}
-	if reg.Username != "" || reg.Password != "" {
-		opts = append(opts, registry.ClientOptBasicAuth(reg.Username, reg.Password))
 	}
 	if reg.PlainHTTP {
 		opts = append(opts, registry.ClientOptPlainHTTP())
