@@ -15,6 +15,7 @@ import (
 	flotillav1 "github.com/flotilla-dev/flotilla/api/cluster/v1alpha1"
 	controlplanev1 "github.com/flotilla-dev/flotilla/api/controlplane/v1alpha1"
 	infrav1 "github.com/flotilla-dev/flotilla/api/infrastructure/v1alpha1"
+	packagesv1 "github.com/flotilla-dev/flotilla/api/packages/v1alpha1"
 )
 
 // AddToScheme adds every API group Flotilla works with to s.
@@ -30,6 +31,7 @@ func AddToScheme(s *runtime.Scheme) error {
 		infrav1.AddToScheme,
 		controlplanev1.AddToScheme,
 		addonsv1.AddToScheme,
+		packagesv1.AddToScheme,
 	} {
 		if err := add(s); err != nil {
 			return fmt.Errorf("building scheme: %w", err)

@@ -1,0 +1,273 @@
+package packages_test
+
+import (
+	"context"
+	"crypto/ecdsa"
+	"errors"
+	"fmt"
+	"io"
+	"log"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	ggcrregistry "github.com/google/go-containerregistry/pkg/registry"
+	"helm.sh/helm/v4/pkg/chart/v2/loader"
+	chartutil "helm.sh/helm/v4/pkg/chart/v2/util"
+	"helm.sh/helm/v4/pkg/registry"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/rest"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	flotillav1 "github.com/flotilla-dev/flotilla/api/cluster/v1alpha1"
+	packagesv1 "github.com/flotilla-dev/flotilla/api/packages/v1alpha1"
+	clusterwebhooks "github.com/flotilla-dev/flotilla/cluster/webhooks"
+	"github.com/flotilla-dev/flotilla/internal/testenv"
+	"github.com/flotilla-dev/flotilla/packages"
+	"github.com/flotilla-dev/flotilla/packages/bundle"
+	"github.com/flotilla-dev/flotilla/pkg/helm"
+)
+
+// The tests run the packages component (packages.Setup: the lifecycle, PBC and Package
+// reconcilers and the Package webhook) in a real manager against a real management API server,
+// with the real bundle source reading signed bundles from an in-process OCI registry and the real
+// Helm engine installing charts from it into a second real API server, the workload cluster.
+
+var (
+	// mgmt is the management cluster; workload the cluster Packages are installed into.
+	mgmt, workload *testenv.Environment
+	// regHost is the host:port of the OCI registry (plain HTTP, loopback).
+	regHost string
+	// signingKey signs bundles; its public key is in package-defaults.
+	signingKey *ecdsa.PrivateKey
+	// configs reaches the workload clusters by Cluster key.
+	configs = &restConfigs{configs: map[client.ObjectKey]*rest.Config{}}
+	// engine is the Helm engine the manager uses.
+	engine *helm.Engine
+)
+
+const (
+	timeout  = 60 * time.Second
+	interval = 100 * time.Millisecond
+	// bundleRepository is the default source's repository of bundles.
+	bundleRepository = "flotilla/bundles"
+)
+
+// restConfigs stands in for CAPI's ClusterCache: configs by Cluster key, an error for others.
+type restConfigs struct {
+	mu      sync.Mutex
+	configs map[client.ObjectKey]*rest.Config
+}
+
+func (r *restConfigs) GetRESTConfig(_ context.Context, key client.ObjectKey) (*rest.Config, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if cfg, ok := r.configs[key]; ok {
+		return cfg, nil
+	}
+	return nil, errors.New("connection to the workload cluster is down")
+}
+
+func (r *restConfigs) set(key client.ObjectKey, cfg *rest.Config) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.configs[key] = cfg
+}
+
+func TestMain(m *testing.M) {
+	os.Exit(run(m))
+}
+
+func run(m *testing.M) int {
+	reg := httptest.NewServer(ggcrregistry.New(ggcrregistry.Logger(log.New(io.Discard, "", 0))))
+	defer reg.Close()
+	regHost = strings.TrimPrefix(reg.URL, "http://")
+	var err error
+	if signingKey, err = bundle.GenerateKey(); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+
+	var wg sync.WaitGroup
+	var mgmtErr, workloadErr error
+	wg.Go(func() { mgmt, mgmtErr = testenv.Start(testenv.Options{Webhooks: true}) })
+	wg.Go(func() { workload, workloadErr = testenv.Start(testenv.Options{SkipCRDs: true}) })
+	wg.Wait()
+	defer func() {
+		for _, e := range []*testenv.Environment{mgmt, workload} {
+			if err := e.Stop(); err != nil {
+				fmt.Fprintf(os.Stderr, "testenv: %v\n", err)
+			}
+		}
+	}()
+	if err := errors.Join(mgmtErr, workloadErr); err != nil {
+		fmt.Fprintf(os.Stderr, "testenv: %v\n", err)
+		return 1
+	}
+	if err := writeDefaults(context.Background()); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+
+	cacheDir, err := os.MkdirTemp("", "packages-charts-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	defer func() { _ = os.RemoveAll(cacheDir) }()
+	engine = &helm.Engine{ChartCache: cacheDir}
+	_, stop, err := mgmt.StartManager(func(ctx context.Context, mgr ctrl.Manager) error {
+		// The Cluster webhooks are registered with the API server (Options.Webhooks installs all of
+		// Flotilla's): serve them, so that Clusters can be created.
+		if err := (&clusterwebhooks.Cluster{}).SetupWebhookWithManager(mgr); err != nil {
+			return err
+		}
+		return packages.Setup(ctx, mgr, packages.Options{
+			RESTConfigs: configs,
+			Installer:   packages.HelmInstaller{Engine: engine},
+		})
+	})
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	defer func() {
+		if err := stop(); err != nil {
+			fmt.Fprintf(os.Stderr, "manager: %v\n", err)
+		}
+	}()
+	return m.Run()
+}
+
+// writeDefaults creates flotilla-packages and package-defaults: the test registry, plain HTTP,
+// the signing key's public half.
+func writeDefaults(ctx context.Context) error {
+	pub, err := bundle.EncodePublicKey(&signingKey.PublicKey)
+	if err != nil {
+		return err
+	}
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: packagesv1.PackagesNamespace}}
+	if err := mgmt.Client.Create(ctx, ns); err != nil {
+		return err
+	}
+	return mgmt.Client.Create(ctx, &corev1.ConfigMap{
+		ObjectMeta: metav1.ObjectMeta{Name: packagesv1.DefaultsConfigMapName, Namespace: packagesv1.PackagesNamespace},
+		Data: map[string]string{
+			packagesv1.DefaultsRegistryKey:   regHost,
+			packagesv1.DefaultsRepositoryKey: bundleRepository,
+			packagesv1.DefaultsPublicKeyKey:  string(pub),
+			packagesv1.DefaultsPlainHTTPKey:  "true",
+		},
+	})
+}
+
+// chart is a small chart: files by path relative to the chart directory.
+type chart struct {
+	name, version string
+	files         map[string]string
+}
+
+// helloChart is a web app: a ConfigMap from its config and a Deployment, with a schema.
+func helloChart(name, version string) chart {
+	return chart{name: name, version: version, files: map[string]string{
+		"values.yaml": "greeting: hello\nreplicas: 1\n",
+		"values.schema.json": `{"$schema": "https://json-schema.org/draft-07/schema#", "type": "object",
+  "properties": {"greeting": {"type": "string"}, "replicas": {"type": "integer", "minimum": 0}}}`,
+		"templates/configmap.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {{ .Release.Name }}-config\ndata:\n  greeting: {{ .Values.greeting | quote }}\n",
+		"templates/deployment.yaml": `apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: {{ .Release.Name }}
+spec:
+  replicas: {{ .Values.replicas }}
+  selector:
+    matchLabels: {app: {{ .Release.Name }}}
+  template:
+    metadata:
+      labels: {app: {{ .Release.Name }}}
+    spec:
+      containers:
+      - name: web
+        image: registry.example/hello:1
+`,
+	}}
+}
+
+// push pushes c to the registry as charts/<name>:<version> and returns the bundle's view of it.
+func (c chart) push(t testing.TB, schema string) bundle.Version {
+	t.Helper()
+	dir := filepath.Join(t.TempDir(), c.name)
+	files := map[string]string{"Chart.yaml": "apiVersion: v2\nname: " + c.name + "\nversion: " + c.version + "\n"}
+	for p, content := range c.files {
+		files[p] = content
+	}
+	for p, content := range files {
+		must(t, os.MkdirAll(filepath.Dir(filepath.Join(dir, p)), 0o755))
+		must(t, os.WriteFile(filepath.Join(dir, p), []byte(content), 0o644))
+	}
+	ch, err := loader.LoadDir(dir)
+	must(t, err)
+	out, err := chartutil.Save(ch, t.TempDir())
+	must(t, err)
+	data, err := os.ReadFile(out)
+	must(t, err)
+	rc, err := registry.NewClient(registry.ClientOptPlainHTTP(), registry.ClientOptWriter(io.Discard),
+		registry.ClientOptCredentialsFile(filepath.Join(t.TempDir(), "creds.json")))
+	must(t, err)
+	res, err := rc.Push(data, regHost+"/charts/"+c.name+":"+c.version)
+	must(t, err)
+	if schema == "" {
+		schema = c.files["values.schema.json"]
+	}
+	return bundle.Version{Version: c.version, Digest: res.Manifest.Digest, Schema: schema}
+}
+
+// pkg is a bundle package of charts pushed with push.
+func pkg(name string, versions ...bundle.Version) bundle.Package {
+	return bundle.Package{Name: name, Source: bundle.Source{Registry: regHost, Repository: "charts/" + name}, Versions: versions}
+}
+
+// pushBundle signs (with key; unsigned when nil) and pushes bundle v<minor>-<build> to repository.
+func pushBundle(t testing.TB, repository, minor string, build int, key *ecdsa.PrivateKey, pkgs ...bundle.Package) string {
+	t.Helper()
+	name, err := bundle.Name(minor, build)
+	must(t, err)
+	b := bundle.Bundle{Name: name, KubernetesMinor: minor, Build: build, Packages: pkgs}
+	s := bundle.Signed{Bundle: b}
+	if key != nil {
+		s, err = bundle.Sign(b, key)
+		must(t, err)
+	}
+	opts, err := bundle.RemoteOptions(bundle.Registry{PlainHTTP: true})
+	must(t, err)
+	must(t, bundle.Push(context.Background(), regHost+"/"+repository, s, opts...))
+	return name
+}
+
+func must(t testing.TB, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// newCluster creates a Flotilla Cluster name (Kubernetes minor) in a new namespace.
+func newCluster(t *testing.T, name, minor string) *flotillav1.Cluster {
+	t.Helper()
+	c := &flotillav1.Cluster{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: mgmt.NewNamespace(t)},
+		Spec: flotillav1.ClusterSpec{
+			KubernetesVersion: minor,
+			DatacenterRef:     flotillav1.Ref{Kind: flotillav1.LocalDatacenterConfigKind, Name: "local"},
+			ManagementCluster: flotillav1.ManagementClusterRef{Name: "mgmt"},
+		},
+	}
+	must(t, mgmt.Client.Create(context.Background(), c))
+	return c
+}

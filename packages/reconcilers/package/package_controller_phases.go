@@ -1,0 +1,314 @@
+package packagereconciler
+
+import (
+	"context"
+	"fmt"
+	"path"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+	"k8s.io/client-go/rest"
+	"k8s.io/klog/v2"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+
+	flotillav1 "github.com/flotilla-dev/flotilla/api/cluster/v1alpha1"
+	packagesv1 "github.com/flotilla-dev/flotilla/api/packages/v1alpha1"
+	"github.com/flotilla-dev/flotilla/packages/catalog"
+	"github.com/flotilla-dev/flotilla/packages/defaults"
+)
+
+// Event reasons.
+const (
+	eventInstalled   = "Installed"
+	eventUpgraded    = "Upgraded"
+	eventUninstalled = "Uninstalled"
+)
+
+// ReleaseLabelPackage is stored on the Helm release: the Package's namespace/name.
+const ReleaseLabelPackage = "packages.flotilla.dev/package"
+
+// observe reads the Package's cluster, PBC and active bundle into s. A Package outside a
+// flotilla-packages-<cluster> namespace is invalid.
+func (r *Reconciler) observe(ctx context.Context, s *scope) error {
+	p := s.pkg
+	name, ok := packagesv1.ClusterFromNamespace(p.Namespace)
+	if !ok {
+		s.invalid = append(s.invalid, field.Invalid(field.NewPath("metadata", "namespace"), p.Namespace,
+			"a Package lives in the namespace "+packagesv1.ClusterNamespacePrefix+"<cluster> of its cluster"))
+		return nil
+	}
+	s.clusterName = name
+	pbc := &packagesv1.PackageBundleController{}
+	if found, err := r.get(ctx, client.ObjectKey{Namespace: packagesv1.PackagesNamespace, Name: name}, pbc); err != nil {
+		return err
+	} else if found {
+		s.pbc = pbc
+	}
+	c, err := r.findCluster(ctx, name, s.pbc)
+	if err != nil {
+		return err
+	}
+	s.cluster = c
+	if s.pbc == nil || s.pbc.Spec.ActiveBundle == "" {
+		return nil
+	}
+	b := &packagesv1.PackageBundle{}
+	if found, err := r.get(ctx, client.ObjectKey{Namespace: packagesv1.PackagesNamespace, Name: s.pbc.Spec.ActiveBundle}, b); err != nil {
+		return err
+	} else if found {
+		s.bundle = b
+	}
+	return nil
+}
+
+// findCluster returns the Flotilla Cluster name: in the namespace the PBC's label names, else
+// the only one of that name; nil when there is none.
+func (r *Reconciler) findCluster(ctx context.Context, name string, pbc *packagesv1.PackageBundleController) (*flotillav1.Cluster, error) {
+	if pbc != nil && pbc.Labels[packagesv1.ClusterNamespaceLabel] != "" {
+		c := &flotillav1.Cluster{}
+		found, err := r.get(ctx, client.ObjectKey{Namespace: pbc.Labels[packagesv1.ClusterNamespaceLabel], Name: name}, c)
+		if err != nil || !found {
+			return nil, err
+		}
+		return c, nil
+	}
+	list := &flotillav1.ClusterList{}
+	if err := r.Client.List(ctx, list); err != nil {
+		return nil, fmt.Errorf("listing Clusters: %w", err)
+	}
+	var found *flotillav1.Cluster
+	for i := range list.Items {
+		if list.Items[i].Name == name {
+			if found != nil {
+				return nil, nil // ambiguous: the PBC's label must say which
+			}
+			found = &list.Items[i]
+		}
+	}
+	return found, nil
+}
+
+// resolve resolves the spec in the active bundle; what is missing goes to s.waiting, what is
+// wrong to s.invalid.
+func (s *scope) resolve() {
+	switch {
+	case s.pbc == nil:
+		s.waitingReason = packagesv1.PackageControllerNotFoundReason
+		s.waiting = fmt.Sprintf("waiting for PackageBundleController %s/%s (flotilla install packagecontroller --cluster %s)",
+			packagesv1.PackagesNamespace, s.clusterName, s.clusterName)
+	case s.pbc.Spec.ActiveBundle == "":
+		s.waitingReason = packagesv1.PackageControllerNotFoundReason
+		s.waiting = fmt.Sprintf("waiting for PackageBundleController %s to choose an active bundle (%s)", s.clusterName, s.pbc.Status.Detail)
+	case s.bundle == nil:
+		s.waitingReason = packagesv1.PackageControllerNotFoundReason
+		s.waiting = fmt.Sprintf("waiting for PackageBundle %s, the active bundle of %s", s.pbc.Spec.ActiveBundle, s.clusterName)
+	case s.bundle.Status.State != packagesv1.BundleValid:
+		s.waitingReason = packagesv1.PackageControllerNotFoundReason
+		s.waiting = fmt.Sprintf("the active bundle %s of %s is not valid (%s)", s.bundle.Name, s.clusterName, s.bundle.Status.Detail)
+	default:
+		s.resolved, s.invalid = catalog.Resolve(s.bundle, s.pkg.Spec)
+	}
+}
+
+// ensureDependencies makes sure the Packages of the resolved version's dependencies exist and
+// are Ready; it creates the missing ones. While some are not Ready, s.waiting says which.
+func (r *Reconciler) ensureDependencies(ctx context.Context, s *scope) error {
+	deps := s.resolved.Version.Dependencies
+	if len(deps) == 0 {
+		return nil
+	}
+	list := &packagesv1.PackageList{}
+	if err := r.Client.List(ctx, list, client.InNamespace(s.pkg.Namespace)); err != nil {
+		return fmt.Errorf("listing Packages of namespace %s: %w", s.pkg.Namespace, err)
+	}
+	var notReady []string
+	for _, dep := range deps {
+		var found *packagesv1.Package
+		for i := range list.Items {
+			if list.Items[i].Spec.PackageName == dep && list.Items[i].Name != s.pkg.Name {
+				found = &list.Items[i]
+				break
+			}
+		}
+		if found == nil {
+			if err := r.createDependency(ctx, s, dep); err != nil {
+				return err
+			}
+			notReady = append(notReady, dep+" (created)")
+			continue
+		}
+		if !isReady(found) {
+			notReady = append(notReady, found.Name)
+		}
+	}
+	if len(notReady) > 0 {
+		s.waitingReason = packagesv1.WaitingForDependenciesReason
+		s.waiting = "waiting for dependencies to be Ready: " + strings.Join(notReady, ", ")
+	}
+	return nil
+}
+
+func (r *Reconciler) createDependency(ctx context.Context, s *scope, dep string) error {
+	d := &packagesv1.Package{
+		ObjectMeta: metav1.ObjectMeta{Name: dep, Namespace: s.pkg.Namespace, Labels: map[string]string{packagesv1.DependencyOfLabel: s.pkg.Name}},
+		Spec:       packagesv1.PackageSpec{PackageName: dep},
+	}
+	if err := r.Client.Create(ctx, d, client.FieldOwner(FieldOwner)); err != nil {
+		if apierrors.IsAlreadyExists(err) {
+			s.waitingReason = packagesv1.WaitingForDependenciesReason
+			s.waiting = fmt.Sprintf("dependency %s cannot be created: Package %s exists for another package", dep, dep)
+			return nil
+		}
+		r.Recorder.Eventf(s.pkg, nil, corev1.EventTypeWarning, "CreateFailed", "Install", "Creating dependency %s: %v", dep, err)
+		return fmt.Errorf("creating dependency Package %s/%s: %w", s.pkg.Namespace, dep, err)
+	}
+	r.Recorder.Eventf(s.pkg, d, corev1.EventTypeNormal, "DependencyCreated", "Install", "Created Package %s, a dependency", dep)
+	return nil
+}
+
+func isReady(p *packagesv1.Package) bool {
+	c := meta.FindStatusCondition(p.Status.Conditions, packagesv1.ReadyCondition)
+	return c != nil && c.Status == metav1.ConditionTrue && c.ObservedGeneration == p.Generation
+}
+
+// restConfig returns the config of the Package's cluster: the manager's own for a management
+// cluster, else one from the cluster cache.
+func (r *Reconciler) restConfig(ctx context.Context, s *scope) (*rest.Config, error) {
+	c := s.cluster
+	if c == nil {
+		return nil, fmt.Errorf("no Flotilla Cluster named %s", s.clusterName)
+	}
+	if c.Spec.Management && r.LocalConfig != nil {
+		return r.LocalConfig, nil
+	}
+	if r.RESTConfigs == nil {
+		return nil, fmt.Errorf("cluster %s cannot be reached: no cluster cache", klog.KObj(c))
+	}
+	cfg, err := r.RESTConfigs.GetRESTConfig(ctx, client.ObjectKeyFromObject(c))
+	if err != nil {
+		return nil, fmt.Errorf("cluster %s cannot be reached: %w", klog.KObj(c), err)
+	}
+	cfg = rest.CopyConfig(cfg)
+	if cfg.Timeout == 0 {
+		cfg.Timeout = restConfigRequestTimeout
+	}
+	return cfg, nil
+}
+
+// desiredRelease is the Helm release of a resolved Package.
+func desiredRelease(p *packagesv1.Package, res *catalog.Resolved, d defaults.Defaults) Release {
+	src := res.Package.Source
+	return Release{
+		Name:      p.Name,
+		Namespace: targetNamespace(p),
+		Chart: Chart{
+			RepoURL: "oci://" + strings.TrimSuffix(src.Registry, "/") + "/" + strings.Trim(src.Repository, "/"),
+			Name:    path.Base(src.Repository),
+			Version: res.Version.Version,
+			Digest:  res.Version.Digest,
+		},
+		Registry: Registry{Username: d.Username, Password: d.Password, CAData: d.CAData, PlainHTTP: d.PlainHTTP},
+		Values:   res.Values,
+		Labels:   map[string]string{ReleaseLabelPackage: p.Namespace + "." + p.Name},
+	}
+}
+
+func targetNamespace(p *packagesv1.Package) string {
+	if p.Spec.TargetNamespace != "" {
+		return p.Spec.TargetNamespace
+	}
+	return packagesv1.DefaultTargetNamespace
+}
+
+// install installs or upgrades the release, bounded by the Helm timeout.
+func (r *Reconciler) install(ctx context.Context, s *scope, cfg *rest.Config) error {
+	d, err := defaults.Read(ctx, r.Client)
+	if err != nil {
+		return err
+	}
+	rel := desiredRelease(s.pkg, s.resolved, d)
+	ctx, cancel := context.WithTimeout(ctx, r.helmTimeout())
+	defer cancel()
+	res, err := r.Installer.InstallOrUpgrade(ctx, cfg, rel)
+	if err != nil {
+		s.installErr = err
+		r.Recorder.Eventf(s.pkg, nil, corev1.EventTypeWarning, packagesv1.InstallFailedReason, "Install",
+			"Installing %s %s into cluster %s: %v", s.pkg.Spec.PackageName, s.resolved.Version.Version, s.clusterName, err)
+		return fmt.Errorf("installing Package %s: %w", klog.KObj(s.pkg), err)
+	}
+	s.result = &res
+	if res.Changed {
+		reason := eventInstalled
+		if s.pkg.Status.CurrentVersion != "" {
+			reason = eventUpgraded
+		}
+		r.Recorder.Eventf(s.pkg, nil, corev1.EventTypeNormal, reason, "Install", "%s %s %s in cluster %s (namespace %s, revision %d)",
+			reason, s.pkg.Spec.PackageName, res.ChartVersion, s.clusterName, rel.Namespace, res.Revision)
+	}
+	return nil
+}
+
+// reconcileDelete uninstalls the release and releases the Package. When the cluster cannot be
+// reached because it is being deleted (or is gone), the release goes with it: the Package is
+// released without an uninstall.
+func (r *Reconciler) reconcileDelete(ctx context.Context, s *scope) (ctrl.Result, error) {
+	p := s.pkg
+	s.deleting = true
+	if !controllerutil.ContainsFinalizer(p, packagesv1.PackageFinalizer) {
+		return ctrl.Result{}, nil
+	}
+	cfg, err := r.restConfig(ctx, s)
+	switch {
+	case err != nil && (s.cluster == nil || !s.cluster.DeletionTimestamp.IsZero()):
+		ctrl.LoggerFrom(ctx).Info("Cluster is going away: releasing Package without uninstalling", "package", klog.KObj(p), "reason", err.Error())
+	case err != nil:
+		s.unreachable = err
+		r.Recorder.Eventf(p, nil, corev1.EventTypeWarning, packagesv1.ClusterUnreachableReason, "Uninstall", "%v", err)
+		return ctrl.Result{RequeueAfter: r.unreachableRetry()}, nil
+	default:
+		uctx, cancel := context.WithTimeout(ctx, r.helmTimeout())
+		defer cancel()
+		if err := r.Installer.Uninstall(uctx, cfg, p.Name, targetNamespace(p)); err != nil {
+			s.installErr = err
+			r.Recorder.Eventf(p, nil, corev1.EventTypeWarning, "UninstallFailed", "Uninstall", "Uninstalling %s from cluster %s: %v", p.Name, s.clusterName, err)
+			return ctrl.Result{}, fmt.Errorf("uninstalling Package %s: %w", klog.KObj(p), err)
+		}
+		r.Recorder.Eventf(p, nil, corev1.EventTypeNormal, eventUninstalled, "Uninstall", "Uninstalled %s from cluster %s", p.Name, s.clusterName)
+	}
+	before := p.DeepCopy()
+	controllerutil.RemoveFinalizer(p, packagesv1.PackageFinalizer)
+	if err := r.Client.Patch(ctx, p, client.MergeFromWithOptions(before, client.MergeFromWithOptimisticLock{})); client.IgnoreNotFound(err) != nil {
+		return ctrl.Result{}, fmt.Errorf("removing finalizer from Package %s: %w", klog.KObj(p), err)
+	}
+	s.gone = true
+	return ctrl.Result{}, nil
+}
+
+func (r *Reconciler) ensureFinalizer(ctx context.Context, p *packagesv1.Package) error {
+	if controllerutil.ContainsFinalizer(p, packagesv1.PackageFinalizer) {
+		return nil
+	}
+	before := p.DeepCopy()
+	controllerutil.AddFinalizer(p, packagesv1.PackageFinalizer)
+	if err := r.Client.Patch(ctx, p, client.MergeFromWithOptions(before, client.MergeFromWithOptimisticLock{})); err != nil {
+		return fmt.Errorf("adding finalizer to Package %s: %w", klog.KObj(p), err)
+	}
+	return nil
+}
+
+// get reads key into obj, reporting whether it exists.
+func (r *Reconciler) get(ctx context.Context, key client.ObjectKey, obj client.Object) (bool, error) {
+	if err := r.Client.Get(ctx, key, obj); err != nil {
+		if apierrors.IsNotFound(err) {
+			return false, nil
+		}
+		return false, fmt.Errorf("reading %T %s: %w", obj, key, err)
+	}
+	return true, nil
+}

@@ -1,0 +1,17 @@
+// Package packagebundlecontroller reconciles PackageBundleControllers: it reads a cluster's
+// bundle source, turns the signed bundles it finds for the cluster's Kubernetes minor into
+// PackageBundle objects, picks the active bundle and reports whether a newer one exists.
+//
+// A check reads the source (spec.source, else the package-defaults ConfigMap's registry and
+// repository) when it is due: on the first reconcile, every spec.upgradeCheckInterval, when the
+// source or the cluster's Kubernetes minor changed, and when the
+// packages.flotilla.dev/check-upgrades annotation changed (the on-demand trigger). Each bundle
+// new to the API server is pulled and its signature verified with the public key in
+// package-defaults: a PackageBundle is created either way, in state valid or invalid, and an
+// invalid one is never chosen. An unreachable registry makes the state disconnected and the
+// check is retried with the controller's exponential backoff.
+//
+// States: active (the active bundle is the newest valid one), upgrade available (a newer valid
+// bundle exists), disconnected (the source could not be read, or there is none), ignored (no
+// Flotilla Cluster has the PackageBundleController's name, or it is outside flotilla-packages).
+package packagebundlecontroller

@@ -1,0 +1,194 @@
+package packagebundlecontroller
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/client-go/tools/events"
+	"k8s.io/klog/v2"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	flotillav1 "github.com/flotilla-dev/flotilla/api/cluster/v1alpha1"
+	packagesv1 "github.com/flotilla-dev/flotilla/api/packages/v1alpha1"
+	"github.com/flotilla-dev/flotilla/packages/defaults"
+)
+
+// FieldOwner names the reconciler in managed fields and events.
+const FieldOwner = "flotilla-packagebundlecontroller"
+
+// +kubebuilder:rbac:groups=packages.flotilla.dev,resources=packagebundlecontrollers,verbs=get;list;watch;patch;update
+// +kubebuilder:rbac:groups=packages.flotilla.dev,resources=packagebundlecontrollers/status,verbs=get;update;patch
+// +kubebuilder:rbac:groups=packages.flotilla.dev,resources=packagebundles,verbs=get;list;watch;create;update;patch
+// +kubebuilder:rbac:groups=packages.flotilla.dev,resources=packagebundles/status,verbs=get;update;patch
+// +kubebuilder:rbac:groups=cluster.flotilla.dev,resources=clusters,verbs=get;list;watch
+// +kubebuilder:rbac:groups="",resources=configmaps;secrets,verbs=get;list;watch
+// +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
+
+// Reconciler reconciles PackageBundleControllers.
+type Reconciler struct {
+	// Client reads through the manager's cache and writes to the API server.
+	Client client.Client
+	// Recorder records Events on PackageBundleControllers.
+	Recorder events.EventRecorder
+	// Source reads bundles from registries.
+	Source BundleSource
+	// Now is the clock; time.Now when nil.
+	Now func() time.Time
+	// RegistryTimeout bounds one check of a source; 30 s when zero.
+	RegistryTimeout time.Duration
+}
+
+// SetupWithManager registers the reconciler with mgr. It watches PackageBundleControllers
+// (spec and annotation changes), the package-defaults ConfigMap and PackageBundles (every PBC)
+// and Flotilla Clusters (the PBC of the same name: the Kubernetes minor may change).
+func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
+	switch {
+	case r.Client == nil:
+		return errors.New("packagebundlecontroller reconciler: Client is required")
+	case r.Recorder == nil:
+		return errors.New("packagebundlecontroller reconciler: Recorder is required")
+	case r.Source == nil:
+		return errors.New("packagebundlecontroller reconciler: Source is required")
+	}
+	err := ctrl.NewControllerManagedBy(mgr).
+		Named("packagebundlecontroller").
+		For(&packagesv1.PackageBundleController{}, builder.WithPredicates(
+			predicate.Or(predicate.GenerationChangedPredicate{}, predicate.AnnotationChangedPredicate{}))).
+		Watches(&corev1.ConfigMap{}, handler.EnqueueRequestsFromMapFunc(r.allPBCs),
+			builder.WithPredicates(predicate.NewPredicateFuncs(isDefaults))).
+		Watches(&flotillav1.Cluster{}, handler.EnqueueRequestsFromMapFunc(pbcOfCluster)).
+		// A bundle this or another PBC recorded: the cache may not have held it when the PBC's
+		// state was computed.
+		Watches(&packagesv1.PackageBundle{}, handler.EnqueueRequestsFromMapFunc(r.allPBCs)).
+		Complete(r)
+	if err != nil {
+		return fmt.Errorf("setting up the packagebundlecontroller reconciler: %w", err)
+	}
+	return nil
+}
+
+// scope is what one reconcile learns.
+type scope struct {
+	pbc        *packagesv1.PackageBundleController
+	statusBase *packagesv1.PackageBundleControllerStatus
+
+	// ignored says why the PBC belongs to no cluster; empty when it does.
+	ignored string
+	// cluster is the Flotilla Cluster of the PBC's name.
+	cluster *flotillav1.Cluster
+	// minor is the cluster's Kubernetes minor.
+	minor string
+	// source is the source in effect; nil when none is configured.
+	source *packagesv1.BundleSource
+	// checked is set when this reconcile read the source; checkErr when that failed.
+	checked  bool
+	checkErr error
+	// bundles are the valid PackageBundles for minor, oldest first; invalid counts the others.
+	bundles []*packagesv1.PackageBundle
+	invalid int
+	// active is the PackageBundle spec.activeBundle names; nil when missing.
+	active *packagesv1.PackageBundle
+}
+
+// Reconcile checks the PBC's source when due and reports the PBC's state.
+func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Result, reterr error) {
+	pbc := &packagesv1.PackageBundleController{}
+	if err := r.Client.Get(ctx, req.NamespacedName, pbc); err != nil {
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	if !pbc.DeletionTimestamp.IsZero() {
+		return ctrl.Result{}, nil
+	}
+	s := &scope{pbc: pbc, statusBase: pbc.Status.DeepCopy()}
+	defer func() {
+		if err := r.patchStatus(ctx, s); err != nil {
+			reterr = errors.Join(reterr, err)
+		}
+	}()
+
+	if err := r.findCluster(ctx, s); err != nil || s.ignored != "" {
+		return ctrl.Result{}, err
+	}
+	d, err := defaults.Read(ctx, r.Client)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	s.source = pbc.Spec.Source
+	if s.source == nil {
+		s.source = d.Source
+	}
+	if s.source == nil {
+		// Waiting for the defaults ConfigMap (watched) or a spec.source.
+		return ctrl.Result{}, nil
+	}
+
+	if due, _ := r.checkDue(s); due {
+		s.checked = true
+		if s.checkErr = r.check(ctx, s, d); s.checkErr != nil {
+			r.Recorder.Eventf(pbc, nil, corev1.EventTypeWarning, packagesv1.RegistryUnreachableReason, "Check", "%v", s.checkErr)
+			// Returned for the controller's exponential backoff.
+			return ctrl.Result{}, s.checkErr
+		}
+	}
+	if err := r.observeBundles(ctx, s); err != nil {
+		return ctrl.Result{}, err
+	}
+	if err := r.setActiveBundle(ctx, s); err != nil {
+		return ctrl.Result{}, err
+	}
+	_, wait := r.checkDue(s)
+	return ctrl.Result{RequeueAfter: wait}, nil
+}
+
+// patchStatus writes the status the setters compute from s, when it changed.
+func (r *Reconciler) patchStatus(ctx context.Context, s *scope) error {
+	setStatus(s, r.now())
+	if equality.Semantic.DeepEqual(*s.statusBase, s.pbc.Status) {
+		return nil
+	}
+	base := s.pbc.DeepCopy()
+	base.Status = *s.statusBase
+	if err := r.Client.Status().Patch(ctx, s.pbc, client.MergeFrom(base)); err != nil {
+		return client.IgnoreNotFound(fmt.Errorf("patching status of PackageBundleController %s: %w", klog.KObj(s.pbc), err))
+	}
+	return nil
+}
+
+func (r *Reconciler) now() time.Time {
+	if r.Now != nil {
+		return r.Now()
+	}
+	return time.Now()
+}
+
+func isDefaults(obj client.Object) bool {
+	return obj.GetNamespace() == defaults.Key.Namespace && obj.GetName() == defaults.Key.Name
+}
+
+// allPBCs maps the defaults ConfigMap or a PackageBundle to every PackageBundleController.
+func (r *Reconciler) allPBCs(ctx context.Context, _ client.Object) []reconcile.Request {
+	list := &packagesv1.PackageBundleControllerList{}
+	if err := r.Client.List(ctx, list, client.InNamespace(packagesv1.PackagesNamespace)); err != nil {
+		ctrl.LoggerFrom(ctx).Error(err, "Listing PackageBundleControllers")
+		return nil
+	}
+	reqs := make([]reconcile.Request, 0, len(list.Items))
+	for i := range list.Items {
+		reqs = append(reqs, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&list.Items[i])})
+	}
+	return reqs
+}
+
+// pbcOfCluster maps a Flotilla Cluster to the PackageBundleController of its name.
+func pbcOfCluster(_ context.Context, obj client.Object) []reconcile.Request {
+	return []reconcile.Request{{NamespacedName: client.ObjectKey{Namespace: packagesv1.PackagesNamespace, Name: obj.GetName()}}}
+}

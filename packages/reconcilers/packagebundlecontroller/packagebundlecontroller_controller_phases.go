@@ -1,0 +1,242 @@
+package packagebundlecontroller
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/klog/v2"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	flotillav1 "github.com/flotilla-dev/flotilla/api/cluster/v1alpha1"
+	packagesv1 "github.com/flotilla-dev/flotilla/api/packages/v1alpha1"
+	"github.com/flotilla-dev/flotilla/packages/defaults"
+)
+
+// defaultRegistryTimeout bounds one check of a source.
+const defaultRegistryTimeout = 30 * time.Second
+
+// findCluster finds the Flotilla Cluster the PBC is named after: in the namespace its
+// packages.flotilla.dev/cluster-namespace label names, else the only one of that name. When there
+// is none, s.ignored says why.
+func (r *Reconciler) findCluster(ctx context.Context, s *scope) error {
+	pbc := s.pbc
+	if pbc.Namespace != packagesv1.PackagesNamespace {
+		s.ignored = fmt.Sprintf("PackageBundleControllers live in namespace %s, not %s", packagesv1.PackagesNamespace, pbc.Namespace)
+		return nil
+	}
+	if ns := pbc.Labels[packagesv1.ClusterNamespaceLabel]; ns != "" {
+		c := &flotillav1.Cluster{}
+		err := r.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: pbc.Name}, c)
+		switch {
+		case err == nil:
+			s.cluster = c
+		case apierrors.IsNotFound(err):
+			s.ignored = fmt.Sprintf("no Flotilla Cluster %s/%s", ns, pbc.Name)
+			return nil
+		default:
+			return fmt.Errorf("reading Cluster %s/%s: %w", ns, pbc.Name, err)
+		}
+	} else {
+		list := &flotillav1.ClusterList{}
+		if err := r.Client.List(ctx, list); err != nil {
+			return fmt.Errorf("listing Clusters: %w", err)
+		}
+		var found []*flotillav1.Cluster
+		for i := range list.Items {
+			if list.Items[i].Name == pbc.Name {
+				found = append(found, &list.Items[i])
+			}
+		}
+		switch len(found) {
+		case 0:
+			s.ignored = fmt.Sprintf("no Flotilla Cluster is named %s", pbc.Name)
+			return nil
+		case 1:
+			s.cluster = found[0]
+		default:
+			s.ignored = fmt.Sprintf("%d Flotilla Clusters are named %s: set label %s to the namespace of the right one",
+				len(found), pbc.Name, packagesv1.ClusterNamespaceLabel)
+			return nil
+		}
+	}
+	s.minor = KubernetesMinor(s.cluster)
+	return nil
+}
+
+// KubernetesMinor is the Kubernetes minor ("1.36") a cluster runs, else the one it asks for.
+func KubernetesMinor(c *flotillav1.Cluster) string {
+	v := c.Status.KubernetesVersion
+	if v == "" {
+		v = c.Spec.KubernetesVersion
+	}
+	v = strings.TrimPrefix(v, "v")
+	parts := strings.SplitN(v, ".", 3)
+	if len(parts) < 2 {
+		return v
+	}
+	return parts[0] + "." + parts[1]
+}
+
+// interval is spec.upgradeCheckInterval or its default.
+func interval(pbc *packagesv1.PackageBundleController) time.Duration {
+	if d := pbc.Spec.UpgradeCheckInterval.Duration; d > 0 {
+		return d
+	}
+	d, _ := time.ParseDuration(packagesv1.DefaultUpgradeCheckInterval)
+	return d
+}
+
+// checkDue says whether the source must be read now and, when not, how long until it must.
+func (r *Reconciler) checkDue(s *scope) (bool, time.Duration) {
+	pbc, st := s.pbc, s.statusBase
+	every := interval(pbc)
+	switch {
+	case s.checked && s.checkErr == nil:
+		return false, every
+	case st.LastCheckTime == nil,
+		pbc.Annotations[packagesv1.CheckUpgradesAnnotation] != st.ObservedCheckRequest,
+		st.Source == nil || *st.Source != *s.source,
+		st.KubernetesMinor != s.minor:
+		return true, 0
+	}
+	elapsed := r.now().Sub(st.LastCheckTime.Time)
+	if elapsed >= every {
+		return true, 0
+	}
+	return false, every - elapsed
+}
+
+// check lists the source's bundles for the cluster's minor and records each bundle the API
+// server does not hold yet (or holds as invalid: the key may have changed) as a PackageBundle,
+// valid or invalid.
+func (r *Reconciler) check(ctx context.Context, s *scope, d defaults.Defaults) error {
+	timeout := r.RegistryTimeout
+	if timeout == 0 {
+		timeout = defaultRegistryTimeout
+	}
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	src := Source{BundleSource: *s.source, PlainHTTP: d.PlainHTTP, Username: d.Username, Password: d.Password, CAData: d.CAData}
+	where := s.source.Registry + "/" + s.source.Repository
+	names, err := r.Source.List(ctx, src, s.minor)
+	if err != nil {
+		return fmt.Errorf("listing bundles for Kubernetes %s in %s: %w", s.minor, where, err)
+	}
+	for _, name := range names {
+		existing := &packagesv1.PackageBundle{}
+		err := r.Client.Get(ctx, client.ObjectKey{Namespace: packagesv1.PackagesNamespace, Name: name}, existing)
+		switch {
+		case err == nil && existing.Status.State == packagesv1.BundleValid:
+			continue
+		case err == nil:
+		case apierrors.IsNotFound(err):
+			existing = nil
+		default:
+			return fmt.Errorf("reading PackageBundle %s: %w", name, err)
+		}
+		pulled, err := r.Source.Pull(ctx, src, name, d.PublicKey)
+		if err != nil {
+			return fmt.Errorf("pulling bundle %s from %s: %w", name, where, err)
+		}
+		if d.PublicKey == nil && pulled.Invalid == nil {
+			pulled.Invalid = d.KeyError
+		}
+		if err := r.record(ctx, s, name, existing, pulled); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// record creates or updates PackageBundle name from pulled, and sets its validity.
+func (r *Reconciler) record(ctx context.Context, s *scope, name string, existing *packagesv1.PackageBundle, pulled Pulled) error {
+	log := ctrl.LoggerFrom(ctx)
+	spec := pulled.Spec
+	spec.Source = s.source.DeepCopy()
+	b := existing
+	if b == nil {
+		b = &packagesv1.PackageBundle{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: packagesv1.PackagesNamespace}, Spec: spec}
+		if err := r.Client.Create(ctx, b, client.FieldOwner(FieldOwner)); err != nil {
+			return fmt.Errorf("creating PackageBundle %s: %w", name, err)
+		}
+	} else {
+		b.Spec = spec
+		if err := r.Client.Update(ctx, b, client.FieldOwner(FieldOwner)); err != nil {
+			return fmt.Errorf("updating PackageBundle %s: %w", name, err)
+		}
+	}
+	setBundleValidity(b, pulled.Invalid)
+	if err := r.Client.Status().Update(ctx, b); err != nil {
+		return fmt.Errorf("writing status of PackageBundle %s: %w", name, err)
+	}
+	if pulled.Invalid != nil {
+		log.Info("Bundle is invalid", "bundle", name, "reason", pulled.Invalid.Error())
+		r.Recorder.Eventf(s.pbc, b, corev1.EventTypeWarning, packagesv1.InvalidSignatureReason, "Verify",
+			"Bundle %s is invalid and will not be used: %v", name, pulled.Invalid)
+		return nil
+	}
+	r.Recorder.Eventf(s.pbc, b, corev1.EventTypeNormal, "BundleFound", "Verify", "Bundle %s verified", name)
+	return nil
+}
+
+// setBundleValidity is the status of a bundle whose verification ended with invalid (nil: valid).
+func setBundleValidity(b *packagesv1.PackageBundle, invalid error) {
+	cond := metav1.Condition{Type: packagesv1.ValidCondition, ObservedGeneration: b.Generation}
+	if invalid != nil {
+		b.Status.State, b.Status.Detail = packagesv1.BundleInvalid, invalid.Error()
+		cond.Status, cond.Reason, cond.Message = metav1.ConditionFalse, packagesv1.InvalidSignatureReason, invalid.Error()
+	} else {
+		b.Status.State, b.Status.Detail = packagesv1.BundleValid, ""
+		cond.Status, cond.Reason, cond.Message = metav1.ConditionTrue, packagesv1.SignatureVerifiedReason, "signature verified"
+	}
+	meta.SetStatusCondition(&b.Status.Conditions, cond)
+}
+
+// observeBundles reads the PackageBundles of the PBC's source and minor into s.
+func (r *Reconciler) observeBundles(ctx context.Context, s *scope) error {
+	list := &packagesv1.PackageBundleList{}
+	if err := r.Client.List(ctx, list, client.InNamespace(packagesv1.PackagesNamespace)); err != nil {
+		return fmt.Errorf("listing PackageBundles: %w", err)
+	}
+	for i := range list.Items {
+		b := &list.Items[i]
+		if b.Name == s.pbc.Spec.ActiveBundle {
+			s.active = b
+		}
+		if b.Spec.KubernetesMinor != s.minor || b.Spec.Source == nil || *b.Spec.Source != *s.source {
+			continue
+		}
+		if b.Status.State != packagesv1.BundleValid {
+			s.invalid++
+			continue
+		}
+		s.bundles = append(s.bundles, b)
+	}
+	sort.Slice(s.bundles, func(i, j int) bool { return s.bundles[i].Spec.Build < s.bundles[j].Spec.Build })
+	return nil
+}
+
+// setActiveBundle sets spec.activeBundle to the newest valid bundle when it is empty.
+func (r *Reconciler) setActiveBundle(ctx context.Context, s *scope) error {
+	pbc := s.pbc
+	if pbc.Spec.ActiveBundle != "" || len(s.bundles) == 0 {
+		return nil
+	}
+	latest := s.bundles[len(s.bundles)-1]
+	before := pbc.DeepCopy()
+	pbc.Spec.ActiveBundle = latest.Name
+	if err := r.Client.Patch(ctx, pbc, client.MergeFromWithOptions(before, client.MergeFromWithOptimisticLock{})); err != nil {
+		return fmt.Errorf("setting the active bundle of PackageBundleController %s: %w", klog.KObj(pbc), err)
+	}
+	s.active = latest
+	r.Recorder.Eventf(pbc, latest, corev1.EventTypeNormal, "ActiveBundleSet", "Activate", "Active bundle set to %s", latest.Name)
+	return nil
+}

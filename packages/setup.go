@@ -1,0 +1,71 @@
+package packages
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"k8s.io/client-go/rest"
+	ctrl "sigs.k8s.io/controller-runtime"
+
+	"github.com/flotilla-dev/flotilla/packages/reconcilers/clusterlifecycle"
+	packagereconciler "github.com/flotilla-dev/flotilla/packages/reconcilers/package"
+	"github.com/flotilla-dev/flotilla/packages/reconcilers/packagebundlecontroller"
+	"github.com/flotilla-dev/flotilla/packages/webhooks"
+)
+
+// Options configure the packages component.
+type Options struct {
+	// RESTConfigs reaches workload clusters: CAPI's ClusterCache.
+	RESTConfigs packagereconciler.RESTConfigs
+	// LocalConfig is the management cluster's own config, used for the Packages of management
+	// clusters; the manager's config when nil.
+	LocalConfig *rest.Config
+	// Installer installs Helm releases: NewHelmInstaller(engine) in production.
+	Installer packagereconciler.Installer
+	// Source reads signed bundles: BundleSource{} in production (the default when nil).
+	Source packagebundlecontroller.BundleSource
+	// Webhooks registers the Package validation webhook (on by default in a manager, which
+	// serves webhooks; off for tests without a webhook server).
+	SkipWebhooks bool
+}
+
+// Setup registers the packages reconcilers and the Package webhook with mgr.
+func Setup(_ context.Context, mgr ctrl.Manager, opts Options) error {
+	if opts.Installer == nil {
+		return errors.New("packages component: an Installer is required")
+	}
+	if opts.Source == nil {
+		opts.Source = BundleSource{}
+	}
+	if opts.LocalConfig == nil {
+		opts.LocalConfig = mgr.GetConfig()
+	}
+	lifecycle := &clusterlifecycle.Reconciler{
+		Client:   mgr.GetClient(),
+		Recorder: mgr.GetEventRecorder(clusterlifecycle.FieldOwner),
+	}
+	pbc := &packagebundlecontroller.Reconciler{
+		Client:   mgr.GetClient(),
+		Recorder: mgr.GetEventRecorder(packagebundlecontroller.FieldOwner),
+		Source:   opts.Source,
+	}
+	pkg := &packagereconciler.Reconciler{
+		Client:      mgr.GetClient(),
+		Recorder:    mgr.GetEventRecorder(packagereconciler.FieldOwner),
+		Installer:   opts.Installer,
+		RESTConfigs: opts.RESTConfigs,
+		LocalConfig: opts.LocalConfig,
+	}
+	for _, s := range []interface{ SetupWithManager(ctrl.Manager) error }{lifecycle, pbc, pkg} {
+		if err := s.SetupWithManager(mgr); err != nil {
+			return fmt.Errorf("packages component: %w", err)
+		}
+	}
+	if !opts.SkipWebhooks {
+		if err := (&webhooks.Package{}).SetupWebhookWithManager(mgr); err != nil {
+			return fmt.Errorf("packages component: %w", err)
+		}
+	}
+	return nil
+}
