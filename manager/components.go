@@ -18,6 +18,7 @@ import (
 	"github.com/flotilla-dev/flotilla/cluster/reconcilers/kubeconfigaccess"
 	"github.com/flotilla-dev/flotilla/infrastructure/local"
 	"github.com/flotilla-dev/flotilla/infrastructure/packet"
+	"github.com/flotilla-dev/flotilla/packages"
 	"github.com/flotilla-dev/flotilla/pkg/helm"
 )
 
@@ -70,6 +71,10 @@ func Components() []Component {
 		{Name: "addons", Setup: func(ctx context.Context, mgr ctrl.Manager, deps Deps) error {
 			helmEngine := &helm.Engine{ChartCache: filepath.Join(deps.Home, "cache", "charts")}
 			return addons.Setup(ctx, mgr, addons.Options{ClusterCache: deps.ClusterCache, Engine: addonsengine.New(helmEngine)})
+		}},
+		{Name: "packages", Setup: func(ctx context.Context, mgr ctrl.Manager, deps Deps) error {
+			helmEngine := &helm.Engine{ChartCache: filepath.Join(deps.Home, "cache", "charts")}
+			return packages.Setup(ctx, mgr, packages.Options{RESTConfigs: deps.ClusterCache, Installer: packages.HelmInstaller{Engine: helmEngine}})
 		}},
 	}
 }

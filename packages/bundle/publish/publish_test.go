@@ -19,8 +19,10 @@ import (
 	"helm.sh/helm/v4/pkg/chart/v2/loader"
 	"helm.sh/helm/v4/pkg/engine"
 	"helm.sh/helm/v4/pkg/registry"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+	sigsyaml "sigs.k8s.io/yaml"
 
 	"github.com/flotilla-dev/flotilla/packages/bundle"
 	"github.com/flotilla-dev/flotilla/packages/bundle/publish"
@@ -120,7 +122,11 @@ func TestFlotillaGreeterShipsItsCRD(t *testing.T) {
 	c := packageChart(t, "flotilla-greeter")
 	crds := c.CRDObjects()
 	g.Expect(crds).To(HaveLen(1))
-	g.Expect(string(crds[0].File.Data)).To(ContainSubstring("name: greetings.greeter.flotilla.dev"))
+	var crd apiextensionsv1.CustomResourceDefinition
+	g.Expect(sigsyaml.UnmarshalStrict(crds[0].File.Data, &crd)).To(Succeed())
+	g.Expect(crd.Name).To(Equal("greetings.greeter.flotilla.dev"))
+	g.Expect(crd.Spec.Versions).To(HaveLen(1))
+	g.Expect(crd.Spec.Versions[0].Schema.OpenAPIV3Schema.Properties["spec"].Required).To(ConsistOf("message"))
 	objs, err := render(c, "greeter", map[string]any{"example": map[string]any{"message": "Ahoy"}})
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(objs).To(HaveKey("Greeting/greeter-example"))

@@ -1,0 +1,83 @@
+package publish_test
+
+import (
+	"context"
+	"net/http/httptest"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	. "github.com/onsi/gomega"
+	appsv1 "k8s.io/api/apps/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/flotilla-dev/flotilla/internal/testenv"
+	"github.com/flotilla-dev/flotilla/packages/bundle"
+	"github.com/flotilla-dev/flotilla/packages/bundle/publish"
+	"github.com/flotilla-dev/flotilla/pkg/helm"
+	"github.com/flotilla-dev/flotilla/pkg/ociregistry"
+)
+
+// env is a real API server standing in for a workload cluster.
+var env *testenv.Environment
+
+func TestMain(m *testing.M) {
+	os.Exit(testenv.Run(m, testenv.Options{SkipCRDs: true}, func(e *testenv.Environment) { env = e }))
+}
+
+// TestTheCatalogInstallsFromItsBundle installs the published catalog as the package driver does:
+// verify the bundle, then install each package's chart by the digest the bundle pins, through
+// the one Helm engine, dependencies first.
+func TestTheCatalogInstallsFromItsBundle(t *testing.T) {
+	g := NewWithT(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	h, err := ociregistry.NewHandler(t.TempDir(), nil)
+	g.Expect(err).NotTo(HaveOccurred())
+	srv := httptest.NewServer(h)
+	defer srv.Close()
+	host := strings.TrimPrefix(srv.URL, "http://")
+	key, err := bundle.GenerateKey()
+	g.Expect(err).NotTo(HaveOccurred())
+	_, err = publish.Publish(ctx, publish.Options{ChartsDir: chartsDir, Registry: host, Repository: "flotilla",
+		KubernetesMinors: []string{"1.36"}, Key: key, Connection: bundle.Registry{PlainHTTP: true}})
+	g.Expect(err).NotTo(HaveOccurred())
+	s, err := bundle.Pull(ctx, host+"/flotilla:v1-36-1")
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(bundle.Verify(s, &key.PublicKey)).To(Succeed())
+
+	engine := &helm.Engine{ChartCache: t.TempDir()}
+	ns := env.NewNamespace(t)
+	install := func(pkg, release string, values map[string]any) error {
+		p, ok := s.Bundle.Package(pkg)
+		g.Expect(ok).To(BeTrue(), pkg)
+		v := p.Versions[0]
+		_, err := engine.InstallOrUpgrade(ctx, env.Config, helm.Release{
+			Name: release, Namespace: ns, Values: values, Registry: helm.Registry{PlainHTTP: true},
+			Chart: helm.ChartRef{RepoURL: p.ChartURL(), Name: p.Name, Version: v.Version, Digest: v.Digest},
+		})
+		return err
+	}
+
+	g.Expect(install("hello-flotilla", "hello-flotilla", map[string]any{"message": "Hello, w1", "replicas": 2})).To(Succeed())
+	var dep appsv1.Deployment
+	g.Expect(env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "hello-flotilla"}, &dep)).To(Succeed())
+	g.Expect(*dep.Spec.Replicas).To(Equal(int32(2)))
+
+	stack, _ := s.Bundle.Package("hello-stack")
+	g.Expect(stack.Versions[0].Dependencies).To(ConsistOf("flotilla-greeter"))
+	g.Expect(install("hello-stack", "too-early", nil)).To(MatchError(ContainSubstring("Greeting")),
+		"without its dependency's CRD, hello-stack cannot install: the dependency is real")
+
+	g.Expect(install("flotilla-greeter", "greeter", nil)).To(Succeed())
+	g.Expect(install("hello-stack", "stack", nil)).To(Succeed())
+	greeting := &unstructured.Unstructured{}
+	greeting.SetGroupVersionKind(schema.GroupVersionKind{Group: "greeter.flotilla.dev", Version: "v1alpha1", Kind: "Greeting"})
+	g.Expect(env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "stack"}, greeting)).To(Succeed())
+	g.Expect(env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "greeter-example"}, greeting.DeepCopy())).To(Succeed())
+	g.Expect(env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "stack-hello-flotilla"}, &appsv1.Deployment{})).To(Succeed(),
+		"the vendored subchart is part of the hello-stack release")
+}
