@@ -30,6 +30,13 @@
 // manifests before the indexes that list them, so that its checks pass as they did the first
 // time.
 //
+// The OCI 1.1 referrers API is on (GET /v2/<repo>/referrers/<digest>), computed from the
+// manifests' subject fields, so signatures and attestations that tools attach to an artifact can
+// be found.
+//
+// The registry is sized for charts and bundles: go-containerregistry buffers chunked blob
+// uploads in memory until they complete, so it is not the place for large container images.
+//
 // # Security
 //
 // The registry has no authentication. Serve it on a loopback address (the default setup) or

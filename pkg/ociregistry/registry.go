@@ -113,6 +113,7 @@ func NewHandler(dir string, logTo io.Writer) (http.Handler, error) {
 	inner := registry.New(
 		registry.WithBlobHandler(&diskBlobs{dir: filepath.Join(dir, "blobs")}),
 		registry.Logger(log.New(logTo, "", log.LstdFlags)),
+		registry.WithReferrersSupport(true),
 	)
 	if err := st.replay(inner); err != nil {
 		return nil, err

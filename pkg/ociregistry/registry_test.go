@@ -110,3 +110,32 @@ func mustRef(g Gomega, s string) name.Reference {
 }
 
 func emptyIndex() v1.ImageIndex { return empty.Index }
+
+func TestReferrersAreFoundAfterARestart(t *testing.T) {
+	g := NewWithT(t)
+	dir := t.TempDir()
+	host, stop := serve(t, dir)
+	img, err := random.Image(64, 1)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(remote.Write(mustRef(g, host+"/flotilla/demo:v1"), img)).To(Succeed())
+	subject, err := img.Digest()
+	g.Expect(err).NotTo(HaveOccurred())
+	sig, err := random.Image(64, 1)
+	g.Expect(err).NotTo(HaveOccurred())
+	size, err := img.Size()
+	g.Expect(err).NotTo(HaveOccurred())
+	sig = mutate.Subject(sig, v1.Descriptor{MediaType: "application/vnd.oci.image.manifest.v1+json", Digest: subject, Size: size}).(v1.Image)
+	sigDigest, err := sig.Digest()
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(remote.Write(mustRef(g, host+"/flotilla/demo@"+sigDigest.String()), sig)).To(Succeed())
+	stop()
+
+	host, stop = serve(t, dir)
+	defer stop()
+	idx, err := remote.Referrers(mustRef(g, host+"/flotilla/demo@"+subject.String()).Context().Digest(subject.String()))
+	g.Expect(err).NotTo(HaveOccurred())
+	m, err := idx.IndexManifest()
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(m.Manifests).To(HaveLen(1))
+	g.Expect(m.Manifests[0].Digest).To(Equal(sigDigest))
+}
