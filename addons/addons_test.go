@@ -20,10 +20,10 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	addonsv1 "github.com/flotilla-dev/flotilla/api/addons/v1alpha1"
 	"github.com/flotilla-dev/flotilla/addons"
 	"github.com/flotilla-dev/flotilla/addons/engine"
 	"github.com/flotilla-dev/flotilla/addons/reconcilers/helmchartproxy"
+	addonsv1 "github.com/flotilla-dev/flotilla/api/addons/v1alpha1"
 	"github.com/flotilla-dev/flotilla/internal/testenv"
 )
 

@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+	"time"
 
 	. "github.com/onsi/gomega"
 	chart "helm.sh/helm/v4/pkg/chart/v2"
@@ -18,10 +19,12 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	addonsv1 "github.com/flotilla-dev/flotilla/api/addons/v1alpha1"
 	"github.com/flotilla-dev/flotilla/addons/engine"
+	addonsv1 "github.com/flotilla-dev/flotilla/api/addons/v1alpha1"
 	"github.com/flotilla-dev/flotilla/internal/testenv"
 	"github.com/flotilla-dev/flotilla/pkg/helm"
 )
@@ -170,4 +173,77 @@ func TestAChartInstallsUpgradesAndUninstallsInARealWorkloadCluster(t *testing.T)
 		return apierrors.IsNotFound(env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "web"}, &addonsv1.HelmChartProxy{}))
 	}, timeout, interval).Should(BeTrue())
 	g.Expect(apierrors.IsNotFound(w.Client.Get(ctx, client.ObjectKey{Namespace: "web-" + ns, Name: "web-config"}, cm))).To(BeTrue())
+}
+
+func TestDriftedObjectsAreRestoredExceptIgnoredFields(t *testing.T) {
+	startManager(t)
+	g := NewWithT(t)
+	ctx := context.Background()
+	ns := env.NewNamespace(t)
+	w := useWorkloadCluster(t, ns, "w1")
+	repoURL := serveCharts(t, helloChart("1.0.0"))
+	createCluster(g, ns, "w1", map[string]string{"env": "prod"})
+
+	releaseNS := "drift-" + ns
+	p := proxy(ns, "web")
+	p.Spec.RepoURL, p.Spec.ChartName, p.Spec.Version, p.Spec.Namespace = repoURL, "hello", "1.0.0", releaseNS
+	p.Spec.ValuesTemplate = ""
+	p.Spec.DriftCorrection = &addonsv1.DriftCorrection{
+		Mode:     addonsv1.DriftCorrectionEnabled,
+		Interval: &metav1.Duration{Duration: time.Second},
+		Ignore:   []addonsv1.DriftIgnoreRule{{Kind: "Deployment", Paths: []string{"/spec/replicas"}}},
+	}
+	g.Expect(env.Client.Create(ctx, p)).To(Succeed())
+	eventuallyReady(g, ns, "web", "w1")
+	g.Eventually(func(g Gomega) {
+		c := condition(getHRP(g, ns, "web", "w1").Status.Conditions, addonsv1.DriftedCondition)
+		g.Expect(c.Reason).To(Equal(addonsv1.NoDriftReason))
+	}, timeout, interval).Should(Succeed())
+
+	cmKey := client.ObjectKey{Namespace: releaseNS, Name: "web-config"}
+	deployKey := client.ObjectKey{Namespace: releaseNS, Name: "web"}
+
+	// A changed ConfigMap comes back; so does a deleted Deployment.
+	cm := &corev1.ConfigMap{}
+	g.Expect(w.Client.Get(ctx, cmKey, cm)).To(Succeed())
+	cm.Data["greeting"] = "changed by hand"
+	g.Expect(w.Client.Update(ctx, cm)).To(Succeed())
+	deploy := &appsv1.Deployment{}
+	g.Expect(w.Client.Get(ctx, deployKey, deploy)).To(Succeed())
+	g.Expect(w.Client.Delete(ctx, deploy)).To(Succeed())
+
+	g.Eventually(func(g Gomega) {
+		g.Expect(w.Client.Get(ctx, cmKey, cm)).To(Succeed())
+		g.Expect(cm.Data).To(HaveKeyWithValue("greeting", "hello"))
+		restored := &appsv1.Deployment{}
+		g.Expect(w.Client.Get(ctx, deployKey, restored)).To(Succeed())
+		g.Expect(restored.UID).NotTo(Equal(deploy.UID))
+		g.Expect(restored.Labels).To(HaveKeyWithValue("app.kubernetes.io/managed-by", "Helm"))
+	}, timeout, interval).Should(Succeed())
+	g.Eventually(func(g Gomega) {
+		hrp := getHRP(g, ns, "web", "w1")
+		g.Expect(hrp.Status.DriftCorrections).To(BeNumerically(">=", 2))
+		g.Expect(hrp.Status.Revision).To(BeEquivalentTo(1), "drift correction makes no new Helm revision")
+		g.Expect(eventReasons(g, hrp)).To(ContainElement("DriftCorrected"))
+	}, timeout, interval).Should(Succeed())
+
+	// A later upgrade owns the restored objects as before (restoring applied them as Helm).
+	updateProxy(g, ns, "web", func(p *addonsv1.HelmChartProxy) { p.Spec.ValuesTemplate = "greeting: upgraded\n" })
+	g.Eventually(func(g Gomega) {
+		hrp := eventuallyReady(g, ns, "web", "w1")
+		g.Expect(hrp.Status.Revision).To(BeEquivalentTo(2))
+		g.Expect(w.Client.Get(ctx, cmKey, cm)).To(Succeed())
+		g.Expect(cm.Data).To(HaveKeyWithValue("greeting", "upgraded"))
+	}, timeout, interval).Should(Succeed())
+
+	// Scaling the Deployment is ignored: /spec/replicas belongs to someone else.
+	g.Expect(w.Client.Get(ctx, deployKey, deploy)).To(Succeed())
+	deploy.Spec.Replicas = ptr.To[int32](3)
+	g.Expect(w.Client.Update(ctx, deploy)).To(Succeed())
+	corrections := getHRP(g, ns, "web", "w1").Status.DriftCorrections
+	g.Consistently(func(g Gomega) {
+		g.Expect(w.Client.Get(ctx, deployKey, deploy)).To(Succeed())
+		g.Expect(*deploy.Spec.Replicas).To(BeEquivalentTo(3))
+	}, 3*time.Second, interval).Should(Succeed())
+	g.Expect(getHRP(g, ns, "web", "w1").Status.DriftCorrections).To(Equal(corrections))
 }

@@ -7,6 +7,7 @@ import (
 
 	ctrl "sigs.k8s.io/controller-runtime"
 
+	"github.com/flotilla-dev/flotilla/addons/drift"
 	"github.com/flotilla-dev/flotilla/addons/engine"
 	"github.com/flotilla-dev/flotilla/addons/reconcilers/helmchartproxy"
 	"github.com/flotilla-dev/flotilla/addons/reconcilers/helmreleaseproxy"
@@ -45,6 +46,7 @@ func Setup(_ context.Context, mgr ctrl.Manager, opts Options) error {
 		Engine:           opts.Engine,
 		ClusterCache:     opts.ClusterCache,
 		Recorder:         mgr.GetEventRecorder(helmreleaseproxy.FieldOwner),
+		Drift:            &drift.Checker{FieldManager: engine.HelmFieldManager()},
 		UninstallTimeout: opts.UninstallTimeout,
 		ResyncInterval:   opts.ResyncInterval,
 	}

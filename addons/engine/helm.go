@@ -4,7 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
 
+	"helm.sh/helm/v4/pkg/kube"
 	"k8s.io/client-go/rest"
 
 	"github.com/flotilla-dev/flotilla/pkg/helm"
@@ -70,4 +73,18 @@ func (h helmEngine) Diff(ctx context.Context, cfg *rest.Config, r Release) (stri
 
 func (h helmEngine) Rollback(ctx context.Context, cfg *rest.Config, name, namespace string, revision int) error {
 	return h.e.Rollback(ctx, cfg, name, namespace, revision)
+}
+
+// HelmFieldManager is the server-side apply field manager Helm writes a release's objects as:
+// helm's kube.ManagedFieldsManager when set, else the program's base name (as Helm decides).
+// Drift correction restores fields as this manager, so later upgrades own them without
+// conflicts.
+func HelmFieldManager() string {
+	if kube.ManagedFieldsManager != "" {
+		return kube.ManagedFieldsManager
+	}
+	if len(os.Args) == 0 || os.Args[0] == "" {
+		return "unknown"
+	}
+	return filepath.Base(os.Args[0])
 }

@@ -21,6 +21,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
+	"github.com/flotilla-dev/flotilla/addons/drift"
 	"github.com/flotilla-dev/flotilla/addons/engine"
 	addonsv1 "github.com/flotilla-dev/flotilla/api/addons/v1alpha1"
 )
@@ -67,6 +68,8 @@ type Reconciler struct {
 	ClusterCache RESTConfigGetter
 	// Recorder records Events on HelmReleaseProxies.
 	Recorder events.EventRecorder
+	// Drift compares and restores the live objects of releases with drift correction enabled.
+	Drift *drift.Checker
 
 	// UninstallTimeout bounds the wait for an unreachable cluster at deletion; 0 means
 	// DefaultUninstallTimeout.
@@ -95,6 +98,8 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		return errors.New("helmreleaseproxy reconciler: ClusterCache is required")
 	case r.Recorder == nil:
 		return errors.New("helmreleaseproxy reconciler: Recorder is required")
+	case r.Drift == nil:
+		return errors.New("helmreleaseproxy reconciler: Drift is required")
 	}
 	if r.UninstallTimeout <= 0 {
 		r.UninstallTimeout = DefaultUninstallTimeout
@@ -109,6 +114,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	if concurrency <= 0 {
 		concurrency = 10
 	}
+	registerMetrics(r.Client)
 	changed := predicate.Or(predicate.GenerationChangedPredicate{}, predicate.AnnotationChangedPredicate{})
 	err := ctrl.NewControllerManagedBy(mgr).
 		Named("helmreleaseproxy").
@@ -168,6 +174,13 @@ type scope struct {
 	orphaned error
 	// gone is set once the finalizer is removed: there is no status left to write.
 	gone bool
+
+	// installed is the release as the engine read it back; nil when not read this time.
+	installed *engine.InstalledRelease
+	// driftChecked is set when the live objects were compared with the manifest.
+	driftChecked bool
+	// driftErr is why the comparison or a restoration failed.
+	driftErr error
 }
 
 type notReady struct{ reason, message string }

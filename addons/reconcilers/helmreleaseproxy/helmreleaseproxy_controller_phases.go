@@ -91,12 +91,19 @@ func (r *Reconciler) reconcileNormal(ctx context.Context, s *scope) (ctrl.Result
 
 	if hrp.Status.Installed != nil && (installOnce(hrp) || (applied == hrp.Status.AppliedHash && exactVersion(hrp.Spec.Version))) {
 		upToDate, err := r.observe(ctx, s, cfg)
-		if err != nil || upToDate {
-			return ctrl.Result{RequeueAfter: r.ResyncInterval}, err
+		if err != nil {
+			return ctrl.Result{}, err
+		}
+		if upToDate {
+			r.correctDrift(ctx, s, cfg)
+			return ctrl.Result{RequeueAfter: r.requeueAfter(hrp)}, nil
 		}
 	}
 
 	result, err := r.Engine.InstallOrUpgrade(ctx, cfg, release)
+	if result.Action != engine.Unchanged {
+		countAction("install-or-upgrade", err)
+	}
 	if err != nil {
 		s.fail(addonsv1.InstallFailedReason, "%v", err)
 		r.Recorder.Eventf(hrp, nil, corev1.EventTypeWarning, installFailedEvent, "Install",
@@ -120,7 +127,7 @@ func (r *Reconciler) reconcileNormal(ctx context.Context, s *scope) (ctrl.Result
 	if result.Status != releaseDeployed {
 		s.fail(addonsv1.ReleaseNotDeployedReason, "Helm reports release %s/%s revision %d as %s", release.Namespace, release.Name, result.Revision, result.Status)
 	}
-	return ctrl.Result{RequeueAfter: r.ResyncInterval}, nil
+	return ctrl.Result{RequeueAfter: r.requeueAfter(hrp)}, nil
 }
 
 // releaseDeployed is Helm's status of a release that installed or upgraded successfully.
@@ -144,6 +151,7 @@ func (r *Reconciler) observe(ctx context.Context, s *scope, cfg *rest.Config) (u
 	if !installOnce(hrp) && (got.Revision != int(hrp.Status.Revision) || got.Status != releaseDeployed) {
 		return false, nil
 	}
+	s.installed = got
 	hrp.Status.Revision = int32(got.Revision) //nolint:gosec // Helm revisions are small
 	hrp.Status.ReleaseStatus = got.Status
 	hrp.Status.ChartVersion = got.ChartVersion
@@ -160,7 +168,9 @@ func (r *Reconciler) uninstallForReinstall(ctx context.Context, s *scope, cfg *r
 	r.Recorder.Eventf(hrp, nil, corev1.EventTypeNormal, reinstallingEvent, "Uninstall",
 		"Uninstalling release %s/%s (chart %s from %s) to install chart %s from %s as %s/%s",
 		inst.Namespace, inst.ReleaseName, inst.ChartName, inst.RepoURL, hrp.Spec.ChartName, hrp.Spec.RepoURL, releaseNamespace(hrp), hrp.Spec.ReleaseName)
-	if err := r.Engine.Uninstall(ctx, cfg, inst.ReleaseName, inst.Namespace); err != nil {
+	err := r.Engine.Uninstall(ctx, cfg, inst.ReleaseName, inst.Namespace)
+	countAction("uninstall", err)
+	if err != nil {
 		s.fail(addonsv1.UninstallFailedReason, "uninstalling release %s/%s before reinstalling: %v", inst.Namespace, inst.ReleaseName, err)
 		r.Recorder.Eventf(hrp, nil, corev1.EventTypeWarning, uninstallFailed, "Uninstall", "Uninstalling release %s/%s: %v", inst.Namespace, inst.ReleaseName, err)
 		return fmt.Errorf("uninstalling release %s/%s from cluster %s: %w", inst.Namespace, inst.ReleaseName, hrp.Spec.ClusterName, err)
@@ -202,6 +212,7 @@ func (r *Reconciler) reconcileDelete(ctx context.Context, s *scope) (ctrl.Result
 	if err == nil {
 		reason = addonsv1.UninstallFailedReason
 		err = r.Engine.Uninstall(ctx, cfg, inst.ReleaseName, inst.Namespace)
+		countAction("uninstall", err)
 	}
 	if err != nil {
 		deadline := hrp.DeletionTimestamp.Add(r.UninstallTimeout)

@@ -2,6 +2,7 @@ package helmreleaseproxy
 
 import (
 	"fmt"
+	"strings"
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -20,6 +21,7 @@ func setStatus(s *scope) {
 	if !s.paused {
 		setReady(hrp, s)
 	}
+	setDrifted(hrp, s)
 	if s.orphaned != nil {
 		meta.SetStatusCondition(&hrp.Status.Conditions, metav1.Condition{
 			Type: addonsv1.OrphanedCondition, Status: metav1.ConditionTrue, Reason: addonsv1.UnreachableAtDeleteReason,
@@ -54,6 +56,38 @@ func setReady(hrp *addonsv1.HelmReleaseProxy, s *scope) {
 		cond.Status, cond.Reason = metav1.ConditionTrue, addonsv1.ReadyReason
 		cond.Message = fmt.Sprintf("release %s/%s revision %d is %s (chart %s %s)",
 			inst.Namespace, inst.ReleaseName, hrp.Status.Revision, hrp.Status.ReleaseStatus, inst.ChartName, hrp.Status.ChartVersion)
+	}
+	meta.SetStatusCondition(&hrp.Status.Conditions, cond)
+}
+
+// setDrifted: True when the last comparison found objects that differed from the manifest (the
+// message says which, and whether restoring them failed); False when none did. The condition is
+// removed when drift correction is off.
+func setDrifted(hrp *addonsv1.HelmReleaseProxy, s *scope) {
+	if !driftEnabled(hrp) {
+		meta.RemoveStatusCondition(&hrp.Status.Conditions, addonsv1.DriftedCondition)
+		hrp.Status.Drifted = nil
+		return
+	}
+	if !s.driftChecked {
+		return
+	}
+	cond := metav1.Condition{Type: addonsv1.DriftedCondition, Status: metav1.ConditionFalse, Reason: addonsv1.NoDriftReason,
+		ObservedGeneration: hrp.Generation, Message: "the release's objects match its manifest"}
+	switch {
+	case len(hrp.Status.Drifted) > 0:
+		names := make([]string, 0, len(hrp.Status.Drifted))
+		for _, d := range hrp.Status.Drifted {
+			names = append(names, describe(d))
+		}
+		cond.Status, cond.Reason = metav1.ConditionTrue, addonsv1.DriftDetectedReason
+		cond.Message = "restored " + strings.Join(names, ", ")
+		if s.driftErr != nil {
+			cond.Message = fmt.Sprintf("drifted: %s; restoring failed: %v", strings.Join(names, ", "), s.driftErr)
+		}
+	case s.driftErr != nil:
+		cond.Status, cond.Reason = metav1.ConditionUnknown, addonsv1.DriftCheckFailedReason
+		cond.Message = fmt.Sprintf("comparing the live objects failed: %v", s.driftErr)
 	}
 	meta.SetStatusCondition(&hrp.Status.Conditions, cond)
 }

@@ -42,6 +42,8 @@ const (
 	ReleaseNotDeployedReason = "ReleaseNotDeployed"
 	// DriftDetectedReason: objects of the release differ from its manifest.
 	DriftDetectedReason = "DriftDetected"
+	// DriftCheckFailedReason: the live objects could not be read.
+	DriftCheckFailedReason = "DriftCheckFailed"
 	// NoDriftReason: the release's objects match its manifest.
 	NoDriftReason = "NoDrift"
 	// UnreachableAtDeleteReason: the cluster was unreachable when the release had to be
@@ -143,10 +145,6 @@ type HelmReleaseProxyStatus struct {
 	// driftCorrections counts the objects drift correction restored.
 	// +optional
 	DriftCorrections int64 `json:"driftCorrections,omitempty"`
-
-	// lastDriftCheck is when the live objects were last compared with the manifest.
-	// +optional
-	LastDriftCheck *metav1.Time `json:"lastDriftCheck,omitempty"`
 
 	// conditions: Ready, Drifted, Orphaned, Paused.
 	// +listType=map

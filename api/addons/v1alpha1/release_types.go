@@ -147,6 +147,7 @@ type DriftIgnoreRule struct {
 
 	// paths are JSON pointers (RFC 6901) to the ignored fields, such as "/spec/replicas".
 	// Without paths the whole object is ignored.
+	// +kubebuilder:validation:items:Pattern=`^/`
 	// +optional
 	Paths []string `json:"paths,omitempty"`
 }

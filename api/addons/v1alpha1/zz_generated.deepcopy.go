@@ -294,10 +294,6 @@ func (in *HelmReleaseProxyStatus) DeepCopyInto(out *HelmReleaseProxyStatus) {
 			(*in)[i].DeepCopyInto(&(*out)[i])
 		}
 	}
-	if in.LastDriftCheck != nil {
-		in, out := &in.LastDriftCheck, &out.LastDriftCheck
-		*out = (*in).DeepCopy()
-	}
 	if in.Conditions != nil {
 		in, out := &in.Conditions, &out.Conditions
 		*out = make([]v1.Condition, len(*in))
