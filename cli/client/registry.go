@@ -110,6 +110,15 @@ func (c *Client) EnsureRegistry(ctx context.Context, o RegistryOptions) (Registr
 		}
 		return info, err
 	}
+	// Another program answering on the address while ours fails to bind it would pass for it:
+	// ours must still run a moment later.
+	select {
+	case <-ctx.Done():
+	case <-time.After(300 * time.Millisecond):
+	}
+	if _, ok := sup.Running(registryProcess); !ok {
+		return info, fmt.Errorf("the registry exited (is another program listening on %s?); its log:\n%s", o.Listen, sup.LogTail(registryProcess, 20))
+	}
 	return info, nil
 }
 

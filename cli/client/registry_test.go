@@ -79,6 +79,10 @@ func TestTheBackgroundRegistryOutlivesItsStarterAndKeepsItsData(t *testing.T) {
 	pulled, err := bundle.Pull(ctx, addr+"/flotilla:v1-36-1", remoteOpts...)
 	g.Expect(err).NotTo(HaveOccurred(), "what was pushed before the restart is still there")
 	g.Expect(bundle.Verify(pulled, &key.PublicKey)).To(Succeed())
+
+	other := &client.Client{Home: t.TempDir(), Executable: exe}
+	_, err = other.EnsureRegistry(ctx, opts)
+	g.Expect(err).To(MatchError(ContainSubstring("address already in use")), "a registry that cannot listen says why")
 }
 
 func TestSigningKeyIsGeneratedOnceWithItsPublicKeyNextToIt(t *testing.T) {
