@@ -25,11 +25,16 @@ import (
 	"sigs.k8s.io/yaml"
 )
 
-// InstallOrUpgrade makes the release r in the cluster cfg reaches what r asks for. It installs
-// an absent release, upgrades one whose chart digest or values hash differs from the deployed
-// release's, and otherwise returns ActionUnchanged without writing to the cluster (and without
-// pulling, when the chart is cached). A release left stuck by a process that died is repaired
-// first (see the package comment).
+// InstallOrUpgrade makes the release r in the cluster cfg what r asks for. It installs an absent
+// release, upgrades one whose chart digest or values hash differs from the deployed release's,
+// and otherwise returns ActionUnchanged without writing to the cluster (and without pulling,
+// when the chart is cached). A release left stuck by a process that died is repaired first (see
+// the package comment).
+//
+// ctx bounds the preparation (pulling, reading the release). Once Helm has started to install or
+// upgrade, the action runs to its end, bounded by r.Timeout, even when ctx is cancelled: Helm
+// would otherwise go on in the background after the call returned, and the next call would find
+// the release pending behind a live action.
 func (e *Engine) InstallOrUpgrade(ctx context.Context, cfg *rest.Config, r Release) (Result, error) {
 	if err := validateName(r.Name, r.Namespace); err != nil {
 		return Result{}, err
@@ -100,7 +105,7 @@ func (e *Engine) InstallOrUpgrade(ctx context.Context, cfg *rest.Config, r Relea
 		in.WaitStrategy = waitStrategy(r.Wait)
 		in.RollbackOnFailure = r.Atomic
 		in.Labels = labels
-		rel, err := in.RunWithContext(ctx, ch, values)
+		rel, err := in.RunWithContext(context.WithoutCancel(ctx), ch, values)
 		if err != nil {
 			return Result{}, fmt.Errorf("installing release %s/%s (chart %s %s): %w", r.Namespace, r.Name, ch.Name(), ch.Metadata.Version, err)
 		}
@@ -118,7 +123,7 @@ func (e *Engine) InstallOrUpgrade(ctx context.Context, cfg *rest.Config, r Relea
 	up.Labels = labels
 	// The caller always gives the whole values: Helm must not reuse the previous ones.
 	up.ResetValues = true
-	rel, err := up.RunWithContext(ctx, r.Name, ch, values)
+	rel, err := up.RunWithContext(context.WithoutCancel(ctx), r.Name, ch, values)
 	if err != nil {
 		return Result{}, fmt.Errorf("upgrading release %s/%s to chart %s %s: %w", r.Namespace, r.Name, ch.Name(), ch.Metadata.Version, err)
 	}

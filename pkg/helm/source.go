@@ -99,7 +99,7 @@ func (e *Engine) resolveOCI(ctx context.Context, ref ChartRef, reg Registry) (*l
 	var client *registry.Client
 	if digest == "" {
 		var err error
-		if client, err = e.registryClient(reg); err != nil {
+		if client, err = e.registryClient(ctx, reg); err != nil {
 			return nil, err
 		}
 		tag := ref.Version
@@ -131,7 +131,7 @@ func (e *Engine) resolveOCI(ctx context.Context, ref ChartRef, reg Registry) (*l
 
 	if client == nil {
 		var err error
-		if client, err = e.registryClient(reg); err != nil {
+		if client, err = e.registryClient(ctx, reg); err != nil {
 			return nil, err
 		}
 	}
@@ -315,11 +315,13 @@ func (e *Engine) load(c *localChart) (*chart.Chart, error) {
 // registryClient is a Helm registry client for reg's credentials and transport. Credentials come
 // from reg only: the authorizer is ours, so Helm's and Docker's credential files of the user
 // running Flotilla are never consulted.
-func (e *Engine) registryClient(reg Registry) (*registry.Client, error) {
-	httpClient, err := e.httpClient(reg)
+func (e *Engine) registryClient(ctx context.Context, reg Registry) (*registry.Client, error) {
+	shared, err := e.httpClient(reg)
 	if err != nil {
 		return nil, err
 	}
+	// Helm's registry client takes no context; its requests get ours through the transport.
+	httpClient := &http.Client{Transport: contextTransport{ctx: ctx, next: shared.Transport}, Timeout: shared.Timeout}
 	authorizer := auth.Client{Client: httpClient, Cache: auth.NewCache()}
 	authorizer.SetUserAgent("flotilla")
 	credential := auth.EmptyCredential
@@ -370,6 +372,17 @@ func (e *Engine) httpClient(reg Registry) (*http.Client, error) {
 	}
 	e.httpClients[key] = c
 	return c, nil
+}
+
+// contextTransport sends requests with a caller's context, so that cancelling the caller cancels
+// the requests of clients that use context.Background.
+type contextTransport struct {
+	ctx  context.Context //nolint:containedctx // the context of the one call this transport serves
+	next http.RoundTripper
+}
+
+func (t contextTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+	return t.next.RoundTrip(req.WithContext(t.ctx))
 }
 
 // download GETs url with reg's basic-auth credentials.

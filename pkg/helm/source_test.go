@@ -1,6 +1,7 @@
 package helm
 
 import (
+	"context"
 	"encoding/pem"
 	"io"
 	"log"
@@ -11,6 +12,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	ggcrregistry "github.com/google/go-containerregistry/pkg/registry"
 	. "github.com/onsi/gomega"
@@ -236,6 +238,29 @@ func TestPrivateSourcesNeedTheirCredentialsAndCA(t *testing.T) {
 			g.Expect(err).To(MatchError(ContainSubstring(tt.wantErr)))
 			t.Log(err)
 			g.Expect(err.Error()).NotTo(ContainSubstring("pa55"), "no password in errors")
+		})
+	}
+}
+
+// TestAHangingSourceDoesNotHangTheCaller cancels through the caller's context, also for Helm's
+// registry client, which takes none.
+func TestAHangingSourceDoesNotHangTheCaller(t *testing.T) {
+	hang := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { <-r.Context().Done() }))
+	t.Cleanup(hang.Close)
+	host := strings.TrimPrefix(hang.URL, "http://")
+	for _, ref := range []ChartRef{
+		{RepoURL: "oci://" + host + "/charts/hello", Version: "0.1.0"},
+		{RepoURL: "oci://" + host + "/charts/hello", Digest: "sha256:" + strings.Repeat("a", 64)},
+		{RepoURL: hang.URL, Name: "hello"},
+	} {
+		t.Run(ref.RepoURL+ref.Digest, func(t *testing.T) {
+			g := NewWithT(t)
+			ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+			defer cancel()
+			start := time.Now()
+			_, _, err := newEngine(t).Template(ctx, Release{Chart: ref, Registry: Registry{PlainHTTP: true}})
+			g.Expect(err).To(MatchError(ContainSubstring("context deadline exceeded")))
+			g.Expect(time.Since(start)).To(BeNumerically("<", 5*time.Second))
 		})
 	}
 }
