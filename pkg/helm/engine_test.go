@@ -76,6 +76,7 @@ func TestAReleaseGoesThroughItsWholeLife(t *testing.T) {
 	g.Expect(res.Revision).To(Equal(1))
 	g.Expect(writes.Load()).To(Equal(before), "an unchanged release writes nothing to the cluster")
 	g.Expect(e.Stats().ChartPulls).To(Equal(int64(1)), "a cached chart is not pulled again")
+	g.Expect(e.Stats().SourceLookups).To(Equal(int64(2)), "resolving the tag is one HEAD per call")
 	g.Expect(releaseSecrets(g, ctx, ns, "web")).To(HaveLen(1))
 
 	// Diff of changed values shows the changed line, and nothing for the installed values.

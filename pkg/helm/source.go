@@ -104,6 +104,7 @@ func (e *Engine) resolveOCI(ctx context.Context, ref ChartRef, reg Registry) (*l
 		}
 		tag := ref.Version
 		if !isExactVersion(tag) {
+			e.stats.lookups.Add(1)
 			tags, err := client.Tags(repository)
 			if err != nil {
 				return nil, fmt.Errorf("listing the versions of chart %s: %w", repository, err)
@@ -112,6 +113,7 @@ func (e *Engine) resolveOCI(ctx context.Context, ref ChartRef, reg Registry) (*l
 				return nil, fmt.Errorf("chart %s: %w", repository, err)
 			}
 		}
+		e.stats.lookups.Add(1)
 		desc, err := client.Resolve(repository + ":" + tag)
 		if err != nil {
 			return nil, fmt.Errorf("resolving chart %s:%s: %w", repository, tag, err)
@@ -158,6 +160,7 @@ func (e *Engine) resolveRepository(ctx context.Context, ref ChartRef, reg Regist
 		return nil, err
 	}
 	indexURL := strings.TrimSuffix(ref.RepoURL, "/") + "/index.yaml"
+	e.stats.lookups.Add(1)
 	data, err := download(ctx, httpClient, indexURL, reg)
 	if err != nil {
 		return nil, fmt.Errorf("reading the index of chart repository %s: %w", ref.RepoURL, err)

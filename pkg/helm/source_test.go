@@ -74,6 +74,7 @@ func TestChartsComeFromRegistriesAndRepositories(t *testing.T) {
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(info.Version).To(Equal("0.1.0"))
 	g.Expect(offline.Stats().ChartPulls).To(BeZero())
+	g.Expect(offline.Stats().SourceLookups).To(BeZero())
 }
 
 // TestTemplateRendersWithoutACluster renders values into the manifest and returns the chart's

@@ -155,6 +155,9 @@ type Stats struct {
 	ChartPulls int64
 	// ChartCacheHits is the number of charts served from the cache.
 	ChartCacheHits int64
+	// SourceLookups is the number of metadata requests to chart sources: OCI tag lists and tag
+	// resolutions (HEAD), and index.yaml downloads.
+	SourceLookups int64
 	// Installs, Upgrades and Unchanged count InstallOrUpgrade outcomes.
 	Installs, Upgrades, Unchanged int64
 	// Uninstalls counts releases removed by Uninstall.
@@ -164,7 +167,7 @@ type Stats struct {
 }
 
 type counters struct {
-	pulls, cacheHits, installs, upgrades, unchanged, uninstalls, recoveries atomic.Int64
+	pulls, cacheHits, lookups, installs, upgrades, unchanged, uninstalls, recoveries atomic.Int64
 }
 
 // Stats returns the engine's counters.
@@ -172,6 +175,7 @@ func (e *Engine) Stats() Stats {
 	return Stats{
 		ChartPulls:     e.stats.pulls.Load(),
 		ChartCacheHits: e.stats.cacheHits.Load(),
+		SourceLookups:  e.stats.lookups.Load(),
 		Installs:       e.stats.installs.Load(),
 		Upgrades:       e.stats.upgrades.Load(),
 		Unchanged:      e.stats.unchanged.Load(),
