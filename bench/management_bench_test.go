@@ -62,6 +62,10 @@ func runManagementBenchmark(b *testing.B) {
 	mgmtSpec := writeSpec(b, out, spec.GenerateOptions{Name: "mgmt", Provider: spec.ProviderLocal, Management: true, Workers: 2})
 	// Deleted also when the create fails half-way: its processes outlive the benchmark otherwise.
 	defer func() {
+		if b.Failed() {
+			dir := filepath.Join(home, "clusters", "mgmt")
+			b.Logf("the end of the manager's log:\n%s", process.Supervisor{RunDir: filepath.Join(dir, "run"), LogDir: filepath.Join(dir, "logs")}.LogTail("manager", 80))
+		}
 		if err := c.DeleteManagementCluster(context.Background(), client.DeleteManagementClusterOptions{Name: "mgmt", OutDir: out, Force: true}); err != nil {
 			b.Error(err)
 		}
