@@ -8,12 +8,14 @@ import (
 	"maps"
 	"sort"
 	"strings"
+	"time"
 
 	"github.com/go-logr/logr"
 	"helm.sh/helm/v4/pkg/action"
 	ci "helm.sh/helm/v4/pkg/chart"
 	chart "helm.sh/helm/v4/pkg/chart/v2"
 	"helm.sh/helm/v4/pkg/kube"
+	ri "helm.sh/helm/v4/pkg/release"
 	rcommon "helm.sh/helm/v4/pkg/release/common"
 	release "helm.sh/helm/v4/pkg/release/v1"
 	releaseutil "helm.sh/helm/v4/pkg/release/v1/util"
@@ -81,11 +83,6 @@ func (e *Engine) InstallOrUpgrade(ctx context.Context, cfg *rest.Config, r Relea
 	if err != nil {
 		return Result{}, err
 	}
-	timeout := r.Timeout
-	if timeout == 0 {
-		timeout = DefaultTimeout
-	}
-
 	if !r.SkipCRDs {
 		clients, err := e.clients.clientsFor(cfg)
 		if err != nil {
@@ -97,26 +94,45 @@ func (e *Engine) InstallOrUpgrade(ctx context.Context, cfg *rest.Config, r Relea
 	}
 
 	if last == nil {
-		in := action.NewInstall(ac)
-		in.ReleaseName, in.Namespace = r.Name, r.Namespace
-		in.CreateNamespace = r.CreateNamespace
-		in.SkipCRDs = true // ensureCRDs did it, waiting for them
-		in.Timeout = timeout
-		in.WaitStrategy = waitStrategy(r.Wait)
-		in.RollbackOnFailure = r.Atomic
-		in.Labels = labels
-		rel, err := in.RunWithContext(context.WithoutCancel(ctx), ch, values)
+		rel, err := install(ctx, ac, r, ch, values, labels)
 		if err != nil {
 			return Result{}, fmt.Errorf("installing release %s/%s (chart %s %s): %w", r.Namespace, r.Name, ch.Name(), ch.Metadata.Version, err)
 		}
 		e.stats.installs.Add(1)
-		return resultOf(ActionInstalled, rel.(*release.Release)), nil
+		return resultOf(ActionInstalled, rel), nil
 	}
+	rel, err := upgrade(ctx, ac, r, ch, values, labels)
+	if err != nil {
+		return Result{}, fmt.Errorf("upgrading release %s/%s to chart %s %s: %w", r.Namespace, r.Name, ch.Name(), ch.Metadata.Version, err)
+	}
+	e.stats.upgrades.Add(1)
+	return resultOf(ActionUpgraded, rel), nil
+}
 
+// install runs Helm's install. The action is not cancelled with ctx (see InstallOrUpgrade).
+func install(ctx context.Context, ac *action.Configuration, r Release, ch *chart.Chart, values map[string]any, labels map[string]string) (*release.Release, error) {
+	in := action.NewInstall(ac)
+	in.ReleaseName, in.Namespace = r.Name, r.Namespace
+	in.CreateNamespace = r.CreateNamespace
+	in.SkipCRDs = true // ensureCRDs did it, waiting for them
+	in.Timeout = timeout(r.Timeout)
+	in.WaitStrategy = waitStrategy(r.Wait)
+	in.RollbackOnFailure = r.Atomic
+	in.Labels = labels
+	rel, err := in.RunWithContext(context.WithoutCancel(ctx), ch, values)
+	if err != nil {
+		return nil, err
+	}
+	return asRelease(rel)
+}
+
+// upgrade runs Helm's upgrade with the whole values of the caller. The action is not cancelled
+// with ctx (see InstallOrUpgrade).
+func upgrade(ctx context.Context, ac *action.Configuration, r Release, ch *chart.Chart, values map[string]any, labels map[string]string) (*release.Release, error) {
 	up := action.NewUpgrade(ac)
 	up.Namespace = r.Namespace
 	up.SkipCRDs = true // ensureCRDs did it (Helm itself never adds CRDs on upgrade)
-	up.Timeout = timeout
+	up.Timeout = timeout(r.Timeout)
 	up.WaitStrategy = waitStrategy(r.Wait)
 	up.RollbackOnFailure = r.Atomic
 	up.MaxHistory = maxHistory(r.MaxHistory)
@@ -125,10 +141,17 @@ func (e *Engine) InstallOrUpgrade(ctx context.Context, cfg *rest.Config, r Relea
 	up.ResetValues = true
 	rel, err := up.RunWithContext(context.WithoutCancel(ctx), r.Name, ch, values)
 	if err != nil {
-		return Result{}, fmt.Errorf("upgrading release %s/%s to chart %s %s: %w", r.Namespace, r.Name, ch.Name(), ch.Metadata.Version, err)
+		return nil, err
 	}
-	e.stats.upgrades.Add(1)
-	return resultOf(ActionUpgraded, rel.(*release.Release)), nil
+	return asRelease(rel)
+}
+
+func asRelease(r ri.Releaser) (*release.Release, error) {
+	rel, ok := r.(*release.Release)
+	if !ok || rel == nil {
+		return nil, fmt.Errorf("helm returned a release of unsupported type %T", r)
+	}
+	return rel, nil
 }
 
 // checkDependencies refuses a chart whose Chart.yaml lists dependencies missing from its charts/
@@ -297,11 +320,7 @@ func lastRelease(ac *action.Configuration, name string) (*release.Release, error
 	if err != nil {
 		return nil, err
 	}
-	rel, ok := r.(*release.Release)
-	if !ok {
-		return nil, fmt.Errorf("release %s is stored in an unsupported format (%T)", name, r)
-	}
-	return rel, nil
+	return asRelease(r)
 }
 
 func resultOf(a Action, rel *release.Release) Result {
@@ -394,6 +413,13 @@ func waitStrategy(wait bool) kube.WaitStrategy {
 		return kube.StatusWatcherStrategy
 	}
 	return kube.HookOnlyStrategy
+}
+
+func timeout(d time.Duration) time.Duration {
+	if d <= 0 {
+		return DefaultTimeout
+	}
+	return d
 }
 
 func maxHistory(n int) int {

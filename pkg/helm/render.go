@@ -9,7 +9,6 @@ import (
 	"helm.sh/helm/v4/pkg/action"
 	"helm.sh/helm/v4/pkg/chart/common"
 	chart "helm.sh/helm/v4/pkg/chart/v2"
-	release "helm.sh/helm/v4/pkg/release/v1"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 )
@@ -159,11 +158,15 @@ func render(ctx context.Context, ch *chart.Chart, name, namespace string, values
 		in.KubeVersion = &kv
 		in.APIVersions = caps.APIVersions
 	}
-	rel, err := in.RunWithContext(ctx, ch, values)
+	r, err := in.RunWithContext(ctx, ch, values)
 	if err != nil {
 		return "", fmt.Errorf("rendering chart %s %s: %w", ch.Name(), ch.Metadata.Version, err)
 	}
-	return rel.(*release.Release).Manifest, nil
+	rel, err := asRelease(r)
+	if err != nil {
+		return "", err
+	}
+	return rel.Manifest, nil
 }
 
 func unifiedDiff(from, to, fromName, toName string) (string, error) {
