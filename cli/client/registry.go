@@ -14,7 +14,6 @@ import (
 
 	"k8s.io/apimachinery/pkg/util/wait"
 
-	"github.com/flotilla-dev/flotilla/charts"
 	"github.com/flotilla-dev/flotilla/packages/bundle"
 	"github.com/flotilla-dev/flotilla/packages/bundle/publish"
 	"github.com/flotilla-dev/flotilla/pkg/atomicfile"
@@ -217,20 +216,8 @@ func (c *Client) Publish(ctx context.Context, o PublishOptions) (PublishResult, 
 	if err != nil {
 		return PublishResult{}, err
 	}
-	chartsDir := o.ChartsDir
-	if chartsDir == "" {
-		tmp, err := os.MkdirTemp("", "flotilla-charts-")
-		if err != nil {
-			return PublishResult{}, err
-		}
-		defer func() { _ = os.RemoveAll(tmp) }()
-		if err := charts.WriteTo(tmp); err != nil {
-			return PublishResult{}, err
-		}
-		chartsDir = tmp
-	}
 	res, err := publish.Publish(ctx, publish.Options{
-		ChartsDir:        chartsDir,
+		ChartsDir:        o.ChartsDir,
 		Registry:         o.Registry,
 		Repository:       o.Repository,
 		KubernetesMinors: o.KubernetesMinors,

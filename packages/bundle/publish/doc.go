@@ -1,6 +1,15 @@
 // Package publish turns a directory of Helm charts into a published catalog: every chart pushed
 // as an OCI Helm chart, and one signed bundle per Kubernetes minor listing them (see package
-// bundle). `flotilla registry publish` runs it; so can anyone who publishes their own catalog.
+// bundle). `flotilla registry publish` runs it; so can anyone who publishes their own catalog,
+// and tests that need a registry with signed bundles (Options.ChartsDir empty publishes the
+// curated catalog embedded in package charts):
+//
+//	h, _ := ociregistry.NewHandler(t.TempDir(), nil)
+//	srv := httptest.NewServer(h)
+//	host := strings.TrimPrefix(srv.URL, "http://")
+//	key, _ := bundle.GenerateKey()
+//	res, err := publish.Publish(ctx, publish.Options{Registry: host, Repository: "flotilla", Key: key,
+//		Connection: bundle.Registry{PlainHTTP: true}})
 //
 // # Charts
 //

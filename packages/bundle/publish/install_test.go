@@ -42,7 +42,7 @@ func TestTheCatalogInstallsFromItsBundle(t *testing.T) {
 	host := strings.TrimPrefix(srv.URL, "http://")
 	key, err := bundle.GenerateKey()
 	g.Expect(err).NotTo(HaveOccurred())
-	_, err = publish.Publish(ctx, publish.Options{ChartsDir: chartsDir, Registry: host, Repository: "flotilla",
+	_, err = publish.Publish(ctx, publish.Options{Registry: host, Repository: "flotilla", // the embedded catalog
 		KubernetesMinors: []string{"1.36"}, Key: key, Connection: bundle.Registry{PlainHTTP: true}})
 	g.Expect(err).NotTo(HaveOccurred())
 	s, err := bundle.Pull(ctx, host+"/flotilla:v1-36-1")

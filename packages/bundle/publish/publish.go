@@ -17,6 +17,7 @@ import (
 	chartutil "helm.sh/helm/v4/pkg/chart/v2/util"
 	"helm.sh/helm/v4/pkg/registry"
 
+	curated "github.com/flotilla-dev/flotilla/charts"
 	"github.com/flotilla-dev/flotilla/packages/bundle"
 )
 
@@ -27,7 +28,8 @@ var DefaultKubernetesMinors = []string{"1.35", "1.36"}
 // Options configure Publish.
 type Options struct {
 	// ChartsDir holds one chart per directory (a directory without Chart.yaml is skipped).
-	// Two directories may hold two versions of the same chart.
+	// Two directories may hold two versions of the same chart. Empty means Flotilla's curated
+	// catalog (package charts, embedded in the binary).
 	ChartsDir string
 	// Registry is the registry's host[:port].
 	Registry string
@@ -81,6 +83,17 @@ type BundleResult struct {
 func Publish(ctx context.Context, opts Options) (Result, error) {
 	if err := opts.validate(); err != nil {
 		return Result{}, err
+	}
+	if opts.ChartsDir == "" {
+		tmp, err := os.MkdirTemp("", "flotilla-charts-")
+		if err != nil {
+			return Result{}, err
+		}
+		defer func() { _ = os.RemoveAll(tmp) }()
+		if err := curated.WriteTo(tmp); err != nil {
+			return Result{}, err
+		}
+		opts.ChartsDir = tmp
 	}
 	charts, err := packageAll(opts.ChartsDir)
 	if err != nil {
@@ -141,9 +154,6 @@ func Publish(ctx context.Context, opts Options) (Result, error) {
 
 func (o Options) validate() error {
 	var errs []error
-	if o.ChartsDir == "" {
-		errs = append(errs, errors.New("a charts directory is required"))
-	}
 	if o.Registry == "" || strings.Contains(o.Registry, "://") || strings.Contains(o.Registry, "/") {
 		errs = append(errs, fmt.Errorf("registry %q: give the registry's host[:port] only, such as 127.0.0.1:5001", o.Registry))
 	}
