@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
 	"os"
 	"path"
 	"path/filepath"
@@ -213,7 +214,7 @@ func (e *Engine) resolveRepository(ctx context.Context, ref ChartRef, reg Regist
 	}
 
 	e.stats.pulls.Add(1)
-	archive, err := download(ctx, httpClient, chartURL, reg)
+	archive, err := download(ctx, httpClient, chartURL, credentialsFor(chartURL, ref.RepoURL, reg))
 	if err != nil {
 		return nil, fmt.Errorf("downloading chart %s %s: %w", ref.Name, cv.Version, err)
 	}
@@ -229,6 +230,17 @@ func (e *Engine) resolveRepository(ctx context.Context, ref ChartRef, reg Regist
 		return nil, err
 	}
 	return c, nil
+}
+
+// credentialsFor returns reg for a URL on the repository's host, and reg without credentials for
+// a URL elsewhere (an index may point anywhere; the credentials are the repository's).
+func credentialsFor(target, repoURL string, reg Registry) Registry {
+	t, err1 := url.Parse(target)
+	r, err2 := url.Parse(repoURL)
+	if err1 != nil || err2 != nil || t.Scheme != r.Scheme || t.Host != r.Host {
+		reg.Username, reg.Password = "", ""
+	}
+	return reg
 }
 
 // checkChart refuses a chart that is not the one ref names.

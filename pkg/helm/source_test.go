@@ -265,3 +265,12 @@ func TestAHangingSourceDoesNotHangTheCaller(t *testing.T) {
 		})
 	}
 }
+
+func TestRepositoryCredentialsStayOnTheRepositorysHost(t *testing.T) {
+	g := NewWithT(t)
+	reg := Registry{Username: "u", Password: "p"}
+	g.Expect(credentialsFor("https://charts.example/hello-1.0.0.tgz", "https://charts.example", reg).Password).To(Equal("p"))
+	g.Expect(credentialsFor("https://charts.example/sub/hello-1.0.0.tgz", "https://charts.example/sub/", reg).Username).To(Equal("u"))
+	g.Expect(credentialsFor("https://cdn.example/hello-1.0.0.tgz", "https://charts.example", reg).Password).To(BeEmpty())
+	g.Expect(credentialsFor("http://charts.example/hello-1.0.0.tgz", "https://charts.example", reg).Password).To(BeEmpty())
+}
