@@ -21,9 +21,12 @@
 //	<Dir>/refs.json                per repository, every reference (tag or digest) with the
 //	                               digest and media type of the manifest it names
 //
-// A manifest PUT is answered 201 only after its body and the updated refs.json are on disk
-// (refs.json is replaced atomically): a client that got 201 finds the manifest after a restart.
-// A manifest DELETE removes the reference from refs.json; manifest bodies and blobs are never
+// A manifest PUT is recorded first (the body, then refs.json, replaced atomically), then handed
+// to go-containerregistry; when that refuses the manifest (an index whose manifests are
+// missing, say), the record is rolled back, and when the record cannot be written the PUT fails
+// with 500 and go-containerregistry never sees it. So a client that got 201 finds the manifest
+// after a restart, and one that got an error finds nothing, before or after. A manifest DELETE
+// is recorded the same way. Manifest writes are serialised. Manifest bodies and blobs are never
 // garbage collected (bundles and charts are small; delete Dir to start over).
 //
 // On start, the references are replayed as PUT requests into go-containerregistry's handler,

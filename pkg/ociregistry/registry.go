@@ -110,31 +110,39 @@ func NewHandler(dir string, logTo io.Writer) (http.Handler, error) {
 	if err != nil {
 		return nil, err
 	}
+	logger := log.New(logTo, "", log.LstdFlags)
 	inner := registry.New(
 		registry.WithBlobHandler(&diskBlobs{dir: filepath.Join(dir, "blobs")}),
-		registry.Logger(log.New(logTo, "", log.LstdFlags)),
+		registry.Logger(logger),
 		registry.WithReferrersSupport(true),
 	)
 	if err := st.replay(inner); err != nil {
 		return nil, err
 	}
-	return &handler{inner: inner, store: st}, nil
+	return &handler{inner: inner, store: st, log: logger}, nil
 }
 
 // handler records manifest writes and deletes on disk around go-containerregistry's handler.
 type handler struct {
 	inner http.Handler
 	store *store
+	log   *log.Logger
 }
 
 func (h *handler) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 	repo, target, ok := manifestPath(req.URL.Path)
-	if !ok {
+	if !ok || (req.Method != http.MethodPut && req.Method != http.MethodDelete) {
 		h.inner.ServeHTTP(w, req)
 		return
 	}
-	switch req.Method {
-	case http.MethodPut:
+	// Manifest writes are recorded on disk first, then handed to go-containerregistry; when it
+	// refuses them the record is rolled back. Writes are serialised, so a rollback never undoes
+	// another request's change.
+	h.store.mu.Lock()
+	defer h.store.mu.Unlock()
+	var change func() (undo func() error, err error)
+	want := http.StatusAccepted
+	if req.Method == http.MethodPut {
 		body, err := io.ReadAll(io.LimitReader(req.Body, maxManifestSize+1))
 		if err != nil {
 			writeError(w, http.StatusBadRequest, "MANIFEST_INVALID", "reading the manifest: "+err.Error())
@@ -147,15 +155,22 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 		req.Body = io.NopCloser(bytes.NewReader(body))
 		req.ContentLength = int64(len(body))
 		mediaType := req.Header.Get("Content-Type")
-		h.inner.ServeHTTP(&hookWriter{ResponseWriter: w, status: http.StatusCreated, hook: func() error {
-			return h.store.putManifest(repo, target, mediaType, body)
-		}}, req)
-	case http.MethodDelete:
-		h.inner.ServeHTTP(&hookWriter{ResponseWriter: w, status: http.StatusAccepted, hook: func() error {
-			return h.store.deleteRef(repo, target)
-		}}, req)
-	default:
-		h.inner.ServeHTTP(w, req)
+		change = func() (func() error, error) { return h.store.putManifest(repo, target, mediaType, body) }
+		want = http.StatusCreated
+	} else {
+		change = func() (func() error, error) { return h.store.deleteRef(repo, target) }
+	}
+	undo, err := change()
+	if err != nil {
+		writeError(w, http.StatusInternalServerError, "UNKNOWN", "recording the manifest on disk: "+err.Error())
+		return
+	}
+	sw := &statusWriter{ResponseWriter: w}
+	h.inner.ServeHTTP(sw, req)
+	if sw.status != want {
+		if err := undo(); err != nil {
+			h.log.Printf("rolling back the record of %s %s:%s after go-containerregistry answered %d: %v", req.Method, repo, target, sw.status, err)
+		}
 	}
 }
 
@@ -168,43 +183,25 @@ func manifestPath(path string) (repo, target string, ok bool) {
 	return strings.Join(elem[1:len(elem)-2], "/"), elem[len(elem)-1], true
 }
 
-// hookWriter runs hook before a response with the given status goes out, and answers 500
-// instead when the hook fails: the client learns of success only once it is on disk.
-type hookWriter struct {
+// statusWriter remembers the status of the response.
+type statusWriter struct {
 	http.ResponseWriter
-	status  int
-	hook    func() error
-	written bool
+	status int
 }
 
-func (w *hookWriter) WriteHeader(code int) {
-	if w.written {
-		return
-	}
-	w.written = true
-	if code == w.status {
-		if err := w.hook(); err != nil {
-			w.Header().Del("Docker-Content-Digest")
-			writeError(w.ResponseWriter, http.StatusInternalServerError, "UNKNOWN", "recording the manifest on disk: "+err.Error())
-			w.ResponseWriter = discardWriter{w.ResponseWriter}
-			return
-		}
+func (w *statusWriter) WriteHeader(code int) {
+	if w.status == 0 {
+		w.status = code
 	}
 	w.ResponseWriter.WriteHeader(code)
 }
 
-func (w *hookWriter) Write(b []byte) (int, error) {
-	if !w.written {
-		w.WriteHeader(http.StatusOK)
+func (w *statusWriter) Write(b []byte) (int, error) {
+	if w.status == 0 {
+		w.status = http.StatusOK
 	}
 	return w.ResponseWriter.Write(b)
 }
-
-// discardWriter swallows the body of a response that was replaced by an error.
-type discardWriter struct{ http.ResponseWriter }
-
-func (discardWriter) Write(b []byte) (int, error) { return len(b), nil }
-func (discardWriter) WriteHeader(int)             {}
 
 // writeError writes an error in the distribution spec's format.
 func writeError(w http.ResponseWriter, status int, code, message string) {

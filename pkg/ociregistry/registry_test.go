@@ -5,6 +5,8 @@ import (
 	"io"
 	"net"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -15,6 +17,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/mutate"
 	"github.com/google/go-containerregistry/pkg/v1/random"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
+	"github.com/google/go-containerregistry/pkg/v1/types"
 	. "github.com/onsi/gomega"
 
 	"github.com/flotilla-dev/flotilla/pkg/ociregistry"
@@ -138,4 +141,45 @@ func TestReferrersAreFoundAfterARestart(t *testing.T) {
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(m.Manifests).To(HaveLen(1))
 	g.Expect(m.Manifests[0].Digest).To(Equal(sigDigest))
+}
+
+func TestAManifestIsServedOnlyWhenItIsRecorded(t *testing.T) {
+	g := NewWithT(t)
+	dir := t.TempDir()
+	host, stop := serve(t, dir)
+	img, err := random.Image(64, 1)
+	g.Expect(err).NotTo(HaveOccurred())
+
+	// go-containerregistry refuses an index whose manifests it does not have: not recorded.
+	idx := mutate.AppendManifests(empty.Index, mutate.IndexAddendum{Add: img})
+	raw, err := idx.RawManifest()
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(remote.Put(mustRef(g, host+"/flotilla/demo:index"), rawIndex(raw))).To(HaveOccurred())
+
+	refs, err := os.ReadFile(filepath.Join(dir, "refs.json"))
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(string(refs)).NotTo(ContainSubstring("index"), "the refused index's record is rolled back")
+
+	// refs.json cannot be written: the push fails and nothing is served.
+	g.Expect(os.Remove(filepath.Join(dir, "refs.json"))).To(Succeed())
+	g.Expect(os.Mkdir(filepath.Join(dir, "refs.json"), 0o700)).To(Succeed())
+	g.Expect(remote.Write(mustRef(g, host+"/flotilla/demo:v1"), img, remote.WithRetryBackoff(remote.Backoff{Steps: 1}))).To(MatchError(ContainSubstring("recording the manifest on disk")))
+	g.Expect(os.Remove(filepath.Join(dir, "refs.json"))).To(Succeed())
+	_, err = remote.Get(mustRef(g, host+"/flotilla/demo:v1"))
+	g.Expect(err).To(HaveOccurred())
+
+	g.Expect(remote.Write(mustRef(g, host+"/flotilla/demo:v2"), img)).To(Succeed())
+	stop()
+	host, stop = serve(t, dir)
+	defer stop()
+	tags, err := remote.List(mustRef(g, host+"/flotilla/demo:v2").Context())
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(tags).To(Equal([]string{"v2"}))
+}
+
+type rawIndex []byte
+
+func (r rawIndex) RawManifest() ([]byte, error) { return r, nil }
+func (r rawIndex) MediaType() (types.MediaType, error) {
+	return types.OCIImageIndex, nil
 }

@@ -69,39 +69,63 @@ func (s *store) manifestPath(digest string) (string, error) {
 }
 
 // putManifest writes the manifest body and records target (a tag or a digest) and the body's
-// digest as references to it.
-func (s *store) putManifest(repo, target, mediaType string, body []byte) error {
+// digest as references to it. undo restores the references as they were. The caller holds s.mu.
+func (s *store) putManifest(repo, target, mediaType string, body []byte) (undo func() error, err error) {
 	sum := sha256.Sum256(body)
 	digest := "sha256:" + hex.EncodeToString(sum[:])
 	path, err := s.manifestPath(digest)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	if err := atomicfile.Write(path, body); err != nil {
-		return err
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	refs := s.refs.Repositories[repo]
-	if refs == nil {
-		refs = map[string]reference{}
-		s.refs.Repositories[repo] = refs
+		return nil, err
 	}
 	ref := reference{Digest: digest, MediaType: mediaType}
-	refs[digest] = ref
-	refs[target] = ref
-	return s.save()
+	return s.update(repo, map[string]*reference{digest: &ref, target: &ref})
 }
 
-// deleteRef forgets one reference, as go-containerregistry does.
-func (s *store) deleteRef(repo, target string) error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	delete(s.refs.Repositories[repo], target)
-	if len(s.refs.Repositories[repo]) == 0 {
-		delete(s.refs.Repositories, repo)
+// deleteRef forgets one reference, as go-containerregistry does. The caller holds s.mu.
+func (s *store) deleteRef(repo, target string) (undo func() error, err error) {
+	return s.update(repo, map[string]*reference{target: nil})
+}
+
+// update sets (or, for nil, deletes) references of repo and saves refs.json; on failure nothing
+// changed. undo puts the previous references back. The caller holds s.mu.
+func (s *store) update(repo string, changes map[string]*reference) (undo func() error, err error) {
+	prev := map[string]*reference{}
+	for target := range changes {
+		if old, ok := s.refs.Repositories[repo][target]; ok {
+			prev[target] = &old
+		} else {
+			prev[target] = nil
+		}
 	}
-	return s.save()
+	apply := func(set map[string]*reference) {
+		refs := s.refs.Repositories[repo]
+		if refs == nil {
+			refs = map[string]reference{}
+			s.refs.Repositories[repo] = refs
+		}
+		for target, ref := range set {
+			if ref == nil {
+				delete(refs, target)
+			} else {
+				refs[target] = *ref
+			}
+		}
+		if len(refs) == 0 {
+			delete(s.refs.Repositories, repo)
+		}
+	}
+	apply(changes)
+	if err := s.save(); err != nil {
+		apply(prev)
+		return nil, err
+	}
+	return func() error {
+		apply(prev)
+		return s.save()
+	}, nil
 }
 
 // save writes refs.json atomically; the caller holds s.mu.
