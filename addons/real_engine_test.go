@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -24,6 +25,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/flotilla-dev/flotilla/addons/engine"
+	cliclient "github.com/flotilla-dev/flotilla/cli/client"
 	addonsv1 "github.com/flotilla-dev/flotilla/api/addons/v1alpha1"
 	"github.com/flotilla-dev/flotilla/internal/testenv"
 	"github.com/flotilla-dev/flotilla/pkg/helm"
@@ -246,4 +248,67 @@ func TestDriftedObjectsAreRestoredExceptIgnoredFields(t *testing.T) {
 		g.Expect(*deploy.Spec.Replicas).To(BeEquivalentTo(3))
 	}, 3*time.Second, interval).Should(Succeed())
 	g.Expect(getHRP(g, ns, "web", "w1").Status.DriftCorrections).To(Equal(corrections))
+}
+
+func TestADryRunDiffsWithoutChangingAnythingAndTheCLIShowsTheSameDiff(t *testing.T) {
+	startManager(t)
+	g := NewWithT(t)
+	ctx := context.Background()
+	ns := env.NewNamespace(t)
+	w := useWorkloadCluster(t, ns, "w1")
+	repoURL := serveCharts(t, helloChart("1.0.0"), helloChart("1.1.0"))
+	createCluster(g, ns, "w1", map[string]string{"env": "prod"})
+	// The CLI reaches the workload cluster through its kubeconfig Secret, as CAPI writes it.
+	g.Expect(env.Client.Create(ctx, &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Name: "w1-kubeconfig", Namespace: ns, Labels: map[string]string{"cluster.x-k8s.io/cluster-name": "w1"}},
+		Data:       map[string][]byte{"value": w.Kubeconfig},
+	})).To(Succeed())
+
+	releaseNS := "dry-" + ns
+	p := proxy(ns, "web")
+	p.Spec.RepoURL, p.Spec.ChartName, p.Spec.Version, p.Spec.Namespace = repoURL, "hello", "1.0.0", releaseNS
+	g.Expect(env.Client.Create(ctx, p)).To(Succeed())
+	eventuallyReady(g, ns, "web", "w1")
+
+	updateProxy(g, ns, "web", func(p *addonsv1.HelmChartProxy) {
+		p.Spec.DryRun = true
+		p.Spec.Version = "1.1.0"
+	})
+	g.Eventually(func(g Gomega) {
+		hrp := getHRP(g, ns, "web", "w1")
+		c := condition(hrp.Status.Conditions, addonsv1.ReadyCondition)
+		g.Expect(c.Reason).To(Equal(addonsv1.DryRunReason))
+		g.Expect(c.ObservedGeneration).To(Equal(hrp.Generation))
+		g.Expect(hrp.Status.DryRunDiff).To(ContainSubstring(`+  version: "1.1.0"`))
+		g.Expect(hrp.Status.DryRunDiff).To(ContainSubstring(`-  version: "1.0.0"`))
+		g.Expect(hrp.Status.Revision).To(BeEquivalentTo(1))
+	}, timeout, interval).Should(Succeed())
+	cm := &corev1.ConfigMap{}
+	g.Expect(w.Client.Get(ctx, client.ObjectKey{Namespace: releaseNS, Name: "web-config"}, cm)).To(Succeed())
+	g.Expect(cm.Data).To(HaveKeyWithValue("version", "1.0.0"), "a dry run changes nothing")
+
+	// `flotilla addons diff` and `flotilla get addons` through the CLI library.
+	mgmtKubeconfig := filepath.Join(t.TempDir(), "mgmt.kubeconfig")
+	g.Expect(os.WriteFile(mgmtKubeconfig, env.Kubeconfig, 0o600)).To(Succeed())
+	cli, err := cliclient.New(t.TempDir(), t.TempDir(), io.Discard)
+	g.Expect(err).NotTo(HaveOccurred())
+	diffs, err := cli.DiffAddon(ctx, mgmtKubeconfig, ns, "web")
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(diffs).To(HaveLen(1))
+	g.Expect(diffs[0].Cluster).To(Equal("w1"))
+	g.Expect(diffs[0].Err).NotTo(HaveOccurred())
+	g.Expect(diffs[0].Diff).To(Equal(getHRP(g, ns, "web", "w1").Status.DryRunDiff))
+	addons, err := cli.GetAddons(ctx, mgmtKubeconfig, ns)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(addons.Proxies).To(HaveLen(1))
+	g.Expect(addons.Releases).To(HaveLen(1))
+	g.Expect(addons.Releases[0].Spec.ClusterName).To(Equal("w1"))
+
+	// Leaving the dry run applies the change.
+	updateProxy(g, ns, "web", func(p *addonsv1.HelmChartProxy) { p.Spec.DryRun = false })
+	g.Eventually(func(g Gomega) {
+		hrp := eventuallyReady(g, ns, "web", "w1")
+		g.Expect(hrp.Status.Revision).To(BeEquivalentTo(2))
+		g.Expect(hrp.Status.DryRunDiff).To(BeEmpty())
+	}, timeout, interval).Should(Succeed())
 }

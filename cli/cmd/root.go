@@ -59,6 +59,7 @@ Create one with 'flotilla create cluster -f FILE'; create workload clusters from
 
 	get := newGroupCmd("get", "Show clusters and their kubeconfigs")
 	get.AddCommand(NewGetClustersCmd(streams, global), NewGetKubeconfigCmd(streams, global))
+	get.AddCommand(NewGetAddonsCmd(streams, global)) // cli/cmd/get_addons.go
 
 	describe := newGroupCmd("describe", "Show a cluster and its parts as a tree, with their conditions")
 	describe.AddCommand(NewDescribeClusterCmd(streams, global))
@@ -72,6 +73,7 @@ Create one with 'flotilla create cluster -f FILE'; create workload clusters from
 		NewManagerCmd(streams),          // cli/cmd/manager.go (the manager engineer)
 		NewRegistryCmd(streams, global), // cli/cmd/registry.go: the embedded OCI registry, publish
 		NewDevCmd(streams),              // cli/cmd/dev.go (the Packet provider's simulators)
+		NewAddonsCmd(streams, global),   // cli/cmd/addons_diff.go
 	)
 
 	return root

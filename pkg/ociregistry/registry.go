@@ -135,11 +135,6 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 		h.inner.ServeHTTP(w, req)
 		return
 	}
-	// Manifest writes are recorded on disk first, then handed to go-containerregistry; when it
-	// refuses them the record is rolled back. Writes are serialised, so a rollback never undoes
-	// another request's change.
-	h.store.mu.Lock()
-	defer h.store.mu.Unlock()
 	var change func() (undo func() error, err error)
 	want := http.StatusAccepted
 	if req.Method == http.MethodPut {
@@ -160,6 +155,11 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 	} else {
 		change = func() (func() error, error) { return h.store.deleteRef(repo, target) }
 	}
+	// Manifest writes are recorded on disk first, then handed to go-containerregistry; when it
+	// refuses them the record is rolled back. Writes are serialised, so a rollback never undoes
+	// another request's change.
+	h.store.mu.Lock()
+	defer h.store.mu.Unlock()
 	undo, err := change()
 	if err != nil {
 		writeError(w, http.StatusInternalServerError, "UNKNOWN", "recording the manifest on disk: "+err.Error())

@@ -35,9 +35,9 @@ func releaseName(hcp *addonsv1.HelmChartProxy) string {
 	return hcp.Name
 }
 
-// desiredReleaseProxy builds the HelmReleaseProxy of hcp for cluster, with the values rendered
+// DesiredReleaseProxy builds the HelmReleaseProxy of hcp for cluster, with the values rendered
 // for that cluster.
-func desiredReleaseProxy(hcp *addonsv1.HelmChartProxy, cluster *clusterv1.Cluster, renderedValues string) *addonsv1.HelmReleaseProxy {
+func DesiredReleaseProxy(hcp *addonsv1.HelmChartProxy, cluster *clusterv1.Cluster, renderedValues string) *addonsv1.HelmReleaseProxy {
 	spec := *hcp.Spec.ReleaseSpec.DeepCopy()
 	if spec.ReconcileStrategy == "" {
 		spec.ReconcileStrategy = addonsv1.ReconcileContinuous

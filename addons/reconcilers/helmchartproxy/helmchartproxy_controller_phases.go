@@ -8,6 +8,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/klog/v2"
@@ -77,13 +78,13 @@ func (r *Reconciler) applyReleaseProxies(ctx context.Context, s *scope) error {
 		if clusterPaused(cluster) {
 			continue
 		}
-		rendered, err := r.render(ctx, hcp, cluster)
+		rendered, err := Render(ctx, r.Client, r.Client.RESTMapper(), hcp, cluster)
 		if err != nil {
 			s.renderErrors[name] = err
 			r.Recorder.Eventf(hcp, cluster, corev1.EventTypeWarning, templateFailedEvent, "Render", "Cluster %s: %v", name, err)
 			continue
 		}
-		hrp := desiredReleaseProxy(hcp, cluster, rendered)
+		hrp := DesiredReleaseProxy(hcp, cluster, rendered)
 		if err := r.apply(ctx, hrp); err != nil {
 			if !apierrors.IsConflict(err) {
 				r.Recorder.Eventf(hcp, nil, corev1.EventTypeWarning, applyFailedEvent, "Apply", "Applying HelmReleaseProxy %s: %v", hrp.Name, err)
@@ -95,12 +96,13 @@ func (r *Reconciler) applyReleaseProxies(ctx context.Context, s *scope) error {
 	return nil
 }
 
-// render renders the proxy's valuesTemplate for cluster.
-func (r *Reconciler) render(ctx context.Context, hcp *addonsv1.HelmChartProxy, cluster *clusterv1.Cluster) (string, error) {
+// Render renders the proxy's valuesTemplate for cluster, reading the cluster's control plane
+// and infrastructure objects through c.
+func Render(ctx context.Context, c client.Reader, mapper meta.RESTMapper, hcp *addonsv1.HelmChartProxy, cluster *clusterv1.Cluster) (string, error) {
 	if hcp.Spec.ValuesTemplate == "" {
 		return "", nil
 	}
-	data, err := values.ForCluster(ctx, r.Client, r.Client.RESTMapper(), cluster)
+	data, err := values.ForCluster(ctx, c, mapper, cluster)
 	if err != nil {
 		return "", err
 	}
@@ -127,8 +129,11 @@ func (r *Reconciler) apply(ctx context.Context, hrp *addonsv1.HelmReleaseProxy) 
 }
 
 // deleteUnselected deletes the HelmReleaseProxies of clusters no longer selected, except those
-// of paused clusters that still exist.
+// of paused clusters that still exist. A dry run deletes nothing: that would uninstall.
 func (r *Reconciler) deleteUnselected(ctx context.Context, s *scope) error {
+	if s.proxy.Spec.DryRun {
+		return nil
+	}
 	for _, name := range sortedKeys(s.releaseProxies) {
 		hrp := s.releaseProxies[name]
 		if _, selected := s.clusters[name]; selected {

@@ -71,7 +71,7 @@ func (r *Reconciler) reconcileNormal(ctx context.Context, s *scope) (ctrl.Result
 		return ctrl.Result{RequeueAfter: unreachableRetry}, nil
 	}
 
-	release, valuesHash, err := r.desiredRelease(ctx, hrp)
+	release, valuesHash, err := DesiredRelease(ctx, r.APIReader, hrp)
 	if err != nil {
 		var ie *inputError
 		if errors.As(err, &ie) {
@@ -82,6 +82,11 @@ func (r *Reconciler) reconcileNormal(ctx context.Context, s *scope) (ctrl.Result
 		return ctrl.Result{}, err
 	}
 	applied := appliedHash(hrp, valuesHash)
+
+	if hrp.Spec.DryRun {
+		return r.dryRun(ctx, s, cfg, release)
+	}
+	hrp.Status.DryRunDiff = ""
 
 	if inst := hrp.Status.Installed; inst != nil && *inst != identity(hrp) {
 		if err := r.uninstallForReinstall(ctx, s, cfg, *inst); err != nil {
@@ -128,6 +133,29 @@ func (r *Reconciler) reconcileNormal(ctx context.Context, s *scope) (ctrl.Result
 		s.fail(addonsv1.ReleaseNotDeployedReason, "Helm reports release %s/%s revision %d as %s", release.Namespace, release.Name, result.Revision, result.Status)
 	}
 	return ctrl.Result{RequeueAfter: r.requeueAfter(hrp)}, nil
+}
+
+// maxDryRunDiff bounds status.dryRunDiff.
+const maxDryRunDiff = 32 << 10
+
+// dryRun diffs the release against what is installed and records the diff, changing nothing.
+func (r *Reconciler) dryRun(ctx context.Context, s *scope, cfg *rest.Config, release engine.Release) (ctrl.Result, error) {
+	hrp := s.hrp
+	diff, err := r.Engine.Diff(ctx, cfg, release)
+	if err != nil {
+		s.fail(addonsv1.InstallFailedReason, "dry run: %v", err)
+		return ctrl.Result{}, fmt.Errorf("diffing release %s/%s of cluster %s: %w", release.Namespace, release.Name, hrp.Spec.ClusterName, err)
+	}
+	if len(diff) > maxDryRunDiff {
+		diff = diff[:maxDryRunDiff] + "\n... (cut: the diff is longer than 32 KiB; see `flotilla addons diff`)\n"
+	}
+	hrp.Status.DryRunDiff = diff
+	if diff != "" {
+		s.fail(addonsv1.DryRunReason, "dry run: the release would change in cluster %s; status.dryRunDiff shows how", hrp.Spec.ClusterName)
+	} else if hrp.Status.Installed == nil {
+		s.fail(addonsv1.DryRunReason, "dry run: the release is not installed")
+	}
+	return ctrl.Result{RequeueAfter: r.ResyncInterval}, nil
 }
 
 // releaseDeployed is Helm's status of a release that installed or upgraded successfully.
@@ -271,9 +299,11 @@ type inputError struct {
 func (e *inputError) Error() string { return e.err.Error() }
 func (e *inputError) Unwrap() error { return e.err }
 
-// desiredRelease builds the release the spec asks for, with the hash of its merged values.
-func (r *Reconciler) desiredRelease(ctx context.Context, hrp *addonsv1.HelmReleaseProxy) (engine.Release, string, error) {
-	from, err := values.FromSources(ctx, r.APIReader, hrp.Namespace, hrp.Spec.ValuesFrom)
+// DesiredRelease builds the release hrp's spec asks for, with the hash of its merged values,
+// reading valuesFrom and registry Secrets through c. Its input errors (missing values or
+// credentials) say what to fix.
+func DesiredRelease(ctx context.Context, c client.Reader, hrp *addonsv1.HelmReleaseProxy) (engine.Release, string, error) {
+	from, err := values.FromSources(ctx, c, hrp.Namespace, hrp.Spec.ValuesFrom)
 	if err != nil {
 		return engine.Release{}, "", &inputError{reason: addonsv1.ValuesErrorReason, err: err}
 	}
@@ -286,7 +316,7 @@ func (r *Reconciler) desiredRelease(ctx context.Context, hrp *addonsv1.HelmRelea
 	if err != nil {
 		return engine.Release{}, "", err
 	}
-	registry, err := r.registry(ctx, hrp)
+	registry, err := registry(ctx, c, hrp)
 	if err != nil {
 		return engine.Release{}, "", &inputError{reason: addonsv1.RegistryErrorReason, err: err}
 	}
@@ -319,7 +349,7 @@ func (r *Reconciler) desiredRelease(ctx context.Context, hrp *addonsv1.HelmRelea
 }
 
 // registry reads the repository's credentials and CA from the Secrets spec.registry names.
-func (r *Reconciler) registry(ctx context.Context, hrp *addonsv1.HelmReleaseProxy) (engine.Registry, error) {
+func registry(ctx context.Context, c client.Reader, hrp *addonsv1.HelmReleaseProxy) (engine.Registry, error) {
 	spec := hrp.Spec.Registry
 	if spec == nil {
 		return engine.Registry{}, nil
@@ -327,7 +357,7 @@ func (r *Reconciler) registry(ctx context.Context, hrp *addonsv1.HelmReleaseProx
 	reg := engine.Registry{InsecureSkipTLSVerify: spec.InsecureSkipTLSVerify, PlainHTTP: spec.PlainHTTP}
 	if ref := spec.CredentialsSecretRef; ref != nil {
 		secret := &corev1.Secret{}
-		if err := r.APIReader.Get(ctx, client.ObjectKey{Namespace: hrp.Namespace, Name: ref.Name}, secret); err != nil {
+		if err := c.Get(ctx, client.ObjectKey{Namespace: hrp.Namespace, Name: ref.Name}, secret); err != nil {
 			return engine.Registry{}, fmt.Errorf("reading registry credentials Secret %s: %w", ref.Name, err)
 		}
 		reg.Username, reg.Password = string(secret.Data["username"]), string(secret.Data["password"])
@@ -337,7 +367,7 @@ func (r *Reconciler) registry(ctx context.Context, hrp *addonsv1.HelmReleaseProx
 	}
 	if ref := spec.CASecretRef; ref != nil {
 		secret := &corev1.Secret{}
-		if err := r.APIReader.Get(ctx, client.ObjectKey{Namespace: hrp.Namespace, Name: ref.Name}, secret); err != nil {
+		if err := c.Get(ctx, client.ObjectKey{Namespace: hrp.Namespace, Name: ref.Name}, secret); err != nil {
 			return engine.Registry{}, fmt.Errorf("reading registry CA Secret %s: %w", ref.Name, err)
 		}
 		if reg.CAData = secret.Data["ca.crt"]; len(reg.CAData) == 0 {

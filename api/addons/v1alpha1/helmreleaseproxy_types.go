@@ -42,6 +42,8 @@ const (
 	ReleaseNotDeployedReason = "ReleaseNotDeployed"
 	// DriftDetectedReason: objects of the release differ from its manifest.
 	DriftDetectedReason = "DriftDetected"
+	// DryRunReason: spec.dryRun is set and the release would change; status.dryRunDiff says how.
+	DryRunReason = "DryRun"
 	// DriftCheckFailedReason: the live objects could not be read.
 	DriftCheckFailedReason = "DriftCheckFailed"
 	// NoDriftReason: the release's objects match its manifest.
@@ -141,6 +143,11 @@ type HelmReleaseProxyStatus struct {
 	// comparison. Objects drift correction restored are listed until the next comparison.
 	// +optional
 	Drifted []DriftedObject `json:"drifted,omitempty"`
+
+	// dryRunDiff is, while spec.dryRun is true, the unified diff from the installed manifest to
+	// the one the spec would install ("" when nothing would change), cut at 32 KiB.
+	// +optional
+	DryRunDiff string `json:"dryRunDiff,omitempty"`
 
 	// driftCorrections counts the objects drift correction restored.
 	// +optional

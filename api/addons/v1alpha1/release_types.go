@@ -194,4 +194,10 @@ type ReleaseSpec struct {
 	// driftCorrection restores objects of the release changed or deleted in the cluster.
 	// +optional
 	DriftCorrection *DriftCorrection `json:"driftCorrection,omitempty"`
+
+	// dryRun renders the release for each cluster and diffs it against what is installed there,
+	// without installing, upgrading or uninstalling anything. Each HelmReleaseProxy reports the
+	// diff in status.dryRunDiff.
+	// +optional
+	DryRun bool `json:"dryRun,omitempty"`
 }

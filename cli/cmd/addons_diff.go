@@ -1,0 +1,96 @@
+package cmd
+
+import (
+	"encoding/json"
+	"fmt"
+
+	"github.com/spf13/cobra"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/cli-runtime/pkg/genericiooptions"
+
+	"github.com/flotilla-dev/flotilla/cli/client"
+)
+
+// NewAddonsCmd returns `flotilla addons`, the group of commands that work on Helm addons.
+func NewAddonsCmd(streams genericiooptions.IOStreams, global *GlobalOptions) *cobra.Command {
+	cmd := newGroupCmd("addons", "Work with Helm addons (HelmChartProxies)")
+	cmd.AddCommand(NewAddonsDiffCmd(streams, global))
+	return cmd
+}
+
+// AddonsDiffOptions are the options of `flotilla addons diff`.
+type AddonsDiffOptions struct {
+	genericiooptions.IOStreams
+	global *GlobalOptions
+	// Name is the HelmChartProxy's name.
+	Name string
+	// Namespace is the HelmChartProxy's namespace; the kubeconfig's when empty.
+	Namespace string
+}
+
+// NewAddonsDiffCmd returns `flotilla addons diff NAME`.
+func NewAddonsDiffCmd(streams genericiooptions.IOStreams, global *GlobalOptions) *cobra.Command {
+	o := &AddonsDiffOptions{IOStreams: streams, global: global}
+	cmd := &cobra.Command{
+		Use:   "diff NAME",
+		Short: "Show what a HelmChartProxy would change in each cluster it selects",
+		Long: `Render the HelmChartProxy NAME for every cluster it selects, as the manager would (values
+template, valuesFrom, chart version), and print, per cluster, the unified diff from the manifest
+installed there to the one the proxy would install. Nothing is changed. Clusters are reached
+through their kubeconfig Secrets in the management cluster given with --kubeconfig.`,
+		Example: `  flotilla addons diff ingress --kubeconfig mgmt/mgmt.kubeconfig
+  flotilla addons diff ingress -n fleet --kubeconfig mgmt/mgmt.kubeconfig`,
+		Args: exactlyOneArg("the HelmChartProxy's name"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			o.Name = args[0]
+			return o.Run(cmd)
+		},
+	}
+	cmd.Flags().StringVarP(&o.Namespace, "namespace", "n", "", "namespace of the HelmChartProxy (default: the kubeconfig's)")
+	return cmd
+}
+
+// Run prints the diffs.
+func (o *AddonsDiffOptions) Run(cmd *cobra.Command) error {
+	c, err := client.New(o.global.Home, o.global.BinDir, o.ErrOut)
+	if err != nil {
+		return err
+	}
+	ns := o.Namespace
+	if ns == "" && o.global.Kubeconfig != "" {
+		ns = client.KubeconfigNamespace(o.global.Kubeconfig)
+	}
+	diffs, err := c.DiffAddon(cmd.Context(), o.global.Kubeconfig, ns, o.Name)
+	if err != nil {
+		return err
+	}
+	if len(diffs) == 0 {
+		_, err := fmt.Fprintf(o.ErrOut, "HelmChartProxy %s/%s selects no cluster.\n", ns, o.Name)
+		return err
+	}
+	failed := 0
+	for _, d := range diffs {
+		switch {
+		case d.Err != nil:
+			failed++
+			fmt.Fprintf(o.Out, "=== cluster %s: error: %v\n", d.Cluster, d.Err)
+		case d.Diff == "":
+			fmt.Fprintf(o.Out, "=== cluster %s: no changes\n", d.Cluster)
+		default:
+			fmt.Fprintf(o.Out, "=== cluster %s\n%s", d.Cluster, d.Diff)
+		}
+	}
+	if failed > 0 {
+		return fmt.Errorf("could not diff %d of %d clusters (see above)", failed, len(diffs))
+	}
+	return nil
+}
+
+// runtimeRaw encodes an object as an item of a metav1.List.
+func runtimeRaw(obj runtime.Object) runtime.RawExtension {
+	raw, err := json.Marshal(obj)
+	if err != nil { // typed API objects always encode
+		panic(fmt.Sprintf("encoding %T: %v", obj, err))
+	}
+	return runtime.RawExtension{Raw: raw}
+}

@@ -1,0 +1,136 @@
+package cmd
+
+import (
+	"fmt"
+	"text/tabwriter"
+
+	"github.com/spf13/cobra"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/cli-runtime/pkg/genericiooptions"
+
+	addonsv1 "github.com/flotilla-dev/flotilla/api/addons/v1alpha1"
+	"github.com/flotilla-dev/flotilla/cli/client"
+)
+
+// GetAddonsOptions are the options of `flotilla get addons`.
+type GetAddonsOptions struct {
+	genericiooptions.IOStreams
+	global *GlobalOptions
+	// Namespace limits the listing to one namespace; every namespace when empty.
+	Namespace string
+	// Output is "", wide, json or yaml.
+	Output string
+}
+
+// NewGetAddonsCmd returns `flotilla get addons`.
+func NewGetAddonsCmd(streams genericiooptions.IOStreams, global *GlobalOptions) *cobra.Command {
+	o := &GetAddonsOptions{IOStreams: streams, global: global}
+	cmd := &cobra.Command{
+		Use:     "addons",
+		Aliases: []string{"addon"},
+		Short:   "List Helm addons (HelmChartProxies) and their state in each cluster",
+		Long: `List the HelmChartProxies of the management cluster given with --kubeconfig and, for each
+cluster a proxy selects, the state of its release there: chart version, Helm revision and
+status, and whether it is Ready (with the reason when it is not).`,
+		Example: `  flotilla get addons --kubeconfig mgmt/mgmt.kubeconfig
+  flotilla get addons --kubeconfig mgmt/mgmt.kubeconfig -n fleet -o wide
+  flotilla get addons --kubeconfig mgmt/mgmt.kubeconfig -o yaml`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := ValidateOutput(o.Output, OutputWide, OutputJSON, OutputYAML); err != nil {
+				return err
+			}
+			return o.Run(cmd)
+		},
+	}
+	cmd.Flags().StringVarP(&o.Namespace, "namespace", "n", "", "only the addons of this namespace (default: every namespace)")
+	AddOutputFlag(cmd, &o.Output, OutputWide, OutputJSON, OutputYAML)
+	return cmd
+}
+
+// Run lists the addons.
+func (o *GetAddonsOptions) Run(cmd *cobra.Command) error {
+	c, err := client.New(o.global.Home, o.global.BinDir, o.ErrOut)
+	if err != nil {
+		return err
+	}
+	addons, err := c.GetAddons(cmd.Context(), o.global.Kubeconfig, o.Namespace)
+	if err != nil {
+		return err
+	}
+	if o.Output == OutputJSON || o.Output == OutputYAML {
+		list := &metav1.List{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "List"}}
+		for i := range addons.Proxies {
+			p := addons.Proxies[i]
+			p.APIVersion, p.Kind = addonsv1.GroupVersion.String(), "HelmChartProxy"
+			p.ManagedFields = nil
+			list.Items = append(list.Items, runtimeRaw(&p))
+		}
+		for i := range addons.Releases {
+			r := addons.Releases[i]
+			r.APIVersion, r.Kind = addonsv1.GroupVersion.String(), "HelmReleaseProxy"
+			r.ManagedFields = nil
+			list.Items = append(list.Items, runtimeRaw(&r))
+		}
+		return PrintStructured(o.Out, o.Output, list)
+	}
+	if len(addons.Proxies) == 0 {
+		_, err := fmt.Fprintln(o.ErrOut, "No addons found. Apply a HelmChartProxy (see docs/addons.md).")
+		return err
+	}
+	tw := tabwriter.NewWriter(o.Out, 0, 2, 3, ' ', 0)
+	header := "NAMESPACE\tADDON\tCLUSTER\tCHART\tVERSION\tREVISION\tSTATUS\tREADY\tREASON"
+	if o.Output == OutputWide {
+		header += "\tMESSAGE"
+	}
+	fmt.Fprintln(tw, header)
+	for _, row := range addonRows(addons) {
+		line := fmt.Sprintf("%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s", row.namespace, row.addon, row.cluster, row.chart, row.version,
+			row.revision, row.status, row.ready, row.reason)
+		if o.Output == OutputWide {
+			line += "\t" + row.message
+		}
+		fmt.Fprintln(tw, line)
+	}
+	return tw.Flush()
+}
+
+// addonRow is one HelmChartProxy in one cluster.
+type addonRow struct {
+	namespace, addon, cluster, chart, version, revision, status, ready, reason, message string
+}
+
+// addonRows lists every proxy × selected cluster; a proxy selecting none gets one row.
+func addonRows(a *client.Addons) []addonRow {
+	byProxy := map[string][]addonsv1.HelmReleaseProxy{}
+	for _, r := range a.Releases {
+		key := r.Namespace + "/" + r.Labels[addonsv1.HelmChartProxyNameLabel]
+		byProxy[key] = append(byProxy[key], r)
+	}
+	var rows []addonRow
+	for _, p := range a.Proxies {
+		releases := byProxy[p.Namespace+"/"+p.Name]
+		if len(releases) == 0 {
+			row := addonRow{namespace: p.Namespace, addon: p.Name, cluster: "<none>", chart: p.Spec.ChartName,
+				version: orDash(p.Spec.Version), revision: "-", status: "-", ready: "-", reason: "-"}
+			if c := meta.FindStatusCondition(p.Status.Conditions, addonsv1.ReadyCondition); c != nil {
+				row.reason, row.message = c.Reason, c.Message
+			}
+			rows = append(rows, row)
+			continue
+		}
+		for _, r := range releases {
+			row := addonRow{namespace: p.Namespace, addon: p.Name, cluster: r.Spec.ClusterName, chart: r.Spec.ChartName,
+				version: orDash(r.Status.ChartVersion), revision: "-", status: orDash(r.Status.ReleaseStatus), ready: "Unknown", reason: "-"}
+			if r.Status.Revision > 0 {
+				row.revision = fmt.Sprint(r.Status.Revision)
+			}
+			if c := meta.FindStatusCondition(r.Status.Conditions, addonsv1.ReadyCondition); c != nil {
+				row.ready, row.reason, row.message = string(c.Status), c.Reason, c.Message
+			}
+			rows = append(rows, row)
+		}
+	}
+	return rows
+}
