@@ -37,5 +37,7 @@
 //
 // The bundle is build n+1 after the newest build n of that minor in <registry>/<repository>,
 // signed with Options.Key and pushed as <registry>/<repository>:v<major>-<minor>-<n+1>; when
-// build n already lists the same packages, nothing is pushed and the result says Unchanged.
+// build n already lists the same packages and its signature verifies with Options.Key, nothing
+// is pushed and the result says Unchanged. (After a change of key, the next publish makes a new
+// build signed with the new key, so clusters that trust only the new key have a bundle.)
 package publish

@@ -77,7 +77,8 @@ type BundleResult struct {
 
 // Publish packages every chart in opts.ChartsDir, pushes them as OCI Helm charts, and pushes a
 // signed bundle listing them for each Kubernetes minor: build n+1 after the newest build n found
-// in the registry, or nothing when that one already lists the same packages. Charts are packaged
+// in the registry, or nothing when that one already lists the same packages and verifies with
+// opts.Key (a new key makes a new build, signed with it). Charts are packaged
 // reproducibly, so running Publish again on the same charts pushes identical charts (same
 // digests) and no new bundle.
 func Publish(ctx context.Context, opts Options) (Result, error) {
@@ -234,7 +235,7 @@ func newer(a, b string) bool {
 }
 
 // publishBundle signs and pushes b as the next build of its minor, unless the newest build
-// already lists the same packages.
+// already lists the same packages under a signature of this key.
 func publishBundle(ctx context.Context, opts Options, b bundle.Bundle, remoteOpts []remote.Option) (BundleResult, error) {
 	repoRef := opts.Registry + "/" + opts.Repository
 	names, err := bundle.List(ctx, opts.Registry, opts.Repository, b.KubernetesMinor, remoteOpts...)
@@ -246,8 +247,10 @@ func publishBundle(ctx context.Context, opts Options, b bundle.Bundle, remoteOpt
 		newest := names[len(names)-1]
 		_, build, _ := bundle.ParseName(newest)
 		b.Build = build + 1
-		// A newest bundle that does not pull (not a bundle, another name) is replaced by a new build.
-		if prev, err := bundle.Pull(ctx, repoRef+":"+newest, remoteOpts...); err == nil && bundle.SameContent(prev.Bundle, b) {
+		// The newest bundle is kept when it lists the same packages and verifies with this key;
+		// one that does not pull or verify (another key signed it) is replaced by a new build.
+		if prev, err := bundle.Pull(ctx, repoRef+":"+newest, remoteOpts...); err == nil && bundle.SameContent(prev.Bundle, b) &&
+			bundle.Verify(prev, &opts.Key.PublicKey) == nil {
 			return BundleResult{Name: newest, KubernetesMinor: b.KubernetesMinor, Ref: repoRef + ":" + newest,
 				Digest: prev.Digest, Unchanged: true, Packages: len(prev.Bundle.Packages)}, nil
 		}

@@ -218,6 +218,18 @@ func TestPublishThenHelmPullsTheChartTheBundleLists(t *testing.T) {
 		g.Expect(b.Digest).To(Equal(res.Bundles[i].Digest))
 	}
 
+	// Another signing key makes the next build, signed with it, though the charts are the same.
+	newKey, err := bundle.GenerateKey()
+	g.Expect(err).NotTo(HaveOccurred())
+	rekeyed := opts
+	rekeyed.Key, rekeyed.KubernetesMinors = newKey, []string{"1.35"}
+	res2, err := publish.Publish(ctx, rekeyed)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(res2.Bundles[0].Name).To(Equal("v1-35-2"))
+	s2, err := bundle.Pull(ctx, host+"/flotilla:v1-35-2")
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(bundle.Verify(s2, &newKey.PublicKey)).To(Succeed())
+
 	// A changed chart makes the next build.
 	values := filepath.Join(dir, "hello-flotilla", "values.yaml")
 	data, err := os.ReadFile(values)
