@@ -2,6 +2,7 @@ package packages_test
 
 import (
 	"context"
+	"io"
 	"sync"
 	"testing"
 
@@ -16,6 +17,7 @@ import (
 
 	flotillav1 "github.com/flotilla-dev/flotilla/api/cluster/v1alpha1"
 	packagesv1 "github.com/flotilla-dev/flotilla/api/packages/v1alpha1"
+	cliclient "github.com/flotilla-dev/flotilla/cli/client"
 	"github.com/flotilla-dev/flotilla/packages/bundle"
 )
 
@@ -179,6 +181,31 @@ func TestPackagesOfAWorkloadCluster(t *testing.T) {
 				g.Expect(err.Error()).To(ContainSubstring(tc.want))
 			})
 		}
+	})
+
+	t.Run("upgrade packages switches the cluster to a newer bundle and upgrades the Packages that pin no version", func(t *testing.T) {
+		g := NewWithT(t)
+		markManagement(t)
+		hello3 := helloChart("hello", "0.3.0").push(t, "")
+		stack := helloChart("stack", "0.1.0").push(t, "")
+		stack.Dependencies = []string{"hello"}
+		newer := pushBundle(t, bundleRepository, "1.36", 2, signingKey, pkg("hello", hello3), pkg("stack", stack))
+		requestCheck(g, "w1", "upgrade")
+		g.Eventually(func(g Gomega) {
+			g.Expect(pbcOf(g, "w1").Status.State).To(Equal(packagesv1.BundleControllerUpgradeAvailable))
+		}, timeout, interval).Should(Succeed())
+
+		c := &cliclient.Client{Out: io.Discard}
+		_, err := c.UpgradePackages(ctx, kubeconfigFile(t, mgmt.Kubeconfig), "w1", newer)
+		g.Expect(err).NotTo(HaveOccurred())
+		g.Eventually(func(g Gomega) {
+			g.Expect(packageOf(g, "w1", "hello").Status.CurrentVersion).To(Equal("0.3.0"))
+			// Pinned to 0.1.0, which the new bundle does not list: it waits, named in its condition.
+			ready := readyOf(g, packageOf(g, "w1", "hello-old").Status.Conditions)
+			g.Expect(ready.Reason).To(Equal(packagesv1.InvalidSpecReason))
+			g.Expect(ready.Message).To(ContainSubstring("spec.packageVersion"))
+			g.Expect(pbcOf(g, "w1").Status.State).To(Equal(packagesv1.BundleControllerActive))
+		}, timeout, interval).Should(Succeed())
 	})
 
 	t.Run("deleting a Package uninstalls its release", func(t *testing.T) {

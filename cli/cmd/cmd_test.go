@@ -125,7 +125,7 @@ func TestGenerateClusterConfigRejectsBadInput(t *testing.T) {
 		{
 			name: "an unknown noun of a verb is an error, not the help",
 			args: []string{"generate", "clusterconfg", "w1"},
-			want: `unknown command "clusterconfg" for "flotilla generate"; available: clusterconfig`,
+			want: `unknown command "clusterconfg" for "flotilla generate"; available: clusterconfig, package`,
 		},
 	}
 	for _, tt := range tests {

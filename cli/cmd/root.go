@@ -53,21 +53,32 @@ Create one with 'flotilla create cluster -f FILE'; create workload clusters from
 
 	upgrade := newGroupCmd("upgrade", "Upgrade or scale a cluster")
 	upgrade.AddCommand(NewUpgradeClusterCmd(streams, global))
+	upgrade.AddCommand(NewUpgradePackagesCmd(streams, global)) // cli/cmd/upgrade_packages.go
 
 	del := newGroupCmd("delete", "Delete a cluster")
 	del.AddCommand(NewDeleteClusterCmd(streams, global))
+	del.AddCommand(NewDeletePackageCmd(streams, global)) // cli/cmd/delete_package.go
 
 	get := newGroupCmd("get", "Show clusters and their kubeconfigs")
 	get.AddCommand(NewGetClustersCmd(streams, global), NewGetKubeconfigCmd(streams, global))
 	get.AddCommand(NewGetAddonsCmd(streams, global)) // cli/cmd/get_addons.go
+	get.AddCommand(NewGetPackagesCmd(streams, global), NewGetPackageBundlesCmd(streams, global), NewGetPackageBundleControllersCmd(streams, global))
 
 	describe := newGroupCmd("describe", "Show a cluster and its parts as a tree, with their conditions")
 	describe.AddCommand(NewDescribeClusterCmd(streams, global))
 
 	generate := newGroupCmd("generate", "Print specs to start from")
 	generate.AddCommand(NewGenerateClusterConfigCmd(streams))
+	generate.AddCommand(NewGeneratePackageCmd(streams, global)) // cli/cmd/generate_package.go
+
+	install := newGroupCmd("install", "Install packages and the package controller")
+	install.AddCommand(NewInstallPackageCmd(streams, global), NewInstallPackageControllerCmd(streams, global))
+
+	list := newGroupCmd("list", "List what can be installed")
+	list.AddCommand(NewListPackagesCmd(streams, global))
 
 	addGroups(root, create, upgrade, del, get, describe, generate)
+	addGroups(root, install, list)
 	root.AddCommand(
 		NewVersionCmd(streams),
 		NewManagerCmd(streams),          // cli/cmd/manager.go (the manager engineer)

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"sort"
+	"strconv"
 	"strings"
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
@@ -87,7 +88,7 @@ func ValidateConfig(schema, config string, path *field.Path) (map[string]any, fi
 	if !ok {
 		return nil, field.ErrorList{field.Invalid(path, "<yaml>", err.Error())}
 	}
-	return nil, schemaErrors(verr, path)
+	return nil, schemaErrors(verr, path, instance)
 }
 
 func compile(schema string) (*jsonschema.Schema, error) {
@@ -108,7 +109,7 @@ var printer = message.NewPrinter(language.English)
 
 // schemaErrors flattens a validation error into one field error per failing value, each at
 // the value's path under path.
-func schemaErrors(verr *jsonschema.ValidationError, path *field.Path) field.ErrorList {
+func schemaErrors(verr *jsonschema.ValidationError, path *field.Path, instance any) field.ErrorList {
 	var errs field.ErrorList
 	seen := map[string]bool{}
 	var walk func(e *jsonschema.ValidationError)
@@ -119,10 +120,7 @@ func schemaErrors(verr *jsonschema.ValidationError, path *field.Path) field.Erro
 			}
 			return
 		}
-		p := path
-		for _, token := range e.InstanceLocation {
-			p = p.Child(token)
-		}
+		p := valuePath(path, instance, e.InstanceLocation)
 		msg := e.ErrorKind.LocalizedString(printer)
 		key := p.String() + ": " + msg
 		if seen[key] {
@@ -134,6 +132,27 @@ func schemaErrors(verr *jsonschema.ValidationError, path *field.Path) field.Erro
 	walk(verr)
 	sort.SliceStable(errs, func(i, j int) bool { return errs[i].Field < errs[j].Field })
 	return errs
+}
+
+// valuePath is the path of the value at tokens (a JSON pointer's) in instance: array items as
+// indexes (hosts[1]), object members as children (service.port).
+func valuePath(path *field.Path, instance any, tokens []string) *field.Path {
+	p, v := path, instance
+	for _, token := range tokens {
+		switch cur := v.(type) {
+		case []any:
+			i, err := strconv.Atoi(token)
+			if err != nil || i < 0 || i >= len(cur) {
+				return p.Child(token)
+			}
+			p, v = p.Index(i), cur[i]
+		case map[string]any:
+			p, v = p.Child(token), cur[token]
+		default:
+			p, v = p.Child(token), nil
+		}
+	}
+	return p
 }
 
 func packageNames(b *packagesv1.PackageBundle) []string {

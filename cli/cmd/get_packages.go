@@ -1,0 +1,81 @@
+package cmd
+
+import (
+	"fmt"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+	"k8s.io/apimachinery/pkg/util/duration"
+	"k8s.io/cli-runtime/pkg/genericiooptions"
+
+	packagesv1 "github.com/flotilla-dev/flotilla/api/packages/v1alpha1"
+)
+
+// GetPackagesOptions are the options of `flotilla get packages`.
+type GetPackagesOptions struct {
+	genericiooptions.IOStreams
+	global *GlobalOptions
+
+	Cluster, Output string
+}
+
+// NewGetPackagesCmd returns `flotilla get packages`.
+func NewGetPackagesCmd(streams genericiooptions.IOStreams, global *GlobalOptions) *cobra.Command {
+	o := &GetPackagesOptions{IOStreams: streams, global: global}
+	cmd := &cobra.Command{
+		Use:     "packages --cluster NAME",
+		Aliases: []string{"package"},
+		Short:   "List the packages installed on a cluster, with their versions and state",
+		Example: `  flotilla get packages --cluster w1 --kubeconfig mgmt/mgmt.kubeconfig
+  flotilla get packages --cluster w1 --kubeconfig mgmt/mgmt.kubeconfig -o yaml`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := ValidateOutput(o.Output, OutputWide, OutputJSON, OutputYAML); err != nil {
+				return err
+			}
+			return o.Run(cmd)
+		},
+	}
+	addPackagesClusterFlag(cmd, &o.Cluster, "the cluster whose packages to list")
+	AddOutputFlag(cmd, &o.Output, OutputWide, OutputJSON, OutputYAML)
+	return cmd
+}
+
+// Run lists the Packages.
+func (o *GetPackagesOptions) Run(cmd *cobra.Command) error {
+	c, err := newPackagesClient(o.global, o.ErrOut)
+	if err != nil {
+		return err
+	}
+	pkgs, err := c.GetPackages(cmd.Context(), o.global.Kubeconfig, o.Cluster)
+	if err != nil {
+		return err
+	}
+	if o.Output == OutputJSON || o.Output == OutputYAML {
+		list := &packagesv1.PackageList{Items: pkgs}
+		list.APIVersion, list.Kind = packagesv1.GroupVersion.String(), "PackageList"
+		return PrintStructured(o.Out, o.Output, list)
+	}
+	if len(pkgs) == 0 {
+		_, err := fmt.Fprintf(o.ErrOut, "No packages on cluster %s. Install one with `flotilla install package PACKAGE --cluster %s`.\n", o.Cluster, o.Cluster)
+		return err
+	}
+	tw := tabwriter.NewWriter(o.Out, 0, 2, 3, ' ', 0)
+	header := "NAME\tPACKAGE\tCURRENT\tTARGET\tSTATE\tREADY\tAGE"
+	if o.Output == OutputWide {
+		header += "\tUPGRADES\tDETAIL"
+	}
+	fmt.Fprintln(tw, header)
+	for _, p := range pkgs {
+		row := fmt.Sprintf("%s\t%s\t%s\t%s\t%s\t%s\t%s", p.Name, p.Spec.PackageName, orDash(p.Status.CurrentVersion),
+			orDash(p.Status.TargetVersion), orDash(string(p.Status.State)), packageReady(p.Status.Conditions),
+			duration.HumanDuration(time.Since(p.CreationTimestamp.Time)))
+		if o.Output == OutputWide {
+			row += fmt.Sprintf("\t%s\t%s", orDash(strings.Join(p.Status.UpgradesAvailable, ",")), orDash(p.Status.Detail))
+		}
+		fmt.Fprintln(tw, row)
+	}
+	return tw.Flush()
+}

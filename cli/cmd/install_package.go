@@ -1,0 +1,61 @@
+package cmd
+
+import (
+	"fmt"
+
+	"github.com/spf13/cobra"
+	"k8s.io/cli-runtime/pkg/genericiooptions"
+
+	"github.com/flotilla-dev/flotilla/cli/client"
+)
+
+// InstallPackageOptions are the options of `flotilla install package`.
+type InstallPackageOptions struct {
+	genericiooptions.IOStreams
+	global *GlobalOptions
+
+	client.InstallPackageOptions
+}
+
+// NewInstallPackageCmd returns `flotilla install package`.
+func NewInstallPackageCmd(streams genericiooptions.IOStreams, global *GlobalOptions) *cobra.Command {
+	o := &InstallPackageOptions{IOStreams: streams, global: global}
+	cmd := &cobra.Command{
+		Use:   "package PACKAGE --cluster NAME",
+		Short: "Install a curated package into a cluster",
+		Long: `Create a Package in the cluster's packages namespace (flotilla-packages-<cluster>) of the
+management cluster; the package controller installs it into the cluster as a Helm release named
+after the Package. Its config is the values files (-f, merged in order) with --set on top; the
+management cluster checks it against the package's JSON Schema and refuses it, naming the path,
+when it does not fit. Follow it with 'flotilla get packages --cluster NAME'.`,
+		Example: `  flotilla install package hello-flotilla --cluster w1 --kubeconfig mgmt/mgmt.kubeconfig
+  flotilla install package hello-flotilla --cluster w1 --package-name hello --set greeting=hi -f values.yaml --kubeconfig mgmt/mgmt.kubeconfig`,
+		Args: exactlyOneArg("PACKAGE"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			o.Package = args[0]
+			return o.Run(cmd)
+		},
+	}
+	addPackagesClusterFlag(cmd, &o.Cluster, "the cluster to install the package into")
+	cmd.Flags().StringVar(&o.Name, "package-name", "", "name of the Package (and Helm release); the package's name by default")
+	cmd.Flags().StringVar(&o.Version, "package-version", "", "version of the package; the active bundle's default when empty")
+	cmd.Flags().StringVar(&o.TargetNamespace, "target-namespace", "", "namespace of the cluster to install into (default flotilla-packages)")
+	cmd.Flags().StringArrayVar(&o.Set, "set", nil, "set a config value (a.b=c), as Helm's --set; repeatable")
+	cmd.Flags().StringArrayVarP(&o.ValuesFiles, "values", "f", nil, "YAML file of config values; repeatable, merged in order")
+	return cmd
+}
+
+// Run creates the Package.
+func (o *InstallPackageOptions) Run(cmd *cobra.Command) error {
+	c, err := newPackagesClient(o.global, o.ErrOut)
+	if err != nil {
+		return err
+	}
+	p, err := c.InstallPackage(cmd.Context(), o.global.Kubeconfig, o.InstallPackageOptions)
+	if err != nil {
+		return err
+	}
+	_, err = fmt.Fprintf(o.Out, "Package %s/%s created: installing %s into cluster %s (see `flotilla get packages --cluster %s`)\n",
+		p.Namespace, p.Name, p.Spec.PackageName, o.Cluster, o.Cluster)
+	return err
+}

@@ -1,0 +1,82 @@
+package cmd
+
+import (
+	"fmt"
+	"os"
+
+	"github.com/spf13/cobra"
+	"k8s.io/cli-runtime/pkg/genericiooptions"
+
+	packagesv1 "github.com/flotilla-dev/flotilla/api/packages/v1alpha1"
+	"github.com/flotilla-dev/flotilla/cli/client"
+)
+
+// InstallPackageControllerOptions are the options of `flotilla install packagecontroller`.
+type InstallPackageControllerOptions struct {
+	genericiooptions.IOStreams
+	global *GlobalOptions
+
+	Cluster, Registry, Repository, PublicKeyFile string
+	PlainHTTP, Own                               bool
+}
+
+// NewInstallPackageControllerCmd returns `flotilla install packagecontroller`.
+func NewInstallPackageControllerCmd(streams genericiooptions.IOStreams, global *GlobalOptions) *cobra.Command {
+	o := &InstallPackageControllerOptions{IOStreams: streams, global: global}
+	cmd := &cobra.Command{
+		Use:   "packagecontroller --cluster NAME",
+		Short: "Set up curated packages for a cluster: bundle source, public key, PackageBundleController",
+		Long: `Write the management cluster's packages configuration (ConfigMap
+flotilla-packages/package-defaults: the registry and repository of signed bundles, the public key
+that verifies them, plain HTTP for a loopback registry) from the flags given, and create the
+cluster's PackageBundleController when it has none (Flotilla creates one for every cluster; this
+also makes one for a cluster created before packages were set up).
+
+--kubeconfig must be the management cluster's: a workload cluster's kubeconfig is refused.`,
+		Example: `  flotilla install packagecontroller --cluster w1 --kubeconfig mgmt/mgmt.kubeconfig \
+    --registry 127.0.0.1:5001 --repository flotilla/bundles --plain-http \
+    --public-key ~/.flotilla/registry/signing-key.pub.pem`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error { return o.Run(cmd) },
+	}
+	addPackagesClusterFlag(cmd, &o.Cluster, "the cluster to set packages up for")
+	cmd.Flags().StringVar(&o.Registry, "registry", "", "registry host[:port] of the signed bundles")
+	cmd.Flags().StringVar(&o.Repository, "repository", "", "repository of the bundles in the registry, e.g. flotilla/bundles")
+	cmd.Flags().StringVar(&o.PublicKeyFile, "public-key", "", "PEM public key (ECDSA P-256) the bundles are signed for")
+	cmd.Flags().BoolVar(&o.PlainHTTP, "plain-http", false, "reach the registries over plain HTTP (loopback registries)")
+	cmd.Flags().BoolVar(&o.Own, "cluster-source", false, "make --registry/--repository this cluster's own source (spec.source) instead of the default")
+	return cmd
+}
+
+// Run writes the defaults and creates the PBC.
+func (o *InstallPackageControllerOptions) Run(cmd *cobra.Command) error {
+	opts := client.PackageControllerOptions{Cluster: o.Cluster}
+	if o.PublicKeyFile != "" {
+		data, err := os.ReadFile(o.PublicKeyFile)
+		if err != nil {
+			return fmt.Errorf("reading --public-key: %w", err)
+		}
+		opts.PublicKey = data
+	}
+	if cmd.Flags().Changed("plain-http") {
+		opts.PlainHTTP = &o.PlainHTTP
+	}
+	if o.Own {
+		if o.Registry == "" || o.Repository == "" {
+			return fmt.Errorf("--cluster-source needs --registry and --repository")
+		}
+		opts.Source = &packagesv1.BundleSource{Registry: o.Registry, Repository: o.Repository}
+	} else {
+		opts.Registry, opts.Repository = o.Registry, o.Repository
+	}
+	c, err := newPackagesClient(o.global, o.ErrOut)
+	if err != nil {
+		return err
+	}
+	pbc, err := c.InstallPackageController(cmd.Context(), o.global.Kubeconfig, opts)
+	if err != nil {
+		return err
+	}
+	_, err = fmt.Fprintf(o.Out, "PackageBundleController %s/%s ready to read bundles (see `flotilla get packagebundlecontrollers`)\n", pbc.Namespace, pbc.Name)
+	return err
+}

@@ -1,0 +1,72 @@
+package cmd
+
+import (
+	"fmt"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/spf13/cobra"
+	"k8s.io/cli-runtime/pkg/genericiooptions"
+)
+
+// ListPackagesOptions are the options of `flotilla list packages`.
+type ListPackagesOptions struct {
+	genericiooptions.IOStreams
+	global *GlobalOptions
+
+	Cluster, KubeVersion, Output string
+}
+
+// NewListPackagesCmd returns `flotilla list packages`.
+func NewListPackagesCmd(streams genericiooptions.IOStreams, global *GlobalOptions) *cobra.Command {
+	o := &ListPackagesOptions{IOStreams: streams, global: global}
+	cmd := &cobra.Command{
+		Use:   "packages --cluster NAME",
+		Short: "List the curated packages a cluster can install",
+		Long: `List the packages of the cluster's active bundle, with their versions (the default first).
+With --kube-version, list those of the newest valid bundle for that Kubernetes minor instead.`,
+		Example: `  flotilla list packages --cluster w1 --kubeconfig mgmt/mgmt.kubeconfig
+  flotilla list packages --cluster w1 --kube-version 1.36 --kubeconfig mgmt/mgmt.kubeconfig -o yaml`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := ValidateOutput(o.Output, OutputJSON, OutputYAML); err != nil {
+				return err
+			}
+			return o.Run(cmd)
+		},
+	}
+	addPackagesClusterFlag(cmd, &o.Cluster, "the cluster whose packages to list")
+	cmd.Flags().StringVar(&o.KubeVersion, "kube-version", "", "list the newest bundle for this Kubernetes minor (e.g. 1.36) instead of the active one")
+	AddOutputFlag(cmd, &o.Output, OutputJSON, OutputYAML)
+	return cmd
+}
+
+// Run lists the packages.
+func (o *ListPackagesOptions) Run(cmd *cobra.Command) error {
+	c, err := newPackagesClient(o.global, o.ErrOut)
+	if err != nil {
+		return err
+	}
+	b, err := c.ListPackages(cmd.Context(), o.global.Kubeconfig, o.Cluster, o.KubeVersion)
+	if err != nil {
+		return err
+	}
+	if o.Output != "" {
+		return PrintStructured(o.Out, o.Output, b.Spec.Packages)
+	}
+	_, _ = fmt.Fprintf(o.ErrOut, "Bundle %s (Kubernetes %s, build %d)\n", b.Name, b.Spec.KubernetesMinor, b.Spec.Build)
+	tw := tabwriter.NewWriter(o.Out, 0, 2, 3, ' ', 0)
+	fmt.Fprintln(tw, "PACKAGE\tVERSIONS\tDEPENDENCIES\tDESCRIPTION")
+	for _, p := range b.Spec.Packages {
+		var versions []string
+		for _, v := range p.Versions {
+			versions = append(versions, v.Version)
+		}
+		deps := "-"
+		if v := p.Version(""); v != nil && len(v.Dependencies) > 0 {
+			deps = strings.Join(v.Dependencies, ",")
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", p.Name, strings.Join(versions, ","), deps, orDash(p.Description))
+	}
+	return tw.Flush()
+}
