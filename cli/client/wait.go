@@ -21,11 +21,13 @@ import (
 func newCAPICluster() *clusterv1.Cluster { return &clusterv1.Cluster{} }
 
 // waitClusterReady polls the Flotilla Cluster until its Ready condition is True for the current
-// generation, printing each change of its conditions so long waits show progress.
+// generation, printing each change of its conditions, with the time since it began waiting, so
+// long waits show progress.
 func (c *Client) waitClusterReady(ctx context.Context, kc ctrlclient.Client, namespace, name string) error {
 	ctx, cancel := context.WithTimeout(ctx, c.WaitTimeout)
 	defer cancel()
 	var last string
+	start := time.Now()
 	cluster := &flotillav1.Cluster{}
 	err := wait.PollUntilContextCancel(ctx, time.Second, true, func(ctx context.Context) (bool, error) {
 		if err := kc.Get(ctx, ctrlclient.ObjectKey{Namespace: namespace, Name: name}, cluster); err != nil {
@@ -35,7 +37,7 @@ func (c *Client) waitClusterReady(ctx context.Context, kc ctrlclient.Client, nam
 			return false, nil //nolint:nilerr // the API server may be restarting; keep polling until the timeout
 		}
 		if summary := conditionSummary(cluster.Status.Conditions); summary != last {
-			fmt.Fprintf(c.Out, "  %s\n", summary)
+			fmt.Fprintf(c.Out, "  %6s  %s\n", formatElapsed(time.Since(start)), summary)
 			last = summary
 		}
 		ready := meta.FindStatusCondition(cluster.Status.Conditions, flotillav1.ReadyCondition)
