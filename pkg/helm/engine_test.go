@@ -217,3 +217,17 @@ func TestWaitAndAtomic(t *testing.T) {
 	err = env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "never-config"}, &corev1.ConfigMap{})
 	g.Expect(apierrors.IsNotFound(err)).To(BeTrue())
 }
+
+// TestAnInvalidObjectIsRefusedWithTheServersMessage installs a chart with a field the API does
+// not know: the API server refuses it and the error names the field.
+func TestAnInvalidObjectIsRefusedWithTheServersMessage(t *testing.T) {
+	g := NewWithT(t)
+	ctx := testContext(t)
+	ns := env.NewNamespace(t)
+	testChart{name: "invalid", version: "0.1.0", files: map[string]string{
+		"templates/cm.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: invalid\ndatta:\n  a: b\n",
+	}}.push(t, "invalid")
+	_, err := newEngine(t).InstallOrUpgrade(ctx, cluster, Release{Name: "invalid", Namespace: ns,
+		Chart: ChartRef{RepoURL: "oci://" + ociHost + "/invalid/invalid", Version: "0.1.0"}, Registry: Registry{PlainHTTP: true}})
+	g.Expect(err).To(MatchError(ContainSubstring(".datta: field not declared in schema")))
+}
