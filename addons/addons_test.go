@@ -580,3 +580,39 @@ func touch(g Gomega, hrp *addonsv1.HelmReleaseProxy) {
 	hrp.Annotations["test.flotilla.dev/touched"] = time.Now().Format(time.RFC3339Nano)
 	g.Expect(env.Client.Patch(context.Background(), hrp, client.MergeFrom(before))).To(Succeed())
 }
+
+func TestAReleaseWaitsInEachClusterUntilItsDependenciesAreReadyThere(t *testing.T) {
+	startManager(t)
+	g := NewWithT(t)
+	ctx := context.Background()
+	ns := env.NewNamespace(t)
+	createCluster(g, ns, "w1", map[string]string{"env": "prod"})
+	createCluster(g, ns, "w2", map[string]string{"env": "prod"})
+	fake.FailInstalls(fakeHost(ns, "w2"), errors.New("the CRDs of base are broken"))
+	defer fake.FailInstalls(fakeHost(ns, "w2"), nil)
+
+	base := proxy(ns, "base")
+	app := proxy(ns, "app")
+	app.Spec.DependsOn = []string{"base"}
+	g.Expect(env.Client.Create(ctx, app)).To(Succeed())
+	g.Eventually(func(g Gomega) {
+		c := condition(getHRP(g, ns, "app", "w1").Status.Conditions, addonsv1.ReadyCondition)
+		g.Expect(c.Reason).To(Equal(addonsv1.WaitingForDependenciesReason))
+		g.Expect(c.Message).To(ContainSubstring("waiting for HelmChartProxy base to select cluster w1"))
+	}, timeout, interval).Should(Succeed())
+
+	g.Expect(env.Client.Create(ctx, base)).To(Succeed())
+	eventuallyReady(g, ns, "base", "w1")
+	eventuallyReady(g, ns, "app", "w1") // w1 goes on as soon as base is Ready there
+	g.Consistently(func(g Gomega) {
+		c := condition(getHRP(g, ns, "app", "w2").Status.Conditions, addonsv1.ReadyCondition)
+		g.Expect(c.Reason).To(Equal(addonsv1.WaitingForDependenciesReason))
+		g.Expect(c.Message).To(ContainSubstring("the CRDs of base are broken"))
+		_, _, ok := fakeRelease(ns, "w2", "hello", "app")
+		g.Expect(ok).To(BeFalse())
+	}, 2*time.Second, interval).Should(Succeed())
+
+	fake.FailInstalls(fakeHost(ns, "w2"), nil)
+	eventuallyReady(g, ns, "base", "w2")
+	eventuallyReady(g, ns, "app", "w2")
+}

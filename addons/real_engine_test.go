@@ -25,8 +25,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/flotilla-dev/flotilla/addons/engine"
-	cliclient "github.com/flotilla-dev/flotilla/cli/client"
 	addonsv1 "github.com/flotilla-dev/flotilla/api/addons/v1alpha1"
+	cliclient "github.com/flotilla-dev/flotilla/cli/client"
 	"github.com/flotilla-dev/flotilla/internal/testenv"
 	"github.com/flotilla-dev/flotilla/pkg/helm"
 )

@@ -120,6 +120,8 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		Named("helmreleaseproxy").
 		For(&addonsv1.HelmReleaseProxy{}, builder.WithPredicates(changed)).
 		Watches(&clusterv1.Cluster{}, handler.EnqueueRequestsFromMapFunc(r.proxiesOfCluster), builder.WithPredicates(changed)).
+		// A release that becomes Ready lets the releases depending on it in its cluster go on.
+		Watches(&addonsv1.HelmReleaseProxy{}, handler.EnqueueRequestsFromMapFunc(r.dependents)).
 		WithOptions(controller.Options{MaxConcurrentReconciles: concurrency}).
 		Complete(r)
 	if err != nil {

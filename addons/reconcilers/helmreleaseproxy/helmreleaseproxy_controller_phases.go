@@ -105,6 +105,13 @@ func (r *Reconciler) reconcileNormal(ctx context.Context, s *scope) (ctrl.Result
 		}
 	}
 
+	if waiting, err := r.waitingForDependencies(ctx, hrp); err != nil || waiting != "" {
+		if waiting != "" {
+			s.fail(addonsv1.WaitingForDependenciesReason, "%s", waiting)
+		}
+		return ctrl.Result{}, err // a dependency's status change brings us back
+	}
+
 	result, err := r.Engine.InstallOrUpgrade(ctx, cfg, release)
 	if result.Action != engine.Unchanged {
 		countAction("install-or-upgrade", err)

@@ -42,6 +42,9 @@ const (
 	ReleaseNotDeployedReason = "ReleaseNotDeployed"
 	// DriftDetectedReason: objects of the release differ from its manifest.
 	DriftDetectedReason = "DriftDetected"
+	// WaitingForDependenciesReason: a HelmChartProxy this one dependsOn is not Ready in the
+	// cluster yet; the message names it.
+	WaitingForDependenciesReason = "WaitingForDependencies"
 	// DryRunReason: spec.dryRun is set and the release would change; status.dryRunDiff says how.
 	DryRunReason = "DryRun"
 	// DriftCheckFailedReason: the live objects could not be read.

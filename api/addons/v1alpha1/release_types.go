@@ -195,6 +195,12 @@ type ReleaseSpec struct {
 	// +optional
 	DriftCorrection *DriftCorrection `json:"driftCorrection,omitempty"`
 
+	// dependsOn names other HelmChartProxies in the same namespace whose releases must be Ready
+	// in a cluster before this release is installed or upgraded there.
+	// +listType=set
+	// +optional
+	DependsOn []string `json:"dependsOn,omitempty"`
+
 	// dryRun renders the release for each cluster and diffs it against what is installed there,
 	// without installing, upgrading or uninstalling anything. Each HelmReleaseProxy reports the
 	// diff in status.dryRunDiff.

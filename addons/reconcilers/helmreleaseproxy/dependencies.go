@@ -1,0 +1,70 @@
+package helmreleaseproxy
+
+import (
+	"context"
+	"fmt"
+	"slices"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/klog/v2"
+	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	addonsv1 "github.com/flotilla-dev/flotilla/api/addons/v1alpha1"
+)
+
+// waitingForDependencies says which dependency of hrp is not Ready in its cluster yet ("" when
+// all are): the HelmReleaseProxy of each HelmChartProxy in spec.dependsOn for the same cluster
+// must exist and be Ready for its current generation.
+func (r *Reconciler) waitingForDependencies(ctx context.Context, hrp *addonsv1.HelmReleaseProxy) (string, error) {
+	if len(hrp.Spec.DependsOn) == 0 {
+		return "", nil
+	}
+	list := &addonsv1.HelmReleaseProxyList{}
+	if err := r.Client.List(ctx, list, client.InNamespace(hrp.Namespace),
+		client.MatchingLabels{clusterv1.ClusterNameLabel: hrp.Spec.ClusterName}); err != nil {
+		return "", fmt.Errorf("listing the HelmReleaseProxies of cluster %s: %w", hrp.Spec.ClusterName, err)
+	}
+	for _, dep := range hrp.Spec.DependsOn {
+		i := slices.IndexFunc(list.Items, func(o addonsv1.HelmReleaseProxy) bool {
+			return o.Labels[addonsv1.HelmChartProxyNameLabel] == dep
+		})
+		if i < 0 {
+			return fmt.Sprintf("waiting for HelmChartProxy %s to select cluster %s and install its release there", dep, hrp.Spec.ClusterName), nil
+		}
+		c := meta.FindStatusCondition(list.Items[i].Status.Conditions, addonsv1.ReadyCondition)
+		if c == nil || c.Status != metav1.ConditionTrue || c.ObservedGeneration != list.Items[i].Generation {
+			why := "not reconciled yet"
+			if c != nil {
+				why = c.Reason + ": " + c.Message
+			}
+			return fmt.Sprintf("waiting for the release of HelmChartProxy %s in cluster %s to be Ready (%s)", dep, hrp.Spec.ClusterName, why), nil
+		}
+	}
+	return "", nil
+}
+
+// dependents maps a HelmReleaseProxy to the HelmReleaseProxies of the same cluster whose
+// dependsOn names its HelmChartProxy.
+func (r *Reconciler) dependents(ctx context.Context, obj client.Object) []reconcile.Request {
+	proxy := obj.GetLabels()[addonsv1.HelmChartProxyNameLabel]
+	cluster := obj.GetLabels()[clusterv1.ClusterNameLabel]
+	if proxy == "" || cluster == "" {
+		return nil
+	}
+	list := &addonsv1.HelmReleaseProxyList{}
+	if err := r.Client.List(ctx, list, client.InNamespace(obj.GetNamespace()), client.MatchingLabels{clusterv1.ClusterNameLabel: cluster}); err != nil {
+		ctrl.LoggerFrom(ctx).Error(err, "Listing HelmReleaseProxies to find dependents", "helmReleaseProxy", klog.KObj(obj))
+		return nil
+	}
+	var requests []reconcile.Request
+	for i := range list.Items {
+		if slices.Contains(list.Items[i].Spec.DependsOn, proxy) {
+			requests = append(requests, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&list.Items[i])})
+		}
+	}
+	return requests
+}
