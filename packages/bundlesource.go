@@ -8,6 +8,7 @@ import (
 
 	packagesv1 "github.com/flotilla-dev/flotilla/api/packages/v1alpha1"
 	"github.com/flotilla-dev/flotilla/packages/bundle"
+	"github.com/flotilla-dev/flotilla/packages/reconcilers/packagebundle"
 	"github.com/flotilla-dev/flotilla/packages/reconcilers/packagebundlecontroller"
 )
 
@@ -29,37 +30,48 @@ func (BundleSource) List(ctx context.Context, src packagebundlecontroller.Source
 	return bundle.List(ctx, src.Registry, src.Repository, kubernetesMinor, opts...)
 }
 
-// Pull reads bundle name and verifies its signature with key. A bundle that is unsigned, badly
-// signed, malformed or named differently from its tag is returned as invalid.
-func (BundleSource) Pull(ctx context.Context, src packagebundlecontroller.Source, name string, key *ecdsa.PublicKey) (packagebundlecontroller.Pulled, error) {
+// Pull reads bundle name as a PackageBundle spec, signature included. A bundle whose content
+// names another bundle than its tag comes back without content and signature: it cannot verify.
+func (BundleSource) Pull(ctx context.Context, src packagebundlecontroller.Source, name string) (packagesv1.PackageBundleSpec, error) {
 	opts, err := bundle.RemoteOptions(registryOf(src))
 	if err != nil {
-		return packagebundlecontroller.Pulled{}, err
+		return packagesv1.PackageBundleSpec{}, err
 	}
 	signed, err := bundle.Pull(ctx, src.Registry+"/"+src.Repository+":"+name, opts...)
 	if errors.Is(err, bundle.ErrNameMismatch) {
 		minor, build, _ := bundle.ParseName(name)
-		return packagebundlecontroller.Pulled{
-			Spec:    packagesv1.PackageBundleSpec{KubernetesMinor: minor, Build: build},
-			Invalid: err,
-		}, nil
+		return packagesv1.PackageBundleSpec{KubernetesMinor: minor, Build: build}, nil
 	}
 	if err != nil {
-		return packagebundlecontroller.Pulled{}, err
+		return packagesv1.PackageBundleSpec{}, err
 	}
-	pulled := packagebundlecontroller.Pulled{Spec: bundleSpec(signed.Bundle)}
-	switch {
-	case key == nil:
-		pulled.Invalid = errors.New("no public key to verify it with")
-	default:
-		pulled.Invalid = bundle.Verify(signed, key)
+	spec := bundleSpec(signed.Bundle)
+	spec.Signature = signed.Signature
+	return spec, nil
+}
+
+// BundleVerifier verifies PackageBundles with packages/bundle.
+type BundleVerifier struct{}
+
+var _ packagebundle.Verifier = BundleVerifier{}
+
+// Verify checks b's signature over the canonical content rebuilt from its name and spec, then
+// the bundle's shape.
+func (BundleVerifier) Verify(b *packagesv1.PackageBundle, key *ecdsa.PublicKey) error {
+	content := bundleOf(b)
+	err := bundle.Verify(bundle.Signed{Bundle: content, Signature: b.Spec.Signature}, key)
+	if err != nil && len(content.Packages) == 0 {
+		// An empty package list travels as null or []: the API server keeps neither apart.
+		content.Packages = []bundle.Package{}
+		err = bundle.Verify(bundle.Signed{Bundle: content, Signature: b.Spec.Signature}, key)
 	}
-	if pulled.Invalid == nil {
-		if err := signed.Bundle.Validate(); err != nil {
-			pulled.Invalid = fmt.Errorf("malformed bundle: %w", err)
-		}
+	if err != nil {
+		return err
 	}
-	return pulled, nil
+	if err := content.Validate(); err != nil {
+		return fmt.Errorf("malformed bundle: %w", err)
+	}
+	return nil
 }
 
 // bundleSpec is a bundle's content as a PackageBundle's spec.
@@ -79,4 +91,24 @@ func bundleSpec(b bundle.Bundle) packagesv1.PackageBundleSpec {
 		spec.Packages = append(spec.Packages, bp)
 	}
 	return spec
+}
+
+// bundleOf rebuilds the signed content of a PackageBundle: the inverse of bundleSpec.
+func bundleOf(b *packagesv1.PackageBundle) bundle.Bundle {
+	out := bundle.Bundle{Name: b.Name, KubernetesMinor: b.Spec.KubernetesMinor, Build: b.Spec.Build}
+	for _, p := range b.Spec.Packages {
+		bp := bundle.Package{
+			Name:        p.Name,
+			Description: p.Description,
+			Source:      bundle.Source{Registry: p.Source.Registry, Repository: p.Source.Repository},
+			Versions:    []bundle.Version{},
+		}
+		for _, v := range p.Versions {
+			bp.Versions = append(bp.Versions, bundle.Version{
+				Version: v.Version, Digest: v.Digest, Schema: v.Schema, Dependencies: v.Dependencies,
+			})
+		}
+		out.Packages = append(out.Packages, bp)
+	}
+	return out
 }

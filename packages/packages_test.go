@@ -3,6 +3,7 @@ package packages_test
 import (
 	"context"
 	"io"
+	"strings"
 	"sync"
 	"testing"
 
@@ -331,6 +332,40 @@ func TestBundleSignaturesDecideWhichBundlesAreUsed(t *testing.T) {
 			g.Expect(pbc.Spec.ActiveBundle).NotTo(Equal(newer))
 		}, timeout, interval).Should(Succeed())
 	})
+}
+
+func TestABundleEditedInTheAPIServerIsInvalidUntilTheRegistryRestoresIt(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	const repo = "edited/bundles"
+	hello := helloChart("hello", "0.1.0").push(t, "")
+	name := pushBundle(t, repo, "1.36", 70, signingKey, pkg("hello", hello))
+	pbc := &packagesv1.PackageBundleController{
+		ObjectMeta: metav1.ObjectMeta{Name: "w-edit", Namespace: packagesv1.PackagesNamespace},
+		Spec:       packagesv1.PackageBundleControllerSpec{Source: &packagesv1.BundleSource{Registry: regHost, Repository: repo}},
+	}
+	g.Expect(mgmt.Client.Create(ctx, pbc)).To(Succeed())
+	newCluster(t, "w-edit", "1.36")
+	key := client.ObjectKey{Namespace: packagesv1.PackagesNamespace, Name: name}
+	stateOf := func(g Gomega) packagesv1.PackageBundleState {
+		b := &packagesv1.PackageBundle{}
+		g.Expect(mgmt.Client.Get(ctx, key, b)).To(Succeed())
+		return b.Status.State
+	}
+	g.Eventually(stateOf, timeout, interval).Should(Equal(packagesv1.BundleValid))
+
+	b := &packagesv1.PackageBundle{}
+	g.Expect(mgmt.Client.Get(ctx, key, b)).To(Succeed())
+	b.Spec.Packages[0].Versions[0].Digest = "sha256:" + strings.Repeat("0", 64)
+	g.Expect(mgmt.Client.Update(ctx, b)).To(Succeed())
+	g.Eventually(stateOf, timeout, interval).Should(Equal(packagesv1.BundleInvalid))
+	g.Eventually(func(g Gomega) {
+		g.Expect(readyOf(g, pbcOf(g, "w-edit").Status.Conditions).Reason).To(Equal(packagesv1.ActiveBundleInvalidReason))
+	}, timeout, interval).Should(Succeed())
+
+	// The next check reads the bundle from the registry again.
+	requestCheck(g, "w-edit", "1")
+	g.Eventually(stateOf, timeout, interval).Should(Equal(packagesv1.BundleValid))
 }
 
 func requestCheck(g Gomega, name, value string) {

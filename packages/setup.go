@@ -10,6 +10,7 @@ import (
 
 	"github.com/flotilla-dev/flotilla/packages/reconcilers/clusterlifecycle"
 	packagereconciler "github.com/flotilla-dev/flotilla/packages/reconcilers/package"
+	"github.com/flotilla-dev/flotilla/packages/reconcilers/packagebundle"
 	"github.com/flotilla-dev/flotilla/packages/reconcilers/packagebundlecontroller"
 	"github.com/flotilla-dev/flotilla/packages/webhooks"
 )
@@ -25,8 +26,10 @@ type Options struct {
 	Installer packagereconciler.Installer
 	// Source reads signed bundles: BundleSource{} in production (the default when nil).
 	Source packagebundlecontroller.BundleSource
-	// Webhooks registers the Package validation webhook (on by default in a manager, which
-	// serves webhooks; off for tests without a webhook server).
+	// Verifier verifies bundle signatures: BundleVerifier{} in production (the default when nil).
+	Verifier packagebundle.Verifier
+	// SkipWebhooks does not register the Package validation webhook (for a manager that serves
+	// no webhooks).
 	SkipWebhooks bool
 }
 
@@ -37,6 +40,9 @@ func Setup(_ context.Context, mgr ctrl.Manager, opts Options) error {
 	}
 	if opts.Source == nil {
 		opts.Source = BundleSource{}
+	}
+	if opts.Verifier == nil {
+		opts.Verifier = BundleVerifier{}
 	}
 	if opts.LocalConfig == nil {
 		opts.LocalConfig = mgr.GetConfig()
@@ -50,6 +56,11 @@ func Setup(_ context.Context, mgr ctrl.Manager, opts Options) error {
 		Recorder: mgr.GetEventRecorder(packagebundlecontroller.FieldOwner),
 		Source:   opts.Source,
 	}
+	bundles := &packagebundle.Reconciler{
+		Client:   mgr.GetClient(),
+		Recorder: mgr.GetEventRecorder(packagebundle.FieldOwner),
+		Verifier: opts.Verifier,
+	}
 	pkg := &packagereconciler.Reconciler{
 		Client:      mgr.GetClient(),
 		Recorder:    mgr.GetEventRecorder(packagereconciler.FieldOwner),
@@ -57,7 +68,7 @@ func Setup(_ context.Context, mgr ctrl.Manager, opts Options) error {
 		RESTConfigs: opts.RESTConfigs,
 		LocalConfig: opts.LocalConfig,
 	}
-	for _, s := range []interface{ SetupWithManager(ctrl.Manager) error }{lifecycle, pbc, pkg} {
+	for _, s := range []interface{ SetupWithManager(ctrl.Manager) error }{lifecycle, pbc, bundles, pkg} {
 		if err := s.SetupWithManager(mgr); err != nil {
 			return fmt.Errorf("packages component: %w", err)
 		}

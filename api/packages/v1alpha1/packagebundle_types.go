@@ -64,6 +64,12 @@ type PackageBundleSpec struct {
 	// packages are the curated packages.
 	// +optional
 	Packages []BundlePackage `json:"packages,omitempty"`
+	// signature is the publisher's ECDSA P-256 signature (ASN.1 DER) of the bundle's canonical
+	// content: its name, kubernetesMinor, build and packages. The controller verifies it with the
+	// public key in the package-defaults ConfigMap, here in the API server as well as when the
+	// bundle is read from the registry, so an edited bundle or a rotated key invalidates it.
+	// +optional
+	Signature []byte `json:"signature,omitempty"`
 }
 
 // PackageBundleStatus says whether the bundle may be used.

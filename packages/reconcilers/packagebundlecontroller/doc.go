@@ -6,10 +6,11 @@
 // repository) when it is due: on the first reconcile, every spec.upgradeCheckInterval, when the
 // source or the cluster's Kubernetes minor changed, and when the
 // packages.flotilla.dev/check-upgrades annotation changed (the on-demand trigger). Each bundle
-// new to the API server is pulled and its signature verified with the public key in
-// package-defaults: a PackageBundle is created either way, in state valid or invalid, and an
-// invalid one is never chosen. An unreachable registry makes the state disconnected and the
-// check is retried with the controller's exponential backoff.
+// the API server does not hold as valid is pulled and recorded as a PackageBundle with its
+// signature; the packagebundle reconciler verifies it with the public key in package-defaults
+// and marks it valid or invalid. Only valid bundles are chosen as active or counted as
+// upgrades. An unreachable registry makes the state disconnected and the check is retried with
+// the controller's exponential backoff.
 //
 // States: active (the active bundle is the newest valid one), upgrade available (a newer valid
 // bundle exists), disconnected (the source could not be read, or there is none), ignored (no

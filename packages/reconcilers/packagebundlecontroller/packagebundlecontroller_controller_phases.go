@@ -9,10 +9,9 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/klog/v2"
-	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	flotillav1 "github.com/flotilla-dev/flotilla/api/cluster/v1alpha1"
@@ -115,8 +114,8 @@ func (r *Reconciler) checkDue(s *scope) (bool, time.Duration) {
 }
 
 // check lists the source's bundles for the cluster's minor and records each bundle the API
-// server does not hold yet (or holds as invalid: the key may have changed) as a PackageBundle,
-// valid or invalid.
+// server does not hold as valid yet (new, or invalid: it may have been signed again) as a
+// PackageBundle. The packagebundle reconciler verifies their signatures.
 func (r *Reconciler) check(ctx context.Context, s *scope, d defaults.Defaults) error {
 	timeout := r.RegistryTimeout
 	if timeout == 0 {
@@ -142,62 +141,37 @@ func (r *Reconciler) check(ctx context.Context, s *scope, d defaults.Defaults) e
 		default:
 			return fmt.Errorf("reading PackageBundle %s: %w", name, err)
 		}
-		pulled, err := r.Source.Pull(ctx, src, name, d.PublicKey)
+		spec, err := r.Source.Pull(ctx, src, name)
 		if err != nil {
 			return fmt.Errorf("pulling bundle %s from %s: %w", name, where, err)
 		}
-		if d.PublicKey == nil && pulled.Invalid == nil {
-			pulled.Invalid = d.KeyError
-		}
-		if err := r.record(ctx, s, name, existing, pulled); err != nil {
+		spec.Source = s.source.DeepCopy()
+		if err := r.record(ctx, s, name, existing, spec); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
-// record creates or updates PackageBundle name from pulled, and sets its validity.
-func (r *Reconciler) record(ctx context.Context, s *scope, name string, existing *packagesv1.PackageBundle, pulled Pulled) error {
-	log := ctrl.LoggerFrom(ctx)
-	spec := pulled.Spec
-	spec.Source = s.source.DeepCopy()
-	b := existing
-	if b == nil {
-		b = &packagesv1.PackageBundle{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: packagesv1.PackagesNamespace}, Spec: spec}
+// record creates PackageBundle name with spec, or updates an existing one whose spec differs.
+func (r *Reconciler) record(ctx context.Context, s *scope, name string, existing *packagesv1.PackageBundle, spec packagesv1.PackageBundleSpec) error {
+	if existing == nil {
+		b := &packagesv1.PackageBundle{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: packagesv1.PackagesNamespace}, Spec: spec}
 		if err := r.Client.Create(ctx, b, client.FieldOwner(FieldOwner)); err != nil {
 			return fmt.Errorf("creating PackageBundle %s: %w", name, err)
 		}
-	} else {
-		b.Spec = spec
-		if err := r.Client.Update(ctx, b, client.FieldOwner(FieldOwner)); err != nil {
-			return fmt.Errorf("updating PackageBundle %s: %w", name, err)
-		}
-	}
-	setBundleValidity(b, pulled.Invalid)
-	if err := r.Client.Status().Update(ctx, b); err != nil {
-		return fmt.Errorf("writing status of PackageBundle %s: %w", name, err)
-	}
-	if pulled.Invalid != nil {
-		log.Info("Bundle is invalid", "bundle", name, "reason", pulled.Invalid.Error())
-		r.Recorder.Eventf(s.pbc, b, corev1.EventTypeWarning, packagesv1.InvalidSignatureReason, "Verify",
-			"Bundle %s is invalid and will not be used: %v", name, pulled.Invalid)
+		r.Recorder.Eventf(s.pbc, b, corev1.EventTypeNormal, "BundleFound", "Check", "Found bundle %s", name)
 		return nil
 	}
-	r.Recorder.Eventf(s.pbc, b, corev1.EventTypeNormal, "BundleFound", "Verify", "Bundle %s verified", name)
-	return nil
-}
-
-// setBundleValidity is the status of a bundle whose verification ended with invalid (nil: valid).
-func setBundleValidity(b *packagesv1.PackageBundle, invalid error) {
-	cond := metav1.Condition{Type: packagesv1.ValidCondition, ObservedGeneration: b.Generation}
-	if invalid != nil {
-		b.Status.State, b.Status.Detail = packagesv1.BundleInvalid, invalid.Error()
-		cond.Status, cond.Reason, cond.Message = metav1.ConditionFalse, packagesv1.InvalidSignatureReason, invalid.Error()
-	} else {
-		b.Status.State, b.Status.Detail = packagesv1.BundleValid, ""
-		cond.Status, cond.Reason, cond.Message = metav1.ConditionTrue, packagesv1.SignatureVerifiedReason, "signature verified"
+	if equality.Semantic.DeepEqual(existing.Spec, spec) {
+		return nil
 	}
-	meta.SetStatusCondition(&b.Status.Conditions, cond)
+	existing.Spec = spec
+	if err := r.Client.Update(ctx, existing, client.FieldOwner(FieldOwner)); err != nil {
+		return fmt.Errorf("updating PackageBundle %s: %w", name, err)
+	}
+	r.Recorder.Eventf(s.pbc, existing, corev1.EventTypeNormal, "BundleChanged", "Check", "Bundle %s changed in the registry", name)
+	return nil
 }
 
 // observeBundles reads the PackageBundles of the PBC's source and minor into s.

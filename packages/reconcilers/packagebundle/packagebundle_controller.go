@@ -1,0 +1,136 @@
+package packagebundle
+
+import (
+	"context"
+	"crypto/ecdsa"
+	"errors"
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/events"
+	"k8s.io/klog/v2"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	packagesv1 "github.com/flotilla-dev/flotilla/api/packages/v1alpha1"
+	"github.com/flotilla-dev/flotilla/packages/defaults"
+)
+
+// FieldOwner names the reconciler in managed fields and events.
+const FieldOwner = "flotilla-packagebundle-controller"
+
+// +kubebuilder:rbac:groups=packages.flotilla.dev,resources=packagebundles,verbs=get;list;watch
+// +kubebuilder:rbac:groups=packages.flotilla.dev,resources=packagebundles/status,verbs=get;update;patch
+// +kubebuilder:rbac:groups="",resources=configmaps;secrets,verbs=get;list;watch
+// +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
+
+// Verifier checks a bundle's signature and shape. packages/bundle does it.
+type Verifier interface {
+	// Verify returns nil when b's spec.signature is key's signature of b's canonical content and
+	// the bundle is well formed; otherwise an error that says what is wrong.
+	Verify(b *packagesv1.PackageBundle, key *ecdsa.PublicKey) error
+}
+
+// Reconciler reconciles PackageBundles.
+type Reconciler struct {
+	// Client reads through the manager's cache and writes to the API server.
+	Client client.Client
+	// Recorder records Events on PackageBundles.
+	Recorder events.EventRecorder
+	// Verifier verifies signatures.
+	Verifier Verifier
+}
+
+// SetupWithManager registers the reconciler with mgr: PackageBundles (spec changes) and the
+// package-defaults ConfigMap (every bundle: the key may have changed).
+func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
+	switch {
+	case r.Client == nil:
+		return errors.New("packagebundle reconciler: Client is required")
+	case r.Recorder == nil:
+		return errors.New("packagebundle reconciler: Recorder is required")
+	case r.Verifier == nil:
+		return errors.New("packagebundle reconciler: Verifier is required")
+	}
+	err := ctrl.NewControllerManagedBy(mgr).
+		Named("packagebundle").
+		For(&packagesv1.PackageBundle{}, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
+		Watches(&corev1.ConfigMap{}, handler.EnqueueRequestsFromMapFunc(r.allBundles),
+			builder.WithPredicates(predicate.NewPredicateFuncs(func(o client.Object) bool {
+				return client.ObjectKeyFromObject(o) == defaults.Key
+			}))).
+		Complete(r)
+	if err != nil {
+		return fmt.Errorf("setting up the packagebundle reconciler: %w", err)
+	}
+	return nil
+}
+
+// Reconcile verifies one bundle and records the verdict.
+func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	b := &packagesv1.PackageBundle{}
+	if err := r.Client.Get(ctx, req.NamespacedName, b); err != nil {
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	d, err := defaults.Read(ctx, r.Client)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	var invalid error
+	if d.PublicKey == nil {
+		invalid = d.KeyError
+	} else {
+		invalid = r.Verifier.Verify(b, d.PublicKey)
+	}
+
+	base := b.DeepCopy()
+	wasValid := b.Status.State == packagesv1.BundleValid
+	SetValidity(b, invalid)
+	if equality.Semantic.DeepEqual(base.Status, b.Status) {
+		return ctrl.Result{}, nil
+	}
+	if err := r.Client.Status().Patch(ctx, b, client.MergeFrom(base)); err != nil {
+		return ctrl.Result{}, client.IgnoreNotFound(fmt.Errorf("patching status of PackageBundle %s: %w", klog.KObj(b), err))
+	}
+	switch {
+	case invalid != nil && (wasValid || base.Status.State == ""):
+		r.Recorder.Eventf(b, nil, corev1.EventTypeWarning, packagesv1.InvalidSignatureReason, "Verify", "Bundle %s is invalid and will not be used: %v", b.Name, invalid)
+	case invalid == nil && !wasValid:
+		r.Recorder.Eventf(b, nil, corev1.EventTypeNormal, packagesv1.SignatureVerifiedReason, "Verify", "Bundle %s verified", b.Name)
+	}
+	return ctrl.Result{}, nil
+}
+
+// SetValidity sets a bundle's status from the verdict of its verification (nil: valid).
+func SetValidity(b *packagesv1.PackageBundle, invalid error) {
+	cond := metav1.Condition{Type: packagesv1.ValidCondition, ObservedGeneration: b.Generation}
+	if invalid != nil {
+		b.Status.State, b.Status.Detail = packagesv1.BundleInvalid, invalid.Error()
+		cond.Status, cond.Reason, cond.Message = metav1.ConditionFalse, packagesv1.InvalidSignatureReason, invalid.Error()
+	} else {
+		b.Status.State, b.Status.Detail = packagesv1.BundleValid, ""
+		cond.Status, cond.Reason, cond.Message = metav1.ConditionTrue, packagesv1.SignatureVerifiedReason, "signature verified"
+	}
+	meta.SetStatusCondition(&b.Status.Conditions, cond)
+}
+
+// allBundles maps the defaults ConfigMap to every PackageBundle.
+func (r *Reconciler) allBundles(ctx context.Context, _ client.Object) []reconcile.Request {
+	list := &packagesv1.PackageBundleList{}
+	if err := r.Client.List(ctx, list, client.InNamespace(packagesv1.PackagesNamespace)); err != nil {
+		ctrl.LoggerFrom(ctx).Error(err, "Listing PackageBundles")
+		return nil
+	}
+	reqs := make([]reconcile.Request, 0, len(list.Items))
+	for i := range list.Items {
+		reqs = append(reqs, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&list.Items[i])})
+	}
+	return reqs
+}
