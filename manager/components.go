@@ -51,7 +51,7 @@ const AllComponents = "all"
 // A component is added here, with a Setup that adapts Deps to its reconcilers' fields; the
 // reconciler packages do not import this package.
 func Components() []Component {
-	return []Component{
+	return append([]Component{
 		{Name: "capi", Setup: setupClusterAPI},
 		{Name: "local", Setup: func(ctx context.Context, mgr ctrl.Manager, deps Deps) error {
 			return local.Setup(ctx, mgr, local.Options{ClusterCache: deps.ClusterCache, Home: deps.Home, BinRoot: deps.BinRoot})
@@ -76,7 +76,7 @@ func Components() []Component {
 			helmEngine := &helm.Engine{ChartCache: filepath.Join(deps.Home, "cache", "charts")}
 			return packages.Setup(ctx, mgr, packages.Options{RESTConfigs: deps.ClusterCache, Installer: packages.HelmInstaller{Engine: helmEngine}})
 		}},
-	}
+	}, kubeadmComponents()...) // CAPI's kubeadm providers, see kubeadm.go
 }
 
 // selectComponents returns the components of available named by names, in available's order.

@@ -41,7 +41,7 @@ type provider struct {
 
 // providers lists the supported providers.
 func providers() []provider {
-	return []provider{localProvider()}
+	return []provider{localProvider(), packetProvider()}
 }
 
 // Providers returns the names of the supported providers, for flag help and errors.

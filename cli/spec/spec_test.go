@@ -235,12 +235,12 @@ func TestParseRejectsInvalidSpecs(t *testing.T) {
 		{
 			name: "a document without a kind is rejected",
 			spec: func(t *testing.T) string { return edit(t, "\nkind: LocalMachineConfig\n", "\n") },
-			want: `w1.yaml:32: document 3: kind: missing; every document names its kind, one of Cluster, LocalDatacenterConfig, LocalMachineConfig, GitOpsConfig`,
+			want: `w1.yaml:32: document 3: kind: missing; every document names its kind, one of Cluster, LocalDatacenterConfig, LocalMachineConfig, PacketDatacenterConfig, PacketMachineConfig, GitOpsConfig`,
 		},
 		{
 			name: "a document of an unknown kind is rejected",
 			spec: func(t *testing.T) string { return edit(t, "\nkind: LocalMachineConfig", "\nkind: MachineConfig") },
-			want: `w1.yaml:33: document 3: kind: "MachineConfig" is not a kind a cluster spec holds; use one of Cluster, LocalDatacenterConfig, LocalMachineConfig, GitOpsConfig`,
+			want: `w1.yaml:33: document 3: kind: "MachineConfig" is not a kind a cluster spec holds; use one of Cluster, LocalDatacenterConfig, LocalMachineConfig, PacketDatacenterConfig, PacketMachineConfig, GitOpsConfig`,
 		},
 		{
 			name: "a document of the wrong apiVersion is rejected",
@@ -322,7 +322,7 @@ func TestParseRejectsInvalidSpecs(t *testing.T) {
 			spec: func(t *testing.T) string {
 				return edit(t, "    kind: LocalDatacenterConfig\n    name: w1", "    kind: LocalMachineConfig\n    name: w1")
 			},
-			want: `w1.yaml:13: document 1 (Cluster "w1"): spec.datacenterRef.kind: "LocalMachineConfig" is not a datacenter config kind; use one of LocalDatacenterConfig; the file has LocalDatacenterConfig "w1"`,
+			want: `w1.yaml:13: document 1 (Cluster "w1"): spec.datacenterRef.kind: "LocalMachineConfig" is not a datacenter config kind; use one of LocalDatacenterConfig, PacketDatacenterConfig; the file has LocalDatacenterConfig "w1"`,
 		},
 		{
 			name: "a missing datacenterRef is rejected",

@@ -39,9 +39,15 @@ func coreCRD(name string) source {
 }
 
 // kubeadmCRD is a CRD of one of the kubeadm providers (dir: bootstrap or controlplane). Flotilla
-// embeds them in its own manager, as it does the core, so they carry the core's labels.
+// embeds them in its own manager, as it does the core, so they carry the core's labels, plus the
+// contract label by which the core finds the version of a bootstrap or control plane object
+// (the kubeadm providers' kustomization adds it).
 func kubeadmCRD(dir, name string) source {
-	return source{path: filepath.Join(dir, "kubeadm", "config", "crd", "bases", name), version: "v1beta2", labels: providerLabels}
+	labels := map[string]string{"cluster.x-k8s.io/v1beta2": "v1beta2"}
+	for k, v := range providerLabels {
+		labels[k] = v
+	}
+	return source{path: filepath.Join(dir, "kubeadm", "config", "crd", "bases", name), version: "v1beta2", labels: labels}
 }
 
 var crdSources = []source{

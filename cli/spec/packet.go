@@ -1,0 +1,161 @@
+package spec
+
+import (
+	"k8s.io/apimachinery/pkg/util/validation/field"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	infrav1 "github.com/flotilla-dev/flotilla/api/infrastructure/v1alpha1"
+)
+
+// ProviderPacket is the Packet (Equinix Metal) provider: control plane and workers are
+// bare-metal devices created through the Metal API and bootstrapped with kubeadm.
+const ProviderPacket = "packet"
+
+// Defaults of the Packet provider's configs.
+const (
+	DefaultPacketOS           = "ubuntu_24_04"
+	DefaultPacketBillingCycle = "hourly"
+)
+
+func packetProvider() provider {
+	return provider{
+		name: ProviderPacket,
+		datacenter: kind{
+			gvk:       infrav1.GroupVersion.WithKind("PacketDatacenterConfig"),
+			newObject: func() client.Object { return &infrav1.PacketDatacenterConfig{} },
+		},
+		machineConfig: kind{
+			gvk:       infrav1.GroupVersion.WithKind("PacketMachineConfig"),
+			newObject: func() client.Object { return &infrav1.PacketMachineConfig{} },
+		},
+		defaultObjects: func(datacenter client.Object, machineConfigs []client.Object) {
+			dc := datacenter.(*infrav1.PacketDatacenterConfig)
+			if dc.Spec.APIURL == "" {
+				dc.Spec.APIURL = infrav1.DefaultPacketAPIURL
+			}
+			if dc.Spec.VIPManager == "" {
+				dc.Spec.VIPManager = infrav1.VIPManagerKubeVIP
+			}
+			for _, obj := range machineConfigs {
+				mc := obj.(*infrav1.PacketMachineConfig)
+				if mc.Spec.OS == "" {
+					mc.Spec.OS = DefaultPacketOS
+				}
+				if mc.Spec.BillingCycle == "" {
+					mc.Spec.BillingCycle = DefaultPacketBillingCycle
+				}
+			}
+		},
+		validate: func(s *Spec, p *problems) {
+			c := s.Cluster
+			if c.Spec.Management {
+				p.cluster(field.NewPath("spec", "management"),
+					"a Packet cluster is a workload cluster; set it to false and create it with --kubeconfig of a management cluster")
+			}
+			if c.Spec.ControlPlane.MachineGroupRef == nil {
+				p.cluster(field.NewPath("spec", "controlPlane", "machineGroupRef"),
+					"missing; name the PacketMachineConfig of the control plane devices")
+			}
+		},
+		template: packetTemplate,
+	}
+}
+
+// packetTemplate is the spec of a Packet cluster.
+const packetTemplate = `# Cluster spec for "{{.Name}}" on Equinix Metal (Packet), printed by:
+#   {{.Command}}
+#
+# A Packet cluster is a workload cluster: create it from a management cluster, with the Metal
+# API key in PACKET_API_KEY (stored in the Secret flotilla-system/packet-credentials, which
+# people who only create clusters cannot read):
+#   PACKET_API_KEY=... flotilla create cluster -f {{.Name}}.yaml --kubeconfig MGMT/MGMT.kubeconfig
+# To try it without Equinix Metal, run the simulator and point apiURL below at it:
+#   flotilla dev metal-api --listen 127.0.0.1:8089 --api-key "$PACKET_API_KEY"
+# Every field is checked strictly: a misspelt or unknown field is an error that names it.
+---
+apiVersion: cluster.flotilla.dev/v1alpha1
+kind: Cluster
+metadata:
+  name: {{.Name}}
+  namespace: default
+spec:
+  management: false
+  # kubernetesVersion: the Kubernetes minor version, in quotes. Supported: {{.Supported}}.
+  kubernetesVersion: "{{.KubernetesVersion}}"
+  controlPlane:
+    # count: control plane devices; the first runs kubeadm init, the others kubeadm join.
+    # Use an odd number (1, 3, 5) for etcd quorum.
+    count: 1
+    # machineGroupRef: the PacketMachineConfig of the control plane devices.
+    machineGroupRef:
+      kind: PacketMachineConfig
+      name: {{.Name}}-cp
+    # endpoint: leave it out and the provider reserves an elastic IP for the API server
+    # (port 6443); once chosen it does not change.
+  datacenterRef:
+    kind: PacketDatacenterConfig
+    name: {{.Name}}
+  workerNodeGroups:
+    - name: {{.WorkerGroup}}
+      # count: the number of worker devices. Change it to scale the group.
+      count: {{.Workers}}
+      machineGroupRef:
+        kind: PacketMachineConfig
+        name: {{.Name}}-workers
+      # labels: set on every Node of the group.
+      # labels:
+      #   example.com/tier: general
+  clusterNetwork:
+    pods:
+      - 192.168.0.0/16
+    services:
+      - 10.96.0.0/12
+---
+# PacketDatacenterConfig: where the devices are created.
+apiVersion: infrastructure.flotilla.dev/v1alpha1
+kind: PacketDatacenterConfig
+metadata:
+  name: {{.Name}}
+  namespace: default
+spec:
+  # apiURL: the Metal API. For the simulator: http://127.0.0.1:8089/metal/v1
+  apiURL: https://api.equinix.com/metal/v1
+  # projectID: your Metal project's ID (the simulator creates it on first use).
+  projectID: REPLACE-WITH-PROJECT-ID
+  # metro: the metro code, such as da (Dallas), sv (Silicon Valley), am (Amsterdam).
+  metro: da
+  # facility: pin the devices to one facility of the metro.
+  # facility: da11
+  # vipManager: what keeps the control plane elastic IP on a healthy control plane node:
+  # KUBE_VIP or CPEM.
+  vipManager: KUBE_VIP
+  # credentialsSecretName: the Secret in flotilla-system holding the API key ("apiKey").
+  # credentialsSecretName: packet-credentials
+---
+# PacketMachineConfig: the control plane devices.
+apiVersion: infrastructure.flotilla.dev/v1alpha1
+kind: PacketMachineConfig
+metadata:
+  name: {{.Name}}-cp
+  namespace: default
+spec:
+  # plan: the device type.
+  plan: c3.small.x86
+  # os: the operating system; the bootstrap installs kubeadm from pkgs.k8s.io (Ubuntu, Debian).
+  os: ubuntu_24_04
+  billingCycle: hourly
+  # sshAuthorizedKeys: public keys of the "flotilla" login user.
+  # sshAuthorizedKeys:
+  #   - ssh-ed25519 AAAA... you@example.com
+---
+# PacketMachineConfig: the worker devices.
+apiVersion: infrastructure.flotilla.dev/v1alpha1
+kind: PacketMachineConfig
+metadata:
+  name: {{.Name}}-workers
+  namespace: default
+spec:
+  plan: m3.small.x86
+  os: ubuntu_24_04
+  billingCycle: hourly
+`

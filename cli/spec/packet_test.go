@@ -1,0 +1,64 @@
+package spec
+
+import (
+	"strings"
+	"testing"
+
+	. "github.com/onsi/gomega"
+
+	infrav1 "github.com/flotilla-dev/flotilla/api/infrastructure/v1alpha1"
+)
+
+func TestAGeneratedPacketSpecParsesWithItsDefaults(t *testing.T) {
+	g := NewWithT(t)
+	out, err := Generate(GenerateOptions{Name: "metal", Provider: ProviderPacket, Workers: 3})
+	g.Expect(err).NotTo(HaveOccurred())
+	s, err := Parse("metal.yaml", out)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(s.Provider).To(Equal(ProviderPacket))
+	dc, ok := s.Datacenter.(*infrav1.PacketDatacenterConfig)
+	g.Expect(ok).To(BeTrue())
+	g.Expect(dc.Spec.APIURL).To(Equal(infrav1.DefaultPacketAPIURL))
+	g.Expect(dc.Spec.Metro).To(Equal("da"))
+	g.Expect(s.MachineConfigs).To(HaveKey("metal-cp"))
+	g.Expect(s.MachineConfigs).To(HaveKey("metal-workers"))
+	g.Expect(s.Cluster.Spec.WorkerNodeGroups[0].Count).To(BeEquivalentTo(3))
+}
+
+func TestPacketSpecProblems(t *testing.T) {
+	tests := []struct {
+		name    string
+		edit    func(string) string
+		problem string
+	}{
+		{
+			name:    "a Packet management cluster is refused",
+			edit:    func(s string) string { return strings.Replace(s, "management: false", "management: true", 1) },
+			problem: "a Packet cluster is a workload cluster",
+		},
+		{
+			name: "a control plane without a machine config is refused",
+			edit: func(s string) string {
+				return strings.Replace(s, "    machineGroupRef:\n      kind: PacketMachineConfig\n      name: metal-cp\n", "", 1)
+			},
+			problem: "name the PacketMachineConfig of the control plane devices",
+		},
+		{
+			name:    "a local machine config in a Packet cluster is refused",
+			edit:    func(s string) string { return strings.Replace(s, "kind: PacketMachineConfig\n        name: metal-workers", "kind: LocalMachineConfig\n        name: metal-workers", 1) },
+			problem: "LocalMachineConfig",
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			g := NewWithT(t)
+			out, err := Generate(GenerateOptions{Name: "metal", Provider: ProviderPacket, Workers: 1})
+			g.Expect(err).NotTo(HaveOccurred())
+			edited := tt.edit(string(out))
+			g.Expect(edited).NotTo(Equal(string(out)), "the edit applies")
+			_, err = Parse("metal.yaml", []byte(edited))
+			g.Expect(err).To(HaveOccurred())
+			g.Expect(err.Error()).To(ContainSubstring(tt.problem))
+		})
+	}
+}

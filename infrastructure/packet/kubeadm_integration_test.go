@@ -1,0 +1,147 @@
+//go:build flotilla_kubeadm
+
+package packet_test
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/uuid"
+	"k8s.io/client-go/tools/clientcmd"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
+
+	flotillav1 "github.com/flotilla-dev/flotilla/api/cluster/v1alpha1"
+	infrav1 "github.com/flotilla-dev/flotilla/api/infrastructure/v1alpha1"
+	"github.com/flotilla-dev/flotilla/infrastructure/packet/clusterspec"
+	"github.com/flotilla-dev/flotilla/infrastructure/packet/metal"
+	"github.com/flotilla-dev/flotilla/manager"
+	"github.com/flotilla-dev/flotilla/pkg/binaries"
+)
+
+// startCAPIManager runs Cluster API's core and kubeadm reconcilers (the Packet reconcilers run
+// in the package's manager) until the test ends.
+func startCAPIManager(t *testing.T) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(ctrl.LoggerInto(context.Background(), ctrl.Log))
+	m, err := manager.New(ctx, env.Config, manager.Options{
+		Components:                   []string{"capi", "kubeadm"},
+		HealthProbeBindAddress:       "0",
+		MetricsBindAddress:           "0",
+		Home:                         t.TempDir(),
+		BinRoot:                      binaries.DefaultRoot(),
+		SkipControllerNameValidation: true,
+	})
+	if err != nil {
+		cancel()
+		t.Fatalf("creating manager: %v", err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- m.Run(ctx) }()
+	t.Cleanup(func() {
+		cancel()
+		select {
+		case err := <-done:
+			if err != nil && !errors.Is(err, context.Canceled) {
+				t.Errorf("manager: %v", err)
+			}
+		case <-time.After(time.Minute):
+			t.Errorf("manager did not stop within a minute")
+		}
+	})
+}
+
+func TestKubeadmBootstrapsTheFirstControlPlaneDeviceWithKubeadmInitAndDeleteLeavesTheProjectEmpty(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	startCAPIManager(t)
+
+	ns := env.NewNamespace(t)
+	project := string(uuid.NewUUID())
+	fc := &flotillav1.Cluster{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "metal"},
+		Spec: flotillav1.ClusterSpec{
+			KubernetesVersion: "1.36",
+			ControlPlane:      flotillav1.ControlPlaneConfiguration{Count: 1},
+			WorkerNodeGroups:  []flotillav1.WorkerNodeGroup{{Name: "md-0", Count: 1, Labels: map[string]string{"pool": "a"}}},
+		},
+	}
+	cpConfig := &infrav1.PacketMachineConfig{Spec: infrav1.PacketMachineConfigSpec{Plan: "c3.small.x86", SSHAuthorizedKeys: []string{"ssh-ed25519 AAAA test"}}}
+	objs, err := clusterspec.Objects(clusterspec.Input{
+		Cluster: fc, Version: "v1.36.3",
+		Datacenter:          &infrav1.PacketDatacenterConfig{Spec: infrav1.PacketDatacenterConfigSpec{APIURL: apiURL, ProjectID: project, Metro: "da"}},
+		ControlPlaneMachine: cpConfig,
+		WorkerMachines:      map[string]*infrav1.PacketMachineConfig{"md-0": {Spec: infrav1.PacketMachineConfigSpec{Plan: "m3.small.x86"}}},
+	})
+	g.Expect(err).NotTo(HaveOccurred())
+	for _, obj := range objs {
+		g.Expect(env.Client.Create(ctx, obj)).To(Succeed(), "creating %T %s", obj, obj.GetName())
+	}
+
+	// The kubeadm providers create the CA and the admin kubeconfig for the elastic IP.
+	var endpoint string
+	g.Eventually(func(g Gomega) {
+		pc := get(g, &infrav1.PacketCluster{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "metal"}})
+		endpoint = pc.Spec.ControlPlaneEndpoint.Host
+		g.Expect(endpoint).NotTo(BeEmpty())
+		ca := get(g, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "metal-ca"}})
+		g.Expect(ca.Data).To(HaveKey("tls.crt"))
+		g.Expect(ca.Data).To(HaveKey("tls.key"))
+		kubeconfig := get(g, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "metal-kubeconfig"}})
+		cfg, err := clientcmd.Load(kubeconfig.Data["value"])
+		g.Expect(err).NotTo(HaveOccurred())
+		for _, cluster := range cfg.Clusters {
+			g.Expect(cluster.Server).To(Equal("https://" + endpoint + ":6443"))
+			g.Expect(cluster.CertificateAuthorityData).To(Equal(ca.Data["tls.crt"]))
+		}
+	}, time.Minute).Should(Succeed())
+
+	// The first control plane Machine's device runs kubeadm init from its cloud-init.
+	var device metal.Device
+	g.Eventually(func(g Gomega) {
+		var cp []metal.Device
+		for _, d := range sim.Devices(project) {
+			if d.HasTag(infrav1.PacketControlPlaneTag) {
+				cp = append(cp, d)
+			}
+		}
+		g.Expect(cp).To(HaveLen(1))
+		device = cp[0]
+		g.Expect(device.State).To(Equal(metal.DeviceStateActive))
+	}, time.Minute).Should(Succeed())
+	g.Expect(device.Userdata).To(ContainSubstring("kubeadm init"))
+	g.Expect(device.Userdata).To(ContainSubstring("/etc/kubernetes/pki/ca.crt"))
+	g.Expect(device.Userdata).To(ContainSubstring("kubelet=1.36.3-*"))
+	g.Expect(device.Userdata).To(ContainSubstring("ssh-ed25519 AAAA test"))
+	g.Expect(device.IPAddresses).To(ContainElement(HaveField("Address", endpoint)))
+
+	machines := &clusterv1.MachineList{}
+	g.Expect(env.Client.List(ctx, machines, client.InNamespace(ns), client.MatchingLabels{clusterv1.MachineControlPlaneLabel: ""})).To(Succeed())
+	g.Expect(machines.Items).To(HaveLen(1))
+	bootstrap := get(g, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: *machines.Items[0].Spec.Bootstrap.DataSecretName}})
+	g.Expect(string(bootstrap.Data["value"])).To(Equal(device.Userdata), "the bootstrap data Secret is the device's userdata")
+	g.Expect(machines.Items[0].Spec.ProviderID).To(Equal("equinixmetal://" + device.ID))
+
+	// Workers join once the control plane is initialized, which needs a live API server on the
+	// device; until then their bootstrap data (kubeadm join) is not rendered and no device exists.
+	g.Consistently(func() int { return len(sim.Devices(project)) }, 3*time.Second).Should(Equal(1))
+
+	// Deleting the Cluster releases every device and the elastic IP.
+	g.Expect(env.Client.Delete(ctx, &clusterv1.Cluster{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "metal"}})).To(Succeed())
+	g.Eventually(func(g Gomega) {
+		g.Expect(sim.Devices(project)).To(BeEmpty())
+		g.Expect(sim.IPReservations(project)).To(BeEmpty())
+		err := env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "metal"}, &clusterv1.Cluster{})
+		g.Expect(apierrors.IsNotFound(err)).To(BeTrue(), "the Cluster is gone")
+	}, 2*time.Minute).Should(Succeed())
+	_ = strings.TrimSpace
+}
