@@ -1,8 +1,8 @@
 // Package packages is Flotilla's curated packages component: Setup wires the controllers of
-// packages.flotilla.dev (PackageBundleController, PackageBundle, Package, the cluster
-// lifecycle hooks) and the
-// Package validation webhook into a manager, with the real bundle source (packages/bundle) and
-// the shared Helm engine (pkg/helm) behind the small interfaces the reconcilers declare.
+// packages.flotilla.dev (PackageBundleController, PackageBundle, Package, the cluster lifecycle
+// hooks) and the Package validation webhook into a manager, with the real bundle source
+// (packages/bundle) and the shared Helm engine (pkg/helm) behind the small interfaces the
+// reconcilers declare.
 //
 // The pieces:
 //   - reconcilers/clusterlifecycle: a namespace flotilla-packages-<cluster> and a
