@@ -2,6 +2,7 @@ package cmd
 
 import (
 	"fmt"
+	"net"
 	"os"
 
 	"github.com/spf13/cobra"
@@ -43,9 +44,25 @@ also makes one for a cluster created before packages were set up).
 	cmd.Flags().StringVar(&o.Registry, "registry", "", "registry host[:port] of the signed bundles")
 	cmd.Flags().StringVar(&o.Repository, "repository", "", "repository of the bundles in the registry, e.g. flotilla/bundles")
 	cmd.Flags().StringVar(&o.PublicKeyFile, "public-key", "", "PEM public key (ECDSA P-256) the bundles are signed for")
-	cmd.Flags().BoolVar(&o.PlainHTTP, "plain-http", false, "reach the registries over plain HTTP (loopback registries)")
+	cmd.Flags().BoolVar(&o.PlainHTTP, "plain-http", false, "reach the registries over plain HTTP (the default for a loopback --registry)")
 	cmd.Flags().BoolVar(&o.Own, "cluster-source", false, "make --registry/--repository this cluster's own source (spec.source) instead of the default")
 	return cmd
+}
+
+// isLoopbackRegistry reports whether registry (host[:port]) is on a loopback address.
+func isLoopbackRegistry(registry string) bool {
+	if registry == "" {
+		return false
+	}
+	host := registry
+	if h, _, err := net.SplitHostPort(registry); err == nil {
+		host = h
+	}
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
 }
 
 // Run writes the defaults and creates the PBC.
@@ -58,8 +75,14 @@ func (o *InstallPackageControllerOptions) Run(cmd *cobra.Command) error {
 		}
 		opts.PublicKey = data
 	}
-	if cmd.Flags().Changed("plain-http") {
+	switch {
+	case cmd.Flags().Changed("plain-http"):
 		opts.PlainHTTP = &o.PlainHTTP
+	case isLoopbackRegistry(o.Registry):
+		// Flotilla's embedded registry speaks plain HTTP on a loopback address.
+		plain := true
+		opts.PlainHTTP = &plain
+		_, _ = fmt.Fprintf(o.ErrOut, "Registry %s is on this machine: reaching it over plain HTTP (--plain-http=false for TLS)\n", o.Registry)
 	}
 	if o.Own {
 		if o.Registry == "" || o.Repository == "" {

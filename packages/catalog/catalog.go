@@ -120,14 +120,14 @@ func schemaErrors(verr *jsonschema.ValidationError, path *field.Path, instance a
 			}
 			return
 		}
-		p := valuePath(path, instance, e.InstanceLocation)
+		p, value := valuePath(path, instance, e.InstanceLocation)
 		msg := e.ErrorKind.LocalizedString(printer)
 		key := p.String() + ": " + msg
 		if seen[key] {
 			return
 		}
 		seen[key] = true
-		errs = append(errs, field.Invalid(p, "", msg))
+		errs = append(errs, field.Invalid(p, shown(value), msg))
 	}
 	walk(verr)
 	sort.SliceStable(errs, func(i, j int) bool { return errs[i].Field < errs[j].Field })
@@ -136,14 +136,14 @@ func schemaErrors(verr *jsonschema.ValidationError, path *field.Path, instance a
 
 // valuePath is the path of the value at tokens (a JSON pointer's) in instance: array items as
 // indexes (hosts[1]), object members as children (service.port).
-func valuePath(path *field.Path, instance any, tokens []string) *field.Path {
+func valuePath(path *field.Path, instance any, tokens []string) (*field.Path, any) {
 	p, v := path, instance
 	for _, token := range tokens {
 		switch cur := v.(type) {
 		case []any:
 			i, err := strconv.Atoi(token)
 			if err != nil || i < 0 || i >= len(cur) {
-				return p.Child(token)
+				return p.Child(token), nil
 			}
 			p, v = p.Index(i), cur[i]
 		case map[string]any:
@@ -152,7 +152,20 @@ func valuePath(path *field.Path, instance any, tokens []string) *field.Path {
 			p, v = p.Child(token), nil
 		}
 	}
-	return p
+	return p, v
+}
+
+// shown is a value as an error shows it: scalars as they are, objects and arrays left out.
+func shown(v any) any {
+	switch v := v.(type) {
+	case string, bool, json.Number, float64, int64, nil:
+		if n, ok := v.(json.Number); ok {
+			return n.String()
+		}
+		return v
+	default:
+		return field.OmitValueType{}
+	}
 }
 
 func packageNames(b *packagesv1.PackageBundle) []string {
