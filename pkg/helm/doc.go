@@ -17,8 +17,10 @@
 // Resolving a tag costs one HEAD request and resolving a repository version one index.yaml
 // download; a digest already in the cache is never pulled again, and a pinned digest that is
 // cached needs no network at all. A pinned digest is verified after every pull, and a chart
-// whose content does not match is refused. Stats counts pulls, so callers can prove that a
-// resync pulled nothing.
+// whose content does not match is refused (ErrDigestMismatch). Stats counts pulls and source
+// lookups, so callers can prove that a resync pulled nothing. Registry credentials, CA and TLS
+// settings come from Registry only, never from the Helm or Docker credential files of the user
+// running Flotilla, and a classic repository's credentials are sent to its own host only.
 //
 // # Releases
 //
@@ -29,13 +31,23 @@
 // annotations flotilla.dev/chart-digest and flotilla.dev/values-hash, and the same names as
 // release labels cut to the length a label value allows).
 //
+// CRDs in crds/ (the chart's and its subcharts') that the cluster lacks are created before the
+// release and waited for until they are served, also on upgrade; existing CRDs are never changed,
+// as in Helm. Objects are applied server-side and validated by the API server.
+//
 // Re-running is always safe. A release left pending-install, pending-upgrade or
 // pending-rollback by a process that died is marked failed and then upgraded, which Helm
 // allows from a failed release; one left uninstalling is purged and installed again. Calls for
 // the same release are serialised inside an Engine, so a pending release seen while holding
 // that lock belongs to nobody alive in this process. History is bounded (MaxHistory, default
-// 5). Wait, Timeout, Atomic, SkipCRDs and CreateNamespace mean what they mean in Helm; CRDs in
-// a chart's crds/ directory and subcharts bundled in its charts/ directory are installed.
+// 5). Wait, Timeout, Atomic, SkipCRDs and CreateNamespace mean what they mean in Helm; subcharts
+// bundled in a chart's charts/ directory are installed with it, and a chart missing one it
+// declares is refused. A cancelled context stops the preparation of a call, never a Helm action
+// halfway: that runs to its end, bounded by Timeout.
+//
+// Diff renders with the cluster's version and APIs and compares with the latest revision's
+// manifest; Template renders without a cluster and describes the chart (ChartInfo, with its
+// values.schema.json). Neither writes anything.
 //
 // Errors carry Helm's own message. Nothing the engine returns or logs contains credentials or
 // kubeconfig bytes.
