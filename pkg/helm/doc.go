@@ -25,7 +25,7 @@
 // # Releases
 //
 // InstallOrUpgrade installs a release that is absent and upgrades one whose chart digest or
-// values hash differs from what the deployed release records; otherwise it returns Unchanged
+// values hash differs from what the deployed release records; otherwise it returns ActionUnchanged
 // without a single write to the cluster and without a new revision. The values hash is SHA-256
 // over the canonical JSON of the caller's values. Both facts are recorded in the release (chart
 // annotations flotilla.dev/chart-digest and flotilla.dev/values-hash, and the same names as
@@ -39,7 +39,8 @@
 // pending-rollback by a process that died is marked failed and then upgraded, which Helm
 // allows from a failed release; one left uninstalling is purged and installed again. Calls for
 // the same release are serialised inside an Engine, so a pending release seen while holding
-// that lock belongs to nobody alive in this process. History is bounded (MaxHistory, default
+// that lock belongs to nobody alive in this process (so a process shares one Engine between
+// its users). History is bounded (MaxHistory, default
 // 5). Wait, Timeout, Atomic, SkipCRDs and CreateNamespace mean what they mean in Helm; subcharts
 // bundled in a chart's charts/ directory are installed with it, and a chart missing one it
 // declares is refused. A cancelled context stops the preparation of a call, never a Helm action
