@@ -108,9 +108,9 @@ metadata:
 data:
   childGreeting: {{ .Values.child.greeting | quote }}
 `,
-		"values.yaml":                      "child:\n  greeting: from-parent\n",
-		"charts/child/Chart.yaml":          "apiVersion: v2\nname: child\nversion: 0.1.0\n",
-		"charts/child/values.yaml":         "greeting: from-child\n",
+		"values.yaml":                    "child:\n  greeting: from-parent\n",
+		"charts/child/Chart.yaml":        "apiVersion: v2\nname: child\nversion: 0.1.0\n",
+		"charts/child/values.yaml":       "greeting: from-child\n",
 		"charts/child/templates/cm.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {{ .Release.Name }}-child\ndata:\n  greeting: {{ .Values.greeting | quote }}\n",
 	}}
 }
