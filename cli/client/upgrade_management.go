@@ -91,7 +91,7 @@ func (c *Client) UpgradeManagementCluster(ctx context.Context, opts UpgradeManag
 		return err
 	}
 	r := &managementRun{
-		c: c, opts: CreateManagementClusterOptions{File: opts.File, OutDir: opts.OutDir}, spec: s, bins: bins,
+		c: c, opts: CreateManagementClusterOptions(opts), spec: s, bins: bins,
 		name: name, boot: bootstrapName(name),
 		bootCfg: c.localKubeconfigPath(bootstrapName(name)),
 		mgmtCfg: c.localKubeconfigPath(name),

@@ -60,7 +60,7 @@ type Spec struct {
 // Load reads, decodes, defaults and validates the cluster spec file at path. A file that is not
 // valid returns an *Error listing every problem.
 func Load(path string) (*Spec, error) {
-	data, err := os.ReadFile(path) //nolint:gosec // the spec file is the one the user names
+	data, err := os.ReadFile(path)
 	if err != nil {
 		return nil, fmt.Errorf("reading cluster spec: %w", err)
 	}

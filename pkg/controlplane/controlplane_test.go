@@ -243,7 +243,7 @@ func TestEnsureRefusesAnAPIServerPortInUse(t *testing.T) {
 	g := NewWithT(t)
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	g.Expect(err).NotTo(HaveOccurred())
-	defer l.Close()
+	defer func() { _ = l.Close() }()
 	port := l.Addr().(*net.TCPAddr).Port
 	cfg := controlplane.Config{
 		Name:          "busy",

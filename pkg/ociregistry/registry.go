@@ -88,7 +88,7 @@ func lockDir(dir string) (func(), error) {
 		return nil, fmt.Errorf("creating %s: %w", dir, err)
 	}
 	path := filepath.Join(dir, ".lock")
-	f, err := os.OpenFile(path, os.O_CREATE|os.O_RDWR, 0o600) //nolint:gosec // path is under the registry's own directory
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_RDWR, 0o600)
 	if err != nil {
 		return nil, fmt.Errorf("opening %s: %w", path, err)
 	}

@@ -165,7 +165,7 @@ func (s *store) replay(inner http.Handler) error {
 		if err != nil {
 			return err
 		}
-		body, err := os.ReadFile(path) //nolint:gosec // path is built from a parsed digest under the registry's directory
+		body, err := os.ReadFile(path)
 		if err != nil {
 			return fmt.Errorf("restoring manifest %s:%s: %w", e.repo, e.target, err)
 		}
