@@ -5,7 +5,6 @@ package packet_test
 import (
 	"context"
 	"errors"
-	"strings"
 	"testing"
 	"time"
 
@@ -117,19 +116,22 @@ func TestKubeadmBootstrapsTheFirstControlPlaneDeviceWithKubeadmInitAndDeleteLeav
 		g.Expect(cp).To(HaveLen(1))
 		device = cp[0]
 		g.Expect(device.State).To(Equal(metal.DeviceStateActive))
+		g.Expect(device.IPAddresses).To(ContainElement(HaveField("Address", endpoint)), "the control plane device holds the elastic IP")
 	}, time.Minute).Should(Succeed())
 	g.Expect(device.Userdata).To(ContainSubstring("kubeadm init"))
 	g.Expect(device.Userdata).To(ContainSubstring("/etc/kubernetes/pki/ca.crt"))
 	g.Expect(device.Userdata).To(ContainSubstring("kubelet=1.36.3-*"))
 	g.Expect(device.Userdata).To(ContainSubstring("ssh-ed25519 AAAA test"))
-	g.Expect(device.IPAddresses).To(ContainElement(HaveField("Address", endpoint)))
 
-	machines := &clusterv1.MachineList{}
-	g.Expect(env.Client.List(ctx, machines, client.InNamespace(ns), client.MatchingLabels{clusterv1.MachineControlPlaneLabel: ""})).To(Succeed())
-	g.Expect(machines.Items).To(HaveLen(1))
-	bootstrap := get(g, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: *machines.Items[0].Spec.Bootstrap.DataSecretName}})
-	g.Expect(string(bootstrap.Data["value"])).To(Equal(device.Userdata), "the bootstrap data Secret is the device's userdata")
-	g.Expect(machines.Items[0].Spec.ProviderID).To(Equal("equinixmetal://" + device.ID))
+	g.Eventually(func(g Gomega) {
+		machines := &clusterv1.MachineList{}
+		g.Expect(env.Client.List(ctx, machines, client.InNamespace(ns), client.MatchingLabels{clusterv1.MachineControlPlaneLabel: ""})).To(Succeed())
+		g.Expect(machines.Items).To(HaveLen(1))
+		bootstrap := get(g, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: *machines.Items[0].Spec.Bootstrap.DataSecretName}})
+		g.Expect(string(bootstrap.Data["value"])).To(Equal(device.Userdata), "the bootstrap data Secret is the device's userdata")
+		// CAPI's Machine reconciler copies the provider ID from the PacketMachine.
+		g.Expect(machines.Items[0].Spec.ProviderID).To(Equal("equinixmetal://" + device.ID))
+	}, time.Minute).Should(Succeed())
 
 	// Workers join once the control plane is initialized, which needs a live API server on the
 	// device; until then their bootstrap data (kubeadm join) is not rendered and no device exists.
@@ -143,5 +145,4 @@ func TestKubeadmBootstrapsTheFirstControlPlaneDeviceWithKubeadmInitAndDeleteLeav
 		err := env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "metal"}, &clusterv1.Cluster{})
 		g.Expect(apierrors.IsNotFound(err)).To(BeTrue(), "the Cluster is gone")
 	}, 2*time.Minute).Should(Succeed())
-	_ = strings.TrimSpace
 }
