@@ -3,6 +3,7 @@ package helm
 import (
 	"context"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -230,4 +231,25 @@ func TestAnInvalidObjectIsRefusedWithTheServersMessage(t *testing.T) {
 	_, err := newEngine(t).InstallOrUpgrade(ctx, cluster, Release{Name: "invalid", Namespace: ns,
 		Chart: ChartRef{RepoURL: "oci://" + ociHost + "/invalid/invalid", Version: "0.1.0"}, Registry: Registry{PlainHTTP: true}})
 	g.Expect(err).To(MatchError(ContainSubstring(".datta: field not declared in schema")))
+}
+
+// TestSkipCRDsLeavesTheCRDsOut installs a chart with a CRD without its CRDs: the CRD is not
+// created, and the release's object of it cannot be.
+func TestSkipCRDsLeavesTheCRDsOut(t *testing.T) {
+	g := NewWithT(t)
+	ctx := testContext(t)
+	ns := env.NewNamespace(t)
+	gadgets := crdChart()
+	gadgets.name = "gadgets"
+	for p, content := range gadgets.files {
+		gadgets.files[p] = strings.NewReplacer("widgets", "gadgets", "Widget", "Gadget", "widget", "gadget").Replace(content)
+	}
+	gadgets.push(t, "skipcrds")
+	_, err := newEngine(t).InstallOrUpgrade(ctx, cluster, Release{Name: "gadgets", Namespace: ns, SkipCRDs: true,
+		Chart: ChartRef{RepoURL: "oci://" + ociHost + "/skipcrds/gadgets", Version: "1.0.0"}, Registry: Registry{PlainHTTP: true}})
+	g.Expect(err).To(MatchError(ContainSubstring(`no matches for kind "Gadget"`)))
+	crd := &unstructured.Unstructured{}
+	crd.SetGroupVersionKind(schema.GroupVersionKind{Group: "apiextensions.k8s.io", Version: "v1", Kind: "CustomResourceDefinition"})
+	err = env.Client.Get(ctx, client.ObjectKey{Name: "gadgets.test.flotilla.dev"}, crd)
+	g.Expect(apierrors.IsNotFound(err)).To(BeTrue(), "the CRD was not created: %v", err)
 }
