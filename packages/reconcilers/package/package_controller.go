@@ -33,7 +33,7 @@ const FieldOwner = "flotilla-package-controller"
 // Defaults of the Reconciler's knobs.
 const (
 	defaultHelmTimeout       = 3 * time.Minute
-	defaultUnreachableRetry  = 30 * time.Second
+	defaultUnreachableRetry  = 10 * time.Second
 	defaultConcurrency       = 10
 	restConfigRequestTimeout = 30 * time.Second
 )
@@ -61,7 +61,7 @@ type Reconciler struct {
 	LocalConfig *rest.Config
 	// HelmTimeout bounds one install, upgrade or uninstall; 3 minutes when zero.
 	HelmTimeout time.Duration
-	// UnreachableRetry is how soon an unreachable cluster is tried again; 30 s when zero.
+	// UnreachableRetry is how soon an unreachable cluster is tried again; 10 s when zero.
 	UnreachableRetry time.Duration
 	// MaxConcurrentReconciles bounds how many Packages reconcile at once; 10 when zero.
 	MaxConcurrentReconciles int
@@ -94,6 +94,9 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		Watches(&packagesv1.PackageBundleController{}, handler.EnqueueRequestsFromMapFunc(r.packagesOfPBC),
 			builder.WithPredicates(predicate.GenerationChangedPredicate{})).
 		Watches(&packagesv1.PackageBundle{}, handler.EnqueueRequestsFromMapFunc(r.packagesOfBundle)).
+		// A cluster that becomes Ready (or goes away) is worth trying again at once.
+		Watches(&flotillav1.Cluster{}, handler.EnqueueRequestsFromMapFunc(r.packagesOfPBC),
+			builder.WithPredicates(clusterReadinessChanged{})).
 		WithOptions(controller.Options{MaxConcurrentReconciles: concurrency}).
 		Complete(r)
 	if err != nil {
@@ -216,7 +219,8 @@ func (r *Reconciler) packagesOfNamespace(ctx context.Context, obj client.Object)
 	return r.packagesIn(ctx, obj.GetNamespace(), obj.GetName())
 }
 
-// packagesOfPBC maps a PackageBundleController to the Packages of its cluster.
+// packagesOfPBC maps a PackageBundleController, or a Flotilla Cluster, to the Packages of the
+// cluster of its name.
 func (r *Reconciler) packagesOfPBC(ctx context.Context, obj client.Object) []reconcile.Request {
 	return r.packagesIn(ctx, packagesv1.ClusterNamespace(obj.GetName()), "")
 }
@@ -250,6 +254,23 @@ func (r *Reconciler) packagesIn(ctx context.Context, ns, except string) []reconc
 		}
 	}
 	return reqs
+}
+
+// clusterReadinessChanged passes deletions and changes of a Flotilla Cluster's Ready
+// condition or deletion timestamp.
+type clusterReadinessChanged struct{ predicate.Funcs }
+
+func (clusterReadinessChanged) Create(event.CreateEvent) bool { return false }
+
+func (clusterReadinessChanged) Update(e event.UpdateEvent) bool {
+	o, ok1 := e.ObjectOld.(*flotillav1.Cluster)
+	n, ok2 := e.ObjectNew.(*flotillav1.Cluster)
+	if !ok1 || !ok2 {
+		return false
+	}
+	return meta.IsStatusConditionTrue(o.Status.Conditions, flotillav1.ReadyCondition) !=
+		meta.IsStatusConditionTrue(n.Status.Conditions, flotillav1.ReadyCondition) ||
+		o.DeletionTimestamp.IsZero() != n.DeletionTimestamp.IsZero()
 }
 
 // readinessChanged passes creations, deletions and changes of a Package's Ready condition.

@@ -243,6 +243,9 @@ func (r *Reconciler) install(ctx context.Context, s *scope, cfg *rest.Config) er
 		return fmt.Errorf("installing Package %s: %w", klog.KObj(s.pkg), err)
 	}
 	s.result = &res
+	// The cluster's PackageBundleController's spec.logLevel raises what is logged about it.
+	ctrl.LoggerFrom(ctx).V(verbosity(s.pbc, 1)).Info("Release reconciled", "package", klog.KObj(s.pkg), "cluster", s.clusterName,
+		"release", rel.Namespace+"/"+rel.Name, "version", res.ChartVersion, "revision", res.Revision, "changed", res.Changed)
 	if res.Changed {
 		reason := eventInstalled
 		if s.pkg.Status.CurrentVersion != "" {
@@ -300,6 +303,15 @@ func (r *Reconciler) ensureFinalizer(ctx context.Context, p *packagesv1.Package)
 		return fmt.Errorf("adding finalizer to Package %s: %w", klog.KObj(p), err)
 	}
 	return nil
+}
+
+// verbosity is the log level of a message normally logged at level for the cluster of pbc:
+// its spec.logLevel lowers it, down to 0 (always logged).
+func verbosity(pbc *packagesv1.PackageBundleController, level int) int {
+	if pbc == nil {
+		return level
+	}
+	return max(0, level-int(pbc.Spec.LogLevel))
 }
 
 // get reads key into obj, reporting whether it exists.

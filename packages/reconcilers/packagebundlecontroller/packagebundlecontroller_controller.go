@@ -133,6 +133,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 
 	if due, _ := r.checkDue(s); due {
 		s.checked = true
+		// spec.logLevel raises what is logged about this cluster's checks.
+		ctrl.LoggerFrom(ctx).V(max(0, 1-int(pbc.Spec.LogLevel))).Info("Checking the bundle source",
+			"source", s.source.Registry+"/"+s.source.Repository, "kubernetesMinor", s.minor)
 		if s.checkErr = r.check(ctx, s, d); s.checkErr != nil {
 			r.Recorder.Eventf(pbc, nil, corev1.EventTypeWarning, packagesv1.RegistryUnreachableReason, "Check", "%v", s.checkErr)
 			// Returned for the controller's exponential backoff.

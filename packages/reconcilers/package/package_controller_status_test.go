@@ -1,0 +1,68 @@
+package packagereconciler
+
+import (
+	"errors"
+	"testing"
+
+	. "github.com/onsi/gomega"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	packagesv1 "github.com/flotilla-dev/flotilla/api/packages/v1alpha1"
+	"github.com/flotilla-dev/flotilla/packages/catalog"
+)
+
+func TestSetStatus(t *testing.T) {
+	bundle := &packagesv1.PackageBundle{
+		ObjectMeta: metav1.ObjectMeta{Name: "v1-36-2"},
+		Spec: packagesv1.PackageBundleSpec{Packages: []packagesv1.BundlePackage{{
+			Name: "hello", Versions: []packagesv1.PackageVersion{{Version: "0.3.0"}, {Version: "0.2.0"}},
+		}}},
+	}
+	resolved := &catalog.Resolved{Package: &bundle.Spec.Packages[0], Version: &bundle.Spec.Packages[0].Versions[0]}
+	tests := []struct {
+		name        string
+		s           scope
+		current     string
+		wantState   packagesv1.PackageState
+		wantReady   metav1.ConditionStatus
+		wantReason  string
+		wantMessage string
+		wantCurrent string
+		wantUpgrade []string
+	}{
+		{name: "installed is Ready at the target version", s: scope{bundle: bundle, resolved: resolved, result: &Result{Changed: true, Revision: 1, ChartVersion: "0.3.0"}},
+			wantState: packagesv1.PackageInstalled, wantReady: metav1.ConditionTrue, wantReason: packagesv1.ReadyReason, wantMessage: "0.3.0 installed", wantCurrent: "0.3.0"},
+		{name: "an older current version lists the upgrades", current: "0.2.0", s: scope{bundle: bundle, waiting: "waiting for dependencies", waitingReason: packagesv1.WaitingForDependenciesReason},
+			wantState: packagesv1.PackagePending, wantReady: metav1.ConditionFalse, wantReason: packagesv1.WaitingForDependenciesReason, wantMessage: "dependencies", wantCurrent: "0.2.0", wantUpgrade: []string{"0.3.0"}},
+		{name: "invalid input fails naming the field", s: scope{invalid: field.ErrorList{field.NotFound(field.NewPath("spec", "packageName"), "nope")}},
+			wantState: packagesv1.PackageFailed, wantReady: metav1.ConditionFalse, wantReason: packagesv1.InvalidSpecReason, wantMessage: "spec.packageName"},
+		{name: "an unreachable cluster is pending and says so", s: scope{bundle: bundle, resolved: resolved, unreachable: errors.New("cluster ns/w1 cannot be reached")},
+			wantState: packagesv1.PackagePending, wantReady: metav1.ConditionFalse, wantReason: packagesv1.ClusterUnreachableReason, wantMessage: "cannot be reached"},
+		{name: "a Helm failure is failed with Helm's message", s: scope{bundle: bundle, resolved: resolved, installErr: errors.New("chart requires kubeVersion")},
+			wantState: packagesv1.PackageFailed, wantReady: metav1.ConditionFalse, wantReason: packagesv1.InstallFailedReason, wantMessage: "kubeVersion"},
+		{name: "deleting is uninstalling", s: scope{deleting: true},
+			wantState: packagesv1.PackageUninstalling, wantReady: metav1.ConditionFalse, wantReason: packagesv1.DeletingReason, wantMessage: "uninstalling"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			g := NewWithT(t)
+			s := tt.s
+			s.pkg = &packagesv1.Package{
+				Spec:   packagesv1.PackageSpec{PackageName: "hello"},
+				Status: packagesv1.PackageStatus{CurrentVersion: tt.current},
+			}
+			setStatus(&s)
+			st := s.pkg.Status
+			g.Expect(st.State).To(Equal(tt.wantState))
+			g.Expect(st.CurrentVersion).To(Equal(tt.wantCurrent))
+			g.Expect(st.UpgradesAvailable).To(Equal(tt.wantUpgrade))
+			ready := meta.FindStatusCondition(st.Conditions, packagesv1.ReadyCondition)
+			g.Expect(ready).NotTo(BeNil())
+			g.Expect(ready.Status).To(Equal(tt.wantReady))
+			g.Expect(ready.Reason).To(Equal(tt.wantReason))
+			g.Expect(ready.Message).To(ContainSubstring(tt.wantMessage))
+		})
+	}
+}
