@@ -114,6 +114,8 @@ func (e *Engine) resolveOCI(ctx context.Context, ref ChartRef, reg Registry) (*l
 				return nil, fmt.Errorf("chart %s: %w", repository, err)
 			}
 		}
+		// Registries hold "+" of semver build metadata as "_" (Helm pushes it so).
+		tag = strings.ReplaceAll(tag, "+", "_")
 		e.stats.lookups.Add(1)
 		desc, err := client.Resolve(repository + ":" + tag)
 		if err != nil {
@@ -124,12 +126,8 @@ func (e *Engine) resolveOCI(ctx context.Context, ref ChartRef, reg Registry) (*l
 
 	unlock := e.locks.lock("chart/" + digest)
 	defer unlock()
-	if c, err := e.cached(digest); err != nil || c != nil {
-		if c != nil {
-			e.stats.cacheHits.Add(1)
-			return c, checkChart(c.Name, c.Version, ref)
-		}
-		return nil, err
+	if c, err := e.fromCache(digest, ref); err != nil || c != nil {
+		return c, err
 	}
 
 	if client == nil {
@@ -204,12 +202,8 @@ func (e *Engine) resolveRepository(ctx context.Context, ref ChartRef, reg Regist
 	if expected != "" {
 		unlock := e.locks.lock("chart/" + expected)
 		defer unlock()
-		if c, err := e.cached(expected); err != nil || c != nil {
-			if c != nil {
-				e.stats.cacheHits.Add(1)
-				return c, checkChart(c.Name, c.Version, ref)
-			}
-			return nil, err
+		if c, err := e.fromCache(expected, ref); err != nil || c != nil {
+			return c, err
 		}
 	}
 
@@ -257,6 +251,20 @@ func checkChart(name, version string, ref ChartRef) error {
 func (e *Engine) cachePaths(digest string) (archive, record string) {
 	base := filepath.Join(e.ChartCache, "sha256", strings.TrimPrefix(digest, "sha256:"))
 	return base + ".tgz", base + ".json"
+}
+
+// fromCache returns the chart stored under digest (nil when there is none), refusing one that is
+// not the chart ref asks for.
+func (e *Engine) fromCache(digest string, ref ChartRef) (*localChart, error) {
+	c, err := e.cached(digest)
+	if err != nil || c == nil {
+		return nil, err
+	}
+	if err := checkChart(c.Name, c.Version, ref); err != nil {
+		return nil, err
+	}
+	e.stats.cacheHits.Add(1)
+	return c, nil
 }
 
 // cached returns the chart stored under digest, or nil when there is none.

@@ -26,8 +26,8 @@ func TestChartsComeFromRegistriesAndRepositories(t *testing.T) {
 	ctx := testContext(t)
 	d1 := helloChart("0.1.0").push(t, "sources")
 	d2 := helloChart("0.2.0").push(t, "sources")
-	d3 := helloChart("1.0.0-rc.1").push(t, "sources")
-	_ = d3
+	helloChart("1.0.0-rc.1").push(t, "sources")
+	dBuild := helloChart("1.0.0+build.7").push(t, "sources-build")
 	repoURL := serveRepository(t, false, helloChart("0.1.0"), helloChart("0.2.0"))
 	oci := Registry{PlainHTTP: true}
 	e := newEngine(t)
@@ -42,6 +42,7 @@ func TestChartsComeFromRegistriesAndRepositories(t *testing.T) {
 		{"an exact OCI tag", ChartRef{RepoURL: "oci://" + ociHost + "/sources/hello", Version: "0.1.0"}, oci, "0.1.0", d1},
 		{"the latest stable OCI version", ChartRef{RepoURL: "oci://" + ociHost + "/sources", Name: "hello"}, oci, "0.2.0", d2},
 		{"an OCI semver range", ChartRef{RepoURL: "oci://" + ociHost + "/sources", Name: "hello", Version: "~0.1"}, oci, "0.1.0", d1},
+		{"an OCI tag with build metadata", ChartRef{RepoURL: "oci://" + ociHost + "/sources-build/hello", Version: "1.0.0+build.7"}, oci, "1.0.0+build.7", dBuild},
 		{"an OCI digest", ChartRef{RepoURL: "oci://" + ociHost + "/sources", Name: "hello", Digest: d2}, oci, "0.2.0", d2},
 		{"the latest version of a classic repository", ChartRef{RepoURL: repoURL, Name: "hello"}, Registry{}, "0.2.0", ""},
 		{"a range in a classic repository", ChartRef{RepoURL: repoURL + "/", Name: "hello", Version: "<0.2.0"}, Registry{}, "0.1.0", ""},
@@ -58,15 +59,15 @@ func TestChartsComeFromRegistriesAndRepositories(t *testing.T) {
 			}
 		})
 	}
-	// d1, d2 from the registry, 0.2.0 and 0.1.0 from the repository.
-	g.Expect(e.Stats().ChartPulls).To(Equal(int64(4)))
+	// d1, d2, dBuild from the registry, 0.2.0 and 0.1.0 from the repository.
+	g.Expect(e.Stats().ChartPulls).To(Equal(int64(5)))
 
 	// A second round is served from the cache.
 	for _, tt := range tests {
 		_, _, err := e.Template(ctx, Release{Chart: tt.ref, Registry: tt.reg})
 		g.Expect(err).NotTo(HaveOccurred())
 	}
-	g.Expect(e.Stats().ChartPulls).To(Equal(int64(4)))
+	g.Expect(e.Stats().ChartPulls).To(Equal(int64(5)))
 
 	// A pinned, cached digest needs no registry at all.
 	offline := &Engine{ChartCache: e.ChartCache}
