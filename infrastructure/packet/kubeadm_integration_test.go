@@ -9,6 +9,7 @@ import (
 	"time"
 
 	. "github.com/onsi/gomega"
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -55,6 +56,17 @@ func startCAPIManager(t *testing.T) {
 			}
 		case <-time.After(time.Minute):
 			t.Errorf("manager did not stop within a minute")
+		}
+		// The manager registered Cluster API's webhooks with the API server; with the manager
+		// gone they would refuse every CAPI object the package's other tests create.
+		ctx := context.Background()
+		for _, obj := range []client.Object{
+			&admissionregistrationv1.MutatingWebhookConfiguration{ObjectMeta: metav1.ObjectMeta{Name: "flotilla-manager-capi-kubeadm"}},
+			&admissionregistrationv1.ValidatingWebhookConfiguration{ObjectMeta: metav1.ObjectMeta{Name: "flotilla-manager-capi-kubeadm"}},
+		} {
+			if err := env.Client.Delete(ctx, obj); client.IgnoreNotFound(err) != nil {
+				t.Errorf("deleting %T: %v", obj, err)
+			}
 		}
 	})
 }
