@@ -84,7 +84,9 @@ type Release struct {
 	Timeout time.Duration
 	// MaxHistory is the number of revisions kept; DefaultMaxHistory when 0.
 	MaxHistory int
-	// Labels are stored on the Helm release (e.g. owner references of the caller).
+	// Labels are stored on the Helm release (e.g. owner references of the caller). They are
+	// written when the release is installed or upgraded: a change of labels alone does not
+	// upgrade. Helm's own label names (name, owner, status, version, ...) are refused.
 	Labels map[string]string
 }
 
