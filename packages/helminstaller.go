@@ -28,6 +28,7 @@ func (h HelmInstaller) InstallOrUpgrade(ctx context.Context, cfg *rest.Config, r
 		Values:          r.Values,
 		CreateNamespace: true,
 		Labels:          r.Labels,
+		Timeout:         r.Timeout,
 	})
 	if err != nil {
 		return packagereconciler.Result{}, err

@@ -39,7 +39,8 @@ type BundleSource struct {
 
 // PackageBundleControllerSpec says where a cluster's bundles come from and which one it uses.
 type PackageBundleControllerSpec struct {
-	// logLevel is the verbosity of the controller's logs about this cluster (0 = default).
+	// logLevel raises the verbosity of the controllers' logs about this cluster: a message
+	// logged at level n shows at level n-logLevel (0 = as configured for the manager).
 	// +optional
 	// +kubebuilder:validation:Minimum=0
 	// +kubebuilder:validation:Maximum=9

@@ -2,6 +2,7 @@ package packagereconciler
 
 import (
 	"context"
+	"time"
 
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -30,6 +31,8 @@ type Release struct {
 	Values          map[string]any
 	// Labels are stored on the Helm release.
 	Labels map[string]string
+	// Timeout bounds the Helm action itself (which a cancelled context does not stop halfway).
+	Timeout time.Duration
 }
 
 // Result is what an install or upgrade did.

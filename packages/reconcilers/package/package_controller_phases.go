@@ -233,6 +233,7 @@ func (r *Reconciler) install(ctx context.Context, s *scope, cfg *rest.Config) er
 		return err
 	}
 	rel := desiredRelease(s.pkg, s.resolved, d)
+	rel.Timeout = r.helmTimeout()
 	ctx, cancel := context.WithTimeout(ctx, r.helmTimeout())
 	defer cancel()
 	res, err := r.Installer.InstallOrUpgrade(ctx, cfg, rel)
