@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -252,4 +253,40 @@ func TestSkipCRDsLeavesTheCRDsOut(t *testing.T) {
 	crd.SetGroupVersionKind(schema.GroupVersionKind{Group: "apiextensions.k8s.io", Version: "v1", Kind: "CustomResourceDefinition"})
 	err = env.Client.Get(ctx, client.ObjectKey{Name: "gadgets.test.flotilla.dev"}, crd)
 	g.Expect(apierrors.IsNotFound(err)).To(BeTrue(), "the CRD was not created: %v", err)
+}
+
+// TestConcurrentCallsForOneReleaseInstallItOnce runs InstallOrUpgrade for the same release from
+// several goroutines: one installs, the others find it unchanged.
+func TestConcurrentCallsForOneReleaseInstallItOnce(t *testing.T) {
+	g := NewWithT(t)
+	ctx := testContext(t)
+	ns := env.NewNamespace(t)
+	helloChart("0.1.0").push(t, "sameone")
+	e := newEngine(t)
+	rel := Release{Name: "once", Namespace: ns, Chart: ChartRef{RepoURL: "oci://" + ociHost + "/sameone/hello", Version: "0.1.0"},
+		Registry: Registry{PlainHTTP: true}}
+	results := make(chan Result, 4)
+	errs := make(chan error, 4)
+	var wg sync.WaitGroup
+	for range 4 {
+		wg.Go(func() {
+			res, err := e.InstallOrUpgrade(ctx, cluster, rel)
+			results <- res
+			errs <- err
+		})
+	}
+	wg.Wait()
+	close(results)
+	close(errs)
+	for err := range errs {
+		g.Expect(err).NotTo(HaveOccurred())
+	}
+	var actions []Action
+	for res := range results {
+		actions = append(actions, res.Action)
+		g.Expect(res.Revision).To(Equal(1))
+	}
+	g.Expect(actions).To(ConsistOf(ActionInstalled, ActionUnchanged, ActionUnchanged, ActionUnchanged))
+	g.Expect(releaseSecrets(g, ctx, ns, "once")).To(HaveLen(1))
+	g.Expect(e.Stats().ChartPulls).To(Equal(int64(1)))
 }
