@@ -392,3 +392,29 @@ func TestAnUnreachableRegistryDisconnectsThePackageBundleController(t *testing.T
 		g.Expect(reachable.Reason).To(Equal(packagesv1.RegistryUnreachableReason))
 	}, timeout, interval).Should(Succeed())
 }
+
+func TestAManagementClusterInstallsItsPackagesIntoItself(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	defaultBundle(t)
+	c := &flotillav1.Cluster{
+		ObjectMeta: metav1.ObjectMeta{Name: "m-self", Namespace: mgmt.NewNamespace(t)},
+		Spec: flotillav1.ClusterSpec{
+			Management:        true,
+			KubernetesVersion: "1.36",
+			DatacenterRef:     flotillav1.Ref{Kind: flotillav1.LocalDatacenterConfigKind, Name: "local"},
+		},
+	}
+	g.Expect(mgmt.Client.Create(ctx, c)).To(Succeed())
+	g.Eventually(func(g Gomega) {
+		g.Expect(pbcOf(g, "m-self").Spec.ActiveBundle).NotTo(BeEmpty())
+	}, timeout, interval).Should(Succeed())
+	p := newPackage("m-self", "hello", "hello", "")
+	p.Spec.TargetNamespace = "self"
+	g.Expect(mgmt.Client.Create(ctx, p)).To(Succeed())
+	// No cluster cache entry: the manager's own config reaches the management cluster.
+	g.Eventually(func() error {
+		return mgmt.Client.Get(ctx, client.ObjectKey{Namespace: "self", Name: "hello"}, &appsv1.Deployment{})
+	}, timeout, interval).Should(Succeed())
+	g.Expect(workload.Client.Get(ctx, client.ObjectKey{Namespace: "self", Name: "hello"}, &appsv1.Deployment{})).NotTo(Succeed())
+}
