@@ -11,11 +11,9 @@ import (
 	"github.com/spf13/cobra"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 
+	"github.com/flotilla-dev/flotilla/cli/client"
 	"github.com/flotilla-dev/flotilla/infrastructure/packet/metalsim"
 )
-
-// PacketAPIKeyEnv is the environment variable holding the Equinix Metal (Packet) API key.
-const PacketAPIKeyEnv = "PACKET_API_KEY"
 
 // NewDevCmd returns `flotilla dev`, tools for developing and trying Flotilla without the
 // services it talks to.
@@ -66,7 +64,7 @@ GET /_sim/stats counts the requests served.`,
 	}
 	f := cmd.Flags()
 	f.StringVar(&o.Listen, "listen", o.Listen, "address to serve the API on")
-	f.StringVar(&o.APIKey, "api-key", "", "the API key to accept in X-Auth-Token (default $"+PacketAPIKeyEnv+")")
+	f.StringVar(&o.APIKey, "api-key", "", "the API key to accept in X-Auth-Token (default $"+client.PacketAPIKeyEnv+")")
 	f.DurationVar(&o.QueuedFor, "queued-for", o.QueuedFor, "how long a new device stays queued")
 	f.DurationVar(&o.ProvisioningFor, "provisioning-for", o.ProvisioningFor, "how long a device provisions before it is active")
 	f.IntVar(&o.MaxDevices, "max-devices", 0, "device quota per project; creates past it are answered 429 (0: no quota)")
@@ -77,7 +75,7 @@ GET /_sim/stats counts the requests served.`,
 // Complete takes the API key from the environment when the flag does not give one.
 func (o *DevMetalAPIOptions) Complete() error {
 	if o.APIKey == "" {
-		o.APIKey = os.Getenv(PacketAPIKeyEnv)
+		o.APIKey = os.Getenv(client.PacketAPIKeyEnv)
 	}
 	return nil
 }
@@ -85,7 +83,7 @@ func (o *DevMetalAPIOptions) Complete() error {
 // Validate checks the flags.
 func (o *DevMetalAPIOptions) Validate() error {
 	if o.APIKey == "" {
-		return errors.New("an API key is required: pass --api-key or set " + PacketAPIKeyEnv)
+		return errors.New("an API key is required: pass --api-key or set " + client.PacketAPIKeyEnv)
 	}
 	if _, _, err := net.SplitHostPort(o.Listen); err != nil {
 		return fmt.Errorf("--listen %q: %w", o.Listen, err)
