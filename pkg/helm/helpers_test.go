@@ -35,6 +35,9 @@ var (
 )
 
 func TestMain(m *testing.M) {
+	if os.Getenv(helperEnv) != "" {
+		os.Exit(helperMain())
+	}
 	reg := httptest.NewServer(ggcrregistry.New(ggcrregistry.Logger(log.New(io.Discard, "", 0))))
 	ociHost = strings.TrimPrefix(reg.URL, "http://")
 	code := testenv.Run(m, testenv.Options{SkipCRDs: true}, func(e *testenv.Environment) {
