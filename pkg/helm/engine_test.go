@@ -3,6 +3,7 @@ package helm
 import (
 	"context"
 	"fmt"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -17,8 +18,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
+// newEngine returns an Engine whose chart cache directory does not exist yet.
 func newEngine(t *testing.T) *Engine {
-	return &Engine{ChartCache: t.TempDir()}
+	return &Engine{ChartCache: filepath.Join(t.TempDir(), "cache", "charts")}
 }
 
 func testContext(t *testing.T) context.Context {
