@@ -3,6 +3,7 @@ package packet_test
 import (
 	"context"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
@@ -40,6 +41,12 @@ type world struct {
 // once the PacketCluster says so (what CAPI's Cluster reconciler, not running here, would do).
 func newWorld(t *testing.T, secretName string) *world {
 	t.Helper()
+	return newWorldAt(t, secretName, apiURL)
+}
+
+// newWorldAt is newWorld with the Metal API at url.
+func newWorldAt(t *testing.T, secretName, url string) *world {
+	t.Helper()
 	g := NewWithT(t)
 	ctx := context.Background()
 	w := &world{ns: env.NewNamespace(t), project: string(uuid.NewUUID())}
@@ -56,7 +63,7 @@ func newWorld(t *testing.T, secretName string) *world {
 			Labels:          map[string]string{clusterv1.ClusterNameLabel: "demo"},
 			OwnerReferences: []metav1.OwnerReference{{APIVersion: clusterv1.GroupVersion.String(), Kind: "Cluster", Name: "demo", UID: w.cluster.UID}},
 		},
-		Spec: infrav1.PacketClusterSpec{APIURL: apiURL, CredentialsSecretName: secretName, ProjectID: w.project, Metro: "da"},
+		Spec: infrav1.PacketClusterSpec{APIURL: url, CredentialsSecretName: secretName, ProjectID: w.project, Metro: "da"},
 	}
 	g.Expect(env.Client.Create(ctx, w.pc)).To(Succeed())
 	return w
@@ -316,4 +323,41 @@ func TestRateLimitedCallsAreRetriedAndProvisioningCostsFewCalls(t *testing.T) {
 	settled := sim.Stats().ByRoute[getDevice]
 	time.Sleep(3 * time.Second)
 	g.Expect(sim.Stats().ByRoute[getDevice]).To(Equal(settled))
+}
+
+func TestOneControlPlaneAndThreeWorkersWithFiveSecondProvisioningAreProvisionedWithinThirtySeconds(t *testing.T) {
+	g := NewWithT(t)
+	// A simulator of its own, with the delays of the target.
+	slow := metalsim.New(metalsim.Options{APIKey: apiKey, QueuedFor: time.Second, ProvisioningFor: 5 * time.Second})
+	srv := httptest.NewServer(slow)
+	t.Cleanup(srv.Close)
+	w := newWorldAt(t, goodSecret, srv.URL+metalsim.BasePath)
+	g.Eventually(func(g Gomega) {
+		g.Expect(get(g, w.pc).Status.Initialization.Provisioned).To(HaveValue(BeTrue()))
+	}, timeout).Should(Succeed())
+	w.markInfrastructureProvisioned(g)
+
+	start := time.Now()
+	machines := []*infrav1.PacketMachine{w.newMachine(t, "bench-cp-1", true, "c3.small.x86")}
+	for _, name := range []string{"bench-md-1", "bench-md-2", "bench-md-3"} {
+		machines = append(machines, w.newMachine(t, name, false, "m3.small.x86"))
+	}
+	g.Eventually(func(g Gomega) {
+		for _, pm := range machines {
+			g.Expect(get(g, pm).Status.Initialization.Provisioned).To(HaveValue(BeTrue()), pm.Name)
+		}
+	}, 30*time.Second, 200*time.Millisecond).Should(Succeed())
+	elapsed := time.Since(start)
+
+	stats := slow.Stats()
+	deviceCalls := 0
+	for route, n := range stats.ByRoute {
+		if strings.Contains(route, "devices") {
+			deviceCalls += n
+		}
+	}
+	t.Logf("4 machines (6 s to provision each) provisioned in %s; Metal API calls: %d in all, %.1f per machine for devices",
+		elapsed.Round(100*time.Millisecond), stats.Total, float64(deviceCalls)/4)
+	g.Expect(slow.Devices(w.project)).To(HaveLen(4))
+	g.Expect(float64(deviceCalls)/4).To(BeNumerically("<=", 10), "polling backs off")
 }
