@@ -5,7 +5,9 @@
 //
 // # Reconciling
 //
-// A LocalControlPlane waits until a CAPI Cluster owns it (Available=False, WaitingForCluster).
+// A LocalControlPlane waits for its CAPI Cluster (Available=False, WaitingForCluster): the owner, or
+// before CAPI sets the owner reference, the Cluster its cluster.x-k8s.io/cluster-name label names
+// whose spec.controlPlaneRef names it.
 // Then, in order:
 //
 //  1. Endpoint. spec.controlPlaneEndpoint is chosen once — host 127.0.0.1 and a free port —

@@ -32,7 +32,7 @@ func blocked(s *scope) (reason, message string, ok bool) {
 	case !s.lcp.DeletionTimestamp.IsZero():
 		return controlplanev1.DeletingReason, "Stopping the control plane processes and removing their data", true
 	case s.cluster == nil:
-		return controlplanev1.WaitingForClusterReason, "Waiting for a CAPI Cluster to own this LocalControlPlane", true
+		return controlplanev1.WaitingForClusterReason, "Waiting for a CAPI Cluster that references this LocalControlPlane", true
 	case s.conflict != nil:
 		return controlplanev1.ClusterNameConflictReason, fmt.Sprintf(
 			"LocalControlPlane %s/%s of another Cluster named %s holds this cluster name's data directory; rename this Cluster",

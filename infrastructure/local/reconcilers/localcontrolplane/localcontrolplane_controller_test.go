@@ -7,7 +7,9 @@ import (
 
 	. "github.com/onsi/gomega"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 
@@ -96,4 +98,57 @@ func TestRememberPIDsReportsEachProcessOnce(t *testing.T) {
 func TestServerURL(t *testing.T) {
 	g := NewWithT(t)
 	g.Expect(serverURL(controlplanev1.APIEndpoint{Host: "127.0.0.1", Port: 6443})).To(Equal("https://127.0.0.1:6443"))
+}
+
+func TestOwningCluster(t *testing.T) {
+	scheme := runtime.NewScheme()
+	NewWithT(t).Expect(clusterv1.AddToScheme(scheme)).To(Succeed())
+	cluster := func(name, controlPlane string) *clusterv1.Cluster {
+		return &clusterv1.Cluster{
+			ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: name, UID: types.UID(name)},
+			Spec: clusterv1.ClusterSpec{ControlPlaneRef: clusterv1.ContractVersionedObjectReference{
+				APIGroup: controlplanev1.GroupVersion.Group, Kind: "LocalControlPlane", Name: controlPlane,
+			}},
+		}
+	}
+	lcp := func(label string, owner *clusterv1.Cluster) *controlplanev1.LocalControlPlane {
+		l := &controlplanev1.LocalControlPlane{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "w1"}}
+		if label != "" {
+			l.Labels = map[string]string{clusterv1.ClusterNameLabel: label}
+		}
+		if owner != nil {
+			l.OwnerReferences = []metav1.OwnerReference{{APIVersion: clusterv1.GroupVersion.String(), Kind: "Cluster", Name: owner.Name, UID: owner.UID}}
+		}
+		return l
+	}
+	tests := []struct {
+		name     string
+		clusters []*clusterv1.Cluster
+		lcp      *controlplanev1.LocalControlPlane
+		want     string
+	}{
+		{name: "the owner Cluster", clusters: []*clusterv1.Cluster{cluster("w1", "w1")}, lcp: lcp("", cluster("w1", "w1")), want: "w1"},
+		{name: "before the owner reference, the labelled Cluster that references it", clusters: []*clusterv1.Cluster{cluster("w1", "w1")}, lcp: lcp("w1", nil), want: "w1"},
+		{name: "not a labelled Cluster that references another control plane", clusters: []*clusterv1.Cluster{cluster("w1", "other")}, lcp: lcp("w1", nil)},
+		{name: "not while the labelled Cluster does not exist", lcp: lcp("w1", nil)},
+		{name: "none without owner or label", clusters: []*clusterv1.Cluster{cluster("w1", "w1")}, lcp: lcp("", nil)},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			g := NewWithT(t)
+			b := fake.NewClientBuilder().WithScheme(scheme)
+			for _, c := range tt.clusters {
+				b = b.WithObjects(c)
+			}
+			r := &Reconciler{Client: b.Build()}
+			got, err := r.owningCluster(context.Background(), tt.lcp)
+			g.Expect(err).NotTo(HaveOccurred())
+			if tt.want == "" {
+				g.Expect(got).To(BeNil())
+				return
+			}
+			g.Expect(got).NotTo(BeNil())
+			g.Expect(got.Name).To(Equal(tt.want))
+		})
+	}
 }
