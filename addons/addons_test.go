@@ -616,3 +616,107 @@ func TestAReleaseWaitsInEachClusterUntilItsDependenciesAreReadyThere(t *testing.
 	eventuallyReady(g, ns, "base", "w2")
 	eventuallyReady(g, ns, "app", "w2")
 }
+
+func rolloutOf(g Gomega, ns, name string) addonsv1.RolloutStatus {
+	p := getProxy(g, ns, name)
+	g.Expect(p.Status.Rollout).NotTo(BeNil())
+	g.Expect(p.Status.Rollout.Generation).To(Equal(p.Generation))
+	return *p.Status.Rollout
+}
+
+func TestAChangeRollsOutBatchByBatchWithAPauseBetween(t *testing.T) {
+	startManager(t)
+	g := NewWithT(t)
+	ctx := context.Background()
+	ns := env.NewNamespace(t)
+	for _, c := range []string{"w1", "w2", "w3", "w4"} {
+		createCluster(g, ns, c, map[string]string{"env": "prod"})
+	}
+	p := proxy(ns, "hello")
+	p.Spec.Rollout = &addonsv1.Rollout{BatchSize: 2, PauseBetweenBatches: &metav1.Duration{Duration: 2 * time.Second}}
+	g.Expect(env.Client.Create(ctx, p)).To(Succeed())
+	g.Eventually(func(g Gomega) {
+		g.Expect(rolloutOf(g, ns, "hello").Phase).To(Equal(addonsv1.RolloutComplete), "new clusters install at once")
+	}, timeout, interval).Should(Succeed())
+
+	updateProxy(g, ns, "hello", func(p *addonsv1.HelmChartProxy) { p.Spec.ValuesTemplate = "replicas: 2" })
+	g.Eventually(func(g Gomega) {
+		ro := rolloutOf(g, ns, "hello")
+		g.Expect(ro.Phase).To(Equal(addonsv1.RolloutPaused))
+		g.Expect(ro.Updated).To(Equal([]string{"w1", "w2"}))
+	}, timeout, interval).Should(Succeed())
+	for _, c := range []string{"w3", "w4"} {
+		_, rev, _ := fakeRelease(ns, c, "hello", "hello")
+		g.Expect(rev).To(Equal(1), "%s waits for the next batch", c)
+	}
+	g.Eventually(func(g Gomega) {
+		p := getProxy(g, ns, "hello")
+		g.Expect(p.Status.Rollout.Phase).To(Equal(addonsv1.RolloutComplete))
+		g.Expect(p.Status.Rollout.Updated).To(Equal([]string{"w1", "w2", "w3", "w4"}))
+		g.Expect(p.Status.Clusters).To(HaveEach(HaveField("Revision", BeEquivalentTo(2))))
+		g.Expect(condition(p.Status.Conditions, addonsv1.ReadyCondition).Status).To(Equal(metav1.ConditionTrue))
+	}, timeout, interval).Should(Succeed())
+}
+
+func TestAFailingBatchStopsTheRolloutAndRollsBackTheClustersItChanged(t *testing.T) {
+	startManager(t)
+	g := NewWithT(t)
+	ctx := context.Background()
+	ns := env.NewNamespace(t)
+	for _, c := range []string{"w1", "w2", "w3", "w4"} {
+		createCluster(g, ns, c, map[string]string{"env": "prod"})
+	}
+	p := proxy(ns, "hello")
+	p.Spec.Rollout = &addonsv1.Rollout{BatchSize: 1, MaxFailures: 0, RollbackOnFailure: true}
+	g.Expect(env.Client.Create(ctx, p)).To(Succeed())
+	g.Eventually(func(g Gomega) {
+		g.Expect(rolloutOf(g, ns, "hello").Phase).To(Equal(addonsv1.RolloutComplete))
+	}, timeout, interval).Should(Succeed())
+	before, _, _ := fakeRelease(ns, "w1", "hello", "hello")
+
+	fake.FailInstalls(fakeHost(ns, "w2"), errors.New(`values don't meet the specifications of the schema: replicas: got string, want integer`))
+	defer fake.FailInstalls(fakeHost(ns, "w2"), nil)
+	updateProxy(g, ns, "hello", func(p *addonsv1.HelmChartProxy) { p.Spec.ValuesTemplate = "replicas: two" })
+
+	g.Eventually(func(g Gomega) {
+		ro := rolloutOf(g, ns, "hello")
+		g.Expect(ro.Phase).To(Equal(addonsv1.RolloutRolledBack), ro.Message)
+		g.Expect(ro.Updated).To(Equal([]string{"w1", "w2"}))
+		g.Expect(ro.Failed).To(Equal([]string{"w2"}))
+	}, timeout, interval).Should(Succeed())
+	p = getProxy(g, ns, "hello")
+	g.Expect(condition(p.Status.Conditions, addonsv1.ReadyCondition).Reason).To(Equal(addonsv1.RolloutFailedReason))
+	g.Expect(eventReasons(g, p)).To(ContainElement("Rollout"))
+
+	// w1 was upgraded, then rolled back to what it ran before; w3 and w4 were never touched.
+	rel, rev, _ := fakeRelease(ns, "w1", "hello", "hello")
+	g.Expect(rel.Values).To(Equal(before.Values))
+	g.Expect(rev).To(Equal(3), "install, upgrade, rollback")
+	hrp := getHRP(g, ns, "hello", "w1")
+	g.Expect(condition(hrp.Status.Conditions, addonsv1.ReadyCondition).Reason).To(Equal(addonsv1.RolledBackReason))
+	g.Expect(eventReasons(g, hrp)).To(ContainElement("RolledBack"))
+	for _, c := range []string{"w3", "w4"} {
+		_, rev, _ := fakeRelease(ns, c, "hello", "hello")
+		g.Expect(rev).To(Equal(1), c)
+		g.Expect(getHRP(g, ns, "hello", c).Spec.Values).To(ContainSubstring("clusterName: "+c), "%s keeps the old spec", c)
+	}
+
+	// The rolled-back release stays put: a resync does not upgrade it again.
+	touch(g, getHRP(g, ns, "hello", "w1"))
+	g.Consistently(func() int {
+		_, rev, _ := fakeRelease(ns, "w1", "hello", "hello")
+		return rev
+	}, 2*time.Second, interval).Should(Equal(3))
+
+	// A fixed proxy starts a new rollout that reaches every cluster.
+	fake.FailInstalls(fakeHost(ns, "w2"), nil)
+	updateProxy(g, ns, "hello", func(p *addonsv1.HelmChartProxy) { p.Spec.ValuesTemplate = "replicas: 2" })
+	g.Eventually(func(g Gomega) {
+		ro := rolloutOf(g, ns, "hello")
+		g.Expect(ro.Phase).To(Equal(addonsv1.RolloutComplete), ro.Message)
+		for _, c := range []string{"w1", "w2", "w3", "w4"} {
+			rel, _, _ := fakeRelease(ns, c, "hello", "hello")
+			g.Expect(rel.Values).To(Equal(map[string]any{"replicas": float64(2)}), c)
+		}
+	}, timeout, interval).Should(Succeed())
+}

@@ -1,8 +1,10 @@
 package helmchartproxy
 
 import (
+	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
@@ -67,4 +69,11 @@ func DesiredReleaseProxy(hcp *addonsv1.HelmChartProxy, cluster *clusterv1.Cluste
 			ReleaseSpec: spec,
 		},
 	}
+}
+
+// equalJSON compares two values by their JSON encoding, as the API server stores them.
+func equalJSON(a, b any) bool {
+	ja, errA := json.Marshal(a)
+	jb, errB := json.Marshal(b)
+	return errA == nil && errB == nil && bytes.Equal(ja, jb)
 }

@@ -54,6 +54,9 @@ type Reconciler struct {
 	ResyncInterval time.Duration
 	// MaxConcurrentReconciles bounds how many proxies reconcile at once; 0 means 4.
 	MaxConcurrentReconciles int
+
+	// now is the clock; time.Now when nil.
+	now func() time.Time
 }
 
 // SetupWithManager registers the reconciler with mgr. It reconciles HelmChartProxies, watches the
@@ -68,6 +71,9 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	}
 	if r.ResyncInterval <= 0 {
 		r.ResyncInterval = DefaultResyncInterval
+	}
+	if r.now == nil {
+		r.now = time.Now
 	}
 	concurrency := r.MaxConcurrentReconciles
 	if concurrency <= 0 {
@@ -89,14 +95,18 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 }
 
 // Reconcile fans one HelmChartProxy out to the clusters it selects.
-func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Result, reterr error) {
+func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (result ctrl.Result, reterr error) {
 	hcp := &addonsv1.HelmChartProxy{}
 	if err := r.Client.Get(ctx, req.NamespacedName, hcp); err != nil {
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
-	s := &scope{proxy: hcp, statusBase: hcp.Status.DeepCopy(), renderErrors: map[string]error{}}
+	s := &scope{proxy: hcp, statusBase: hcp.Status.DeepCopy(), renderErrors: map[string]error{}, requeueAfter: r.ResyncInterval}
 	defer func() {
 		if err := r.patchStatus(ctx, s); err != nil {
+			if apierrors.IsConflict(err) && reterr == nil {
+				result = ctrl.Result{RequeueAfter: conflictRetry} // worked from an outdated proxy
+				return
+			}
 			reterr = errors.Join(reterr, err)
 		}
 	}()
@@ -127,7 +137,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 			return requeueOnConflict(err)
 		}
 	}
-	return ctrl.Result{RequeueAfter: r.ResyncInterval}, nil
+	return ctrl.Result{RequeueAfter: min(r.ResyncInterval, s.requeueAfter)}, nil
 }
 
 // scope holds what one reconcile learns about a HelmChartProxy; setStatus turns it into status.
@@ -154,6 +164,8 @@ type scope struct {
 	releaseProxies map[string]*addonsv1.HelmReleaseProxy
 	// renderErrors are the template errors, by cluster name.
 	renderErrors map[string]error
+	// requeueAfter is how soon the rollout needs to look again; 0 when it does not.
+	requeueAfter time.Duration
 }
 
 // patchStatus computes the status from the scope and patches it when it changed.
@@ -165,11 +177,22 @@ func (r *Reconciler) patchStatus(ctx context.Context, s *scope) error {
 	if equality.Semantic.DeepEqual(*s.statusBase, s.proxy.Status) {
 		return nil
 	}
+	return r.persistStatus(ctx, s)
+}
+
+// persistStatus patches the status as it is in the scope now, with an optimistic lock (the
+// rollout's state must not be overwritten by a reconcile that read an older proxy), and makes
+// it the base of the next patch.
+func (r *Reconciler) persistStatus(ctx context.Context, s *scope) error {
+	if equality.Semantic.DeepEqual(*s.statusBase, s.proxy.Status) {
+		return nil
+	}
 	base := s.proxy.DeepCopy()
 	base.Status = *s.statusBase
-	if err := r.Client.Status().Patch(ctx, s.proxy, client.MergeFrom(base)); err != nil {
+	if err := r.Client.Status().Patch(ctx, s.proxy, client.MergeFromWithOptions(base, client.MergeFromWithOptimisticLock{})); err != nil {
 		return client.IgnoreNotFound(fmt.Errorf("patching status of HelmChartProxy %s: %w", klog.KObj(s.proxy), err))
 	}
+	s.statusBase = s.proxy.Status.DeepCopy()
 	return nil
 }
 

@@ -70,9 +70,11 @@ func (r *Reconciler) listReleaseProxies(ctx context.Context, s *scope) error {
 }
 
 // applyReleaseProxies renders the values for every selected, unpaused cluster and applies its
-// HelmReleaseProxy. A cluster whose template fails keeps its HelmReleaseProxy as it is.
+// HelmReleaseProxy: all at once, or batch by batch when spec.rollout is set. A cluster whose
+// template fails keeps its HelmReleaseProxy as it is.
 func (r *Reconciler) applyReleaseProxies(ctx context.Context, s *scope) error {
 	hcp := s.proxy
+	desired := map[string]*addonsv1.HelmReleaseProxy{}
 	for _, name := range sortedKeys(s.clusters) {
 		cluster := s.clusters[name]
 		if clusterPaused(cluster) {
@@ -84,15 +86,29 @@ func (r *Reconciler) applyReleaseProxies(ctx context.Context, s *scope) error {
 			r.Recorder.Eventf(hcp, cluster, corev1.EventTypeWarning, templateFailedEvent, "Render", "Cluster %s: %v", name, err)
 			continue
 		}
-		hrp := DesiredReleaseProxy(hcp, cluster, rendered)
-		if err := r.apply(ctx, hrp); err != nil {
-			if !apierrors.IsConflict(err) {
-				r.Recorder.Eventf(hcp, nil, corev1.EventTypeWarning, applyFailedEvent, "Apply", "Applying HelmReleaseProxy %s: %v", hrp.Name, err)
-			}
+		desired[name] = DesiredReleaseProxy(hcp, cluster, rendered)
+	}
+	if hcp.Spec.Rollout != nil {
+		return r.rollout(ctx, s, desired)
+	}
+	hcp.Status.Rollout = nil
+	for _, name := range sortedKeys(desired) {
+		if err := r.applyReleaseProxy(ctx, s, name, desired[name]); err != nil {
 			return err
 		}
-		s.releaseProxies[name] = hrp
 	}
+	return nil
+}
+
+// applyReleaseProxy applies the HelmReleaseProxy of cluster and records it in the scope.
+func (r *Reconciler) applyReleaseProxy(ctx context.Context, s *scope, cluster string, hrp *addonsv1.HelmReleaseProxy) error {
+	if err := r.apply(ctx, hrp); err != nil {
+		if !apierrors.IsConflict(err) {
+			r.Recorder.Eventf(s.proxy, nil, corev1.EventTypeWarning, applyFailedEvent, "Apply", "Applying HelmReleaseProxy %s: %v", hrp.Name, err)
+		}
+		return err
+	}
+	s.releaseProxies[cluster] = hrp
 	return nil
 }
 

@@ -26,6 +26,7 @@ func setStatus(s *scope) {
 		hcp.Status.MatchingClusters = sortedKeys(s.clusters)
 		hcp.Status.ReadyClusters = int32(len(readyClusters(s))) //nolint:gosec // bounded by the number of Clusters
 		setValuesRendered(hcp, s.renderErrors)
+		hcp.Status.Clusters = clusterReleases(s)
 	}
 	setReady(hcp, s)
 }
@@ -39,6 +40,19 @@ func readyClusters(s *scope) []string {
 		}
 	}
 	return ready
+}
+
+// clusterReleases lists the release of every selected cluster: revision, chart version, Ready.
+func clusterReleases(s *scope) []addonsv1.ClusterRelease {
+	out := make([]addonsv1.ClusterRelease, 0, len(s.clusters))
+	for _, name := range sortedKeys(s.clusters) {
+		cr := addonsv1.ClusterRelease{Cluster: name}
+		if hrp := s.releaseProxies[name]; hrp != nil {
+			cr.Revision, cr.ChartVersion, cr.Ready = hrp.Status.Revision, hrp.Status.ChartVersion, releaseReady(hrp)
+		}
+		out = append(out, cr)
+	}
+	return out
 }
 
 // releaseReady: the HelmReleaseProxy's Ready condition is True for its current generation.
@@ -88,6 +102,11 @@ func setReady(hcp *addonsv1.HelmChartProxy, s *scope) {
 		return
 	case len(s.clusters) == 0:
 		cond.Reason, cond.Message = addonsv1.NoClustersSelectedReason, "the clusterSelector matches no Cluster in the namespace"
+	case hcp.Status.Rollout != nil && (hcp.Status.Rollout.Phase == addonsv1.RolloutFailed || hcp.Status.Rollout.Phase == addonsv1.RolloutRolledBack):
+		cond.Reason, cond.Message = addonsv1.RolloutFailedReason, "the rollout "+hcp.Status.Rollout.Message
+	case hcp.Status.Rollout != nil && hcp.Status.Rollout.Phase != addonsv1.RolloutComplete:
+		cond.Reason = addonsv1.RolloutInProgressReason
+		cond.Message = fmt.Sprintf("%d clusters changed so far: %s", len(hcp.Status.Rollout.Updated), hcp.Status.Rollout.Message)
 	default:
 		ready := readyClusters(s)
 		if len(ready) == len(s.clusters) {

@@ -34,13 +34,18 @@ func driftInterval(hrp *addonsv1.HelmReleaseProxy) time.Duration {
 	return DefaultDriftInterval
 }
 
-// requeueAfter is when a Ready release is looked at again: at the drift interval when drift
-// correction is on, else at the resync interval.
-func (r *Reconciler) requeueAfter(hrp *addonsv1.HelmReleaseProxy) time.Duration {
-	if driftEnabled(hrp) {
-		return min(driftInterval(hrp), r.ResyncInterval)
+// requeueAfter is when a Ready release is looked at again: soon while its workloads are not
+// available (a rollout waits for them), at the drift interval when drift correction is on,
+// else at the resync interval.
+func (r *Reconciler) requeueAfter(s *scope) time.Duration {
+	after := r.ResyncInterval
+	if driftEnabled(s.hrp) {
+		after = min(driftInterval(s.hrp), after)
 	}
-	return r.ResyncInterval
+	if s.healthChecked && len(s.unavailable) > 0 {
+		after = min(healthRetry, after)
+	}
+	return after
 }
 
 // correctDrift compares the live objects of the installed release (read back by observe) with

@@ -183,6 +183,11 @@ type scope struct {
 	driftChecked bool
 	// driftErr is why the comparison or a restoration failed.
 	driftErr error
+	// healthChecked is set when the workloads were looked at; unavailable names those that are
+	// not available, healthErr is why they could not be read.
+	healthChecked bool
+	unavailable   []string
+	healthErr     error
 }
 
 type notReady struct{ reason, message string }

@@ -83,6 +83,9 @@ func (r *Reconciler) reconcileNormal(ctx context.Context, s *scope) (ctrl.Result
 	}
 	applied := appliedHash(hrp, valuesHash)
 
+	if rollbackRequested(hrp) {
+		return r.rollback(ctx, s, cfg)
+	}
 	if hrp.Spec.DryRun {
 		return r.dryRun(ctx, s, cfg, release)
 	}
@@ -101,7 +104,8 @@ func (r *Reconciler) reconcileNormal(ctx context.Context, s *scope) (ctrl.Result
 		}
 		if upToDate {
 			r.correctDrift(ctx, s, cfg)
-			return ctrl.Result{RequeueAfter: r.requeueAfter(hrp)}, nil
+			r.checkHealth(ctx, s, cfg)
+			return ctrl.Result{RequeueAfter: r.requeueAfter(s)}, nil
 		}
 	}
 
@@ -122,6 +126,10 @@ func (r *Reconciler) reconcileNormal(ctx context.Context, s *scope) (ctrl.Result
 			"Installing release %s/%s (chart %s %s): %v", release.Namespace, release.Name, release.Chart.Name, release.Chart.Version, err)
 		return ctrl.Result{}, fmt.Errorf("installing release %s/%s into cluster %s: %w", release.Namespace, release.Name, cluster.Name, err)
 	}
+	if result.Action == engine.Upgraded {
+		hrp.Status.PreviousRevision = hrp.Status.Revision
+	}
+	hrp.Status.AppliedGeneration = hrp.Generation
 	hrp.Status.Installed = ptr.To(identity(hrp))
 	hrp.Status.Revision = int32(result.Revision) //nolint:gosec // Helm revisions are small
 	hrp.Status.ReleaseStatus = result.Status
@@ -139,7 +147,13 @@ func (r *Reconciler) reconcileNormal(ctx context.Context, s *scope) (ctrl.Result
 	if result.Status != releaseDeployed {
 		s.fail(addonsv1.ReleaseNotDeployedReason, "Helm reports release %s/%s revision %d as %s", release.Namespace, release.Name, result.Revision, result.Status)
 	}
-	return ctrl.Result{RequeueAfter: r.requeueAfter(hrp)}, nil
+	// Read the release back for its objects, to tell at once whether its workloads are healthy
+	// (a rollout waits for that).
+	if got, err := r.Engine.Get(ctx, cfg, release.Name, release.Namespace); err == nil {
+		s.installed = got
+		r.checkHealth(ctx, s, cfg)
+	}
+	return ctrl.Result{RequeueAfter: r.requeueAfter(s)}, nil
 }
 
 // maxDryRunDiff bounds status.dryRunDiff.
@@ -183,7 +197,7 @@ func (r *Reconciler) observe(ctx context.Context, s *scope, cfg *rest.Config) (u
 		s.fail(addonsv1.ClusterUnreachableReason, "reading release %s/%s: %v", releaseNamespace(hrp), hrp.Spec.ReleaseName, err)
 		return false, fmt.Errorf("reading release %s/%s of cluster %s: %w", releaseNamespace(hrp), hrp.Spec.ReleaseName, hrp.Spec.ClusterName, err)
 	}
-	if !installOnce(hrp) && (got.Revision != int(hrp.Status.Revision) || got.Status != releaseDeployed) {
+	if !installOnce(hrp) && !heldAfterRollback(hrp) && (got.Revision != int(hrp.Status.Revision) || got.Status != releaseDeployed) {
 		return false, nil
 	}
 	s.installed = got

@@ -22,6 +22,7 @@ func setStatus(s *scope) {
 		setReady(hrp, s)
 	}
 	setDrifted(hrp, s)
+	setHealthy(hrp, s)
 	if s.orphaned != nil {
 		meta.SetStatusCondition(&hrp.Status.Conditions, metav1.Condition{
 			Type: addonsv1.OrphanedCondition, Status: metav1.ConditionTrue, Reason: addonsv1.UnreachableAtDeleteReason,
@@ -88,6 +89,34 @@ func setDrifted(hrp *addonsv1.HelmReleaseProxy, s *scope) {
 	case s.driftErr != nil:
 		cond.Status, cond.Reason = metav1.ConditionUnknown, addonsv1.DriftCheckFailedReason
 		cond.Message = fmt.Sprintf("comparing the live objects failed: %v", s.driftErr)
+	}
+	meta.SetStatusCondition(&hrp.Status.Conditions, cond)
+}
+
+// setHealthy: True when the release is Ready and its workloads are available; set whenever the
+// workloads were looked at, and False whenever the release is not Ready.
+func setHealthy(hrp *addonsv1.HelmReleaseProxy, s *scope) {
+	cond := metav1.Condition{Type: addonsv1.HealthyCondition, Status: metav1.ConditionFalse, ObservedGeneration: hrp.Generation}
+	ready := meta.FindStatusCondition(hrp.Status.Conditions, addonsv1.ReadyCondition)
+	switch {
+	case s.paused:
+		return
+	case ready == nil || ready.Status != metav1.ConditionTrue:
+		cond.Reason, cond.Message = addonsv1.ReleasesNotReadyReason, "the release is not Ready"
+		if ready != nil {
+			cond.Reason = ready.Reason
+		}
+	case !s.healthChecked:
+		if c := meta.FindStatusCondition(hrp.Status.Conditions, addonsv1.HealthyCondition); c != nil && c.ObservedGeneration == hrp.Generation && c.Reason != addonsv1.InstallingReason {
+			return // nothing new was learnt
+		}
+		cond.Status, cond.Reason, cond.Message = metav1.ConditionUnknown, addonsv1.InstallingReason, "checking the release's workloads"
+	case s.healthErr != nil:
+		cond.Status, cond.Reason, cond.Message = metav1.ConditionUnknown, addonsv1.ClusterUnreachableReason, fmt.Sprintf("reading the workloads: %v", s.healthErr)
+	case len(s.unavailable) > 0:
+		cond.Reason, cond.Message = addonsv1.WorkloadsNotAvailableReason, strings.Join(s.unavailable, ", ")
+	default:
+		cond.Status, cond.Reason, cond.Message = metav1.ConditionTrue, addonsv1.ReadyReason, "the release is Ready and its workloads are available"
 	}
 	meta.SetStatusCondition(&hrp.Status.Conditions, cond)
 }

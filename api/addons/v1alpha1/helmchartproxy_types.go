@@ -37,6 +37,10 @@ const (
 	ReleasesNotReadyReason = "ReleasesNotReady"
 	// InvalidSelectorReason: the clusterSelector is not a valid label selector.
 	InvalidSelectorReason = "InvalidSelector"
+	// RolloutInProgressReason: a progressive rollout has not reached every cluster yet.
+	RolloutInProgressReason = "RolloutInProgress"
+	// RolloutFailedReason: the progressive rollout stopped after too many failures.
+	RolloutFailedReason = "RolloutFailed"
 	// TemplateErrorReason: the valuesTemplate does not parse or fails to render.
 	TemplateErrorReason = "TemplateError"
 	// PausedReason: reconciliation is paused.
@@ -68,8 +72,97 @@ type HelmChartProxySpec struct {
 	// +optional
 	ValuesTemplate string `json:"valuesTemplate,omitempty"`
 
+	// rollout makes a change of the proxy reach the clusters it already runs in batch by batch,
+	// each batch only after the previous one is healthy. Without it every cluster changes at
+	// once. Clusters the proxy newly selects install at once either way.
+	// +optional
+	Rollout *Rollout `json:"rollout,omitempty"`
+
 	// ReleaseSpec is the chart, its source and Helm's options.
 	ReleaseSpec `json:",inline"`
+}
+
+// Rollout configures a progressive rollout of changes across clusters.
+type Rollout struct {
+	// batchSize is how many clusters change at once (the most that may be unavailable because
+	// of the change); 1 when unset.
+	// +kubebuilder:validation:Minimum=1
+	// +optional
+	BatchSize int32 `json:"batchSize,omitempty"`
+
+	// pauseBetweenBatches is how long to wait after a batch is healthy before the next starts.
+	// +optional
+	PauseBetweenBatches *metav1.Duration `json:"pauseBetweenBatches,omitempty"`
+
+	// healthTimeout is how long a changed cluster may take to become healthy (release Ready
+	// and its Deployments, StatefulSets and DaemonSets available) before it counts as failed;
+	// 5m when unset.
+	// +optional
+	HealthTimeout *metav1.Duration `json:"healthTimeout,omitempty"`
+
+	// maxFailures is how many clusters may fail before the rollout stops; 0 stops at the first
+	// failure.
+	// +kubebuilder:validation:Minimum=0
+	// +optional
+	MaxFailures int32 `json:"maxFailures,omitempty"`
+
+	// rollbackOnFailure rolls the clusters this rollout changed back to the Helm revision they
+	// ran before, once the rollout stops.
+	// +optional
+	RollbackOnFailure bool `json:"rollbackOnFailure,omitempty"`
+}
+
+// Rollout phases.
+const (
+	// RolloutProgressing: a batch is changing or being checked.
+	RolloutProgressing = "Progressing"
+	// RolloutPaused: a batch is healthy; waiting pauseBetweenBatches before the next.
+	RolloutPaused = "Paused"
+	// RolloutComplete: every selected cluster runs the proxy's current spec.
+	RolloutComplete = "Complete"
+	// RolloutFailed: more than maxFailures clusters failed; no further cluster is changed.
+	RolloutFailed = "Failed"
+	// RolloutRolledBack: the rollout failed and the clusters it changed were rolled back.
+	RolloutRolledBack = "RolledBack"
+)
+
+// RolloutStatus is the state of the rollout of one generation of the proxy. It is what a
+// restarted manager resumes from.
+type RolloutStatus struct {
+	// generation of the proxy being rolled out.
+	Generation int64 `json:"generation"`
+	// phase is Progressing, Paused, Complete, Failed or RolledBack.
+	Phase string `json:"phase"`
+	// updated are the clusters given the new spec so far, in the order they were.
+	// +optional
+	Updated []string `json:"updated,omitempty"`
+	// failed are the updated clusters that failed (install error or not healthy in time).
+	// +optional
+	Failed []string `json:"failed,omitempty"`
+	// batchStartedAt is when the current batch was given the new spec.
+	// +optional
+	BatchStartedAt *metav1.Time `json:"batchStartedAt,omitempty"`
+	// batchHealthyAt is when the current batch became healthy; the next starts
+	// pauseBetweenBatches later.
+	// +optional
+	BatchHealthyAt *metav1.Time `json:"batchHealthyAt,omitempty"`
+	// message says what the rollout waits for or why it stopped.
+	// +optional
+	Message string `json:"message,omitempty"`
+}
+
+// ClusterRelease is the state of the proxy's release in one cluster.
+type ClusterRelease struct {
+	// cluster is the CAPI Cluster's name.
+	Cluster string `json:"cluster"`
+	// revision is the Helm revision installed.
+	// +optional
+	Revision int32 `json:"revision,omitempty"`
+	// chartVersion is the chart version installed.
+	// +optional
+	ChartVersion string `json:"chartVersion,omitempty"`
+	// ready is whether the release is Ready for its current spec.
+	Ready bool `json:"ready"`
 }
 
 // HelmChartProxyStatus is what the proxy's reconciler observed.
@@ -85,6 +178,18 @@ type HelmChartProxyStatus struct {
 	// readyClusters counts the matching clusters whose release is Ready.
 	// +optional
 	ReadyClusters int32 `json:"readyClusters"`
+
+	// clusters are the proxy's releases, one per selected cluster: which revision and chart
+	// version each runs.
+	// +listType=map
+	// +listMapKey=cluster
+	// +optional
+	Clusters []ClusterRelease `json:"clusters,omitempty"`
+
+	// rollout is the state of the progressive rollout of the current generation; nil without
+	// spec.rollout.
+	// +optional
+	Rollout *RolloutStatus `json:"rollout,omitempty"`
 
 	// conditions: Ready, ValuesRendered, Paused.
 	// +listType=map

@@ -4,6 +4,11 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
+// RollbackAnnotation is set on a HelmReleaseProxy by its HelmChartProxy's failed rollout, with
+// the HelmReleaseProxy's generation as value: the release is rolled back to the revision it ran
+// before that generation, and held there until the spec changes again.
+const RollbackAnnotation = "addons.flotilla.dev/rollback-generation"
+
 // HelmReleaseProxyFinalizer lets the HelmReleaseProxy reconciler uninstall the release before the
 // HelmReleaseProxy goes away.
 const HelmReleaseProxyFinalizer = "addons.flotilla.dev/helmreleaseproxy"
@@ -13,6 +18,10 @@ const (
 	// DriftedCondition is True when objects of the release differ from its manifest in the
 	// cluster; status.drifted lists them.
 	DriftedCondition = "Drifted"
+
+	// HealthyCondition is True when the release is Ready and its Deployments, StatefulSets and
+	// DaemonSets are available; the rollout's health gate.
+	HealthyCondition = "Healthy"
 
 	// OrphanedCondition is True when the HelmReleaseProxy is being deleted but its cluster did
 	// not answer within the uninstall timeout: the release is left in the cluster.
@@ -45,6 +54,12 @@ const (
 	// WaitingForDependenciesReason: a HelmChartProxy this one dependsOn is not Ready in the
 	// cluster yet; the message names it.
 	WaitingForDependenciesReason = "WaitingForDependencies"
+	// RolledBackReason: a failed rollout rolled the release back; it stays at that revision
+	// until the spec changes.
+	RolledBackReason = "RolledBack"
+	// WorkloadsNotAvailableReason: some workloads of the release are not available; the
+	// message names them.
+	WorkloadsNotAvailableReason = "WorkloadsNotAvailable"
 	// DryRunReason: spec.dryRun is set and the release would change; status.dryRunDiff says how.
 	DryRunReason = "DryRun"
 	// DriftCheckFailedReason: the live objects could not be read.
@@ -130,6 +145,21 @@ type HelmReleaseProxyStatus struct {
 	// chartVersion is the version of the chart installed.
 	// +optional
 	ChartVersion string `json:"chartVersion,omitempty"`
+
+	// previousRevision is the revision that was deployed before the last upgrade, where a
+	// rollback goes.
+	// +optional
+	PreviousRevision int32 `json:"previousRevision,omitempty"`
+
+	// appliedGeneration is the generation whose spec the last successful install or upgrade
+	// applied.
+	// +optional
+	AppliedGeneration int64 `json:"appliedGeneration,omitempty"`
+
+	// rolledBackGeneration is the generation a rollback was made for; the release is not
+	// upgraded while the spec is at that generation.
+	// +optional
+	RolledBackGeneration int64 `json:"rolledBackGeneration,omitempty"`
 
 	// valuesHash is the SHA-256 of the values the release was installed with (valuesFrom
 	// merged with values), "sha256:<hex>".
