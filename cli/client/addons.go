@@ -11,10 +11,10 @@ import (
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 	ctrlclient "sigs.k8s.io/controller-runtime/pkg/client"
 
-	addonsv1 "github.com/flotilla-dev/flotilla/api/addons/v1alpha1"
 	"github.com/flotilla-dev/flotilla/addons/engine"
 	"github.com/flotilla-dev/flotilla/addons/reconcilers/helmchartproxy"
 	"github.com/flotilla-dev/flotilla/addons/reconcilers/helmreleaseproxy"
+	addonsv1 "github.com/flotilla-dev/flotilla/api/addons/v1alpha1"
 	"github.com/flotilla-dev/flotilla/pkg/helm"
 )
 
