@@ -2,6 +2,7 @@ package packages_test
 
 import (
 	"context"
+	"crypto/ecdsa"
 	"io"
 	"strings"
 	"sync"
@@ -417,4 +418,42 @@ func TestAManagementClusterInstallsItsPackagesIntoItself(t *testing.T) {
 		return mgmt.Client.Get(ctx, client.ObjectKey{Namespace: "self", Name: "hello"}, &appsv1.Deployment{})
 	}, timeout, interval).Should(Succeed())
 	g.Expect(workload.Client.Get(ctx, client.ObjectKey{Namespace: "self", Name: "hello"}, &appsv1.Deployment{})).NotTo(Succeed())
+}
+
+func TestANewPublicKeyVerifiesEveryBundleAgain(t *testing.T) {
+	g := NewWithT(t)
+	name := defaultBundle(t)
+	newCluster(t, "w-key", "1.36") // its PBC records the default bundle
+	g.Eventually(func(g Gomega) {
+		g.Expect(bundleState(g, name)).To(Equal(packagesv1.BundleValid))
+	}, timeout, interval).Should(Succeed())
+
+	otherKey, err := bundle.GenerateKey()
+	g.Expect(err).NotTo(HaveOccurred())
+	setPublicKey(t, &otherKey.PublicKey)
+	defer setPublicKey(t, &signingKey.PublicKey)
+	g.Eventually(func(g Gomega) {
+		g.Expect(bundleState(g, name)).To(Equal(packagesv1.BundleInvalid))
+	}, timeout, interval).Should(Succeed())
+
+	setPublicKey(t, &signingKey.PublicKey)
+	g.Eventually(func(g Gomega) {
+		g.Expect(bundleState(g, name)).To(Equal(packagesv1.BundleValid))
+	}, timeout, interval).Should(Succeed())
+}
+
+func bundleState(g Gomega, name string) packagesv1.PackageBundleState {
+	b := &packagesv1.PackageBundle{}
+	g.Expect(mgmt.Client.Get(context.Background(), client.ObjectKey{Namespace: packagesv1.PackagesNamespace, Name: name}, b)).To(Succeed())
+	return b.Status.State
+}
+
+func setPublicKey(t *testing.T, pub *ecdsa.PublicKey) {
+	t.Helper()
+	data, err := bundle.EncodePublicKey(pub)
+	must(t, err)
+	cm := &corev1.ConfigMap{}
+	must(t, mgmt.Client.Get(context.Background(), client.ObjectKey{Namespace: packagesv1.PackagesNamespace, Name: packagesv1.DefaultsConfigMapName}, cm))
+	cm.Data[packagesv1.DefaultsPublicKeyKey] = string(data)
+	must(t, mgmt.Client.Update(context.Background(), cm))
 }

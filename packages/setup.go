@@ -52,18 +52,21 @@ func Setup(_ context.Context, mgr ctrl.Manager, opts Options) error {
 		Recorder: mgr.GetEventRecorder(clusterlifecycle.FieldOwner),
 	}
 	pbc := &packagebundlecontroller.Reconciler{
-		Client:   mgr.GetClient(),
-		Recorder: mgr.GetEventRecorder(packagebundlecontroller.FieldOwner),
-		Source:   opts.Source,
+		Client:    mgr.GetClient(),
+		Recorder:  mgr.GetEventRecorder(packagebundlecontroller.FieldOwner),
+		APIReader: mgr.GetAPIReader(),
+		Source:    opts.Source,
 	}
 	bundles := &packagebundle.Reconciler{
-		Client:   mgr.GetClient(),
-		Recorder: mgr.GetEventRecorder(packagebundle.FieldOwner),
-		Verifier: opts.Verifier,
+		Client:    mgr.GetClient(),
+		Recorder:  mgr.GetEventRecorder(packagebundle.FieldOwner),
+		APIReader: mgr.GetAPIReader(),
+		Verifier:  opts.Verifier,
 	}
 	pkg := &packagereconciler.Reconciler{
 		Client:      mgr.GetClient(),
 		Recorder:    mgr.GetEventRecorder(packagereconciler.FieldOwner),
+		APIReader:   mgr.GetAPIReader(),
 		Installer:   opts.Installer,
 		RESTConfigs: opts.RESTConfigs,
 		LocalConfig: opts.LocalConfig,

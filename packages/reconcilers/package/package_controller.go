@@ -52,6 +52,9 @@ type Reconciler struct {
 	Client client.Client
 	// Recorder records Events on Packages.
 	Recorder events.EventRecorder
+	// APIReader reads the package-defaults ConfigMap and credentials Secret from the API server
+	// (never a cache that may lag behind the watch event that asked for the read); Client when nil.
+	APIReader client.Reader
 	// Installer installs and uninstalls Helm releases.
 	Installer Installer
 	// RESTConfigs reaches workload clusters (CAPI's ClusterCache).
@@ -71,6 +74,9 @@ type Reconciler struct {
 // PackageBundleControllers (a new active bundle), PackageBundles (one becoming valid) and the
 // Ready condition of the Packages of the same namespace (dependencies).
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
+	if r.APIReader == nil {
+		r.APIReader = r.Client
+	}
 	switch {
 	case r.Client == nil:
 		return errors.New("package reconciler: Client is required")

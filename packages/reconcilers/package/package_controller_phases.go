@@ -228,7 +228,7 @@ func targetNamespace(p *packagesv1.Package) string {
 
 // install installs or upgrades the release, bounded by the Helm timeout.
 func (r *Reconciler) install(ctx context.Context, s *scope, cfg *rest.Config) error {
-	d, err := defaults.Read(ctx, r.Client)
+	d, err := defaults.Read(ctx, r.APIReader)
 	if err != nil {
 		return err
 	}

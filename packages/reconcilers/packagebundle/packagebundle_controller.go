@@ -44,6 +44,9 @@ type Reconciler struct {
 	Client client.Client
 	// Recorder records Events on PackageBundles.
 	Recorder events.EventRecorder
+	// APIReader reads the package-defaults ConfigMap and credentials Secret from the API server
+	// (never a cache that may lag behind the watch event that asked for the read); Client when nil.
+	APIReader client.Reader
 	// Verifier verifies signatures.
 	Verifier Verifier
 }
@@ -51,6 +54,9 @@ type Reconciler struct {
 // SetupWithManager registers the reconciler with mgr: PackageBundles (spec changes) and the
 // package-defaults ConfigMap (every bundle: the key may have changed).
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
+	if r.APIReader == nil {
+		r.APIReader = r.Client
+	}
 	switch {
 	case r.Client == nil:
 		return errors.New("packagebundle reconciler: Client is required")
@@ -62,7 +68,9 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	err := ctrl.NewControllerManagedBy(mgr).
 		Named("packagebundle").
 		For(&packagesv1.PackageBundle{}, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
-		Watches(&corev1.ConfigMap{}, handler.EnqueueRequestsFromMapFunc(r.allBundles),
+		// Metadata only: every change bumps the resourceVersion, and the data is read from the
+		// API server (the manager's client does not cache ConfigMaps).
+		Watches(&corev1.ConfigMap{}, handler.EnqueueRequestsFromMapFunc(r.allBundles), builder.OnlyMetadata,
 			builder.WithPredicates(predicate.NewPredicateFuncs(func(o client.Object) bool {
 				return client.ObjectKeyFromObject(o) == defaults.Key
 			}))).
@@ -79,7 +87,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if err := r.Client.Get(ctx, req.NamespacedName, b); err != nil {
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
-	d, err := defaults.Read(ctx, r.Client)
+	d, err := defaults.Read(ctx, r.APIReader)
 	if err != nil {
 		return ctrl.Result{}, err
 	}

@@ -39,6 +39,9 @@ type Reconciler struct {
 	Client client.Client
 	// Recorder records Events on PackageBundleControllers.
 	Recorder events.EventRecorder
+	// APIReader reads the package-defaults ConfigMap and credentials Secret from the API server
+	// (never a cache that may lag behind the watch event that asked for the read); Client when nil.
+	APIReader client.Reader
 	// Source reads bundles from registries.
 	Source BundleSource
 	// Now is the clock; time.Now when nil.
@@ -51,6 +54,9 @@ type Reconciler struct {
 // (spec and annotation changes), the package-defaults ConfigMap and PackageBundles (every PBC)
 // and Flotilla Clusters (the PBC of the same name: the Kubernetes minor may change).
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
+	if r.APIReader == nil {
+		r.APIReader = r.Client
+	}
 	switch {
 	case r.Client == nil:
 		return errors.New("packagebundlecontroller reconciler: Client is required")
@@ -63,7 +69,9 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		Named("packagebundlecontroller").
 		For(&packagesv1.PackageBundleController{}, builder.WithPredicates(
 			predicate.Or(predicate.GenerationChangedPredicate{}, predicate.AnnotationChangedPredicate{}))).
-		Watches(&corev1.ConfigMap{}, handler.EnqueueRequestsFromMapFunc(r.allPBCs),
+		// Metadata only: every change bumps the resourceVersion, and the data is read from the
+		// API server (the manager's client does not cache ConfigMaps).
+		Watches(&corev1.ConfigMap{}, handler.EnqueueRequestsFromMapFunc(r.allPBCs), builder.OnlyMetadata,
 			builder.WithPredicates(predicate.NewPredicateFuncs(isDefaults))).
 		Watches(&flotillav1.Cluster{}, handler.EnqueueRequestsFromMapFunc(pbcOfCluster)).
 		// A bundle this or another PBC recorded: the cache may not have held it when the PBC's
@@ -118,7 +126,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 	if err := r.findCluster(ctx, s); err != nil || s.ignored != "" {
 		return ctrl.Result{}, err
 	}
-	d, err := defaults.Read(ctx, r.Client)
+	d, err := defaults.Read(ctx, r.APIReader)
 	if err != nil {
 		return ctrl.Result{}, err
 	}
