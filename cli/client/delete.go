@@ -135,6 +135,10 @@ func (c *Client) DeleteWorkloadCluster(ctx context.Context, opts DeleteWorkloadC
 	if err := c.CheckCompatibility(ctx, kc, opts.Kubeconfig, Mutating); err != nil {
 		return err
 	}
+	// Its finalizers need the management cluster's manager.
+	if err := c.ensureManagerOf(ctx, kc, opts.Kubeconfig, opts.Namespace); err != nil {
+		return err
+	}
 	fc := &flotillav1.Cluster{}
 	if err := kc.Get(ctx, ctrlclient.ObjectKey{Namespace: opts.Namespace, Name: opts.Name}, fc); err != nil {
 		if apierrors.IsNotFound(err) {

@@ -139,11 +139,8 @@ func (c *Client) UpgradeWorkloadCluster(ctx context.Context, opts UpgradeWorkloa
 	if err != nil {
 		return err
 	}
-	if mgmt, err := managementClusterOf(ctx, kc, opts.Kubeconfig, s.Cluster.Namespace); err == nil {
-		// Without its manager nothing rolls out, and its webhooks refuse every write.
-		if err := c.ensureLocalManager(ctx, mgmt, opts.Kubeconfig); err != nil {
-			return err
-		}
+	if err := c.ensureManagerOf(ctx, kc, opts.Kubeconfig, s.Cluster.Namespace); err != nil {
+		return err
 	}
 	r := &upgradeRun{c: c, opts: opts, spec: s, kc: kc}
 	checkpoint := filepath.Join(opts.OutDir, s.Cluster.Name, ".upgrade-checkpoint.json")
@@ -158,6 +155,18 @@ func (c *Client) UpgradeWorkloadCluster(ctx context.Context, opts UpgradeWorkloa
 	fmt.Fprintf(c.Out, "Workload cluster %q runs Kubernetes %s with %d workers.\n",
 		s.Cluster.Name, s.KubernetesVersion, desiredWorkers(s.Cluster))
 	return nil
+}
+
+// ensureManagerOf starts the manager of the management cluster behind kc (kubeconfig) again when
+// it runs on this machine and its manager has stopped: without it nothing is reconciled, and its
+// webhooks refuse every write. A kubeconfig that is not a management cluster's is left to the
+// command's own checks, which say what it points to.
+func (c *Client) ensureManagerOf(ctx context.Context, kc ctrlclient.Client, kubeconfig, namespace string) error {
+	mgmt, err := managementClusterOf(ctx, kc, kubeconfig, namespace)
+	if err != nil {
+		return nil //nolint:nilerr // reported by the command's own checks
+	}
+	return c.ensureLocalManager(ctx, mgmt, kubeconfig)
 }
 
 // ensureLocalManager starts the manager of management cluster mgmt again when that cluster runs
