@@ -89,6 +89,9 @@ func TestTheCLIManagesPackagesThroughTheManagementCluster(t *testing.T) {
 			Cluster: "w-cli", Package: "hello", Name: "hello-cli", Set: []string{"greeting=hola"}, TargetNamespace: "cli",
 		})
 		g.Expect(err).NotTo(HaveOccurred())
+		p, err := c.WaitPackageReady(ctx, mgmtKubeconfig, "w-cli", "hello-cli", timeout)
+		g.Expect(err).NotTo(HaveOccurred())
+		g.Expect(p.Status.CurrentVersion).NotTo(BeEmpty())
 		g.Eventually(func(g Gomega) {
 			pkgs, err := c.GetPackages(ctx, mgmtKubeconfig, "w-cli")
 			g.Expect(err).NotTo(HaveOccurred())

@@ -416,3 +416,39 @@ func writeDefaults(ctx context.Context, kc ctrlclient.Client, o PackageControlle
 	}
 	return nil
 }
+
+// WaitPackageReady waits until Package name of cluster is Ready for its latest spec, at most
+// timeout. It stops early when the Package's input is invalid (it would never become Ready).
+func (c *Client) WaitPackageReady(ctx context.Context, kubeconfig, cluster, name string, timeout time.Duration) (*packagesv1.Package, error) {
+	kc, err := c.packagesCluster(ctx, kubeconfig, ReadOnly)
+	if err != nil {
+		return nil, err
+	}
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	key := ctrlclient.ObjectKey{Namespace: packagesv1.ClusterNamespace(cluster), Name: name}
+	p := &packagesv1.Package{}
+	for {
+		if err := kc.Get(ctx, key, p); err != nil && !apierrors.IsNotFound(err) && ctx.Err() == nil {
+			return nil, fmt.Errorf("reading package %s of cluster %s: %w", name, cluster, err)
+		}
+		ready := meta.FindStatusCondition(p.Status.Conditions, packagesv1.ReadyCondition)
+		if ready != nil && ready.ObservedGeneration == p.Generation {
+			switch {
+			case ready.Status == metav1.ConditionTrue:
+				return p, nil
+			case ready.Reason == packagesv1.InvalidSpecReason:
+				return p, fmt.Errorf("package %s of cluster %s is invalid: %s", name, cluster, ready.Message)
+			}
+		}
+		select {
+		case <-ctx.Done():
+			detail := "no status yet"
+			if ready != nil {
+				detail = ready.Reason + ": " + ready.Message
+			}
+			return p, fmt.Errorf("package %s of cluster %s is not Ready after %s (%s)", name, cluster, timeout, detail)
+		case <-time.After(250 * time.Millisecond):
+		}
+	}
+}

@@ -2,6 +2,7 @@ package cmd
 
 import (
 	"fmt"
+	"time"
 
 	"github.com/spf13/cobra"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
@@ -15,6 +16,8 @@ type InstallPackageOptions struct {
 	global *GlobalOptions
 
 	client.InstallPackageOptions
+	// Wait is how long to wait for the Package to be Ready; 0 does not wait.
+	Wait time.Duration
 }
 
 // NewInstallPackageCmd returns `flotilla install package`.
@@ -28,7 +31,7 @@ management cluster; the package controller installs it into the cluster as a Hel
 after the Package. Its config is the values files (-f, merged in order) with --set on top; the
 management cluster checks it against the package's JSON Schema and refuses it, naming the path,
 when it does not fit. Follow it with 'flotilla get packages --cluster NAME'.`,
-		Example: `  flotilla install package hello-flotilla --cluster w1 --kubeconfig mgmt/mgmt.kubeconfig
+		Example: `  flotilla install package hello-flotilla --cluster w1 --kubeconfig mgmt/mgmt.kubeconfig --wait 2m
   flotilla install package hello-flotilla --cluster w1 --package-name hello --set greeting=hi -f values.yaml --kubeconfig mgmt/mgmt.kubeconfig`,
 		Args: exactlyOneArg("PACKAGE"),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -42,6 +45,7 @@ when it does not fit. Follow it with 'flotilla get packages --cluster NAME'.`,
 	cmd.Flags().StringVar(&o.TargetNamespace, "target-namespace", "", "namespace of the cluster to install into (default flotilla-packages)")
 	cmd.Flags().StringArrayVar(&o.Set, "set", nil, "set a config value (a.b=c), as Helm's --set; repeatable")
 	cmd.Flags().StringArrayVarP(&o.ValuesFiles, "values", "f", nil, "YAML file of config values; repeatable, merged in order")
+	cmd.Flags().DurationVar(&o.Wait, "wait", 0, "wait this long for the package to be Ready (e.g. 2m); 0 returns once it is created")
 	return cmd
 }
 
@@ -55,7 +59,16 @@ func (o *InstallPackageOptions) Run(cmd *cobra.Command) error {
 	if err != nil {
 		return err
 	}
-	_, err = fmt.Fprintf(o.Out, "Package %s/%s created: installing %s into cluster %s (see `flotilla get packages --cluster %s`)\n",
-		p.Namespace, p.Name, p.Spec.PackageName, o.Cluster, o.Cluster)
+	if o.Wait <= 0 {
+		_, err = fmt.Fprintf(o.Out, "Package %s/%s created: installing %s into cluster %s (see `flotilla get packages --cluster %s`)\n",
+			p.Namespace, p.Name, p.Spec.PackageName, o.Cluster, o.Cluster)
+		return err
+	}
+	start := time.Now()
+	if p, err = c.WaitPackageReady(cmd.Context(), o.global.Kubeconfig, o.Cluster, p.Name, o.Wait); err != nil {
+		return err
+	}
+	_, err = fmt.Fprintf(o.Out, "Package %s/%s Ready: %s %s installed into cluster %s in %s\n",
+		p.Namespace, p.Name, p.Spec.PackageName, p.Status.CurrentVersion, o.Cluster, time.Since(start).Round(100*time.Millisecond))
 	return err
 }
