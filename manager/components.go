@@ -3,7 +3,6 @@ package manager
 import (
 	"context"
 	"fmt"
-	"path/filepath"
 	"slices"
 	"sort"
 	"strings"
@@ -41,6 +40,9 @@ type Deps struct {
 	// BinRoot is the control plane binary cache ($FLOTILLA_BIN_CACHE, default
 	// ~/.cache/flotilla/bin), holding one directory per Kubernetes version.
 	BinRoot string
+	// Helm is the one Helm engine of the process, shared by packages and addons: it serialises
+	// the actions on each release and keeps one chart cache under Home.
+	Helm *helm.Engine
 }
 
 // AllComponents selects every component.
@@ -69,12 +71,10 @@ func Components() []Component {
 			return (&kubeconfigaccess.Reconciler{Client: mgr.GetClient()}).SetupWithManager(mgr)
 		}},
 		{Name: "addons", Setup: func(ctx context.Context, mgr ctrl.Manager, deps Deps) error {
-			helmEngine := &helm.Engine{ChartCache: filepath.Join(deps.Home, "cache", "charts")}
-			return addons.Setup(ctx, mgr, addons.Options{ClusterCache: deps.ClusterCache, Engine: addonsengine.New(helmEngine)})
+			return addons.Setup(ctx, mgr, addons.Options{ClusterCache: deps.ClusterCache, Engine: addonsengine.New(deps.Helm)})
 		}},
 		{Name: "packages", Setup: func(ctx context.Context, mgr ctrl.Manager, deps Deps) error {
-			helmEngine := &helm.Engine{ChartCache: filepath.Join(deps.Home, "cache", "charts")}
-			return packages.Setup(ctx, mgr, packages.Options{RESTConfigs: deps.ClusterCache, Installer: packages.HelmInstaller{Engine: helmEngine}})
+			return packages.Setup(ctx, mgr, packages.Options{RESTConfigs: deps.ClusterCache, Installer: packages.HelmInstaller{Engine: deps.Helm}})
 		}},
 	}, kubeadmComponents()...) // CAPI's kubeadm providers, see kubeadm.go
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"path/filepath"
 	"sync/atomic"
 	"time"
 
@@ -26,6 +27,7 @@ import (
 	"github.com/flotilla-dev/flotilla/manager/scheme"
 	"github.com/flotilla-dev/flotilla/pkg/binaries"
 	"github.com/flotilla-dev/flotilla/pkg/controlplane"
+	"github.com/flotilla-dev/flotilla/pkg/helm"
 )
 
 // Namespace is where Flotilla's manager keeps its state: the leader election Lease, the version
@@ -104,7 +106,7 @@ func New(ctx context.Context, restConfig *rest.Config, opts Options) (*Manager, 
 	if m.version == "" {
 		m.version = "unknown"
 	}
-	deps := Deps{Home: opts.Home, BinRoot: opts.BinRoot}
+	deps := Deps{Home: opts.Home, BinRoot: opts.BinRoot, Helm: &helm.Engine{ChartCache: filepath.Join(opts.Home, "cache", "charts")}}
 	if deps.Home == "" {
 		deps.Home = controlplane.HomeDir()
 	}
