@@ -14,7 +14,7 @@ import (
 )
 
 // PacketAPIKeyEnv is the environment variable holding the Equinix Metal (Packet) API key.
-const PacketAPIKeyEnv = "PACKET_API_KEY"
+const PacketAPIKeyEnv = "PACKET_API_KEY" //nolint:gosec // the variable's name, not a credential
 
 // EnsurePacketCredentials stores apiKey in the credentials Secret (in flotilla-system) that the
 // spec's PacketDatacenterConfig names, before the cluster is created. It does nothing for other

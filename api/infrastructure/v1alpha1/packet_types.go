@@ -17,7 +17,7 @@ const PacketCredentialsNamespace = "flotilla-system"
 
 // DefaultPacketCredentialsSecret is the Secret in PacketCredentialsNamespace whose
 // PacketAPIKeySecretKey holds the API key, when a PacketCluster names none.
-const DefaultPacketCredentialsSecret = "packet-credentials"
+const DefaultPacketCredentialsSecret = "packet-credentials" //nolint:gosec // a Secret's name, not a credential
 
 // PacketAPIKeySecretKey is the key of the API key in a credentials Secret.
 const PacketAPIKeySecretKey = "apiKey"

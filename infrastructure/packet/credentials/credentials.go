@@ -15,7 +15,7 @@ import (
 
 // ErrUnavailable is wrapped by errors about a missing Secret or key: waiting (for someone to
 // create it) is the remedy, not retrying fast.
-var ErrUnavailable = errors.New("Metal API credentials unavailable")
+var ErrUnavailable = errors.New("the Metal API credentials are unavailable")
 
 // NewClientFunc builds a Metal API client for a base URL and key.
 type NewClientFunc func(apiURL, apiKey string) (metal.Interface, error)
