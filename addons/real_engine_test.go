@@ -312,3 +312,50 @@ func TestADryRunDiffsWithoutChangingAnythingAndTheCLIShowsTheSameDiff(t *testing
 		g.Expect(hrp.Status.DryRunDiff).To(BeEmpty())
 	}, timeout, interval).Should(Succeed())
 }
+
+func TestARolloutWaitsForTheWorkloadsOfTheChangedClusterToBeAvailable(t *testing.T) {
+	startManager(t)
+	g := NewWithT(t)
+	ctx := context.Background()
+	ns := env.NewNamespace(t)
+	w := useWorkloadCluster(t, ns, "w1") // w1 is real; w2 (engine.Fake) has no workloads to wait for
+	repoURL := serveCharts(t, helloChart("1.0.0"))
+	createCluster(g, ns, "w1", map[string]string{"env": "prod"})
+	createCluster(g, ns, "w2", map[string]string{"env": "prod"})
+
+	releaseNS := "gate-" + ns
+	p := proxy(ns, "web")
+	p.Spec.RepoURL, p.Spec.ChartName, p.Spec.Version, p.Spec.Namespace = repoURL, "hello", "1.0.0", releaseNS
+	p.Spec.ValuesTemplate = "greeting: v1\n"
+	p.Spec.Rollout = &addonsv1.Rollout{BatchSize: 1, HealthTimeout: &metav1.Duration{Duration: time.Minute}}
+	g.Expect(env.Client.Create(ctx, p)).To(Succeed())
+	eventuallyReady(g, ns, "web", "w1")
+	g.Eventually(func(g Gomega) {
+		c := condition(getHRP(g, ns, "web", "w1").Status.Conditions, addonsv1.HealthyCondition)
+		g.Expect(c.Reason).To(Equal(addonsv1.WorkloadsNotAvailableReason))
+		g.Expect(c.Message).To(ContainSubstring("Deployment " + releaseNS + "/web (its controller has not seen the current spec)"))
+	}, timeout, interval).Should(Succeed())
+
+	updateProxy(g, ns, "web", func(p *addonsv1.HelmChartProxy) { p.Spec.ValuesTemplate = "greeting: v2\n" })
+	g.Eventually(func(g Gomega) {
+		ro := rolloutOf(g, ns, "web")
+		g.Expect(ro.Updated).To(Equal([]string{"w1"}))
+		g.Expect(ro.Message).To(Equal("waiting for w1 to be healthy"))
+		g.Expect(eventuallyReady(g, ns, "web", "w1").Status.Revision).To(BeEquivalentTo(2))
+	}, timeout, interval).Should(Succeed())
+	g.Consistently(func(g Gomega) {
+		g.Expect(getHRP(g, ns, "web", "w2").Spec.Values).To(Equal("greeting: v1\n"), "w2 waits for w1's workloads")
+	}, 2*time.Second, interval).Should(Succeed())
+
+	// The Deployment becomes available, as its controller would report it.
+	deploy := &appsv1.Deployment{}
+	g.Expect(w.Client.Get(ctx, client.ObjectKey{Namespace: releaseNS, Name: "web"}, deploy)).To(Succeed())
+	deploy.Status = appsv1.DeploymentStatus{ObservedGeneration: deploy.Generation, Replicas: 1, UpdatedReplicas: 1, ReadyReplicas: 1, AvailableReplicas: 1}
+	g.Expect(w.Client.Status().Update(ctx, deploy)).To(Succeed())
+
+	g.Eventually(func(g Gomega) {
+		ro := rolloutOf(g, ns, "web")
+		g.Expect(ro.Phase).To(Equal(addonsv1.RolloutComplete), ro.Message)
+		g.Expect(getHRP(g, ns, "web", "w2").Spec.Values).To(Equal("greeting: v2\n"))
+	}, timeout, interval).Should(Succeed())
+}
