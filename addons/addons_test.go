@@ -720,3 +720,49 @@ func TestAFailingBatchStopsTheRolloutAndRollsBackTheClustersItChanged(t *testing
 		}
 	}, timeout, interval).Should(Succeed())
 }
+
+func TestARolloutResumesFromItsStatusAfterTheManagerStopped(t *testing.T) {
+	startManager(t)
+	g := NewWithT(t)
+	ctx := context.Background()
+	ns := env.NewNamespace(t)
+	for _, c := range []string{"w1", "w2", "w3"} {
+		createCluster(g, ns, c, map[string]string{"env": "prod"})
+	}
+	p := proxy(ns, "hello")
+	p.Spec.Rollout = &addonsv1.Rollout{BatchSize: 1}
+	g.Expect(env.Client.Create(ctx, p)).To(Succeed())
+	g.Eventually(func(g Gomega) {
+		g.Expect(rolloutOf(g, ns, "hello").Phase).To(Equal(addonsv1.RolloutComplete))
+	}, timeout, interval).Should(Succeed())
+
+	// Freeze the reconciler, change the proxy, and leave the status a manager killed right after
+	// recording its first batch (w1) would leave: w1 recorded, not yet applied.
+	updateProxy(g, ns, "hello", func(p *addonsv1.HelmChartProxy) {
+		p.Annotations = map[string]string{clusterv1.PausedAnnotation: ""}
+	})
+	g.Eventually(func(g Gomega) {
+		g.Expect(condition(getProxy(g, ns, "hello").Status.Conditions, addonsv1.PausedCondition).Status).To(Equal(metav1.ConditionTrue))
+	}, timeout, interval).Should(Succeed())
+	updateProxy(g, ns, "hello", func(p *addonsv1.HelmChartProxy) { p.Spec.ValuesTemplate = "replicas: 3" })
+	g.Eventually(func() error {
+		p := getProxy(g, ns, "hello")
+		p.Status.Rollout = &addonsv1.RolloutStatus{
+			Generation: p.Generation, Phase: addonsv1.RolloutProgressing, Updated: []string{"w1"},
+			BatchStartedAt: &metav1.Time{Time: time.Now()}, Message: "changing w1",
+		}
+		return env.Client.Status().Update(ctx, p)
+	}, timeout, interval).Should(Succeed())
+
+	updateProxy(g, ns, "hello", func(p *addonsv1.HelmChartProxy) { p.Annotations = nil })
+	g.Eventually(func(g Gomega) {
+		ro := rolloutOf(g, ns, "hello")
+		g.Expect(ro.Phase).To(Equal(addonsv1.RolloutComplete), ro.Message)
+		g.Expect(ro.Updated).To(Equal([]string{"w1", "w2", "w3"}), "w1 is not counted twice")
+	}, timeout, interval).Should(Succeed())
+	for _, c := range []string{"w1", "w2", "w3"} {
+		rel, rev, _ := fakeRelease(ns, c, "hello", "hello")
+		g.Expect(rel.Values).To(Equal(map[string]any{"replicas": float64(3)}), c)
+		g.Expect(rev).To(Equal(2), "%s upgraded once", c)
+	}
+}
