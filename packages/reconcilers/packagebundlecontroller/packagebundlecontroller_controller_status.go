@@ -76,6 +76,10 @@ func setStatus(s *scope, now time.Time) {
 	case s.active.Status.State != packagesv1.BundleValid:
 		st.Detail = fmt.Sprintf("active bundle %s is invalid: %s", active, s.active.Status.Detail)
 		ready.Reason, ready.Message = packagesv1.ActiveBundleInvalidReason, "spec.activeBundle: "+st.Detail
+	case len(s.bundles) > 0 && s.active.Spec.KubernetesMinor != s.minor:
+		st.State = packagesv1.BundleControllerUpgradeAvailable
+		st.Detail = fmt.Sprintf("bundle %s is available for Kubernetes %s (active: %s, for %s)", st.LatestBundle, s.minor, active, s.active.Spec.KubernetesMinor)
+		ready.Status, ready.Reason, ready.Message = metav1.ConditionTrue, packagesv1.ReadyReason, "using bundle "+active+"; "+st.Detail
 	case len(s.bundles) > 0 && s.bundles[len(s.bundles)-1].Spec.Build > s.active.Spec.Build:
 		st.State = packagesv1.BundleControllerUpgradeAvailable
 		st.Detail = fmt.Sprintf("bundle %s is available (active: %s)", st.LatestBundle, active)

@@ -25,6 +25,8 @@ func TestSetStatus(t *testing.T) {
 	b1, b2 := bundleOf("v1-36-1", 1, packagesv1.BundleValid), bundleOf("v1-36-2", 2, packagesv1.BundleValid)
 	invalid := bundleOf("v1-36-3", 3, packagesv1.BundleInvalid)
 	invalid.Status.Detail = "bundle is not signed"
+	old := bundleOf("v1-35-4", 4, packagesv1.BundleValid)
+	old.Spec.KubernetesMinor = "1.35"
 	tests := []struct {
 		name       string
 		active     string
@@ -46,6 +48,8 @@ func TestSetStatus(t *testing.T) {
 			wantState: packagesv1.BundleControllerActive, wantReady: metav1.ConditionTrue, wantReason: packagesv1.ReadyReason, wantDetail: "using bundle v1-36-2"},
 		{name: "an older bundle active has an upgrade available", active: "v1-36-1", s: scope{minor: "1.36", source: src, bundles: []*packagesv1.PackageBundle{b1, b2}, active: b1},
 			wantState: packagesv1.BundleControllerUpgradeAvailable, wantReady: metav1.ConditionTrue, wantReason: packagesv1.ReadyReason, wantDetail: "v1-36-2 is available"},
+		{name: "after a Kubernetes upgrade a bundle of the new minor is an upgrade", active: "v1-35-4", s: scope{minor: "1.36", source: src, bundles: []*packagesv1.PackageBundle{b1}, active: old},
+			wantState: packagesv1.BundleControllerUpgradeAvailable, wantReady: metav1.ConditionTrue, wantReason: packagesv1.ReadyReason, wantDetail: "v1-36-1 is available for Kubernetes 1.36"},
 		{name: "an invalid active bundle is not Ready and names spec.activeBundle", active: "v1-36-3", s: scope{minor: "1.36", source: src, bundles: []*packagesv1.PackageBundle{b1}, active: invalid},
 			wantState: packagesv1.BundleControllerActive, wantReady: metav1.ConditionFalse, wantReason: packagesv1.ActiveBundleInvalidReason, wantDetail: "not signed"},
 		{name: "a missing active bundle is not Ready", active: "v1-36-9", s: scope{minor: "1.36", source: src, bundles: []*packagesv1.PackageBundle{b1}},
