@@ -42,44 +42,14 @@ func (r *Reconciler) rollout(ctx context.Context, s *scope, desired map[string]*
 		hcp.Status.Rollout = ro
 	}
 
-	// Which clusters does this generation still have to change?
-	var pending []string
-	for _, name := range sortedKeys(desired) {
-		want, have := desired[name], s.releaseProxies[name]
-		switch {
-		case have == nil || slices.Contains(ro.Updated, name) || sameRelease(have, want):
-			if ro.Phase == addonsv1.RolloutRolledBack || (ro.Phase == addonsv1.RolloutFailed && spec.RollbackOnFailure) {
-				if have != nil && slices.Contains(ro.Updated, name) {
-					want.Annotations = map[string]string{addonsv1.RollbackAnnotation: strconv.FormatInt(have.Generation, 10)}
-				}
-			}
-			if err := r.applyReleaseProxy(ctx, s, name, want); err != nil {
-				return err
-			}
-		default:
-			pending = append(pending, name)
-		}
+	pending, err := r.applySettled(ctx, s, desired)
+	if err != nil {
+		return err
 	}
-
 	if ro.Phase == addonsv1.RolloutFailed || ro.Phase == addonsv1.RolloutRolledBack {
 		return r.stopRollout(ctx, s, desired) // stopped for this generation; only a change restarts
 	}
-
-	// How are the clusters it changed doing?
-	var waiting []string
-	for _, name := range ro.Updated {
-		hrp := s.releaseProxies[name]
-		if hrp == nil || slices.Contains(ro.Failed, name) {
-			continue
-		}
-		switch state, why := releaseState(hrp, ro.BatchStartedAt, healthTimeout(spec), now); state {
-		case stateFailed:
-			ro.Failed = append(ro.Failed, name)
-			r.Recorder.Eventf(hcp, hrp, corev1.EventTypeWarning, rolloutEvent, "Rollout", "Cluster %s failed: %s", name, why)
-		case stateWaiting:
-			waiting = append(waiting, name)
-		}
-	}
+	waiting := r.checkUpdated(s, now)
 
 	switch {
 	case len(ro.Failed) > int(spec.MaxFailures):
@@ -129,6 +99,51 @@ func (r *Reconciler) rollout(ctx context.Context, s *scope, desired map[string]*
 		hcp.Generation, strings.Join(batch, ", "), len(ro.Updated), len(ro.Updated)+len(pending)-len(batch))
 	s.requeueAfter = min(s.requeueAfter, rolloutPoll)
 	return nil
+}
+
+// applySettled applies the HelmReleaseProxies whose place in the rollout is settled (clusters
+// newly selected, clusters this rollout already changed, clusters already on this spec; with the
+// rollback annotation once a failed rollout rolls back) and returns the clusters still to change.
+func (r *Reconciler) applySettled(ctx context.Context, s *scope, desired map[string]*addonsv1.HelmReleaseProxy) ([]string, error) {
+	ro := s.proxy.Status.Rollout
+	rollingBack := ro.Phase == addonsv1.RolloutRolledBack || (ro.Phase == addonsv1.RolloutFailed && s.proxy.Spec.Rollout.RollbackOnFailure)
+	var pending []string
+	for _, name := range sortedKeys(desired) {
+		want, have := desired[name], s.releaseProxies[name]
+		updated := slices.Contains(ro.Updated, name)
+		if have != nil && !updated && !sameRelease(have, want) {
+			pending = append(pending, name)
+			continue
+		}
+		if rollingBack && have != nil && updated {
+			want.Annotations = map[string]string{addonsv1.RollbackAnnotation: strconv.FormatInt(have.Generation, 10)}
+		}
+		if err := r.applyReleaseProxy(ctx, s, name, want); err != nil {
+			return nil, err
+		}
+	}
+	return pending, nil
+}
+
+// checkUpdated records the clusters this rollout changed that failed, and returns those still to
+// be waited for.
+func (r *Reconciler) checkUpdated(s *scope, now time.Time) []string {
+	ro := s.proxy.Status.Rollout
+	var waiting []string
+	for _, name := range ro.Updated {
+		hrp := s.releaseProxies[name]
+		if hrp == nil || slices.Contains(ro.Failed, name) {
+			continue
+		}
+		switch state, why := releaseState(hrp, ro.BatchStartedAt, healthTimeout(s.proxy.Spec.Rollout), now); state {
+		case stateFailed:
+			ro.Failed = append(ro.Failed, name)
+			r.Recorder.Eventf(s.proxy, hrp, corev1.EventTypeWarning, rolloutEvent, "Rollout", "Cluster %s failed: %s", name, why)
+		case stateWaiting:
+			waiting = append(waiting, name)
+		}
+	}
+	return waiting
 }
 
 // stopRollout stops a rollout past its failure threshold and, with rollbackOnFailure, asks the

@@ -116,6 +116,12 @@ func (r *Reconciler) reconcileNormal(ctx context.Context, s *scope) (ctrl.Result
 		return ctrl.Result{}, err // a dependency's status change brings us back
 	}
 
+	return r.install(ctx, s, cfg, release, valuesHash, applied)
+}
+
+// install installs or upgrades the release and records the result.
+func (r *Reconciler) install(ctx context.Context, s *scope, cfg *rest.Config, release engine.Release, valuesHash, applied string) (ctrl.Result, error) {
+	hrp := s.hrp
 	result, err := r.Engine.InstallOrUpgrade(ctx, cfg, release)
 	if result.Action != engine.Unchanged {
 		countAction("install-or-upgrade", err)
@@ -124,7 +130,7 @@ func (r *Reconciler) reconcileNormal(ctx context.Context, s *scope) (ctrl.Result
 		s.fail(addonsv1.InstallFailedReason, "%v", err)
 		r.Recorder.Eventf(hrp, nil, corev1.EventTypeWarning, installFailedEvent, "Install",
 			"Installing release %s/%s (chart %s %s): %v", release.Namespace, release.Name, release.Chart.Name, release.Chart.Version, err)
-		return ctrl.Result{}, fmt.Errorf("installing release %s/%s into cluster %s: %w", release.Namespace, release.Name, cluster.Name, err)
+		return ctrl.Result{}, fmt.Errorf("installing release %s/%s into cluster %s: %w", release.Namespace, release.Name, hrp.Spec.ClusterName, err)
 	}
 	if result.Action == engine.Upgraded {
 		hrp.Status.PreviousRevision = hrp.Status.Revision
