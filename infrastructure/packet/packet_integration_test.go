@@ -319,10 +319,10 @@ func TestRateLimitedCallsAreRetriedAndProvisioningCostsFewCalls(t *testing.T) {
 	g.Expect(calls).To(BeNumerically("<=", 12))
 
 	// Provisioned: no more polling while nothing changes.
-	const getDevice = "GET " + metalsim.BasePath + "/devices/{id}"
-	settled := sim.Stats().ByRoute[getDevice]
+	getDevice := "GET " + metalsim.BasePath + "/devices/" + strings.TrimPrefix(pm.Spec.ProviderID, infrav1.PacketProviderIDPrefix)
+	settled := sim.Stats().ByPath[getDevice]
 	time.Sleep(3 * time.Second)
-	g.Expect(sim.Stats().ByRoute[getDevice]).To(Equal(settled))
+	g.Expect(sim.Stats().ByPath[getDevice]).To(Equal(settled))
 }
 
 func TestOneControlPlaneAndThreeWorkersWithFiveSecondProvisioningAreProvisionedWithinThirtySeconds(t *testing.T) {

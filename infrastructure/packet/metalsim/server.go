@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"net"
 	"net/http"
 	"slices"
@@ -78,6 +79,8 @@ type Stats struct {
 	Total int `json:"total"`
 	// ByRoute counts requests per "METHOD pattern", such as "GET /metal/v1/devices/{id}".
 	ByRoute map[string]int `json:"byRoute"`
+	// ByPath counts requests per "METHOD path", such as "GET /metal/v1/devices/<id>".
+	ByPath map[string]int `json:"byPath"`
 	// Faults counts requests answered by an injected fault.
 	Faults int `json:"faults"`
 }
@@ -100,7 +103,7 @@ func New(opts Options) *Server {
 		devices:      map[string]*device{},
 		reservations: map[string]*reservation{},
 		assignments:  map[string]*assignment{},
-		stats:        Stats{ByRoute: map[string]int{}},
+		stats:        Stats{ByRoute: map[string]int{}, ByPath: map[string]int{}},
 	}
 	s.routes()
 	return s
@@ -201,6 +204,7 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request, route string, h f
 	s.mu.Lock()
 	s.stats.Total++
 	s.stats.ByRoute[route]++
+	s.stats.ByPath[r.Method+" "+r.URL.Path]++
 	s.mu.Unlock()
 
 	if r.Header.Get(metal.AuthHeader) != s.opts.APIKey {
@@ -258,10 +262,7 @@ func writeJSON(w http.ResponseWriter, status int, body any) {
 func (s *Server) Stats() Stats {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	out := Stats{Total: s.stats.Total, Faults: s.stats.Faults, ByRoute: make(map[string]int, len(s.stats.ByRoute))}
-	for k, v := range s.stats.ByRoute {
-		out.ByRoute[k] = v
-	}
+	out := Stats{Total: s.stats.Total, Faults: s.stats.Faults, ByRoute: maps.Clone(s.stats.ByRoute), ByPath: maps.Clone(s.stats.ByPath)}
 	return out
 }
 
@@ -269,7 +270,7 @@ func (s *Server) Stats() Stats {
 func (s *Server) ResetStats() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.stats = Stats{ByRoute: map[string]int{}}
+	s.stats = Stats{ByRoute: map[string]int{}, ByPath: map[string]int{}}
 }
 
 // Devices returns the devices of a project, as the API lists them.
