@@ -44,8 +44,10 @@ func TestPacketSpecProblems(t *testing.T) {
 			problem: "name the PacketMachineConfig of the control plane devices",
 		},
 		{
-			name:    "a local machine config in a Packet cluster is refused",
-			edit:    func(s string) string { return strings.Replace(s, "kind: PacketMachineConfig\n        name: metal-workers", "kind: LocalMachineConfig\n        name: metal-workers", 1) },
+			name: "a local machine config in a Packet cluster is refused",
+			edit: func(s string) string {
+				return strings.Replace(s, "kind: PacketMachineConfig\n        name: metal-workers", "kind: LocalMachineConfig\n        name: metal-workers", 1)
+			},
 			problem: "LocalMachineConfig",
 		},
 	}
