@@ -144,10 +144,16 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 		// spec.logLevel raises what is logged about this cluster's checks.
 		ctrl.LoggerFrom(ctx).V(max(0, 1-int(pbc.Spec.LogLevel))).Info("Checking the bundle source",
 			"source", s.source.Registry+"/"+s.source.Repository, "kubernetesMinor", s.minor)
-		if s.checkErr = r.check(ctx, s, d); s.checkErr != nil {
-			r.Recorder.Eventf(pbc, nil, corev1.EventTypeWarning, packagesv1.RegistryUnreachableReason, "Check", "%v", s.checkErr)
+		if err := r.check(ctx, s, d); err != nil {
+			var regErr *RegistryError
+			if !errors.As(err, &regErr) {
+				s.checked = false // an API error: not the registry's fault
+				return ctrl.Result{}, err
+			}
+			s.checkErr = err
+			r.Recorder.Eventf(pbc, nil, corev1.EventTypeWarning, packagesv1.RegistryUnreachableReason, "Check", "%v", err)
 			// Returned for the controller's exponential backoff.
-			return ctrl.Result{}, s.checkErr
+			return ctrl.Result{}, err
 		}
 	}
 	if err := r.observeBundles(ctx, s); err != nil {

@@ -127,7 +127,7 @@ func (r *Reconciler) check(ctx context.Context, s *scope, d defaults.Defaults) e
 	where := s.source.Registry + "/" + s.source.Repository
 	names, err := r.Source.List(ctx, src, s.minor)
 	if err != nil {
-		return fmt.Errorf("listing bundles for Kubernetes %s in %s: %w", s.minor, where, err)
+		return &RegistryError{Err: fmt.Errorf("listing bundles for Kubernetes %s in %s: %w", s.minor, where, err)}
 	}
 	for _, name := range names {
 		existing := &packagesv1.PackageBundle{}
@@ -143,7 +143,7 @@ func (r *Reconciler) check(ctx context.Context, s *scope, d defaults.Defaults) e
 		}
 		spec, err := r.Source.Pull(ctx, src, name)
 		if err != nil {
-			return fmt.Errorf("pulling bundle %s from %s: %w", name, where, err)
+			return &RegistryError{Err: fmt.Errorf("pulling bundle %s from %s: %w", name, where, err)}
 		}
 		spec.Source = s.source.DeepCopy()
 		if err := r.record(ctx, s, name, existing, spec); err != nil {
@@ -153,11 +153,20 @@ func (r *Reconciler) check(ctx context.Context, s *scope, d defaults.Defaults) e
 	return nil
 }
 
+// RegistryError is a failure to read the registry: the PackageBundleController is disconnected.
+type RegistryError struct{ Err error }
+
+func (e *RegistryError) Error() string { return e.Err.Error() }
+func (e *RegistryError) Unwrap() error { return e.Err }
+
 // record creates PackageBundle name with spec, or updates an existing one whose spec differs.
 func (r *Reconciler) record(ctx context.Context, s *scope, name string, existing *packagesv1.PackageBundle, spec packagesv1.PackageBundleSpec) error {
 	if existing == nil {
 		b := &packagesv1.PackageBundle{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: packagesv1.PackagesNamespace}, Spec: spec}
 		if err := r.Client.Create(ctx, b, client.FieldOwner(FieldOwner)); err != nil {
+			if apierrors.IsAlreadyExists(err) {
+				return nil // another PackageBundleController of the same source recorded it
+			}
 			return fmt.Errorf("creating PackageBundle %s: %w", name, err)
 		}
 		r.Recorder.Eventf(s.pbc, b, corev1.EventTypeNormal, "BundleFound", "Check", "Found bundle %s", name)
@@ -168,6 +177,9 @@ func (r *Reconciler) record(ctx context.Context, s *scope, name string, existing
 	}
 	existing.Spec = spec
 	if err := r.Client.Update(ctx, existing, client.FieldOwner(FieldOwner)); err != nil {
+		if apierrors.IsConflict(err) {
+			return nil // changed meanwhile, by another PackageBundleController: the next check looks again
+		}
 		return fmt.Errorf("updating PackageBundle %s: %w", name, err)
 	}
 	r.Recorder.Eventf(s.pbc, existing, corev1.EventTypeNormal, "BundleChanged", "Check", "Bundle %s changed in the registry", name)
