@@ -17,6 +17,7 @@ import (
 
 	packagesv1 "github.com/flotilla-dev/flotilla/api/packages/v1alpha1"
 	cliclient "github.com/flotilla-dev/flotilla/cli/client"
+	"github.com/flotilla-dev/flotilla/packages/defaults"
 	"github.com/flotilla-dev/flotilla/internal/version"
 	"github.com/flotilla-dev/flotilla/manager"
 )
@@ -73,6 +74,22 @@ func TestTheCLIManagesPackagesThroughTheManagementCluster(t *testing.T) {
 			g.Expect(err).NotTo(HaveOccurred())
 			g.Expect(b.Package("hello")).NotTo(BeNil())
 		}, timeout, interval).Should(Succeed())
+	})
+
+	t.Run("install packagecontroller keeps registry credentials in a Secret that package-defaults names", func(t *testing.T) {
+		g := NewWithT(t)
+		_, err := c.InstallPackageController(ctx, mgmtKubeconfig, cliclient.PackageControllerOptions{Cluster: "w-cli", Username: "robot", Password: "s3cret"})
+		g.Expect(err).NotTo(HaveOccurred())
+		d, err := defaults.Read(ctx, mgmt.Client)
+		g.Expect(err).NotTo(HaveOccurred())
+		g.Expect(d.Username).To(Equal("robot"))
+		g.Expect(d.Password).To(Equal("s3cret"))
+		g.Expect(d.PublicKey).NotTo(BeNil(), "the key written before is kept")
+		// Back to anonymous for the other tests.
+		cm := &corev1.ConfigMap{}
+		g.Expect(mgmt.Client.Get(ctx, defaults.Key, cm)).To(Succeed())
+		delete(cm.Data, packagesv1.DefaultsCredentialsSecretKey)
+		g.Expect(mgmt.Client.Update(ctx, cm)).To(Succeed())
 	})
 
 	t.Run("generate package prints a manifest with the schema as comments", func(t *testing.T) {

@@ -317,7 +317,15 @@ type PackageControllerOptions struct {
 	PlainHTTP *bool
 	// Source, when set, is the PBC's own source (spec.source).
 	Source *packagesv1.BundleSource
+	// Username, Password and CAData, when any is set, are written to the Secret
+	// flotilla-packages/package-registry-credentials, which package-defaults then names: they
+	// are used for every registry of bundles and charts.
+	Username, Password string
+	CAData             []byte
 }
+
+// CredentialsSecretName is the Secret `install packagecontroller` keeps registry credentials in.
+const CredentialsSecretName = "package-registry-credentials"
 
 // InstallPackageController writes the package-defaults ConfigMap from o (merging into the
 // existing one) and creates the PackageBundleController of o.Cluster when it does not exist. It
@@ -352,6 +360,11 @@ func (c *Client) InstallPackageController(ctx context.Context, kubeconfig string
 	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: packagesv1.PackagesNamespace}}
 	if err := kc.Create(ctx, ns); err != nil && !apierrors.IsAlreadyExists(err) {
 		return nil, fmt.Errorf("creating namespace %s: %w", ns.Name, err)
+	}
+	if o.Username != "" || o.Password != "" || len(o.CAData) > 0 {
+		if err := writeCredentials(ctx, kc, o); err != nil {
+			return nil, err
+		}
 	}
 	if err := writeDefaults(ctx, kc, o); err != nil {
 		return nil, err
@@ -405,6 +418,9 @@ func writeDefaults(ctx context.Context, kc ctrlclient.Client, o PackageControlle
 	if o.PlainHTTP != nil {
 		cm.Data[packagesv1.DefaultsPlainHTTPKey] = fmt.Sprint(*o.PlainHTTP)
 	}
+	if o.Username != "" || o.Password != "" || len(o.CAData) > 0 {
+		cm.Data[packagesv1.DefaultsCredentialsSecretKey] = CredentialsSecretName
+	}
 	if !exists {
 		if err := kc.Create(ctx, cm); err != nil {
 			return fmt.Errorf("creating ConfigMap %s: %w", defaults.Key, err)
@@ -451,4 +467,35 @@ func (c *Client) WaitPackageReady(ctx context.Context, kubeconfig, cluster, name
 		case <-time.After(250 * time.Millisecond):
 		}
 	}
+}
+
+// writeCredentials creates or replaces the registry credentials Secret.
+func writeCredentials(ctx context.Context, kc ctrlclient.Client, o PackageControllerOptions) error {
+	s := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: CredentialsSecretName, Namespace: packagesv1.PackagesNamespace}}
+	data := map[string][]byte{}
+	if o.Username != "" {
+		data[packagesv1.CredentialsUsernameKey] = []byte(o.Username)
+	}
+	if o.Password != "" {
+		data[packagesv1.CredentialsPasswordKey] = []byte(o.Password)
+	}
+	if len(o.CAData) > 0 {
+		data[packagesv1.CredentialsCAKey] = o.CAData
+	}
+	err := kc.Get(ctx, ctrlclient.ObjectKeyFromObject(s), s)
+	switch {
+	case apierrors.IsNotFound(err):
+		s.Data = data
+		if err := kc.Create(ctx, s); err != nil {
+			return fmt.Errorf("creating Secret %s/%s: %w", s.Namespace, s.Name, err)
+		}
+		return nil
+	case err != nil:
+		return fmt.Errorf("reading Secret %s/%s: %w", s.Namespace, s.Name, err)
+	}
+	s.Data = data
+	if err := kc.Update(ctx, s); err != nil {
+		return fmt.Errorf("updating Secret %s/%s: %w", s.Namespace, s.Name, err)
+	}
+	return nil
 }

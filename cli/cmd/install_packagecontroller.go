@@ -18,6 +18,7 @@ type InstallPackageControllerOptions struct {
 	global *GlobalOptions
 
 	Cluster, Registry, Repository, PublicKeyFile string
+	Username, PasswordEnv, CAFile                string
 	PlainHTTP, Own                               bool
 }
 
@@ -45,6 +46,9 @@ also makes one for a cluster created before packages were set up).
 	cmd.Flags().StringVar(&o.Repository, "repository", "", "repository of the bundles in the registry, e.g. flotilla/bundles")
 	cmd.Flags().StringVar(&o.PublicKeyFile, "public-key", "", "PEM public key (ECDSA P-256) the bundles are signed for")
 	cmd.Flags().BoolVar(&o.PlainHTTP, "plain-http", false, "reach the registries over plain HTTP (the default for a loopback --registry)")
+	cmd.Flags().StringVar(&o.Username, "username", "", "registry user name (stored in Secret flotilla-packages/"+client.CredentialsSecretName+")")
+	cmd.Flags().StringVar(&o.PasswordEnv, "password-env", "", "name of the environment variable holding the registry password or token")
+	cmd.Flags().StringVar(&o.CAFile, "ca-file", "", "PEM file of the CA the registry's certificate is signed by")
 	cmd.Flags().BoolVar(&o.Own, "cluster-source", false, "make --registry/--repository this cluster's own source (spec.source) instead of the default")
 	return cmd
 }
@@ -74,6 +78,20 @@ func (o *InstallPackageControllerOptions) Run(cmd *cobra.Command) error {
 			return fmt.Errorf("reading --public-key: %w", err)
 		}
 		opts.PublicKey = data
+	}
+	opts.Username = o.Username
+	if o.PasswordEnv != "" {
+		opts.Password = os.Getenv(o.PasswordEnv)
+		if opts.Password == "" {
+			return fmt.Errorf("--password-env %s: the variable is empty or not set", o.PasswordEnv)
+		}
+	}
+	if o.CAFile != "" {
+		data, err := os.ReadFile(o.CAFile)
+		if err != nil {
+			return fmt.Errorf("reading --ca-file: %w", err)
+		}
+		opts.CAData = data
 	}
 	switch {
 	case cmd.Flags().Changed("plain-http"):
