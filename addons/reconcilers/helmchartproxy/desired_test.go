@@ -25,7 +25,7 @@ func TestDesiredReleaseProxy(t *testing.T) {
 	g := NewWithT(t)
 	hcp := &addonsv1.HelmChartProxy{
 		ObjectMeta: metav1.ObjectMeta{Name: "hello", Namespace: "fleet", UID: "uid-1"},
-		Spec: addonsv1.HelmChartProxySpec{ReleaseSpec: addonsv1.ReleaseSpec{ChartName: "hello", RepoURL: "oci://r/c"}},
+		Spec:       addonsv1.HelmChartProxySpec{ReleaseSpec: addonsv1.ReleaseSpec{ChartName: "hello", RepoURL: "oci://r/c"}},
 	}
 	cluster := &clusterv1.Cluster{ObjectMeta: metav1.ObjectMeta{Name: "w1", Namespace: "fleet"}}
 	hrp := DesiredReleaseProxy(hcp, cluster, "a: 1\n")

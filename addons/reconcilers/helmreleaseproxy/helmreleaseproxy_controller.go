@@ -12,6 +12,7 @@ import (
 	"k8s.io/client-go/tools/events"
 	"k8s.io/klog/v2"
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
+	"sigs.k8s.io/cluster-api/controllers/clustercache"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -20,6 +21,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	"github.com/flotilla-dev/flotilla/addons/drift"
 	"github.com/flotilla-dev/flotilla/addons/engine"
@@ -47,6 +49,12 @@ const (
 // while the cluster is not reachable.
 type RESTConfigGetter interface {
 	GetRESTConfig(ctx context.Context, cluster client.ObjectKey) (*rest.Config, error)
+}
+
+// clusterSourcer is implemented by CAPI's clustercache: a source of events when the cache
+// connects to or disconnects from a workload cluster.
+type clusterSourcer interface {
+	GetClusterSource(controllerName string, mapFunc func(ctx context.Context, cluster client.Object) []ctrl.Request, opts ...clustercache.GetClusterSourceOption) source.Source
 }
 
 // +kubebuilder:rbac:groups=addons.flotilla.dev,resources=helmreleaseproxies,verbs=get;list;watch;update;patch
@@ -116,14 +124,18 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	}
 	registerMetrics(r.Client)
 	changed := predicate.Or(predicate.GenerationChangedPredicate{}, predicate.AnnotationChangedPredicate{})
-	err := ctrl.NewControllerManagedBy(mgr).
+	b := ctrl.NewControllerManagedBy(mgr).
 		Named("helmreleaseproxy").
 		For(&addonsv1.HelmReleaseProxy{}, builder.WithPredicates(changed)).
 		Watches(&clusterv1.Cluster{}, handler.EnqueueRequestsFromMapFunc(r.proxiesOfCluster), builder.WithPredicates(changed)).
 		// A release that becomes Ready lets the releases depending on it in its cluster go on.
 		Watches(&addonsv1.HelmReleaseProxy{}, handler.EnqueueRequestsFromMapFunc(r.dependents)).
-		WithOptions(controller.Options{MaxConcurrentReconciles: concurrency}).
-		Complete(r)
+		WithOptions(controller.Options{MaxConcurrentReconciles: concurrency})
+	if cs, ok := r.ClusterCache.(clusterSourcer); ok {
+		// A cluster the cache (re)connects to is installed into at once, not at the next retry.
+		b = b.WatchesRawSource(cs.GetClusterSource("helmreleaseproxy", r.proxiesOfCluster))
+	}
+	err := b.Complete(r)
 	if err != nil {
 		return fmt.Errorf("setting up the helmreleaseproxy reconciler: %w", err)
 	}
