@@ -359,3 +359,38 @@ func TestARolloutWaitsForTheWorkloadsOfTheChangedClusterToBeAvailable(t *testing
 		g.Expect(getHRP(g, ns, "web", "w2").Spec.Values).To(Equal("greeting: v2\n"))
 	}, timeout, interval).Should(Succeed())
 }
+
+func TestValuesTheSchemaRejectsAndAnUnreachableRepositoryFailOnlyTheirOwnRelease(t *testing.T) {
+	startManager(t)
+	g := NewWithT(t)
+	ctx := context.Background()
+	ns := env.NewNamespace(t)
+	useWorkloadCluster(t, ns, "w1")
+	strict := helloChart("1.0.0")
+	strict["values.schema.json"] = `{"type": "object", "properties": {"replicas": {"type": "integer"}}}`
+	repoURL := serveCharts(t, strict)
+	createCluster(g, ns, "w1", map[string]string{"env": "prod"})
+
+	good := proxy(ns, "good")
+	good.Spec.RepoURL, good.Spec.Version, good.Spec.Namespace, good.Spec.ValuesTemplate = repoURL, "1.0.0", "good-"+ns, "replicas: 1"
+	bad := proxy(ns, "bad")
+	bad.Spec.RepoURL, bad.Spec.Version, bad.Spec.Namespace, bad.Spec.ValuesTemplate = repoURL, "1.0.0", "bad-"+ns, "replicas: two"
+	gone := proxy(ns, "gone")
+	gone.Spec.RepoURL, gone.Spec.Version, gone.Spec.Namespace = "http://127.0.0.1:1", "1.0.0", "gone-"+ns
+	for _, p := range []*addonsv1.HelmChartProxy{good, bad, gone} {
+		g.Expect(env.Client.Create(ctx, p)).To(Succeed())
+	}
+
+	eventuallyReady(g, ns, "good", "w1")
+	g.Eventually(func(g Gomega) {
+		c := condition(getHRP(g, ns, "bad", "w1").Status.Conditions, addonsv1.ReadyCondition)
+		g.Expect(c.Reason).To(Equal(addonsv1.InstallFailedReason))
+		g.Expect(c.Message).To(ContainSubstring("replicas"))
+		g.Expect(c.Message).To(ContainSubstring("integer"))
+	}, timeout, interval).Should(Succeed())
+	g.Eventually(func(g Gomega) {
+		c := condition(getHRP(g, ns, "gone", "w1").Status.Conditions, addonsv1.ReadyCondition)
+		g.Expect(c.Reason).To(Equal(addonsv1.InstallFailedReason))
+		g.Expect(c.Message).To(ContainSubstring("127.0.0.1:1"))
+	}, timeout, interval).Should(Succeed())
+}
