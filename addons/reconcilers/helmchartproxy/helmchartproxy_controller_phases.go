@@ -100,8 +100,13 @@ func (r *Reconciler) applyReleaseProxies(ctx context.Context, s *scope) error {
 	return nil
 }
 
-// applyReleaseProxy applies the HelmReleaseProxy of cluster and records it in the scope.
+// applyReleaseProxy applies the HelmReleaseProxy of cluster and records it in the scope. One
+// that already is as desired is not written (a proxy reconciles on every status change of its
+// HelmReleaseProxies).
 func (r *Reconciler) applyReleaseProxy(ctx context.Context, s *scope, cluster string, hrp *addonsv1.HelmReleaseProxy) error {
+	if have := s.releaseProxies[cluster]; have != nil && asDesired(have, hrp) {
+		return nil
+	}
 	if err := r.apply(ctx, hrp); err != nil {
 		if !apierrors.IsConflict(err) {
 			r.Recorder.Eventf(s.proxy, nil, corev1.EventTypeWarning, applyFailedEvent, "Apply", "Applying HelmReleaseProxy %s: %v", hrp.Name, err)
@@ -206,6 +211,19 @@ func (r *Reconciler) reconcileDelete(ctx context.Context, s *scope) (ctrl.Result
 	}
 	s.gone = true
 	return ctrl.Result{}, nil
+}
+
+// asDesired: have carries everything want sets (spec, labels, controller, rollback annotation).
+func asDesired(have, want *addonsv1.HelmReleaseProxy) bool {
+	for k, v := range want.Labels {
+		if have.Labels[k] != v {
+			return false
+		}
+	}
+	ref := metav1.GetControllerOf(have)
+	return have.DeletionTimestamp.IsZero() && ref != nil && ref.UID == want.OwnerReferences[0].UID &&
+		have.Annotations[addonsv1.RollbackAnnotation] == want.Annotations[addonsv1.RollbackAnnotation] &&
+		sameRelease(have, want)
 }
 
 // clusterPaused: the Cluster carries the paused annotation or its spec.paused is true.
