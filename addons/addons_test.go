@@ -19,6 +19,7 @@ import (
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	"github.com/flotilla-dev/flotilla/addons"
 	"github.com/flotilla-dev/flotilla/addons/engine"
@@ -765,4 +766,36 @@ func TestARolloutResumesFromItsStatusAfterTheManagerStopped(t *testing.T) {
 		g.Expect(rel.Values).To(Equal(map[string]any{"replicas": float64(3)}), c)
 		g.Expect(rev).To(Equal(2), "%s upgraded once", c)
 	}
+}
+
+func TestTheMetricsAreOnTheManagersRegistry(t *testing.T) {
+	startManager(t)
+	g := NewWithT(t)
+	ns := env.NewNamespace(t)
+	createCluster(g, ns, "w1", map[string]string{"env": "prod"})
+	p := proxy(ns, "metered")
+	p.Spec.Rollout = &addonsv1.Rollout{}
+	g.Expect(env.Client.Create(context.Background(), p)).To(Succeed())
+	g.Eventually(func(g Gomega) {
+		g.Expect(rolloutOf(g, ns, "metered").Phase).To(Equal(addonsv1.RolloutComplete))
+	}, timeout, interval).Should(Succeed())
+
+	g.Eventually(func(g Gomega) {
+		families, err := ctrlmetrics.Registry.Gather()
+		g.Expect(err).NotTo(HaveOccurred())
+		values := map[string]float64{}
+		for _, f := range families {
+			for _, m := range f.GetMetric() {
+				labels := ""
+				for _, l := range m.GetLabel() {
+					labels += l.GetName() + "=" + l.GetValue() + ","
+				}
+				v := m.GetGauge().GetValue() + m.GetCounter().GetValue()
+				values[f.GetName()+"{"+labels+"}"] = v
+			}
+		}
+		g.Expect(values).To(HaveKeyWithValue("flotilla_addons_rollout_clusters{helmchartproxy=metered,namespace="+ns+",state=total,}", 1.0))
+		g.Expect(values).To(HaveKey("flotilla_addons_releases{state=Ready,}"))
+		g.Expect(values).To(HaveKey("flotilla_addons_helm_actions_total{action=install-or-upgrade,result=success,}"))
+	}, timeout, interval).Should(Succeed())
 }

@@ -75,6 +75,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	if r.now == nil {
 		r.now = time.Now
 	}
+	registerMetrics(r.Client)
 	concurrency := r.MaxConcurrentReconciles
 	if concurrency <= 0 {
 		concurrency = 4
