@@ -18,6 +18,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
 	flotillav1 "github.com/flotilla-dev/flotilla/api/cluster/v1alpha1"
+	"github.com/flotilla-dev/flotilla/infrastructure/packet/clusterspec"
 	"github.com/flotilla-dev/flotilla/pkg/binaries"
 )
 
@@ -254,6 +255,7 @@ func validateRefs(c *flotillav1.Cluster) field.ErrorList {
 // machineGroupRefs name.
 var machineConfigKinds = map[string]string{
 	flotillav1.LocalDatacenterConfigKind: flotillav1.LocalMachineConfigKind,
+	clusterspec.DatacenterConfigKind:     clusterspec.MachineConfigKind, // the Packet provider
 }
 
 func datacenterKinds() []string {

@@ -28,13 +28,13 @@ import (
 	"github.com/flotilla-dev/flotilla/pkg/binaries"
 )
 
-// startCAPIManager runs Cluster API's core and kubeadm reconcilers (the Packet reconcilers run
-// in the package's manager) until the test ends.
+// startCAPIManager runs Cluster API's core and kubeadm reconcilers and Flotilla's Cluster
+// reconciler (the Packet reconcilers run in the package's manager) until the test ends.
 func startCAPIManager(t *testing.T) {
 	t.Helper()
 	ctx, cancel := context.WithCancel(ctrl.LoggerInto(context.Background(), ctrl.Log))
 	m, err := manager.New(ctx, env.Config, manager.Options{
-		Components:                   []string{"capi", "kubeadm"},
+		Components:                   []string{"capi", "kubeadm", "cluster"},
 		HealthProbeBindAddress:       "0",
 		MetricsBindAddress:           "0",
 		Home:                         t.TempDir(),
@@ -61,8 +61,8 @@ func startCAPIManager(t *testing.T) {
 		// gone they would refuse every CAPI object the package's other tests create.
 		ctx := context.Background()
 		for _, obj := range []client.Object{
-			&admissionregistrationv1.MutatingWebhookConfiguration{ObjectMeta: metav1.ObjectMeta{Name: "flotilla-manager-capi-kubeadm"}},
-			&admissionregistrationv1.ValidatingWebhookConfiguration{ObjectMeta: metav1.ObjectMeta{Name: "flotilla-manager-capi-kubeadm"}},
+			&admissionregistrationv1.MutatingWebhookConfiguration{ObjectMeta: metav1.ObjectMeta{Name: "flotilla-manager-capi-cluster-kubeadm"}},
+			&admissionregistrationv1.ValidatingWebhookConfiguration{ObjectMeta: metav1.ObjectMeta{Name: "flotilla-manager-capi-cluster-kubeadm"}},
 		} {
 			if err := env.Client.Delete(ctx, obj); client.IgnoreNotFound(err) != nil {
 				t.Errorf("deleting %T: %v", obj, err)
@@ -71,29 +71,40 @@ func startCAPIManager(t *testing.T) {
 	})
 }
 
-func TestKubeadmBootstrapsTheFirstControlPlaneDeviceWithKubeadmInitAndDeleteLeavesTheProjectEmpty(t *testing.T) {
+func TestAPacketClusterIsBootstrappedByKubeadmWithKubeadmInitOnTheFirstControlPlaneDeviceAndDeleteLeavesTheProjectEmpty(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
 	startCAPIManager(t)
 
 	ns := env.NewNamespace(t)
 	project := string(uuid.NewUUID())
-	fc := &flotillav1.Cluster{
-		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "metal"},
-		Spec: flotillav1.ClusterSpec{
-			KubernetesVersion: "1.36",
-			ControlPlane:      flotillav1.ControlPlaneConfiguration{Count: 1},
-			WorkerNodeGroups:  []flotillav1.WorkerNodeGroup{{Name: "md-0", Count: 1, Labels: map[string]string{"pool": "a"}}},
+	// What `flotilla create cluster -f metal.yaml` applies: the Packet configs, then the Cluster.
+	objs := []client.Object{
+		&infrav1.PacketDatacenterConfig{
+			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "metal"},
+			Spec:       infrav1.PacketDatacenterConfigSpec{APIURL: apiURL, ProjectID: project, Metro: "da"},
+		},
+		&infrav1.PacketMachineConfig{
+			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "metal-cp"},
+			Spec:       infrav1.PacketMachineConfigSpec{Plan: "c3.small.x86", SSHAuthorizedKeys: []string{"ssh-ed25519 AAAA test"}},
+		},
+		&infrav1.PacketMachineConfig{
+			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "metal-workers"},
+			Spec:       infrav1.PacketMachineConfigSpec{Plan: "m3.small.x86"},
+		},
+		&flotillav1.Cluster{
+			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "metal"},
+			Spec: flotillav1.ClusterSpec{
+				KubernetesVersion: "1.36",
+				ControlPlane:      flotillav1.ControlPlaneConfiguration{Count: 1, MachineGroupRef: &flotillav1.Ref{Kind: clusterspec.MachineConfigKind, Name: "metal-cp"}},
+				DatacenterRef:     flotillav1.Ref{Kind: clusterspec.DatacenterConfigKind, Name: "metal"},
+				WorkerNodeGroups: []flotillav1.WorkerNodeGroup{{
+					Name: "md-0", Count: 1, Labels: map[string]string{"pool": "a"},
+					MachineGroupRef: flotillav1.Ref{Kind: clusterspec.MachineConfigKind, Name: "metal-workers"},
+				}},
+			},
 		},
 	}
-	cpConfig := &infrav1.PacketMachineConfig{Spec: infrav1.PacketMachineConfigSpec{Plan: "c3.small.x86", SSHAuthorizedKeys: []string{"ssh-ed25519 AAAA test"}}}
-	objs, err := clusterspec.Objects(clusterspec.Input{
-		Cluster: fc, Version: "v1.36.3",
-		Datacenter:          &infrav1.PacketDatacenterConfig{Spec: infrav1.PacketDatacenterConfigSpec{APIURL: apiURL, ProjectID: project, Metro: "da"}},
-		ControlPlaneMachine: cpConfig,
-		WorkerMachines:      map[string]*infrav1.PacketMachineConfig{"md-0": {Spec: infrav1.PacketMachineConfigSpec{Plan: "m3.small.x86"}}},
-	})
-	g.Expect(err).NotTo(HaveOccurred())
 	for _, obj := range objs {
 		g.Expect(env.Client.Create(ctx, obj)).To(Succeed(), "creating %T %s", obj, obj.GetName())
 	}
@@ -149,12 +160,14 @@ func TestKubeadmBootstrapsTheFirstControlPlaneDeviceWithKubeadmInitAndDeleteLeav
 	// device; until then their bootstrap data (kubeadm join) is not rendered and no device exists.
 	g.Consistently(func() int { return len(sim.Devices(project)) }, 3*time.Second).Should(Equal(1))
 
-	// Deleting the Cluster releases every device and the elastic IP.
-	g.Expect(env.Client.Delete(ctx, &clusterv1.Cluster{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "metal"}})).To(Succeed())
+	// Deleting the Flotilla Cluster releases every device and the elastic IP.
+	g.Expect(env.Client.Delete(ctx, &flotillav1.Cluster{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "metal"}})).To(Succeed())
 	g.Eventually(func(g Gomega) {
 		g.Expect(sim.Devices(project)).To(BeEmpty())
 		g.Expect(sim.IPReservations(project)).To(BeEmpty())
 		err := env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "metal"}, &clusterv1.Cluster{})
-		g.Expect(apierrors.IsNotFound(err)).To(BeTrue(), "the Cluster is gone")
+		g.Expect(apierrors.IsNotFound(err)).To(BeTrue(), "the CAPI Cluster is gone")
+		err = env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "metal"}, &flotillav1.Cluster{})
+		g.Expect(apierrors.IsNotFound(err)).To(BeTrue(), "the Flotilla Cluster is gone")
 	}, 2*time.Minute).Should(Succeed())
 }

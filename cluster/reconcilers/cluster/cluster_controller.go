@@ -171,6 +171,8 @@ type scope struct {
 	datacenter *infrav1.LocalDatacenterConfig
 	// machineConfigs are the LocalMachineConfigs of the worker node groups, by group name.
 	machineConfigs map[string]*infrav1.LocalMachineConfig
+	// packet holds the Packet configs of a Packet cluster (packet.go); nil for a local one.
+	packet *packetInputs
 	// groupVersions are the full Kubernetes versions of the worker node groups that pin one
 	// (spec.workerNodeGroups[].kubernetesVersion), by group name.
 	groupVersions map[string]string

@@ -18,6 +18,7 @@ import (
 	flotillav1 "github.com/flotilla-dev/flotilla/api/cluster/v1alpha1"
 	controlplanev1 "github.com/flotilla-dev/flotilla/api/controlplane/v1alpha1"
 	infrav1 "github.com/flotilla-dev/flotilla/api/infrastructure/v1alpha1"
+	"github.com/flotilla-dev/flotilla/infrastructure/packet/clusterspec"
 )
 
 // Event reasons.
@@ -84,6 +85,12 @@ func (r *Reconciler) resolveInputs(ctx context.Context, s *scope) error {
 		errs = append(errs, field.Invalid(spec.Child("kubernetesVersion"), c.Spec.KubernetesVersion, err.Error()))
 	}
 
+	if isPacket(c) { // packet.go
+		err := r.resolvePacketInputs(ctx, s, &errs)
+		s.groupVersions = map[string]string{}
+		s.invalid = errs
+		return err
+	}
 	dcPath := spec.Child("datacenterRef")
 	if c.Spec.DatacenterRef.Kind != flotillav1.LocalDatacenterConfigKind {
 		errs = append(errs, field.NotSupported(dcPath.Child("kind"), c.Spec.DatacenterRef.Kind, []string{flotillav1.LocalDatacenterConfigKind}))
@@ -168,6 +175,9 @@ func (r *Reconciler) reconcileCAPICluster(ctx context.Context, s *scope) error {
 	c := s.cluster
 	existed := s.capiCluster != nil
 	capi := desiredCAPICluster(c, false)
+	if isPacket(c) { // packet.go; from the spec alone, as the rest of the CAPI Cluster
+		capi.Spec.InfrastructureRef, capi.Spec.ControlPlaneRef = clusterspec.InfrastructureRef(c.Name), clusterspec.ControlPlaneRef(c.Name)
+	}
 	if err := r.apply(ctx, c, capi); err != nil {
 		return err
 	}
@@ -189,6 +199,9 @@ func (r *Reconciler) reconcileCAPICluster(ctx context.Context, s *scope) error {
 // reconcileControlPlane applies the bootstrap Secret, the LocalCluster and the
 // LocalControlPlane.
 func (r *Reconciler) reconcileControlPlane(ctx context.Context, s *scope) error {
+	if s.packet != nil {
+		return r.reconcilePacketControlPlane(ctx, s) // packet.go
+	}
 	c := s.cluster
 	for _, obj := range []client.Object{desiredBootstrapSecret(c), desiredLocalCluster(c)} {
 		if err := r.apply(ctx, c, obj); err != nil {
@@ -214,6 +227,9 @@ func (r *Reconciler) reconcileControlPlane(ctx context.Context, s *scope) error 
 // reconcileWorkers applies the LocalMachineTemplate and MachineDeployment of every worker node
 // group.
 func (r *Reconciler) reconcileWorkers(ctx context.Context, s *scope) error {
+	if s.packet != nil {
+		return r.reconcilePacketWorkers(ctx, s) // packet.go
+	}
 	c := s.cluster
 	for _, group := range c.Spec.WorkerNodeGroups {
 		if err := r.apply(ctx, c, desiredMachineTemplate(c, group, s.machineConfigs[group.Name])); err != nil {

@@ -1,0 +1,143 @@
+package cluster
+
+import (
+	"cmp"
+	"context"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
+
+	flotillav1 "github.com/flotilla-dev/flotilla/api/cluster/v1alpha1"
+	infrav1 "github.com/flotilla-dev/flotilla/api/infrastructure/v1alpha1"
+	"github.com/flotilla-dev/flotilla/infrastructure/packet/clusterspec"
+)
+
+// The Packet provider's branch of the reconciler (the Packet engineer's): a Cluster whose
+// datacenterRef is a PacketDatacenterConfig becomes the objects infrastructure/packet/clusterspec
+// builds — a PacketCluster, a KubeadmControlPlane with its PacketMachineTemplate, and per worker
+// node group a PacketMachineTemplate, a KubeadmConfigTemplate and a MachineDeployment. Cluster
+// API's kubeadm providers and the Packet reconcilers take it from there. Deletion is the common
+// path: deleting the CAPI Cluster deletes the rest.
+
+// packetInputs are the Packet configs a Cluster names.
+type packetInputs struct {
+	datacenter   *infrav1.PacketDatacenterConfig
+	controlPlane *infrav1.PacketMachineConfig
+	workers      map[string]*infrav1.PacketMachineConfig
+}
+
+// isPacket reports whether the Cluster is a Packet cluster.
+func isPacket(c *flotillav1.Cluster) bool {
+	return c.Spec.DatacenterRef.Kind == clusterspec.DatacenterConfigKind
+}
+
+// resolvePacketInputs reads the PacketDatacenterConfig and PacketMachineConfigs the spec names
+// into s.packet; what is missing or of the wrong kind is appended to errs.
+func (r *Reconciler) resolvePacketInputs(ctx context.Context, s *scope, errs *field.ErrorList) error {
+	c := s.cluster
+	spec := field.NewPath("spec")
+	in := &packetInputs{datacenter: &infrav1.PacketDatacenterConfig{}, workers: map[string]*infrav1.PacketMachineConfig{}}
+	before := len(*errs)
+	if err := r.getRef(ctx, c, spec.Child("datacenterRef"), c.Spec.DatacenterRef, in.datacenter, errs); err != nil {
+		return err
+	}
+	machineConfig := func(path *field.Path, ref flotillav1.Ref) (*infrav1.PacketMachineConfig, error) {
+		if ref.Kind != clusterspec.MachineConfigKind {
+			*errs = append(*errs, field.NotSupported(path.Child("kind"), ref.Kind, []string{clusterspec.MachineConfigKind}))
+			return nil, nil
+		}
+		mc := &infrav1.PacketMachineConfig{}
+		return mc, r.getRef(ctx, c, path, ref, mc, errs)
+	}
+	if ref := c.Spec.ControlPlane.MachineGroupRef; ref != nil {
+		mc, err := machineConfig(spec.Child("controlPlane", "machineGroupRef"), *ref)
+		if err != nil {
+			return err
+		}
+		in.controlPlane = mc
+	} else {
+		*errs = append(*errs, field.Required(spec.Child("controlPlane", "machineGroupRef"), "a Packet cluster names the PacketMachineConfig of its control plane devices"))
+	}
+	for i, group := range c.Spec.WorkerNodeGroups {
+		mc, err := machineConfig(spec.Child("workerNodeGroups").Index(i).Child("machineGroupRef"), group.MachineGroupRef)
+		if err != nil {
+			return err
+		}
+		in.workers[group.Name] = mc
+	}
+	if len(*errs) == before {
+		s.packet = in
+	}
+	return nil
+}
+
+// packetObjects builds the Packet cluster's objects other than the CAPI Cluster.
+func packetObjects(s *scope) ([]client.Object, error) {
+	objs, err := clusterspec.Objects(clusterspec.Input{
+		Cluster: s.cluster, Version: s.version,
+		Datacenter: s.packet.datacenter, ControlPlaneMachine: s.packet.controlPlane, WorkerMachines: s.packet.workers,
+	})
+	if err != nil {
+		return nil, err
+	}
+	return objs[1:], nil // the CAPI Cluster is reconcileCAPICluster's
+}
+
+// reconcilePacketControlPlane applies the PacketCluster, the control plane's
+// PacketMachineTemplate and the KubeadmControlPlane.
+func (r *Reconciler) reconcilePacketControlPlane(ctx context.Context, s *scope) error {
+	objs, err := packetObjects(s)
+	if err != nil {
+		return err
+	}
+	for _, obj := range objs[:3] {
+		if _, template := obj.(*infrav1.PacketMachineTemplate); template {
+			obj.SetOwnerReferences([]metav1.OwnerReference{controllerRef(s.cluster)})
+		}
+		if err := r.apply(ctx, s.cluster, obj); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// reconcilePacketWorkers applies every worker node group's templates and MachineDeployment.
+// The templates are owned by the Flotilla Cluster, as the local provider's are.
+func (r *Reconciler) reconcilePacketWorkers(ctx context.Context, s *scope) error {
+	c := s.cluster
+	objs, err := packetObjects(s)
+	if err != nil {
+		return err
+	}
+	for _, obj := range objs[3:] {
+		md, isMD := obj.(*clusterv1.MachineDeployment)
+		if !isMD {
+			obj.SetOwnerReferences([]metav1.OwnerReference{controllerRef(c)})
+		}
+		if isMD {
+			group := md.Labels[flotillav1.WorkerNodeGroupLabel]
+			md.Spec.Template.Spec.Version = cmp.Or(s.groupVersions[group], s.version)
+			if s.machineDeployments[group] == nil {
+				r.Recorder.Eventf(c, md, corev1.EventTypeNormal, eventCreated, "Create", "Created MachineDeployment %s with %d workers", md.Name, ptrValue(md.Spec.Replicas))
+			}
+		}
+		if err := r.apply(ctx, c, obj); err != nil {
+			return err
+		}
+		if isMD {
+			s.machineDeployments[md.Labels[flotillav1.WorkerNodeGroupLabel]] = md
+		}
+	}
+	return nil
+}
+
+func ptrValue(p *int32) int32 {
+	if p == nil {
+		return 0
+	}
+	return *p
+}
