@@ -23,6 +23,11 @@ import (
 // API's kubeadm providers and the Packet reconcilers take it from there. Deletion is the common
 // path: deleting the CAPI Cluster deletes the rest.
 
+// +kubebuilder:rbac:groups=infrastructure.flotilla.dev,resources=packetdatacenterconfigs;packetmachineconfigs,verbs=get;list;watch
+// +kubebuilder:rbac:groups=infrastructure.flotilla.dev,resources=packetclusters;packetmachinetemplates,verbs=get;list;watch;create;update;patch;delete
+// +kubebuilder:rbac:groups=controlplane.cluster.x-k8s.io,resources=kubeadmcontrolplanes,verbs=get;list;watch;create;update;patch;delete
+// +kubebuilder:rbac:groups=bootstrap.cluster.x-k8s.io,resources=kubeadmconfigtemplates,verbs=get;list;watch;create;update;patch;delete
+
 // packetInputs are the Packet configs a Cluster names.
 type packetInputs struct {
 	datacenter   *infrav1.PacketDatacenterConfig
