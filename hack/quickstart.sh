@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # make quickstart: creates the local management cluster `mgmt` (kubeconfig ./mgmt/mgmt.kubeconfig)
-# and, from it, the workload cluster `w1` (kubeconfig ./w1/w1.kubeconfig). Re-running it keeps
-# what already runs and resumes a create that failed half-way.
+# and, from it, the workload cluster `w1` (kubeconfig ./w1/w1.kubeconfig), then installs the
+# curated package hello-flotilla on w1 from a local registry. Re-running it keeps what already
+# runs and resumes a create that failed half-way.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 flotilla=bin/flotilla
@@ -29,6 +30,21 @@ else
 fi
 
 echo
+# The curated packages: an embedded OCI registry on this machine, the catalog published to it as
+# Helm charts and signed bundles, and hello-flotilla installed on w1 by the management cluster.
+$flotilla registry start
+$flotilla registry publish
+$flotilla install packagecontroller --cluster w1 --kubeconfig mgmt/mgmt.kubeconfig \
+	--registry 127.0.0.1:5001 --repository flotilla --public-key "${FLOTILLA_HOME:-$HOME/.flotilla}/registry/signing-key.pub.pem"
+if $flotilla get packages --cluster w1 --kubeconfig mgmt/mgmt.kubeconfig -o json | grep -q '"name": "hello-flotilla"'; then
+	echo "Package hello-flotilla is already installed on w1."
+else
+	$flotilla install package hello-flotilla --cluster w1 --kubeconfig mgmt/mgmt.kubeconfig --wait 3m
+fi
+
+echo
 $flotilla get clusters --kubeconfig mgmt/mgmt.kubeconfig
+echo
+$flotilla get packages --cluster w1 --kubeconfig mgmt/mgmt.kubeconfig
 echo
 $flotilla describe cluster w1 --kubeconfig mgmt/mgmt.kubeconfig

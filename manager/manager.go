@@ -106,13 +106,14 @@ func New(ctx context.Context, restConfig *rest.Config, opts Options) (*Manager, 
 	if m.version == "" {
 		m.version = "unknown"
 	}
-	deps := Deps{Home: opts.Home, BinRoot: opts.BinRoot, Helm: &helm.Engine{ChartCache: filepath.Join(opts.Home, "cache", "charts")}}
+	deps := Deps{Home: opts.Home, BinRoot: opts.BinRoot}
 	if deps.Home == "" {
 		deps.Home = controlplane.HomeDir()
 	}
 	if deps.BinRoot == "" {
 		deps.BinRoot = binaries.DefaultRoot()
 	}
+	deps.Helm = &helm.Engine{ChartCache: filepath.Join(deps.Home, "cache", "charts")}
 
 	s, err := scheme.New()
 	if err != nil {
