@@ -1,11 +1,3 @@
-//go:build flotilla_kubeadm
-
-// The kubeadm providers need modules go.sum does not list yet (github.com/flatcar/ignition,
-// github.com/flatcar/container-linux-config-transpiler, github.com/coredns/corefile-migration):
-// until they are added (go get sigs.k8s.io/cluster-api/bootstrap/kubeadm/pkg/ignition/clc@v1.14.2
-// sigs.k8s.io/cluster-api/controlplane/kubeadm/pkg@v1.14.2), this file builds only with
-// -tags flotilla_kubeadm. Then delete kubeadm_disabled.go and this constraint.
-
 package manager
 
 import (

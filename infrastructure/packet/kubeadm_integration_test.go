@@ -1,5 +1,3 @@
-//go:build flotilla_kubeadm
-
 package packet_test
 
 import (
