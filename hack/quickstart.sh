@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # make quickstart: creates the local management cluster `mgmt` (kubeconfig ./mgmt/mgmt.kubeconfig)
 # and, from it, the workload cluster `w1` (kubeconfig ./w1/w1.kubeconfig), then installs the
-# curated package hello-flotilla on w1 from a local registry. Re-running it keeps what already
-# runs and resumes a create that failed half-way.
+# curated package hello-flotilla on w1 from a local registry, and a Helm addon that lands on it.
+# Re-running it keeps what already runs and resumes a create that failed half-way.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 flotilla=bin/flotilla
@@ -43,7 +43,13 @@ else
 fi
 
 echo
+# A Helm addon: a HelmChartProxy that installs hello-flotilla on every workload cluster.
+$flotilla apply -f docs/examples/hello-addon.yaml --kubeconfig mgmt/mgmt.kubeconfig --wait 3m
+
+echo
 $flotilla get clusters --kubeconfig mgmt/mgmt.kubeconfig
+echo
+$flotilla get addons --kubeconfig mgmt/mgmt.kubeconfig
 echo
 $flotilla get packages --cluster w1 --kubeconfig mgmt/mgmt.kubeconfig
 echo

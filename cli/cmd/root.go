@@ -51,17 +51,17 @@ Create one with 'flotilla create cluster -f FILE'; create workload clusters from
 	create := newGroupCmd("create", "Create a cluster")
 	create.AddCommand(NewCreateClusterCmd(streams, global))
 
-	upgrade := newGroupCmd("upgrade", "Upgrade or scale a cluster")
+	upgrade := newGroupCmd("upgrade", "Upgrade or scale a cluster, or move its packages to another bundle")
 	upgrade.AddCommand(NewUpgradeClusterCmd(streams, global))
-	upgrade.AddCommand(NewUpgradePackagesCmd(streams, global)) // cli/cmd/upgrade_packages.go
+	upgrade.AddCommand(NewUpgradePackagesCmd(streams, global))
 
-	del := newGroupCmd("delete", "Delete a cluster")
+	del := newGroupCmd("delete", "Delete a cluster or a package")
 	del.AddCommand(NewDeleteClusterCmd(streams, global))
-	del.AddCommand(NewDeletePackageCmd(streams, global)) // cli/cmd/delete_package.go
+	del.AddCommand(NewDeletePackageCmd(streams, global))
 
-	get := newGroupCmd("get", "Show clusters and their kubeconfigs")
+	get := newGroupCmd("get", "Show clusters, kubeconfigs, packages and addons")
 	get.AddCommand(NewGetClustersCmd(streams, global), NewGetKubeconfigCmd(streams, global))
-	get.AddCommand(NewGetAddonsCmd(streams, global)) // cli/cmd/get_addons.go
+	get.AddCommand(NewGetAddonsCmd(streams, global))
 	get.AddCommand(NewGetPackagesCmd(streams, global), NewGetPackageBundlesCmd(streams, global), NewGetPackageBundleControllersCmd(streams, global))
 
 	describe := newGroupCmd("describe", "Show a cluster and its parts as a tree, with their conditions")
@@ -69,7 +69,7 @@ Create one with 'flotilla create cluster -f FILE'; create workload clusters from
 
 	generate := newGroupCmd("generate", "Print specs to start from")
 	generate.AddCommand(NewGenerateClusterConfigCmd(streams))
-	generate.AddCommand(NewGeneratePackageCmd(streams, global)) // cli/cmd/generate_package.go
+	generate.AddCommand(NewGeneratePackageCmd(streams, global))
 
 	install := newGroupCmd("install", "Install packages and the package controller")
 	install.AddCommand(NewInstallPackageCmd(streams, global), NewInstallPackageControllerCmd(streams, global))
@@ -80,11 +80,12 @@ Create one with 'flotilla create cluster -f FILE'; create workload clusters from
 	addGroups(root, create, upgrade, del, get, describe, generate)
 	addGroups(root, install, list)
 	root.AddCommand(
+		NewApplyCmd(streams, global),
 		NewVersionCmd(streams),
-		NewManagerCmd(streams),          // cli/cmd/manager.go (the manager engineer)
-		NewRegistryCmd(streams, global), // cli/cmd/registry.go: the embedded OCI registry, publish
-		NewDevCmd(streams),              // cli/cmd/dev.go (the Packet provider's simulators)
-		NewAddonsCmd(streams, global),   // cli/cmd/addons_diff.go
+		NewManagerCmd(streams),
+		NewRegistryCmd(streams, global),
+		NewDevCmd(streams),
+		NewAddonsCmd(streams, global),
 	)
 
 	return root
