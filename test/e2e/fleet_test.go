@@ -123,7 +123,6 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
-
 // clusterctlBinary is CAPI's clusterctl, which `make test` builds into the tools cache.
 func clusterctlBinary(t *testing.T) string {
 	t.Helper()
