@@ -55,10 +55,14 @@ const (
 func (c *PacketCluster) GetConditions() []metav1.Condition { return c.Status.Conditions }
 
 // SetConditions sets the PacketCluster's conditions.
-func (c *PacketCluster) SetConditions(conditions []metav1.Condition) { c.Status.Conditions = conditions }
+func (c *PacketCluster) SetConditions(conditions []metav1.Condition) {
+	c.Status.Conditions = conditions
+}
 
 // GetConditions returns the PacketMachine's conditions.
 func (m *PacketMachine) GetConditions() []metav1.Condition { return m.Status.Conditions }
 
 // SetConditions sets the PacketMachine's conditions.
-func (m *PacketMachine) SetConditions(conditions []metav1.Condition) { m.Status.Conditions = conditions }
+func (m *PacketMachine) SetConditions(conditions []metav1.Condition) {
+	m.Status.Conditions = conditions
+}
