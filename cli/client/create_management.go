@@ -71,9 +71,21 @@ func (c *Client) CreateManagementCluster(ctx context.Context, opts CreateManagem
 		return fmt.Errorf("%s: spec.management is false, so %q is a workload cluster: create it from its management cluster with --kubeconfig (such as mgmt/mgmt.kubeconfig), or set spec.management: true to create a management cluster",
 			opts.File, name)
 	}
+	if _, err := c.runManagementWorkflow(ctx, managementWorkflow, opts, s, "checkpoint.json"); err != nil {
+		return err
+	}
+	fmt.Fprintf(c.Out, "Management cluster %q is ready. Use it with:\n  kubectl --kubeconfig %s get clusters.cluster.x-k8s.io -A\n",
+		name, UserKubeconfigPath(opts.OutDir, name))
+	return nil
+}
+
+// runManagementWorkflow runs w, the create or the upgrade of the management cluster of spec s,
+// with its checkpoint in the cluster's directory, and returns the state its phases shared.
+func (c *Client) runManagementWorkflow(ctx context.Context, w *workflow.Workflow[managementRun], opts CreateManagementClusterOptions, s *spec.Spec, checkpoint string) (*managementRun, error) {
+	name := s.Cluster.Name
 	bins, err := binaries.Find(c.BinRoot, s.KubernetesVersion)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	r := &managementRun{
 		c: c, opts: opts, spec: s, bins: bins, name: name, boot: bootstrapName(name),
@@ -82,19 +94,13 @@ func (c *Client) CreateManagementCluster(ctx context.Context, opts CreateManagem
 	}
 	fingerprint, err := workflow.Fingerprint(s.Objects)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	err = managementWorkflow.Run(ctx, r, workflow.Options{
+	return r, w.Run(ctx, r, workflow.Options{
 		Out:            c.Out,
-		CheckpointPath: filepath.Join(c.clusterDir(name), "checkpoint.json"),
+		CheckpointPath: filepath.Join(c.clusterDir(name), checkpoint),
 		Fingerprint:    fingerprint,
 	})
-	if err != nil {
-		return err
-	}
-	fmt.Fprintf(c.Out, "Management cluster %q is ready. Use it with:\n  kubectl --kubeconfig %s get clusters.cluster.x-k8s.io -A\n",
-		name, UserKubeconfigPath(opts.OutDir, name))
-	return nil
 }
 
 // setupAndValidate checks what can be checked before anything is created, so that a taken name

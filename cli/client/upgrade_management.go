@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"path/filepath"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	ctrlclient "sigs.k8s.io/controller-runtime/pkg/client"
@@ -12,7 +11,6 @@ import (
 	flotillav1 "github.com/flotilla-dev/flotilla/api/cluster/v1alpha1"
 	"github.com/flotilla-dev/flotilla/cli/spec"
 	"github.com/flotilla-dev/flotilla/cli/workflow"
-	"github.com/flotilla-dev/flotilla/pkg/binaries"
 )
 
 // Upgrading a management cluster.
@@ -86,25 +84,7 @@ func (c *Client) UpgradeManagementCluster(ctx context.Context, opts UpgradeManag
 		return fmt.Errorf("no management cluster named %q runs on this machine (looked in %s): create it with `flotilla create cluster -f %s`",
 			name, c.clusterDir(name), opts.File)
 	}
-	bins, err := binaries.Find(c.BinRoot, s.KubernetesVersion)
-	if err != nil {
-		return err
-	}
-	r := &managementRun{
-		c: c, opts: CreateManagementClusterOptions(opts), spec: s, bins: bins,
-		name: name, boot: bootstrapName(name),
-		bootCfg: c.localKubeconfigPath(bootstrapName(name)),
-		mgmtCfg: c.localKubeconfigPath(name),
-	}
-	fingerprint, err := workflow.Fingerprint(s.Objects)
-	if err != nil {
-		return err
-	}
-	err = managementUpgradeWorkflow.Run(ctx, r, workflow.Options{
-		Out:            c.Out,
-		CheckpointPath: filepath.Join(c.clusterDir(name), "upgrade-checkpoint.json"),
-		Fingerprint:    fingerprint,
-	})
+	r, err := c.runManagementWorkflow(ctx, managementUpgradeWorkflow, CreateManagementClusterOptions(opts), s, "upgrade-checkpoint.json")
 	if err != nil {
 		return forgetValidationCheckpoint(err)
 	}
