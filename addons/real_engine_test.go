@@ -2,21 +2,13 @@ package addons_test
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"io"
-	"net/http"
-	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"testing"
 	"time"
 
 	. "github.com/onsi/gomega"
-	chart "helm.sh/helm/v4/pkg/chart/v2"
-	"helm.sh/helm/v4/pkg/chart/v2/loader"
-	chartutil "helm.sh/helm/v4/pkg/chart/v2/util"
-	repo "helm.sh/helm/v4/pkg/repo/v1"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -27,6 +19,7 @@ import (
 	"github.com/flotilla-dev/flotilla/addons/engine"
 	addonsv1 "github.com/flotilla-dev/flotilla/api/addons/v1alpha1"
 	cliclient "github.com/flotilla-dev/flotilla/cli/client"
+	"github.com/flotilla-dev/flotilla/internal/charttest"
 	"github.com/flotilla-dev/flotilla/internal/testenv"
 	"github.com/flotilla-dev/flotilla/pkg/helm"
 )
@@ -67,74 +60,13 @@ func useWorkloadCluster(t *testing.T, ns, name string) *testenv.Environment {
 // stopWorkload stops the workload API server when a test started it.
 var stopWorkload = func() {}
 
-// helloChart is a chart with a ConfigMap made from values and a Deployment.
-func helloChart(version string) map[string]string {
-	return map[string]string{
-		"Chart.yaml":  "apiVersion: v2\nname: hello\nversion: " + version + "\n",
-		"values.yaml": "greeting: hello\nreplicas: 1\n",
-		"templates/configmap.yaml": `apiVersion: v1
-kind: ConfigMap
-metadata:
-  name: {{ .Release.Name }}-config
-data:
-  greeting: {{ .Values.greeting | quote }}
-  version: {{ .Chart.Version | quote }}
-`,
-		"templates/deployment.yaml": `apiVersion: apps/v1
-kind: Deployment
-metadata:
-  name: {{ .Release.Name }}
-spec:
-  replicas: {{ .Values.replicas }}
-  selector:
-    matchLabels: {app: {{ .Release.Name }}}
-  template:
-    metadata:
-      labels: {app: {{ .Release.Name }}}
-    spec:
-      containers:
-      - name: web
-        image: registry.example/hello:1
-`,
-	}
-}
-
-// serveCharts serves a classic chart repository holding charts (each a map of file paths to
-// contents) and returns its URL.
-func serveCharts(t *testing.T, charts ...map[string]string) string {
-	t.Helper()
-	g := NewWithT(t)
-	dir := t.TempDir()
-	index := repo.NewIndexFile()
-	for _, files := range charts {
-		src := t.TempDir()
-		for p, content := range files {
-			g.Expect(os.MkdirAll(filepath.Dir(filepath.Join(src, p)), 0o750)).To(Succeed())
-			g.Expect(os.WriteFile(filepath.Join(src, p), []byte(content), 0o600)).To(Succeed())
-		}
-		ch, err := loader.LoadDir(src)
-		g.Expect(err).NotTo(HaveOccurred())
-		archive, err := chartutil.Save(ch, dir)
-		g.Expect(err).NotTo(HaveOccurred())
-		data, err := os.ReadFile(archive)
-		g.Expect(err).NotTo(HaveOccurred())
-		sum := sha256.Sum256(data)
-		g.Expect(index.MustAdd(&chart.Metadata{APIVersion: "v2", Name: ch.Metadata.Name, Version: ch.Metadata.Version},
-			filepath.Base(archive), "", hex.EncodeToString(sum[:]))).To(Succeed())
-	}
-	g.Expect(index.WriteFile(filepath.Join(dir, "index.yaml"), 0o600)).To(Succeed())
-	srv := httptest.NewServer(http.FileServer(http.Dir(dir)))
-	t.Cleanup(srv.Close)
-	return srv.URL
-}
-
 func TestAChartInstallsUpgradesAndUninstallsInARealWorkloadCluster(t *testing.T) {
 	startManager(t)
 	g := NewWithT(t)
 	ctx := context.Background()
 	ns := env.NewNamespace(t)
 	w := useWorkloadCluster(t, ns, "w1")
-	repoURL := serveCharts(t, helloChart("1.0.0"), helloChart("1.1.0"))
+	repoURL := charttest.Repository{Charts: []charttest.Chart{charttest.Hello("1.0.0"), charttest.Hello("1.1.0")}}.Serve(t)
 	createCluster(g, ns, "w1", map[string]string{"env": "prod"})
 
 	p := proxy(ns, "web")
@@ -183,7 +115,7 @@ func TestDriftedObjectsAreRestoredExceptIgnoredFields(t *testing.T) {
 	ctx := context.Background()
 	ns := env.NewNamespace(t)
 	w := useWorkloadCluster(t, ns, "w1")
-	repoURL := serveCharts(t, helloChart("1.0.0"))
+	repoURL := charttest.Repository{Charts: []charttest.Chart{charttest.Hello("1.0.0")}}.Serve(t)
 	createCluster(g, ns, "w1", map[string]string{"env": "prod"})
 
 	releaseNS := "drift-" + ns
@@ -256,7 +188,7 @@ func TestADryRunDiffsWithoutChangingAnythingAndTheCLIShowsTheSameDiff(t *testing
 	ctx := context.Background()
 	ns := env.NewNamespace(t)
 	w := useWorkloadCluster(t, ns, "w1")
-	repoURL := serveCharts(t, helloChart("1.0.0"), helloChart("1.1.0"))
+	repoURL := charttest.Repository{Charts: []charttest.Chart{charttest.Hello("1.0.0"), charttest.Hello("1.1.0")}}.Serve(t)
 	createCluster(g, ns, "w1", map[string]string{"env": "prod"})
 	// The CLI reaches the workload cluster through its kubeconfig Secret, as CAPI writes it.
 	g.Expect(env.Client.Create(ctx, &corev1.Secret{
@@ -319,7 +251,7 @@ func TestARolloutWaitsForTheWorkloadsOfTheChangedClusterToBeAvailable(t *testing
 	ctx := context.Background()
 	ns := env.NewNamespace(t)
 	w := useWorkloadCluster(t, ns, "w1") // w1 is real; w2 (engine.Fake) has no workloads to wait for
-	repoURL := serveCharts(t, helloChart("1.0.0"))
+	repoURL := charttest.Repository{Charts: []charttest.Chart{charttest.Hello("1.0.0")}}.Serve(t)
 	createCluster(g, ns, "w1", map[string]string{"env": "prod"})
 	createCluster(g, ns, "w2", map[string]string{"env": "prod"})
 
@@ -366,9 +298,9 @@ func TestValuesTheSchemaRejectsAndAnUnreachableRepositoryFailOnlyTheirOwnRelease
 	ctx := context.Background()
 	ns := env.NewNamespace(t)
 	useWorkloadCluster(t, ns, "w1")
-	strict := helloChart("1.0.0")
-	strict["values.schema.json"] = `{"type": "object", "properties": {"replicas": {"type": "integer"}}}`
-	repoURL := serveCharts(t, strict)
+	strict := charttest.Hello("1.0.0")
+	strict.Files["values.schema.json"] = `{"type": "object", "properties": {"replicas": {"type": "integer"}}}`
+	repoURL := charttest.Repository{Charts: []charttest.Chart{strict}}.Serve(t)
 	createCluster(g, ns, "w1", map[string]string{"env": "prod"})
 
 	good := proxy(ns, "good")

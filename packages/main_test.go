@@ -5,20 +5,11 @@ import (
 	"crypto/ecdsa"
 	"errors"
 	"fmt"
-	"io"
-	"log"
-	"net/http/httptest"
 	"os"
-	"path/filepath"
-	"strings"
 	"sync"
 	"testing"
 	"time"
 
-	ggcrregistry "github.com/google/go-containerregistry/pkg/registry"
-	"helm.sh/helm/v4/pkg/chart/v2/loader"
-	chartutil "helm.sh/helm/v4/pkg/chart/v2/util"
-	"helm.sh/helm/v4/pkg/registry"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/rest"
@@ -28,6 +19,7 @@ import (
 	flotillav1 "github.com/flotilla-dev/flotilla/api/cluster/v1alpha1"
 	packagesv1 "github.com/flotilla-dev/flotilla/api/packages/v1alpha1"
 	clusterwebhooks "github.com/flotilla-dev/flotilla/cluster/webhooks"
+	"github.com/flotilla-dev/flotilla/internal/charttest"
 	"github.com/flotilla-dev/flotilla/internal/testenv"
 	"github.com/flotilla-dev/flotilla/packages"
 	"github.com/flotilla-dev/flotilla/packages/bundle"
@@ -85,9 +77,9 @@ func TestMain(m *testing.M) {
 }
 
 func run(m *testing.M) int {
-	reg := httptest.NewServer(ggcrregistry.New(ggcrregistry.Logger(log.New(io.Discard, "", 0))))
-	defer reg.Close()
-	regHost = strings.TrimPrefix(reg.URL, "http://")
+	var stopRegistry func()
+	regHost, stopRegistry = charttest.StartRegistry()
+	defer stopRegistry()
 	var err error
 	if signingKey, err = bundle.GenerateKey(); err != nil {
 		fmt.Fprintln(os.Stderr, err)
@@ -167,65 +159,23 @@ func writeDefaults(ctx context.Context) error {
 	})
 }
 
-// chart is a small chart: files by path relative to the chart directory.
-type chart struct {
-	name, version string
-	files         map[string]string
-}
+// chart is a charttest.Chart that pushes itself to the test registry for a bundle.
+type chart struct{ charttest.Chart }
 
-// helloChart is a web app: a ConfigMap from its config and a Deployment, with a schema.
+// helloChart is charttest's hello chart named name, its schema refusing negative replicas.
 func helloChart(name, version string) chart {
-	return chart{name: name, version: version, files: map[string]string{
-		"values.yaml": "greeting: hello\nreplicas: 1\n",
-		"values.schema.json": `{"$schema": "https://json-schema.org/draft-07/schema#", "type": "object",
-  "properties": {"greeting": {"type": "string"}, "replicas": {"type": "integer", "minimum": 0}}}`,
-		"templates/configmap.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {{ .Release.Name }}-config\ndata:\n  greeting: {{ .Values.greeting | quote }}\n",
-		"templates/deployment.yaml": `apiVersion: apps/v1
-kind: Deployment
-metadata:
-  name: {{ .Release.Name }}
-spec:
-  replicas: {{ .Values.replicas }}
-  selector:
-    matchLabels: {app: {{ .Release.Name }}}
-  template:
-    metadata:
-      labels: {app: {{ .Release.Name }}}
-    spec:
-      containers:
-      - name: web
-        image: registry.example/hello:1
-`,
-	}}
+	return chart{charttest.Hello(version, charttest.Named(name), charttest.NonNegativeReplicas())}
 }
 
-// push pushes c to the registry as charts/<name>:<version> and returns the bundle's view of it.
+// push pushes c to the registry as charts/<name>:<version> and returns the bundle's view of it,
+// with schema or, when that is empty, the chart's own.
 func (c chart) push(t testing.TB, schema string) bundle.Version {
 	t.Helper()
-	dir := filepath.Join(t.TempDir(), c.name)
-	files := map[string]string{"Chart.yaml": "apiVersion: v2\nname: " + c.name + "\nversion: " + c.version + "\n"}
-	for p, content := range c.files {
-		files[p] = content
-	}
-	for p, content := range files {
-		must(t, os.MkdirAll(filepath.Dir(filepath.Join(dir, p)), 0o755))
-		must(t, os.WriteFile(filepath.Join(dir, p), []byte(content), 0o644))
-	}
-	ch, err := loader.LoadDir(dir)
-	must(t, err)
-	out, err := chartutil.Save(ch, t.TempDir())
-	must(t, err)
-	data, err := os.ReadFile(out)
-	must(t, err)
-	rc, err := registry.NewClient(registry.ClientOptPlainHTTP(), registry.ClientOptWriter(io.Discard),
-		registry.ClientOptCredentialsFile(filepath.Join(t.TempDir(), "creds.json")))
-	must(t, err)
-	res, err := rc.Push(data, regHost+"/charts/"+c.name+":"+c.version)
-	must(t, err)
+	digest := charttest.Push(t, regHost+"/charts", c.Chart)
 	if schema == "" {
-		schema = c.files["values.schema.json"]
+		schema = c.Files["values.schema.json"]
 	}
-	return bundle.Version{Version: c.version, Digest: res.Manifest.Digest, Schema: schema}
+	return bundle.Version{Version: c.Version, Digest: digest, Schema: schema}
 }
 
 // pkg is a bundle package of charts pushed with push.

@@ -1,26 +1,14 @@
 package helm
 
 import (
-	"crypto/sha256"
-	"encoding/hex"
-	"io"
-	"log"
 	"net/http"
-	"net/http/httptest"
 	"os"
-	"path/filepath"
-	"strings"
 	"sync/atomic"
 	"testing"
 
-	ggcrregistry "github.com/google/go-containerregistry/pkg/registry"
-	chart "helm.sh/helm/v4/pkg/chart/v2"
-	"helm.sh/helm/v4/pkg/chart/v2/loader"
-	chartutil "helm.sh/helm/v4/pkg/chart/v2/util"
-	"helm.sh/helm/v4/pkg/registry"
-	repo "helm.sh/helm/v4/pkg/repo/v1"
 	"k8s.io/client-go/rest"
 
+	"github.com/flotilla-dev/flotilla/internal/charttest"
 	"github.com/flotilla-dev/flotilla/internal/testenv"
 )
 
@@ -38,14 +26,14 @@ func TestMain(m *testing.M) {
 	if os.Getenv(helperEnv) != "" {
 		os.Exit(helperMain())
 	}
-	reg := httptest.NewServer(ggcrregistry.New(ggcrregistry.Logger(log.New(io.Discard, "", 0))))
-	ociHost = strings.TrimPrefix(reg.URL, "http://")
+	var stopRegistry func()
+	ociHost, stopRegistry = charttest.StartRegistry()
 	code := testenv.Run(m, testenv.Options{SkipCRDs: true}, func(e *testenv.Environment) {
 		env = e
 		cluster = rest.CopyConfig(e.Config)
 		cluster.Wrap(func(rt http.RoundTripper) http.RoundTripper { return writeCounter{rt} })
 	})
-	reg.Close()
+	stopRegistry()
 	os.Exit(code)
 }
 
@@ -62,48 +50,26 @@ func (w writeCounter) RoundTrip(req *http.Request) (*http.Response, error) {
 }
 
 // testChart describes a small chart for a test: files by path relative to the chart directory.
+// It is a charttest.Chart with the short names the tests of this package use.
 type testChart struct {
 	name, version string
 	files         map[string]string
 }
 
-// helloChart is a web app: a ConfigMap from values and a Deployment.
+func (c testChart) chart() charttest.Chart {
+	return charttest.Chart{Name: c.name, Version: c.version, Files: c.files}
+}
+
+// helloChart is charttest's hello chart: a ConfigMap from values and a Deployment.
 func helloChart(version string) testChart {
-	return testChart{name: "hello", version: version, files: map[string]string{
-		"values.yaml": "greeting: hello\nreplicas: 1\n",
-		"values.schema.json": `{"$schema": "https://json-schema.org/draft-07/schema#", "type": "object",
-  "properties": {"greeting": {"type": "string"}, "replicas": {"type": "integer"}}}`,
-		"templates/configmap.yaml": `apiVersion: v1
-kind: ConfigMap
-metadata:
-  name: {{ .Release.Name }}-config
-data:
-  greeting: {{ .Values.greeting | quote }}
-  version: {{ .Chart.Version | quote }}
-`,
-		"templates/deployment.yaml": `apiVersion: apps/v1
-kind: Deployment
-metadata:
-  name: {{ .Release.Name }}
-spec:
-  replicas: {{ .Values.replicas }}
-  selector:
-    matchLabels: {app: {{ .Release.Name }}}
-  template:
-    metadata:
-      labels: {app: {{ .Release.Name }}}
-    spec:
-      containers:
-      - name: web
-        image: registry.example/hello:1
-`,
-	}}
+	h := charttest.Hello(version)
+	return testChart{name: h.Name, version: h.Version, files: h.Files}
 }
 
 // parentChart bundles a subchart in charts/.
 func parentChart() testChart {
 	return testChart{name: "parent", version: "1.0.0", files: map[string]string{
-		"Chart.yaml.deps": "dependencies:\n- name: child\n  version: 0.1.0\n",
+		"Chart.yaml": "apiVersion: v2\nname: parent\nversion: 1.0.0\ndependencies:\n- name: child\n  version: 0.1.0\n",
 		"templates/configmap.yaml": `apiVersion: v1
 kind: ConfigMap
 metadata:
@@ -142,69 +108,38 @@ spec:
 	}}
 }
 
-// archive writes c as a chart archive and returns its bytes.
+// archive returns c as a chart archive.
 func (c testChart) archive(t testing.TB) []byte {
 	t.Helper()
-	dir := filepath.Join(t.TempDir(), c.name)
-	chartYAML := "apiVersion: v2\nname: " + c.name + "\nversion: " + c.version + "\n" + c.files["Chart.yaml.deps"]
-	files := map[string]string{"Chart.yaml": chartYAML}
-	for p, content := range c.files {
-		if p != "Chart.yaml.deps" {
-			files[p] = content
-		}
-	}
-	for p, content := range files {
-		must(t, os.MkdirAll(filepath.Dir(filepath.Join(dir, p)), 0o755))
-		must(t, os.WriteFile(filepath.Join(dir, p), []byte(content), 0o644))
-	}
-	ch, err := loader.LoadDir(dir)
-	must(t, err)
-	out, err := chartutil.Save(ch, t.TempDir())
-	must(t, err)
-	data, err := os.ReadFile(out)
-	must(t, err)
-	return data
+	return charttest.Package(t, c.chart())
 }
 
-// push pushes c to the test registry under repository charts/<name>:<version> and returns the
-// manifest digest.
+// push pushes c to the test registry as <repository>/<name>:<version> and returns the manifest
+// digest.
 func (c testChart) push(t testing.TB, repository string) string {
 	t.Helper()
-	client, err := registry.NewClient(registry.ClientOptPlainHTTP(), registry.ClientOptWriter(io.Discard),
-		registry.ClientOptCredentialsFile(filepath.Join(t.TempDir(), "creds.json")))
-	must(t, err)
-	res, err := client.Push(c.archive(t), ociHost+"/"+repository+"/"+c.name+":"+c.version)
-	must(t, err)
-	return res.Manifest.Digest
+	return charttest.Push(t, ociHost+"/"+repository, c.chart())
 }
 
 // serveRepository serves a classic chart repository of charts; corrupt gives each index entry
 // a wrong digest.
 func serveRepository(t testing.TB, corrupt bool, charts ...testChart) string {
 	t.Helper()
-	srv := httptest.NewServer(http.FileServer(http.Dir(repositoryDir(t, corrupt, charts...))))
-	t.Cleanup(srv.Close)
-	return srv.URL
+	return chartRepository(corrupt, charts).Serve(t)
 }
 
 // repositoryDir writes a classic chart repository of charts into a directory.
 func repositoryDir(t testing.TB, corrupt bool, charts ...testChart) string {
 	t.Helper()
-	dir := t.TempDir()
-	index := repo.NewIndexFile()
+	return chartRepository(corrupt, charts).Dir(t)
+}
+
+func chartRepository(corrupt bool, charts []testChart) charttest.Repository {
+	r := charttest.Repository{WrongDigests: corrupt}
 	for _, c := range charts {
-		data := c.archive(t)
-		name := c.name + "-" + c.version + ".tgz"
-		must(t, os.WriteFile(filepath.Join(dir, name), data, 0o644))
-		sum := sha256.Sum256(data)
-		digest := hex.EncodeToString(sum[:])
-		if corrupt {
-			digest = strings.Repeat("0", 64)
-		}
-		must(t, index.MustAdd(&chart.Metadata{APIVersion: "v2", Name: c.name, Version: c.version}, name, "", digest))
+		r.Charts = append(r.Charts, c.chart())
 	}
-	must(t, index.WriteFile(filepath.Join(dir, "index.yaml"), 0o644))
-	return dir
+	return r
 }
 
 // basicAuth answers 401 to requests without the user's credentials.

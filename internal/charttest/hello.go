@@ -1,0 +1,63 @@
+package charttest
+
+// HelloOption varies the hello chart.
+type HelloOption func(*hello)
+
+type hello struct {
+	name                string
+	nonNegativeReplicas bool
+}
+
+// Named names the hello chart name instead of hello.
+func Named(name string) HelloOption {
+	return func(h *hello) { h.name = name }
+}
+
+// NonNegativeReplicas makes the schema reject a negative replicas value (minimum 0).
+func NonNegativeReplicas() HelloOption {
+	return func(h *hello) { h.nonNegativeReplicas = true }
+}
+
+// Hello is a web app: a ConfigMap <release>-config holding the greeting value and the chart
+// version, and a Deployment <release> of replicas pods. Its values are greeting (a string, default
+// hello) and replicas (an integer, default 1), described by values.schema.json. Each call returns
+// new Files, which a test may change.
+func Hello(version string, opts ...HelloOption) Chart {
+	h := hello{name: "hello"}
+	for _, opt := range opts {
+		opt(&h)
+	}
+	replicas := `{"type": "integer"}`
+	if h.nonNegativeReplicas {
+		replicas = `{"type": "integer", "minimum": 0}`
+	}
+	return Chart{Name: h.name, Version: version, Files: map[string]string{
+		"values.yaml": "greeting: hello\nreplicas: 1\n",
+		"values.schema.json": `{"$schema": "https://json-schema.org/draft-07/schema#", "type": "object",
+  "properties": {"greeting": {"type": "string"}, "replicas": ` + replicas + `}}`,
+		"templates/configmap.yaml": `apiVersion: v1
+kind: ConfigMap
+metadata:
+  name: {{ .Release.Name }}-config
+data:
+  greeting: {{ .Values.greeting | quote }}
+  version: {{ .Chart.Version | quote }}
+`,
+		"templates/deployment.yaml": `apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: {{ .Release.Name }}
+spec:
+  replicas: {{ .Values.replicas }}
+  selector:
+    matchLabels: {app: {{ .Release.Name }}}
+  template:
+    metadata:
+      labels: {app: {{ .Release.Name }}}
+    spec:
+      containers:
+      - name: web
+        image: registry.example/hello:1
+`,
+	}}
+}
