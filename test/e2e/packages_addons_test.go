@@ -16,6 +16,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/utils/ptr"
 	ctrlclient "sigs.k8s.io/controller-runtime/pkg/client"
 
 	addonsv1 "github.com/flotilla-dev/flotilla/api/addons/v1alpha1"
@@ -58,7 +59,7 @@ func testPackagesAndAddons(t *testing.T, f *fleet) {
 	publicKey, err := os.ReadFile(published.PublicKey)
 	g.Expect(err).NotTo(HaveOccurred())
 	_, err = c.InstallPackageController(ctx, f.kubeconfig, client.PackageControllerOptions{
-		Cluster: workload, Registry: addr, Repository: published.Repository, PublicKey: publicKey,
+		Cluster: workload, Registry: addr, Repository: published.Repository, PublicKey: publicKey, PlainHTTP: ptr.To(true),
 	})
 	g.Expect(err).NotTo(HaveOccurred())
 
