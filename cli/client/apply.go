@@ -92,7 +92,9 @@ func (c *Client) ApplyFile(ctx context.Context, o ApplyFileOptions) ([]*unstruct
 			if dryRun {
 				opts = append(opts, ctrlclient.DryRunAll)
 			}
-			if err := kc.Apply(ctx, ctrlclient.ApplyConfigurationFromUnstructured(u), opts...); err != nil {
+			// Apply writes the API server's answer into the object it is given: a copy, so the
+			// next pass sends what the file says.
+			if err := kc.Apply(ctx, ctrlclient.ApplyConfigurationFromUnstructured(u.DeepCopy()), opts...); err != nil {
 				return nil, fmt.Errorf("%s: applying %s %s: %w", o.File, u.GetKind(), objectName(u), err)
 			}
 		}
