@@ -59,10 +59,12 @@ var workloadWorkflow = &workflow.Workflow[workloadRun]{
 // noPhase is the Run of a phase that is always skipped.
 func noPhase[S any](context.Context, *S) error { return nil }
 
-// skipNoAddOns skips InstallAddOns: no add-on is configured for clusters yet (the packages and
-// addons controllers register theirs here when they exist).
+// skipNoAddOns skips InstallAddOns: nothing is left for the CLI to install. The management
+// cluster's controllers give every cluster its package controller (PackageBundleController
+// flotilla-packages/<name>) as it is created, and HelmChartProxies whose selector matches the
+// cluster install their addons there.
 func skipNoAddOns[S any](context.Context, *S) (bool, string) {
-	return true, "no add-ons are configured for this cluster"
+	return true, "the management cluster gives the cluster its package controller, and HelmChartProxies that select it install their addons"
 }
 
 // CreateWorkloadCluster creates the workload cluster of opts.File through the management
