@@ -40,6 +40,7 @@ import (
 //     that is than the management cluster's create;
 //   - manager-rss-MiB and manager-rss-per-cluster-MiB: the manager's resident memory with the
 //     management cluster alone, and what each of fleetSize workload clusters adds;
+//   - the rows of benchmarkPackagesAndAddons, on the fleet;
 //   - idle-req-per-s-per-cluster and idle-writes: with the fleet at rest, the manager's requests
 //     to the busiest workload cluster's API server per second, and its writes to all of them,
 //     over idleWindow (from the manager's rest_client_requests_total metric).
@@ -109,9 +110,11 @@ func runManagementBenchmark(b *testing.B) {
 
 	// Workload clusters of the management cluster's shape, created as a user would.
 	var workloadTimes []float64
+	var withWorkers []string
 	for i := range 3 {
 		name := fmt.Sprintf("wl-%d", i)
 		names = append(names, name)
+		withWorkers = append(withWorkers, name)
 		file := writeSpec(b, out, spec.GenerateOptions{Name: name, Provider: spec.ProviderLocal, Workers: 2})
 		start := time.Now()
 		if err := c.CreateWorkloadCluster(ctx, client.CreateWorkloadClusterOptions{File: file, Kubeconfig: mgmtKubeconfig, OutDir: out}); err != nil {
@@ -133,6 +136,9 @@ func runManagementBenchmark(b *testing.B) {
 	time.Sleep(10 * time.Second)
 	b.ReportMetric((managerRSS(b, home)-rssOne)/float64(len(names)), "manager-rss-per-cluster-MiB")
 
+	benchmarkPackagesAndAddons(b, c, kc, mgmtKubeconfig, out, names, withWorkers)
+
+	// At rest, with packages and addons installed everywhere.
 	before := managerRequests(b, home)
 	time.Sleep(idleWindow)
 	after := managerRequests(b, home)

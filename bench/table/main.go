@@ -20,6 +20,11 @@ var targets = map[string]string{
 	"BenchmarkManagementCluster/management-vs-workload-x":    "≥ 3",
 	"BenchmarkManagementCluster/idle-req-per-s-per-cluster":  "≤ 0.1",
 	"BenchmarkManagementCluster/idle-writes":                 "0",
+	"BenchmarkManagementCluster/packages-10x3-s":             "≤ 30",
+	"BenchmarkManagementCluster/package-ready-p50-s":         "≤ 3",
+	"BenchmarkManagementCluster/addon-fleet-s":               "≤ 15",
+	"BenchmarkManagementCluster/addon-releases-per-s":        "≥ 5",
+	"BenchmarkManagementCluster/drift-restore-p50-s":         "≤ 10",
 	"BenchmarkUpgradeWorkloadCluster/upgrade-s":              "≤ 90",
 }
 

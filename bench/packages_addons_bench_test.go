@@ -1,0 +1,169 @@
+package bench
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/utils/ptr"
+	ctrlclient "sigs.k8s.io/controller-runtime/pkg/client"
+
+	addonsv1 "github.com/flotilla-dev/flotilla/api/addons/v1alpha1"
+	"github.com/flotilla-dev/flotilla/cli/client"
+	"github.com/flotilla-dev/flotilla/packages/bundle"
+	"github.com/flotilla-dev/flotilla/pkg/controlplane"
+)
+
+// benchmarkPackagesAndAddons measures curated packages and Helm addons on the management
+// benchmark's fleet (names: its workload clusters; withWorkers: those with worker Nodes):
+//   - packages-10x3-s: three packages applied at once on each of ten clusters, until all are Ready;
+//   - package-ready-p50-s: one Package applied → Ready, its chart cached, median of three;
+//   - addon-fleet-s and addon-releases-per-s: one HelmChartProxy selecting every workload
+//     cluster, until its release is Ready in each;
+//   - drift-restore-p50-s: the addon's Deployment deleted in a workload cluster, until drift
+//     correction has put it back, median of three.
+func benchmarkPackagesAndAddons(b *testing.B, c *client.Client, kc ctrlclient.Client, kubeconfig, out string, names, withWorkers []string) {
+	ctx := b.Context()
+	port, err := controlplane.PickPort("127.0.0.1")
+	if err != nil {
+		b.Fatal(err)
+	}
+	addr := fmt.Sprintf("127.0.0.1:%d", port)
+	if _, err := c.EnsureRegistry(ctx, client.RegistryOptions{Listen: addr}); err != nil {
+		b.Fatal(err)
+	}
+	defer func() { _ = c.StopRegistry(context.Background()) }()
+	published, err := c.Publish(ctx, client.PublishOptions{Registry: addr, Connection: bundle.Registry{PlainHTTP: true}})
+	if err != nil {
+		b.Fatal(err)
+	}
+	key, err := os.ReadFile(published.PublicKey)
+	if err != nil {
+		b.Fatal(err)
+	}
+	for _, name := range names {
+		if _, err := c.InstallPackageController(ctx, kubeconfig, client.PackageControllerOptions{
+			Cluster: name, Registry: addr, Repository: published.Repository, PublicKey: key, PlainHTTP: ptr.To(true),
+		}); err != nil {
+			b.Fatal(err)
+		}
+	}
+
+	// Ten clusters without workers (the releases' Pods stay Pending; Ready means installed).
+	var ten []string
+	for _, name := range names {
+		if len(ten) < 10 && !slices.Contains(withWorkers, name) {
+			ten = append(ten, name)
+		}
+	}
+	start := time.Now()
+	var wg sync.WaitGroup
+	errs := make(chan error, 3*len(ten))
+	for _, cluster := range ten {
+		for _, pkg := range []string{"flotilla-greeter", "hello-flotilla", "hello-stack"} {
+			wg.Go(func() {
+				if _, err := c.InstallPackage(ctx, kubeconfig, client.InstallPackageOptions{Cluster: cluster, Package: pkg}); err != nil {
+					errs <- err
+					return
+				}
+				if _, err := c.WaitPackageReady(ctx, kubeconfig, cluster, pkg, 3*time.Minute); err != nil {
+					errs <- err
+				}
+			})
+		}
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		b.Fatal(err)
+	}
+	b.ReportMetric(time.Since(start).Seconds(), "packages-10x3-s")
+
+	var times []float64
+	for _, cluster := range withWorkers {
+		start := time.Now()
+		if _, err := c.InstallPackage(ctx, kubeconfig, client.InstallPackageOptions{Cluster: cluster, Package: "hello-flotilla"}); err != nil {
+			b.Fatal(err)
+		}
+		if _, err := c.WaitPackageReady(ctx, kubeconfig, cluster, "hello-flotilla", 3*time.Minute); err != nil {
+			b.Fatal(err)
+		}
+		times = append(times, time.Since(start).Seconds())
+	}
+	slices.Sort(times)
+	b.ReportMetric(times[len(times)/2], "package-ready-p50-s")
+
+	proxy := filepath.Join(out, "fleet-addon.yaml")
+	manifest := fmt.Sprintf(`apiVersion: addons.flotilla.dev/v1alpha1
+kind: HelmChartProxy
+metadata: {name: fleet-addon, namespace: default}
+spec:
+  clusterSelector:
+    matchExpressions: [{key: cluster.flotilla.dev/management, operator: DoesNotExist}]
+  repoURL: oci://%s/flotilla
+  chartName: hello-flotilla
+  namespace: fleet-addon
+  registry: {plainHTTP: true}
+  driftCorrection: {mode: Enabled, interval: 5s}
+  valuesTemplate: "message: Hello {{ .Cluster.metadata.name }}\n"
+`, addr)
+	if err := os.WriteFile(proxy, []byte(manifest), 0o600); err != nil {
+		b.Fatal(err)
+	}
+	start = time.Now()
+	if _, err := c.ApplyFile(ctx, client.ApplyFileOptions{File: proxy, Kubeconfig: kubeconfig, Wait: 3 * time.Minute}); err != nil {
+		b.Fatal(err)
+	}
+	elapsed := time.Since(start).Seconds()
+	hcp := &addonsv1.HelmChartProxy{}
+	if err := kc.Get(ctx, ctrlclient.ObjectKey{Namespace: "default", Name: "fleet-addon"}, hcp); err != nil {
+		b.Fatal(err)
+	}
+	if len(hcp.Status.MatchingClusters) != len(names) {
+		b.Fatalf("fleet-addon selects %d clusters, want %d", len(hcp.Status.MatchingClusters), len(names))
+	}
+	b.ReportMetric(elapsed, "addon-fleet-s")
+	b.ReportMetric(float64(len(names))/elapsed, "addon-releases-per-s")
+
+	times = nil
+	for _, cluster := range withWorkers {
+		wc, err := client.KubeClient(client.UserKubeconfigPath(out, cluster))
+		if err != nil {
+			b.Fatal(err)
+		}
+		key := ctrlclient.ObjectKey{Namespace: "fleet-addon", Name: "fleet-addon-hello-flotilla"}
+		deploy := &appsv1.Deployment{}
+		if err := wc.Get(ctx, key, deploy); err != nil {
+			b.Fatal(err)
+		}
+		start := time.Now()
+		if err := wc.Delete(ctx, deploy); err != nil {
+			b.Fatal(err)
+		}
+		err = wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, time.Minute, false, func(ctx context.Context) (bool, error) {
+			restored := &appsv1.Deployment{}
+			err := wc.Get(ctx, key, restored)
+			switch {
+			case apierrors.IsNotFound(err):
+				return false, nil
+			case err != nil:
+				return false, err
+			}
+			return restored.UID != deploy.UID && restored.DeletionTimestamp == nil, nil
+		})
+		if err != nil {
+			b.Fatalf("the deleted Deployment of %s was not restored: %v", cluster, err)
+		}
+		times = append(times, time.Since(start).Seconds())
+	}
+	slices.Sort(times)
+	b.ReportMetric(times[len(times)/2], "drift-restore-p50-s")
+}
