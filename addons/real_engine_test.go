@@ -109,6 +109,37 @@ func TestAChartInstallsUpgradesAndUninstallsInARealWorkloadCluster(t *testing.T)
 	g.Expect(apierrors.IsNotFound(w.Client.Get(ctx, client.ObjectKey{Namespace: "web-" + ns, Name: "web-config"}, cm))).To(BeTrue())
 }
 
+// A proxy without an exact version (the latest chart, or a range) resolves its chart on every
+// resync, which the engine answers Unchanged; drift is corrected on that path too.
+func TestDriftIsCorrectedForAReleaseThatFollowsTheLatestChart(t *testing.T) {
+	startManager(t)
+	g := NewWithT(t)
+	ctx := context.Background()
+	ns := env.NewNamespace(t)
+	w := useWorkloadCluster(t, ns, "w1")
+	repoURL := charttest.Repository{Charts: []charttest.Chart{charttest.Hello("1.0.0")}}.Serve(t)
+	createCluster(g, ns, "w1", map[string]string{"env": "prod"})
+
+	releaseNS := "latest-" + ns
+	p := proxy(ns, "web")
+	p.Spec.RepoURL, p.Spec.ChartName, p.Spec.Version, p.Spec.Namespace = repoURL, "hello", "", releaseNS
+	p.Spec.ValuesTemplate = ""
+	p.Spec.DriftCorrection = &addonsv1.DriftCorrection{Mode: addonsv1.DriftCorrectionEnabled, Interval: &metav1.Duration{Duration: time.Second}}
+	g.Expect(env.Client.Create(ctx, p)).To(Succeed())
+	eventuallyReady(g, ns, "web", "w1")
+
+	deployKey := client.ObjectKey{Namespace: releaseNS, Name: "web"}
+	deploy := &appsv1.Deployment{}
+	g.Expect(w.Client.Get(ctx, deployKey, deploy)).To(Succeed())
+	g.Expect(w.Client.Delete(ctx, deploy)).To(Succeed())
+	g.Eventually(func(g Gomega) {
+		restored := &appsv1.Deployment{}
+		g.Expect(w.Client.Get(ctx, deployKey, restored)).To(Succeed())
+		g.Expect(restored.UID).NotTo(Equal(deploy.UID))
+	}, timeout, interval).Should(Succeed())
+	g.Expect(getHRP(g, ns, "web", "w1").Status.Revision).To(BeEquivalentTo(1), "drift correction makes no new Helm revision")
+}
+
 func TestDriftedObjectsAreRestoredExceptIgnoredFields(t *testing.T) {
 	startManager(t)
 	g := NewWithT(t)

@@ -154,9 +154,11 @@ func (r *Reconciler) install(ctx context.Context, s *scope, cfg *rest.Config, re
 		s.fail(addonsv1.ReleaseNotDeployedReason, "Helm reports release %s/%s revision %d as %s", release.Namespace, release.Name, result.Revision, result.Status)
 	}
 	// Read the release back for its objects, to tell at once whether its workloads are healthy
-	// (a rollout waits for that).
+	// (a rollout waits for that), and to correct drift: a release that follows a version range
+	// or the latest chart comes this way on every resync, Unchanged.
 	if got, err := r.Engine.Get(ctx, cfg, release.Name, release.Namespace); err == nil {
 		s.installed = got
+		r.correctDrift(ctx, s, cfg)
 		r.checkHealth(ctx, s, cfg)
 	}
 	return ctrl.Result{RequeueAfter: r.requeueAfter(s)}, nil
