@@ -63,10 +63,6 @@ func runManagementBenchmark(b *testing.B) {
 	mgmtSpec := writeSpec(b, out, spec.GenerateOptions{Name: "mgmt", Provider: spec.ProviderLocal, Management: true, Workers: 2})
 	// Deleted also when the create fails half-way: its processes outlive the benchmark otherwise.
 	defer func() {
-		if b.Failed() {
-			dir := filepath.Join(home, "clusters", "mgmt")
-			b.Logf("the end of the manager's log:\n%s", process.Supervisor{RunDir: filepath.Join(dir, "run"), LogDir: filepath.Join(dir, "logs")}.LogTail("manager", 80))
-		}
 		if err := c.DeleteManagementCluster(context.Background(), client.DeleteManagementClusterOptions{Name: "mgmt", OutDir: out, Force: true}); err != nil {
 			b.Error(err)
 		}
@@ -89,6 +85,13 @@ func runManagementBenchmark(b *testing.B) {
 
 	var names []string
 	defer func() { deleteClusters(b, kc, names) }()
+	// Deferred last, so it runs first: the log as the failure left it, before the deletes.
+	defer func() {
+		if b.Failed() {
+			dir := filepath.Join(home, "clusters", "mgmt")
+			b.Logf("the end of the manager's log:\n%s", process.Supervisor{RunDir: filepath.Join(dir, "run"), LogDir: filepath.Join(dir, "logs")}.LogTail("manager", 80))
+		}
+	}()
 
 	const sequential = 5
 	var times []float64
