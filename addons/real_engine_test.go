@@ -16,7 +16,6 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/flotilla-dev/flotilla/addons/engine"
 	addonsv1 "github.com/flotilla-dev/flotilla/api/addons/v1alpha1"
 	cliclient "github.com/flotilla-dev/flotilla/cli/client"
 	"github.com/flotilla-dev/flotilla/internal/charttest"
@@ -43,7 +42,7 @@ func useWorkloadCluster(t *testing.T, ns, name string) *testenv.Environment {
 			t.Fatal(err)
 		}
 		router.mu.Lock()
-		router.real = engine.New(&helm.Engine{ChartCache: cache})
+		router.real = &helm.Engine{ChartCache: cache}
 		router.hosts = map[string]bool{w.Config.Host: true}
 		router.mu.Unlock()
 		stopWorkload = func() {

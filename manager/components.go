@@ -11,7 +11,6 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 
 	"github.com/flotilla-dev/flotilla/addons"
-	addonsengine "github.com/flotilla-dev/flotilla/addons/engine"
 	"github.com/flotilla-dev/flotilla/cluster"
 	"github.com/flotilla-dev/flotilla/cluster/reconcilers/gitops"
 	"github.com/flotilla-dev/flotilla/cluster/reconcilers/kubeconfigaccess"
@@ -71,7 +70,7 @@ func Components() []Component {
 			return (&kubeconfigaccess.Reconciler{Client: mgr.GetClient()}).SetupWithManager(mgr)
 		}},
 		{Name: "addons", Setup: func(ctx context.Context, mgr ctrl.Manager, deps Deps) error {
-			return addons.Setup(ctx, mgr, addons.Options{ClusterCache: deps.ClusterCache, Engine: addonsengine.New(deps.Helm)})
+			return addons.Setup(ctx, mgr, addons.Options{ClusterCache: deps.ClusterCache, Engine: deps.Helm})
 		}},
 		{Name: "packages", Setup: func(ctx context.Context, mgr ctrl.Manager, deps Deps) error {
 			return packages.Setup(ctx, mgr, packages.Options{RESTConfigs: deps.ClusterCache, Installer: packages.HelmInstaller{Engine: deps.Helm}})

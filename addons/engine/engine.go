@@ -2,15 +2,14 @@ package engine
 
 import (
 	"context"
-	"errors"
-	"time"
 
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/client-go/rest"
+
+	"github.com/flotilla-dev/flotilla/pkg/helm"
 )
 
 // ErrReleaseNotFound is wrapped by Get's error when the release is not installed.
-var ErrReleaseNotFound = errors.New("release not found")
+var ErrReleaseNotFound = helm.ErrReleaseNotFound
 
 // Engine installs, reads and removes Helm releases in a cluster.
 type Engine interface {
@@ -28,66 +27,29 @@ type Engine interface {
 	Rollback(ctx context.Context, cfg *rest.Config, name, namespace string, revision int) error
 }
 
-// Chart names a chart and where it comes from.
-type Chart struct {
-	// RepoURL is oci://host/path or an http(s):// classic repository.
-	RepoURL string
-	// Name of the chart.
-	Name string
-	// Version is an exact version, a semver range, or "" for the latest.
-	Version string
-}
-
-// Registry holds credentials and transport settings of the chart's repository.
-type Registry struct {
-	Username, Password    string
-	CAData                []byte
-	InsecureSkipTLSVerify bool
-	PlainHTTP             bool
-}
-
-// Release is one release to install.
-type Release struct {
-	Name, Namespace string
-	Chart           Chart
-	Registry        Registry
-	Values          map[string]any
-	CreateNamespace bool
-	Wait            bool
-	Atomic          bool
-	SkipCRDs        bool
-	Timeout         time.Duration
-	MaxHistory      int
-	// Labels are stored on the Helm release.
-	Labels map[string]string
-}
-
-// Action is what InstallOrUpgrade did.
-type Action string
+// The types are pkg/helm's: the interface is its Engine's method set, so *helm.Engine is an
+// Engine as it is, and the reconcilers speak the engine's own language.
+type (
+	// Chart names a chart and where it comes from.
+	Chart = helm.ChartRef
+	// Registry holds credentials and transport settings of the chart's repository.
+	Registry = helm.Registry
+	// Release is one release to install.
+	Release = helm.Release
+	// Action is what InstallOrUpgrade did.
+	Action = helm.Action
+	// Result is the outcome of InstallOrUpgrade.
+	Result = helm.Result
+	// InstalledRelease is an installed release as Get reads it.
+	InstalledRelease = helm.Installed
+)
 
 // Actions of InstallOrUpgrade.
 const (
-	Installed Action = "Installed"
-	Upgraded  Action = "Upgraded"
-	Unchanged Action = "Unchanged"
+	Installed = helm.ActionInstalled
+	Upgraded  = helm.ActionUpgraded
+	Unchanged = helm.ActionUnchanged
 )
 
-// Result is the outcome of InstallOrUpgrade.
-type Result struct {
-	Action       Action
-	Revision     int
-	Status       string
-	ChartVersion string
-}
-
-// InstalledRelease is an installed release as Get reads it.
-type InstalledRelease struct {
-	Revision     int
-	Status       string
-	ChartVersion string
-	// Manifest is the rendered manifest of the release's current revision.
-	Manifest string
-	// Objects are the manifest's objects, as the manifest declares them (not as they live in
-	// the cluster).
-	Objects []*unstructured.Unstructured
-}
+// Flotilla's Helm engine is an Engine.
+var _ Engine = (*helm.Engine)(nil)

@@ -82,7 +82,7 @@ func (c *Client) DiffAddon(ctx context.Context, kubeconfig, namespace, name stri
 		return nil, fmt.Errorf("listing Clusters: %w", err)
 	}
 	sort.Slice(clusters.Items, func(i, j int) bool { return clusters.Items[i].Name < clusters.Items[j].Name })
-	eng := engine.New(&helm.Engine{ChartCache: filepath.Join(c.Home, "cache", "charts")})
+	eng := &helm.Engine{ChartCache: filepath.Join(c.Home, "cache", "charts")}
 	diffs := make([]ClusterDiff, 0, len(clusters.Items))
 	for i := range clusters.Items {
 		cluster := &clusters.Items[i]
