@@ -73,7 +73,7 @@ func Components() []Component {
 			return addons.Setup(ctx, mgr, addons.Options{ClusterCache: deps.ClusterCache, Engine: deps.Helm})
 		}},
 		{Name: "packages", Setup: func(ctx context.Context, mgr ctrl.Manager, deps Deps) error {
-			return packages.Setup(ctx, mgr, packages.Options{RESTConfigs: deps.ClusterCache, Installer: packages.HelmInstaller{Engine: deps.Helm}})
+			return packages.Setup(ctx, mgr, packages.Options{RESTConfigs: deps.ClusterCache, Installer: deps.Helm})
 		}},
 	}, kubeadmComponents()...) // CAPI's kubeadm providers, see kubeadm.go
 }

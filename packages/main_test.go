@@ -122,7 +122,7 @@ func run(m *testing.M) int {
 		}
 		return packages.Setup(ctx, mgr, packages.Options{
 			RESTConfigs: configs,
-			Installer:   packages.HelmInstaller{Engine: engine},
+			Installer:   engine,
 		})
 	})
 	if err != nil {

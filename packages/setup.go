@@ -22,7 +22,7 @@ type Options struct {
 	// LocalConfig is the management cluster's own config, used for the Packages of management
 	// clusters; the manager's config when nil.
 	LocalConfig *rest.Config
-	// Installer installs Helm releases: NewHelmInstaller(engine) in production.
+	// Installer installs Helm releases: the manager's *helm.Engine in production.
 	Installer packagereconciler.Installer
 	// Source reads signed bundles: BundleSource{} in production (the default when nil).
 	Source packagebundlecontroller.BundleSource

@@ -25,6 +25,7 @@ import (
 	flotillav1 "github.com/flotilla-dev/flotilla/api/cluster/v1alpha1"
 	packagesv1 "github.com/flotilla-dev/flotilla/api/packages/v1alpha1"
 	"github.com/flotilla-dev/flotilla/packages/catalog"
+	"github.com/flotilla-dev/flotilla/pkg/helm"
 )
 
 // FieldOwner names the reconciler in managed fields and events.
@@ -132,7 +133,7 @@ type scope struct {
 	unreachable error
 	// installErr is Helm's error; result what a successful install did.
 	installErr error
-	result     *Result
+	result     *helm.Result
 	// deleting is set while the Package is uninstalled; gone once its finalizer is released.
 	deleting, gone bool
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"path"
 	"strings"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -21,14 +22,12 @@ import (
 	packagesv1 "github.com/flotilla-dev/flotilla/api/packages/v1alpha1"
 	"github.com/flotilla-dev/flotilla/packages/catalog"
 	"github.com/flotilla-dev/flotilla/packages/defaults"
+	"github.com/flotilla-dev/flotilla/pkg/helm"
 )
 
-// Event reasons.
-const (
-	eventInstalled   = "Installed"
-	eventUpgraded    = "Upgraded"
-	eventUninstalled = "Uninstalled"
-)
+// eventUninstalled is the reason of the Event of an uninstall; an install's or upgrade's is
+// the engine's action (Installed, Upgraded).
+const eventUninstalled = "Uninstalled"
 
 // ReleaseLabelPackage is stored on the Helm release: the Package's namespace/name.
 const ReleaseLabelPackage = "packages.flotilla.dev/package"
@@ -201,19 +200,22 @@ func (r *Reconciler) restConfig(ctx context.Context, s *scope) (*rest.Config, er
 	return cfg, nil
 }
 
-// desiredRelease is the Helm release of a resolved Package.
-func desiredRelease(p *packagesv1.Package, res *catalog.Resolved, d defaults.Defaults) Release {
+// desiredRelease is the Helm release of a resolved Package. Its target namespace is created
+// when missing; timeout bounds the Helm action.
+func desiredRelease(p *packagesv1.Package, res *catalog.Resolved, d defaults.Defaults, timeout time.Duration) helm.Release {
 	src := res.Package.Source
-	return Release{
-		Name:      p.Name,
-		Namespace: targetNamespace(p),
-		Chart: Chart{
+	return helm.Release{
+		Name:            p.Name,
+		Namespace:       targetNamespace(p),
+		CreateNamespace: true,
+		Timeout:         timeout,
+		Chart: helm.ChartRef{
 			RepoURL: "oci://" + strings.TrimSuffix(src.Registry, "/") + "/" + strings.Trim(src.Repository, "/"),
 			Name:    path.Base(src.Repository),
 			Version: res.Version.Version,
 			Digest:  res.Version.Digest,
 		},
-		Registry: Registry{Username: d.Username, Password: d.Password, CAData: d.CAData, PlainHTTP: d.PlainHTTP},
+		Registry: helm.Registry{Username: d.Username, Password: d.Password, CAData: d.CAData, PlainHTTP: d.PlainHTTP},
 		Values:   res.Values,
 		Labels:   map[string]string{ReleaseLabelPackage: p.Namespace + "." + p.Name},
 	}
@@ -232,8 +234,7 @@ func (r *Reconciler) install(ctx context.Context, s *scope, cfg *rest.Config) er
 	if err != nil {
 		return err
 	}
-	rel := desiredRelease(s.pkg, s.resolved, d)
-	rel.Timeout = r.helmTimeout()
+	rel := desiredRelease(s.pkg, s.resolved, d, r.helmTimeout())
 	ctx, cancel := context.WithTimeout(ctx, r.helmTimeout())
 	defer cancel()
 	res, err := r.Installer.InstallOrUpgrade(ctx, cfg, rel)
@@ -246,14 +247,10 @@ func (r *Reconciler) install(ctx context.Context, s *scope, cfg *rest.Config) er
 	s.result = &res
 	// The cluster's PackageBundleController's spec.logLevel raises what is logged about it.
 	ctrl.LoggerFrom(ctx).V(verbosity(s.pbc, 1)).Info("Release reconciled", "package", klog.KObj(s.pkg), "cluster", s.clusterName,
-		"release", rel.Namespace+"/"+rel.Name, "version", res.ChartVersion, "revision", res.Revision, "changed", res.Changed)
-	if res.Changed {
-		reason := eventInstalled
-		if s.pkg.Status.CurrentVersion != "" {
-			reason = eventUpgraded
-		}
-		r.Recorder.Eventf(s.pkg, nil, corev1.EventTypeNormal, reason, "Install", "%s %s %s in cluster %s (namespace %s, revision %d)",
-			reason, s.pkg.Spec.PackageName, res.ChartVersion, s.clusterName, rel.Namespace, res.Revision)
+		"release", rel.Namespace+"/"+rel.Name, "version", res.ChartVersion, "revision", res.Revision, "action", res.Action)
+	if res.Action != helm.ActionUnchanged {
+		r.Recorder.Eventf(s.pkg, nil, corev1.EventTypeNormal, string(res.Action), "Install", "%s %s %s in cluster %s (namespace %s, revision %d)",
+			res.Action, s.pkg.Spec.PackageName, res.ChartVersion, s.clusterName, rel.Namespace, res.Revision)
 	}
 	return nil
 }

@@ -11,6 +11,7 @@ import (
 
 	packagesv1 "github.com/flotilla-dev/flotilla/api/packages/v1alpha1"
 	"github.com/flotilla-dev/flotilla/packages/catalog"
+	"github.com/flotilla-dev/flotilla/pkg/helm"
 )
 
 func TestSetStatus(t *testing.T) {
@@ -32,7 +33,7 @@ func TestSetStatus(t *testing.T) {
 		wantCurrent string
 		wantUpgrade []string
 	}{
-		{name: "installed is Ready at the target version", s: scope{bundle: bundle, resolved: resolved, result: &Result{Changed: true, Revision: 1, ChartVersion: "0.3.0"}},
+		{name: "installed is Ready at the target version", s: scope{bundle: bundle, resolved: resolved, result: &helm.Result{Action: helm.ActionInstalled, Revision: 1, ChartVersion: "0.3.0"}},
 			wantState: packagesv1.PackageInstalled, wantReady: metav1.ConditionTrue, wantReason: packagesv1.ReadyReason, wantMessage: "0.3.0 installed", wantCurrent: "0.3.0"},
 		{name: "an older current version lists the upgrades", current: "0.2.0", s: scope{bundle: bundle, waiting: "waiting for dependencies", waitingReason: packagesv1.WaitingForDependenciesReason},
 			wantState: packagesv1.PackagePending, wantReady: metav1.ConditionFalse, wantReason: packagesv1.WaitingForDependenciesReason, wantMessage: "dependencies", wantCurrent: "0.2.0", wantUpgrade: []string{"0.3.0"}},
