@@ -39,8 +39,11 @@ import (
 //   - The hold ends once the CAPI Cluster exists and is unpaused (the mover unpauses the target's
 //     at the very end): the reconciler removes cluster.flotilla.dev/capi-paused, puts block-move
 //     back and carries on.
-//   - A Flotilla Cluster with clusterctl's delete-for-move annotation lets go at once, deleting
-//     nothing (reconcileDelete).
+//   - A Flotilla Cluster with clusterctl's delete-for-move annotation stands still, and once
+//     deleted lets go at once, deleting nothing (reconcileDelete). The mover adds that annotation
+//     with a JSON patch that replaces all annotations, capi-paused included, and deletes the
+//     object in a second request: in between, the annotation is the only sign of the move, and
+//     the CAPI Cluster is gone already.
 
 // pauseState says whether and why a reconcile stands still.
 type pauseState int
@@ -49,7 +52,8 @@ const (
 	notPaused pauseState = iota
 	// pausedByAnnotation: the Flotilla Cluster has cluster.x-k8s.io/paused.
 	pausedByAnnotation
-	// pausedByCAPI: the CAPI Cluster is paused by someone else, or missing while holding.
+	// pausedByCAPI: the CAPI Cluster is paused by someone else, or missing while holding, or
+	// clusterctl move is deleting the Flotilla Cluster (delete-for-move).
 	pausedByCAPI
 )
 
@@ -60,6 +64,8 @@ const (
 // Flotilla itself had paused.
 func pauseStateOf(c *flotillav1.Cluster, capi *clusterv1.Cluster) pauseState {
 	switch {
+	case hasAnnotation(c, clusterctlv1.DeleteForMoveAnnotation):
+		return pausedByCAPI
 	case hasAnnotation(c, clusterv1.PausedAnnotation):
 		return pausedByAnnotation
 	case hasAnnotation(c, flotillav1.CAPIPausedAnnotation) && (capi == nil || capiPaused(capi)):

@@ -6,6 +6,7 @@ import (
 	. "github.com/onsi/gomega"
 	"k8s.io/utils/ptr"
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
+	clusterctlv1 "sigs.k8s.io/cluster-api/cmd/clusterctl/api/v1alpha3"
 
 	flotillav1 "github.com/flotilla-dev/flotilla/api/cluster/v1alpha1"
 )
@@ -55,6 +56,13 @@ func TestPauseStateOf(t *testing.T) {
 		{
 			name: "a holding cluster does not recreate a CAPI Cluster a move deleted",
 			spec: annotated(flotillav1.CAPIPausedAnnotation), capi: nil, want: pausedByCAPI,
+		},
+		{
+			// clusterctl's JSON patch replaces every annotation with delete-for-move, capi-paused
+			// included, one request before it deletes the object: recreating the CAPI Cluster
+			// there restarted the moved cluster's processes from the bootstrap cluster.
+			name: "a cluster clusterctl move is about to delete does not recreate its CAPI Cluster",
+			spec: annotated(clusterctlv1.DeleteForMoveAnnotation), capi: nil, want: pausedByCAPI,
 		},
 		{
 			name: "a holding cluster resumes once its CAPI Cluster exists unpaused",
