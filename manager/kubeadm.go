@@ -21,6 +21,25 @@ const (
 	kubeadmConcurrency     = 10
 )
 
+// RBAC of Cluster API's kubeadm reconcilers, as they run here: the union of the roles of
+// bootstrap/kubeadm and controlplane/kubeadm (their config/rbac), with the infrastructure group
+// named as Flotilla's providers use it, instead of Cluster API's wildcards, and without what
+// our wiring does not run (CRD migration, the runtime SDK, metrics authentication).
+// The KubeadmConfig reconciler writes bootstrap data and token Secrets, the KubeadmControlPlane
+// reconciler certificate and kubeconfig Secrets; both read the CRDs for contract versions.
+// KubeadmControlPlane clones each control plane Machine's PacketMachine from its template.
+//
+// +kubebuilder:rbac:groups="",resources=secrets;configmaps,verbs=get;list;watch;create;update;patch;delete
+// +kubebuilder:rbac:groups="";events.k8s.io,resources=events,verbs=create;patch
+// +kubebuilder:rbac:groups=apiextensions.k8s.io,resources=customresourcedefinitions,verbs=get;list;watch
+// +kubebuilder:rbac:groups=bootstrap.cluster.x-k8s.io,resources=kubeadmconfigs;kubeadmconfigs/status;kubeadmconfigs/finalizers,verbs=get;list;watch;create;update;patch;delete
+// +kubebuilder:rbac:groups=bootstrap.cluster.x-k8s.io,resources=kubeadmconfigtemplates,verbs=get;list;watch;update;patch
+// +kubebuilder:rbac:groups=controlplane.cluster.x-k8s.io,resources=kubeadmcontrolplanes;kubeadmcontrolplanes/status;kubeadmcontrolplanes/finalizers,verbs=get;list;watch;create;update;patch;delete
+// +kubebuilder:rbac:groups=cluster.x-k8s.io,resources=clusters;clusters/status;machinepools;machinepools/status;machinesets,verbs=get;list;watch
+// +kubebuilder:rbac:groups=cluster.x-k8s.io,resources=machines;machines/status,verbs=get;list;watch;create;update;patch;delete
+// +kubebuilder:rbac:groups=infrastructure.flotilla.dev,resources=packetmachines,verbs=get;list;watch;create;update;patch;delete
+// +kubebuilder:rbac:groups=infrastructure.flotilla.dev,resources=packetmachinetemplates,verbs=get;list;watch;update;patch
+
 // kubeadmComponents returns the "kubeadm" component.
 func kubeadmComponents() []Component {
 	return []Component{{Name: "kubeadm", Setup: setupKubeadm}}

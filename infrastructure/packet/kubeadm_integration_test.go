@@ -3,13 +3,17 @@ package packet_test
 import (
 	"context"
 	"errors"
+	"net"
+	"net/http/httptest"
 	"testing"
 	"time"
 
+	"github.com/go-logr/logr/testr"
 	. "github.com/onsi/gomega"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/uuid"
 	"k8s.io/client-go/tools/clientcmd"
@@ -21,7 +25,9 @@ import (
 	flotillav1 "github.com/flotilla-dev/flotilla/api/cluster/v1alpha1"
 	infrav1 "github.com/flotilla-dev/flotilla/api/infrastructure/v1alpha1"
 	"github.com/flotilla-dev/flotilla/infrastructure/packet/clusterspec"
+	"github.com/flotilla-dev/flotilla/infrastructure/packet/devicesim"
 	"github.com/flotilla-dev/flotilla/infrastructure/packet/metal"
+	"github.com/flotilla-dev/flotilla/infrastructure/packet/metalsim"
 	"github.com/flotilla-dev/flotilla/manager"
 	"github.com/flotilla-dev/flotilla/pkg/binaries"
 )
@@ -69,10 +75,28 @@ func startCAPIManager(t *testing.T) {
 	})
 }
 
-func TestAPacketClusterIsBootstrappedByKubeadmWithKubeadmInitOnTheFirstControlPlaneDeviceAndDeleteLeavesTheProjectEmpty(t *testing.T) {
+// startBootingSimulator serves a Metal API simulator whose devices boot (package devicesim)
+// until the test ends, and returns it with its API root and its device runtime.
+func startBootingSimulator(t *testing.T) (*metalsim.Server, string, *devicesim.Runtime) {
+	t.Helper()
+	devices, err := devicesim.New(devicesim.Options{Dir: t.TempDir(), BinRoot: binaries.DefaultRoot(), Log: testr.New(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	booting := metalsim.New(metalsim.Options{APIKey: apiKey, QueuedFor: 500 * time.Millisecond, ProvisioningFor: time.Second, Devices: devices})
+	srv := httptest.NewServer(booting)
+	t.Cleanup(func() {
+		srv.Close()
+		devices.Close()
+	})
+	return booting, srv.URL + metalsim.BasePath, devices
+}
+
+func TestAPacketClusterBootsItsDevicesFromTheirKubeadmCloudInitBecomesReadyAndDeleteLeavesNothingBehind(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
 	startCAPIManager(t)
+	booting, url, devices := startBootingSimulator(t)
 
 	ns := env.NewNamespace(t)
 	project := string(uuid.NewUUID())
@@ -80,7 +104,7 @@ func TestAPacketClusterIsBootstrappedByKubeadmWithKubeadmInitOnTheFirstControlPl
 	objs := []client.Object{
 		&infrav1.PacketDatacenterConfig{
 			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "metal"},
-			Spec:       infrav1.PacketDatacenterConfigSpec{APIURL: apiURL, ProjectID: project, Metro: "da"},
+			Spec:       infrav1.PacketDatacenterConfigSpec{APIURL: url, ProjectID: project, Metro: "da"},
 		},
 		&infrav1.PacketMachineConfig{
 			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "metal-cp"},
@@ -125,47 +149,78 @@ func TestAPacketClusterIsBootstrappedByKubeadmWithKubeadmInitOnTheFirstControlPl
 		}
 	}, time.Minute).Should(Succeed())
 
-	// The first control plane Machine's device runs kubeadm init from its cloud-init.
-	var device metal.Device
+	// The first control plane Machine's device holds the elastic IP and runs kubeadm init from
+	// its cloud-init, which is exactly the Machine's bootstrap data.
+	var cpDevice metal.Device
 	g.Eventually(func(g Gomega) {
 		var cp []metal.Device
-		for _, d := range sim.Devices(project) {
+		for _, d := range booting.Devices(project) {
 			if d.HasTag(infrav1.PacketControlPlaneTag) {
 				cp = append(cp, d)
 			}
 		}
 		g.Expect(cp).To(HaveLen(1))
-		device = cp[0]
-		g.Expect(device.State).To(Equal(metal.DeviceStateActive))
-		g.Expect(device.IPAddresses).To(ContainElement(HaveField("Address", endpoint)), "the control plane device holds the elastic IP")
+		cpDevice = cp[0]
+		g.Expect(cpDevice.State).To(Equal(metal.DeviceStateActive))
+		g.Expect(cpDevice.IPAddresses).To(ContainElement(HaveField("Address", endpoint)), "the control plane device holds the elastic IP")
 	}, time.Minute).Should(Succeed())
-	g.Expect(device.Userdata).To(ContainSubstring("kubeadm init"))
-	g.Expect(device.Userdata).To(ContainSubstring("/etc/kubernetes/pki/ca.crt"))
-	g.Expect(device.Userdata).To(ContainSubstring("kubelet=1.36.3-*"))
-	g.Expect(device.Userdata).To(ContainSubstring("ssh-ed25519 AAAA test"))
-
+	g.Expect(cpDevice.Userdata).To(ContainSubstring("kubeadm init"))
+	g.Expect(cpDevice.Userdata).To(ContainSubstring("/etc/kubernetes/pki/ca.crt"))
+	g.Expect(cpDevice.Userdata).To(ContainSubstring("kubelet=1.36.3-*"))
+	g.Expect(cpDevice.Userdata).To(ContainSubstring("ssh-ed25519 AAAA test"))
 	g.Eventually(func(g Gomega) {
 		machines := &clusterv1.MachineList{}
 		g.Expect(env.Client.List(ctx, machines, client.InNamespace(ns), client.MatchingLabels{clusterv1.MachineControlPlaneLabel: ""})).To(Succeed())
 		g.Expect(machines.Items).To(HaveLen(1))
 		bootstrap := get(g, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: *machines.Items[0].Spec.Bootstrap.DataSecretName}})
-		g.Expect(string(bootstrap.Data["value"])).To(Equal(device.Userdata), "the bootstrap data Secret is the device's userdata")
-		// CAPI's Machine reconciler copies the provider ID from the PacketMachine.
-		g.Expect(machines.Items[0].Spec.ProviderID).To(Equal("equinixmetal://" + device.ID))
+		g.Expect(string(bootstrap.Data["value"])).To(Equal(cpDevice.Userdata), "the bootstrap data Secret is the device's userdata")
+		g.Expect(machines.Items[0].Spec.ProviderID).To(Equal("equinixmetal://" + cpDevice.ID))
 	}, time.Minute).Should(Succeed())
 
-	// Workers join once the control plane is initialized, which needs a live API server on the
-	// device; until then their bootstrap data (kubeadm join) is not rendered and no device exists.
-	g.Consistently(func() int { return len(sim.Devices(project)) }, 3*time.Second).Should(Equal(1))
-
-	// Deleting the Flotilla Cluster releases every device and the elastic IP.
-	g.Expect(env.Client.Delete(ctx, &flotillav1.Cluster{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "metal"}})).To(Succeed())
+	// The device's kubeadm init brings the control plane up; the workers' kubeadm join data
+	// follows, their devices join, and the Flotilla Cluster becomes Ready.
+	cluster := &flotillav1.Cluster{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "metal"}}
 	g.Eventually(func(g Gomega) {
-		g.Expect(sim.Devices(project)).To(BeEmpty())
-		g.Expect(sim.IPReservations(project)).To(BeEmpty())
-		err := env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "metal"}, &clusterv1.Cluster{})
-		g.Expect(apierrors.IsNotFound(err)).To(BeTrue(), "the CAPI Cluster is gone")
-		err = env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "metal"}, &flotillav1.Cluster{})
-		g.Expect(apierrors.IsNotFound(err)).To(BeTrue(), "the Flotilla Cluster is gone")
+		cond := meta.FindStatusCondition(get(g, cluster).Status.Conditions, flotillav1.ReadyCondition)
+		g.Expect(cond).NotTo(BeNil())
+		g.Expect(cond.Status).To(Equal(metav1.ConditionTrue), "Ready: %s: %s", cond.Reason, cond.Message)
+	}, 4*time.Minute, time.Second).Should(Succeed())
+	g.Expect(cluster.Status.Phase).To(Equal(flotillav1.ClusterPhaseReady))
+	g.Expect(cluster.Status.KubernetesVersion).To(Equal("v1.36.3"))
+	g.Expect(cluster.Status.Workers).To(Equal(flotillav1.WorkerStatus{Desired: 1, Ready: 1}))
+
+	// The admin kubeconfig kubeadm's provider wrote reaches the live API server on the elastic
+	// IP: it holds what kubeadm init left, and a Ready Node for every Machine, by provider ID.
+	kubeconfig := get(g, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "metal-kubeconfig"}})
+	restConfig, err := clientcmd.RESTConfigFromKubeConfig(kubeconfig.Data["value"])
+	g.Expect(err).NotTo(HaveOccurred())
+	workload, err := client.New(restConfig, client.Options{})
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(workload.Get(ctx, client.ObjectKey{Namespace: "kube-system", Name: "kubeadm-config"}, &corev1.ConfigMap{})).To(Succeed())
+	machines := &clusterv1.MachineList{}
+	g.Expect(env.Client.List(ctx, machines, client.InNamespace(ns))).To(Succeed())
+	g.Expect(machines.Items).To(HaveLen(2))
+	nodes := &corev1.NodeList{}
+	g.Expect(workload.List(ctx, nodes)).To(Succeed())
+	g.Expect(nodes.Items).To(HaveLen(2))
+	for _, m := range machines.Items {
+		g.Expect(nodes.Items).To(ContainElement(And(
+			HaveField("Spec.ProviderID", m.Spec.ProviderID),
+			HaveField("Status.Conditions", ContainElement(And(HaveField("Type", corev1.NodeReady), HaveField("Status", corev1.ConditionTrue)))),
+		)), "Machine %s has a Ready Node", m.Name)
+	}
+	g.Expect(nodes.Items).To(ContainElement(HaveField("ObjectMeta.Labels", HaveKeyWithValue("pool", "a"))), "the worker group's labels reach its Node")
+	g.Expect(devices.Running()).To(HaveLen(2))
+
+	// Deleting the Flotilla Cluster releases every device and the elastic IP, and the devices'
+	// processes stop: nothing answers on the endpoint any more.
+	g.Expect(env.Client.Delete(ctx, cluster)).To(Succeed())
+	g.Eventually(func(g Gomega) {
+		g.Expect(booting.Devices(project)).To(BeEmpty())
+		g.Expect(booting.IPReservations(project)).To(BeEmpty())
+		g.Expect(apierrors.IsNotFound(env.Client.Get(ctx, client.ObjectKeyFromObject(cluster), &flotillav1.Cluster{}))).To(BeTrue(), "the Flotilla Cluster is gone")
+		g.Expect(devices.Running()).To(BeEmpty(), "every device shut down")
 	}, 2*time.Minute).Should(Succeed())
+	_, err = net.DialTimeout("tcp", net.JoinHostPort(endpoint, "6443"), time.Second)
+	g.Expect(err).To(HaveOccurred(), "no API server is left on the endpoint")
 }

@@ -83,6 +83,25 @@ const (
 	// UpgradingReason: the control plane or some workers do not run the requested Kubernetes
 	// version yet.
 	UpgradingReason = "Upgrading"
+
+	// Reasons of a Packet cluster's ControlPlaneReady and WorkersReady (and so Ready), which
+	// say how far its Cluster API machines are.
+
+	// WaitingForInfrastructureReason: the cluster's infrastructure (the PacketCluster's elastic
+	// IP, the control plane endpoint) is not provisioned yet.
+	WaitingForInfrastructureReason = "WaitingForInfrastructure"
+	// DevicesProvisioningReason: Machines wait for their devices to become active.
+	DevicesProvisioningReason = "DevicesProvisioning"
+	// WaitingForKubeadmInitReason: the first control plane device is active, and Cluster API
+	// has not yet seen kubeadm init complete (an API server at the endpoint holding the
+	// kubeadm-config ConfigMap).
+	WaitingForKubeadmInitReason = "WaitingForKubeadmInit"
+	// WaitingForNodesReason: devices are active, and their Nodes have not registered (kubeadm
+	// join) or are not healthy yet.
+	WaitingForNodesReason = "WaitingForNodes"
+	// MachinesFailedReason: a device failed to provision or disappeared; its Machine must be
+	// replaced (a MachineHealthCheck does so).
+	MachinesFailedReason = "MachinesFailed"
 )
 
 // Cluster phases, a one-word summary for `flotilla get clusters`.

@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/klog/v2"
+	kubeadmcontrolplanev1 "sigs.k8s.io/cluster-api/api/controlplane/kubeadm/v1beta2"
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
@@ -85,6 +86,10 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		Owns(&clusterv1.Cluster{}).
 		Watches(&controlplanev1.LocalControlPlane{}, byLabel).
 		Watches(&clusterv1.MachineDeployment{}, byLabel).
+		// A Packet cluster's status follows these (packet.go).
+		Watches(&kubeadmcontrolplanev1.KubeadmControlPlane{}, byLabel).
+		Watches(&infrav1.PacketCluster{}, byLabel).
+		Watches(&clusterv1.Machine{}, handler.EnqueueRequestsFromMapFunc(clusterOfPacketMachine)).
 		Watches(&infrav1.LocalDatacenterConfig{}, byRef).
 		Watches(&infrav1.LocalMachineConfig{}, byRef).
 		WithOptions(controller.Options{MaxConcurrentReconciles: concurrency}).
@@ -173,6 +178,8 @@ type scope struct {
 	machineConfigs map[string]*infrav1.LocalMachineConfig
 	// packet holds the Packet configs of a Packet cluster (packet.go); nil for a local one.
 	packet *packetInputs
+	// packetObserved holds the Cluster API objects of a Packet cluster (packet_status.go).
+	packetObserved *packetObserved
 	// groupVersions are the full Kubernetes versions of the worker node groups that pin one
 	// (spec.workerNodeGroups[].kubernetesVersion), by group name.
 	groupVersions map[string]string

@@ -49,6 +49,12 @@ func (r *Reconciler) observe(ctx context.Context, s *scope) error {
 		s.controlPlane = lcp
 	}
 
+	if isPacket(c) {
+		if err := r.observePacket(ctx, s); err != nil { // packet.go
+			return err
+		}
+	}
+
 	owned := []client.ListOption{client.InNamespace(c.Namespace), client.MatchingLabels{flotillav1.ClusterNameLabel: c.Name}}
 	mds := &clusterv1.MachineDeploymentList{}
 	if err := r.Client.List(ctx, mds, owned...); err != nil {

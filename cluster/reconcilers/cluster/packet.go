@@ -3,12 +3,16 @@ package cluster
 import (
 	"cmp"
 	"context"
+	"fmt"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/validation/field"
+	"k8s.io/klog/v2"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
+	kubeadmcontrolplanev1 "sigs.k8s.io/cluster-api/api/controlplane/kubeadm/v1beta2"
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 
 	flotillav1 "github.com/flotilla-dev/flotilla/api/cluster/v1alpha1"
@@ -27,6 +31,45 @@ import (
 // +kubebuilder:rbac:groups=infrastructure.flotilla.dev,resources=packetclusters;packetmachinetemplates,verbs=get;list;watch;create;update;patch;delete
 // +kubebuilder:rbac:groups=controlplane.cluster.x-k8s.io,resources=kubeadmcontrolplanes,verbs=get;list;watch;create;update;patch;delete
 // +kubebuilder:rbac:groups=bootstrap.cluster.x-k8s.io,resources=kubeadmconfigtemplates,verbs=get;list;watch;create;update;patch;delete
+// +kubebuilder:rbac:groups=cluster.x-k8s.io,resources=machines,verbs=get;list;watch
+
+// observePacket reads the Cluster API objects a Packet cluster's status comes from
+// (packet_status.go) into s.packetObserved.
+func (r *Reconciler) observePacket(ctx context.Context, s *scope) error {
+	c := s.cluster
+	key := client.ObjectKeyFromObject(c)
+	o := &packetObserved{}
+	pc := &infrav1.PacketCluster{}
+	if found, err := r.get(ctx, key, pc); err != nil {
+		return err
+	} else if found {
+		o.packetCluster = pc
+	}
+	kcp := &kubeadmcontrolplanev1.KubeadmControlPlane{}
+	if found, err := r.get(ctx, key, kcp); err != nil {
+		return err
+	} else if found {
+		o.kcp = kcp
+	}
+	machines := &clusterv1.MachineList{}
+	if err := r.Client.List(ctx, machines, client.InNamespace(c.Namespace), client.MatchingLabels{clusterv1.ClusterNameLabel: c.Name}); err != nil {
+		return fmt.Errorf("listing Machines of Cluster %s: %w", klog.KObj(c), err)
+	}
+	o.machines = machines.Items
+	s.packetObserved = o
+	return nil
+}
+
+// clusterOfPacketMachine maps a Machine of the Packet provider (its infrastructure is a
+// PacketMachine) to the Flotilla Cluster of the same name as its CAPI Cluster. Machines of other
+// providers map to nothing: the local provider's status does not read Machines.
+func clusterOfPacketMachine(_ context.Context, obj client.Object) []reconcile.Request {
+	m, ok := obj.(*clusterv1.Machine)
+	if !ok || m.Spec.InfrastructureRef.Kind != clusterspec.MachineKind || m.Spec.ClusterName == "" {
+		return nil
+	}
+	return []reconcile.Request{{NamespacedName: client.ObjectKey{Namespace: m.Namespace, Name: m.Spec.ClusterName}}}
+}
 
 // packetInputs are the Packet configs a Cluster names.
 type packetInputs struct {

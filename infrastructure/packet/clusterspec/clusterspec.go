@@ -25,6 +25,10 @@ const (
 	MachineConfigKind    = "PacketMachineConfig"
 )
 
+// MachineKind is the kind of the Machines' infrastructure: CAPI clones a PacketMachine from the
+// PacketMachineTemplate for every Machine.
+const MachineKind = "PacketMachine"
+
 // Input is what the objects are built from.
 type Input struct {
 	// Cluster is the Flotilla Cluster.

@@ -10,10 +10,13 @@
 //   - Projects come into being on first use of their ID.
 //   - Devices move queued → provisioning → active (or failed) as time passes, with configurable
 //     delays; states are derived from the creation time on each read, so nothing runs in the
-//     background. Each device gets a public and a private IPv4 address.
+//     background for them. Each device gets a public and a private IPv4 address.
+//   - Devices boot, when Options.Devices is set: once active, the device runtime (package
+//     devicesim) runs what the device's userdata says, and stops it when the device is deleted.
 //   - The catalogue: unknown metros, facilities, plans, operating systems and billing cycles are
 //     refused with 422, as the API does.
-//   - IP reservations (elastic IPs) and their assignment to devices; a reservation with
+//   - IP reservations (elastic IPs, handed out from 127.40.0.0/16 so that what a device serves on
+//     one is reachable on this machine) and their assignment to devices; a reservation with
 //     assignments cannot be released; deleting a device removes its assignments.
 //   - A per-project device quota; exhausting it answers 429.
 //   - Fault injection: 429 with Retry-After, 5xx, slow responses, responses lost after the

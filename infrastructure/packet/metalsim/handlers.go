@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/flotilla-dev/flotilla/infrastructure/packet/metal"
 )
@@ -115,6 +116,13 @@ func (s *Server) createDevice(_ http.ResponseWriter, r *http.Request) response {
 		d.IPAddresses[i].Href = BasePath + "/ips/" + d.IPAddresses[i].ID
 	}
 	s.devices[id] = d
+	if s.opts.Devices != nil && !d.fails {
+		d.boot = time.AfterFunc(s.opts.QueuedFor+s.opts.ProvisioningFor, func() {
+			if current, found := s.Device(id); found {
+				s.opts.Devices.Boot(current, func() (metal.Device, bool) { return s.Device(id) })
+			}
+		})
+	}
 	return created(s.render(d))
 }
 
@@ -192,10 +200,15 @@ func (s *Server) getDevice(_ http.ResponseWriter, r *http.Request) response {
 
 func (s *Server) deleteDevice(_ http.ResponseWriter, r *http.Request) response {
 	id := r.PathValue("id")
-	if _, found := s.devices[id]; !found {
+	d, found := s.devices[id]
+	if !found {
 		return fail(http.StatusNotFound, "Not found")
 	}
 	delete(s.devices, id)
+	if d.boot != nil {
+		d.boot.Stop()
+		s.opts.Devices.Shutdown(id)
+	}
 	for aid, a := range s.assignments {
 		if a.deviceID == id {
 			s.unassign(aid)
@@ -252,8 +265,8 @@ func (s *Server) createReservation(_ http.ResponseWriter, r *http.Request) respo
 	res.IPReservation = metal.IPReservation{
 		ID:            id,
 		Type:          req.Type,
-		Address:       fmt.Sprintf("145.40.%d.%d", base/256, base%256),
-		Network:       fmt.Sprintf("145.40.%d.%d", base/256, base%256),
+		Address:       elasticAddress(base),
+		Network:       elasticAddress(base),
 		Netmask:       map[int]string{32: "255.255.255.255", 31: "255.255.255.254", 30: "255.255.255.252", 29: "255.255.255.248"}[cidr],
 		CIDR:          cidr,
 		AddressFamily: 4,
@@ -365,4 +378,14 @@ func nonNil[T any](s []T) []T {
 		return []T{}
 	}
 	return s
+}
+
+// elasticAddress is the address of the n-th elastic IP: 127.40.0.0/16 counted from 127.40.0.8.
+// Elastic IPs are loopback addresses so that what a simulated device serves on its elastic IP
+// (the control plane endpoint) is reachable on this machine, as the public address is on the
+// Internet; on Linux all of 127.0.0.0/8 answers without configuration. Devices' own addresses
+// stay in public-looking ranges: nothing listens on them.
+func elasticAddress(n int) string {
+	n += 8 // 127.40.0.0-7 stay unused
+	return fmt.Sprintf("127.40.%d.%d", (n/256)%256, n%256)
 }

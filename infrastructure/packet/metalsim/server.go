@@ -36,6 +36,21 @@ type Options struct {
 	QuotaRetryAfter time.Duration
 	// Now is the clock; time.Now when nil.
 	Now func() time.Time
+	// Devices, when set, plays what runs on the devices: the simulator boots a device on it
+	// once the device is active (QueuedFor+ProvisioningFor after its creation, on the wall
+	// clock) and shuts it down when the device is deleted. Without it devices do not boot.
+	Devices DeviceRuntime
+}
+
+// DeviceRuntime plays the operating system of simulated devices (package devicesim boots their
+// cloud-init). Its methods must not block: they start or stop work and return.
+type DeviceRuntime interface {
+	// Boot starts device d, as the API shows it when it becomes active. current returns the
+	// device as the API shows it now (its addresses change when an elastic IP is assigned),
+	// and false once it is deleted.
+	Boot(d metal.Device, current func() (metal.Device, bool))
+	// Shutdown stops what runs on the device with id, which was deleted.
+	Shutdown(id string)
 }
 
 // Server is the simulated API. Create it with New; it is an http.Handler.
@@ -60,6 +75,8 @@ type device struct {
 	metal.Device
 	projectID string
 	fails     bool
+	// boot is the pending boot of the device on Options.Devices; nil without one.
+	boot *time.Timer
 }
 
 type reservation struct {
@@ -284,6 +301,17 @@ func (s *Server) Devices(projectID string) []metal.Device {
 		}
 	}
 	return out
+}
+
+// Device returns the device with id as the API shows it, and whether it exists.
+func (s *Server) Device(id string) (metal.Device, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	d, found := s.devices[id]
+	if !found {
+		return metal.Device{}, false
+	}
+	return s.render(d), true
 }
 
 // IPReservations returns the IP reservations of a project.
