@@ -26,6 +26,10 @@ var targets = map[string]string{
 	"BenchmarkManagementCluster/addon-releases-per-s":        "≥ 5",
 	"BenchmarkManagementCluster/drift-restore-p50-s":         "≤ 10",
 	"BenchmarkUpgradeWorkloadCluster/upgrade-s":              "≤ 90",
+	"BenchmarkPacket/packet-provision-s":                     "≤ 30",
+	"BenchmarkPacket/packet-ready-s":                         "reported",
+	"BenchmarkPacket/metal-calls-per-machine":                "reported",
+	"BenchmarkPacket/metal-calls-per-machine-hour":           "reported",
 }
 
 var suffix = regexp.MustCompile(`-\d+$`)

@@ -204,7 +204,7 @@ func setPacketControlPlaneReady(c *flotillav1.Cluster, version string, o *packet
 		cond.Reason = flotillav1.UpgradingReason
 		cond.Message = fmt.Sprintf("control plane runs %s, rolling out %s: %d of %d machines up to date",
 			orUnknown(kcpVersion(kcp)), kcp.Spec.Version, ptr.Deref(kcp.Status.UpToDateReplicas, 0), ptr.Deref(kcp.Status.Replicas, 0))
-	case ready < replicas || int32(len(machines)) != replicas:
+	case ready < replicas || len(machines) != int(replicas):
 		cond.Reason = stageReasons[worst]
 		if worst == stageReady { // all there are ready, some are missing or too many
 			cond.Reason = flotillav1.WaitingForControlPlaneReason

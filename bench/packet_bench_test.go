@@ -1,0 +1,203 @@
+package bench
+
+import (
+	"context"
+	"errors"
+	"net/http/httptest"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/utils/ptr"
+	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
+	ctrl "sigs.k8s.io/controller-runtime"
+	ctrlclient "sigs.k8s.io/controller-runtime/pkg/client"
+
+	flotillav1 "github.com/flotilla-dev/flotilla/api/cluster/v1alpha1"
+	infrav1 "github.com/flotilla-dev/flotilla/api/infrastructure/v1alpha1"
+	"github.com/flotilla-dev/flotilla/infrastructure/packet/clusterspec"
+	"github.com/flotilla-dev/flotilla/infrastructure/packet/devicesim"
+	"github.com/flotilla-dev/flotilla/infrastructure/packet/metalsim"
+	"github.com/flotilla-dev/flotilla/internal/testenv"
+	"github.com/flotilla-dev/flotilla/manager"
+	"github.com/flotilla-dev/flotilla/pkg/binaries"
+)
+
+// Shape and pace of the Packet benchmark: issue 6's "1 control plane + 3 workers against the
+// simulator with 5 s provisioning delay", devices queued 1 s before that (the simulator's
+// default), and a window of rest to count the Metal API calls of a settled cluster.
+const (
+	packetWorkers      = 3
+	packetQueuedFor    = time.Second
+	packetProvisioning = 5 * time.Second
+	packetIdleWindow   = time.Minute
+)
+
+// BenchmarkPacket measures the Packet provider against the Metal API simulator, with the
+// manager's Packet, Cluster API core and kubeadm, and Cluster components in process on a test
+// API server (internal/testenv), and simulated devices that boot their kubeadm cloud-init
+// (package devicesim):
+//   - packet-provision-s: from the Flotilla Cluster applied until every Machine (1 control plane,
+//     3 workers) has its infrastructure provisioned (an active device). The workers' devices
+//     are created only once the control plane device's kubeadm init is done, so this includes
+//     one simulated boot;
+//   - packet-ready-s: until the Flotilla Cluster is Ready (every Node healthy);
+//   - metal-calls-per-machine: Metal API requests from the Cluster applied to Ready, divided by
+//     the machines;
+//   - metal-calls-per-machine-hour: requests during packetIdleWindow with the cluster Ready,
+//     per machine, scaled to an hour.
+func BenchmarkPacket(b *testing.B) {
+	for range b.N {
+		runPacketBenchmark(b)
+	}
+}
+
+func runPacketBenchmark(b *testing.B) {
+	ctx := b.Context()
+	env, err := testenv.Start(testenv.Options{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer func() {
+		if err := env.Stop(); err != nil {
+			b.Error(err)
+		}
+	}()
+
+	const apiKey = "bench-key"
+	devices, err := devicesim.New(devicesim.Options{Dir: b.TempDir(), BinRoot: binaries.DefaultRoot()})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer devices.Close()
+	sim := metalsim.New(metalsim.Options{APIKey: apiKey, QueuedFor: packetQueuedFor, ProvisioningFor: packetProvisioning, Devices: devices})
+	srv := httptest.NewServer(sim)
+	defer srv.Close()
+
+	kc := env.Client
+	for _, obj := range []ctrlclient.Object{
+		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: infrav1.PacketCredentialsNamespace}},
+		&corev1.Secret{
+			ObjectMeta: metav1.ObjectMeta{Namespace: infrav1.PacketCredentialsNamespace, Name: infrav1.DefaultPacketCredentialsSecret},
+			Data:       map[string][]byte{infrav1.PacketAPIKeySecretKey: []byte(apiKey)},
+		},
+	} {
+		if err := kc.Create(ctx, obj); err != nil {
+			b.Fatal(err)
+		}
+	}
+	stop := startPacketManager(b, env)
+	defer stop()
+
+	const ns, name = "default", "metal"
+	objs := []ctrlclient.Object{
+		&infrav1.PacketDatacenterConfig{
+			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
+			Spec:       infrav1.PacketDatacenterConfigSpec{APIURL: srv.URL + metalsim.BasePath, ProjectID: "bench", Metro: "da"},
+		},
+		&infrav1.PacketMachineConfig{
+			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
+			Spec:       infrav1.PacketMachineConfigSpec{Plan: "c3.small.x86"},
+		},
+		&flotillav1.Cluster{
+			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
+			Spec: flotillav1.ClusterSpec{
+				KubernetesVersion: "1.36",
+				ControlPlane:      flotillav1.ControlPlaneConfiguration{Count: 1, MachineGroupRef: &flotillav1.Ref{Kind: clusterspec.MachineConfigKind, Name: name}},
+				DatacenterRef:     flotillav1.Ref{Kind: clusterspec.DatacenterConfigKind, Name: name},
+				WorkerNodeGroups: []flotillav1.WorkerNodeGroup{{
+					Name: "md-0", Count: packetWorkers, MachineGroupRef: flotillav1.Ref{Kind: clusterspec.MachineConfigKind, Name: name},
+				}},
+			},
+		},
+	}
+	start := time.Now()
+	for _, obj := range objs {
+		if err := kc.Create(ctx, obj); err != nil {
+			b.Fatal(err)
+		}
+	}
+	const machines = 1 + packetWorkers
+	var provisioned, ready time.Duration
+	cluster := &flotillav1.Cluster{}
+	err = wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, 5*time.Minute, true, func(ctx context.Context) (bool, error) {
+		if provisioned == 0 {
+			list := &clusterv1.MachineList{}
+			if err := kc.List(ctx, list, ctrlclient.InNamespace(ns)); err != nil {
+				return false, err
+			}
+			n := 0
+			for _, m := range list.Items {
+				if ptr.Deref(m.Status.Initialization.InfrastructureProvisioned, false) {
+					n++
+				}
+			}
+			if n == machines {
+				provisioned = time.Since(start)
+			}
+		}
+		if err := kc.Get(ctx, ctrlclient.ObjectKey{Namespace: ns, Name: name}, cluster); err != nil {
+			return false, err
+		}
+		if meta.IsStatusConditionTrue(cluster.Status.Conditions, flotillav1.ReadyCondition) {
+			ready = time.Since(start)
+		}
+		return provisioned > 0 && ready > 0, nil
+	})
+	if err != nil {
+		cond := meta.FindStatusCondition(cluster.Status.Conditions, flotillav1.ReadyCondition)
+		b.Fatalf("waiting for the Packet cluster: %v; Ready: %+v", err, cond)
+	}
+	creationCalls := sim.Stats().Total
+	b.ReportMetric(provisioned.Seconds(), "packet-provision-s")
+	b.ReportMetric(ready.Seconds(), "packet-ready-s")
+	b.ReportMetric(float64(creationCalls)/machines, "metal-calls-per-machine")
+
+	sim.ResetStats()
+	select {
+	case <-ctx.Done():
+		b.Fatal(ctx.Err())
+	case <-time.After(packetIdleWindow):
+	}
+	idle := sim.Stats().Total
+	b.ReportMetric(float64(idle)/machines*float64(time.Hour)/float64(packetIdleWindow), "metal-calls-per-machine-hour")
+
+	// Delete the cluster as `flotilla delete cluster` does, so the simulated devices stop.
+	if err := kc.Delete(ctx, cluster); err != nil {
+		b.Fatal(err)
+	}
+	err = wait.PollUntilContextTimeout(ctx, time.Second, 3*time.Minute, true, func(context.Context) (bool, error) {
+		return len(sim.Devices("bench")) == 0 && len(devices.Running()) == 0, nil
+	})
+	if err != nil {
+		b.Fatalf("waiting for the devices to be deleted: %v", err)
+	}
+}
+
+// startPacketManager runs the manager's Cluster API, kubeadm, Packet and Cluster components
+// against env until the returned function is called.
+func startPacketManager(b *testing.B, env *testenv.Environment) func() {
+	ctx, cancel := context.WithCancel(ctrl.LoggerInto(context.Background(), ctrl.Log))
+	m, err := manager.New(ctx, env.Config, manager.Options{
+		Components:             []string{"capi", "kubeadm", "packet", "cluster"},
+		HealthProbeBindAddress: "0",
+		MetricsBindAddress:     "0",
+		Home:                   b.TempDir(),
+		BinRoot:                binaries.DefaultRoot(),
+	})
+	if err != nil {
+		cancel()
+		b.Fatalf("creating the manager: %v", err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- m.Run(ctx) }()
+	return func() {
+		cancel()
+		if err := <-done; err != nil && !errors.Is(err, context.Canceled) {
+			b.Errorf("manager: %v", err)
+		}
+	}
+}
