@@ -40,8 +40,11 @@ var (
 	signingKey *ecdsa.PrivateKey
 	// configs reaches the workload clusters by Cluster key.
 	configs = &restConfigs{configs: map[client.ObjectKey]*rest.Config{}}
-	// engine is the Helm engine the manager uses.
-	engine *helm.Engine
+	// engine is the Helm engine the running manager uses; chartCache its chart cache.
+	engine     *helm.Engine
+	chartCache string
+	// stopManager stops the running manager.
+	stopManager func() error
 )
 
 const (
@@ -107,34 +110,40 @@ func run(m *testing.M) int {
 		return 1
 	}
 
-	cacheDir, err := os.MkdirTemp("", "packages-charts-")
-	if err != nil {
+	if chartCache, err = os.MkdirTemp("", "packages-charts-"); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
-	defer func() { _ = os.RemoveAll(cacheDir) }()
-	engine = &helm.Engine{ChartCache: cacheDir}
-	_, stop, err := mgmt.StartManager(func(ctx context.Context, mgr ctrl.Manager) error {
+	defer func() { _ = os.RemoveAll(chartCache) }()
+	if err := startManager(testenv.ManagerOptions{}); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	defer func() {
+		if err := stopManager(); err != nil {
+			fmt.Fprintf(os.Stderr, "manager: %v\n", err)
+		}
+	}()
+	return m.Run()
+}
+
+// startManager starts a manager running the packages component, as the flotilla manager does,
+// with a new Helm engine on chartCache; it sets engine and stopManager.
+func startManager(o testenv.ManagerOptions) error {
+	e := &helm.Engine{ChartCache: chartCache}
+	_, stop, err := mgmt.StartManagerWith(o, func(ctx context.Context, mgr ctrl.Manager) error {
 		// The Cluster webhooks are registered with the API server (Options.Webhooks installs all of
 		// Flotilla's): serve them, so that Clusters can be created.
 		if err := (&clusterwebhooks.Cluster{}).SetupWebhookWithManager(mgr); err != nil {
 			return err
 		}
-		return packages.Setup(ctx, mgr, packages.Options{
-			RESTConfigs: configs,
-			Installer:   engine,
-		})
+		return packages.Setup(ctx, mgr, packages.Options{RESTConfigs: configs, Installer: e})
 	})
 	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
+		return err
 	}
-	defer func() {
-		if err := stop(); err != nil {
-			fmt.Fprintf(os.Stderr, "manager: %v\n", err)
-		}
-	}()
-	return m.Run()
+	engine, stopManager = e, stop
+	return nil
 }
 
 // writeDefaults creates flotilla-packages and package-defaults: the test registry, plain HTTP,

@@ -17,6 +17,7 @@ import (
 	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	ctrlconfig "sigs.k8s.io/controller-runtime/pkg/config"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 	"sigs.k8s.io/controller-runtime/pkg/webhook"
@@ -214,6 +215,21 @@ func (e *Environment) NewNamespace(t testing.TB) string {
 // Environment has them. The returned context ends with stop, which stops the manager and reports
 // how it ended.
 func (e *Environment) StartManager(setup func(ctx context.Context, mgr ctrl.Manager) error) (context.Context, func() error, error) {
+	return e.StartManagerWith(ManagerOptions{}, setup)
+}
+
+// ManagerOptions adjust the manager StartManagerWith starts.
+type ManagerOptions struct {
+	// Config is the manager's REST config, Config when nil: a copy of Config whose transport
+	// counts requests, say.
+	Config *rest.Config
+	// Restart lets the controllers take names that controllers of a manager this process
+	// stopped had: a test restarts its controllers as a new process would.
+	Restart bool
+}
+
+// StartManagerWith is StartManager with options.
+func (e *Environment) StartManagerWith(o ManagerOptions, setup func(ctx context.Context, mgr ctrl.Manager) error) (context.Context, func() error, error) {
 	verbosity, _ := strconv.Atoi(os.Getenv("FLOTILLA_TEST_VERBOSE"))
 	ctrl.SetLogger(funcr.New(func(prefix, args string) { fmt.Fprintln(os.Stderr, prefix, args) },
 		funcr.Options{Verbosity: verbosity}))
@@ -221,11 +237,17 @@ func (e *Environment) StartManager(setup func(ctx context.Context, mgr ctrl.Mana
 		Scheme:                 e.Scheme,
 		Metrics:                metricsserver.Options{BindAddress: "0"},
 		HealthProbeBindAddress: "0",
+		// controller-runtime refuses a controller name used twice in a process.
+		Controller: ctrlconfig.Controller{SkipNameValidation: &o.Restart},
 	}
 	if e.env.WebhookInstallOptions.LocalServingPort != 0 {
 		opts.WebhookServer = webhook.NewServer(e.WebhookServerOptions())
 	}
-	mgr, err := ctrl.NewManager(e.Config, opts)
+	cfg := o.Config
+	if cfg == nil {
+		cfg = e.Config
+	}
+	mgr, err := ctrl.NewManager(cfg, opts)
 	if err != nil {
 		return nil, nil, fmt.Errorf("creating manager: %w", err)
 	}

@@ -115,6 +115,10 @@ const (
 	WaitingForDependenciesReason = "WaitingForDependencies"
 	// ClusterUnreachableReason: the workload cluster cannot be reached.
 	ClusterUnreachableReason = "ClusterUnreachable"
+	// InstallingReason: Helm is installing the release.
+	InstallingReason = "Installing"
+	// UpgradingReason: Helm is upgrading the release to a new chart or config.
+	UpgradingReason = "Upgrading"
 	// InstallFailedReason: Helm failed to install or upgrade the release; the message is Helm's.
 	InstallFailedReason = "InstallFailed"
 	// DeletingReason: the Package is being uninstalled.

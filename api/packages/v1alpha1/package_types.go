@@ -10,11 +10,18 @@ type PackageState string
 
 // States of a Package.
 const (
-	PackagePending      PackageState = "pending"
-	PackageInstalling   PackageState = "installing"
-	PackageInstalled    PackageState = "installed"
-	PackageUpgrading    PackageState = "upgrading"
-	PackageFailed       PackageState = "failed"
+	// PackagePending: waiting for a PackageBundleController, a bundle, dependencies or the
+	// cluster.
+	PackagePending PackageState = "pending"
+	// PackageInstalling: Helm is installing the release (it has never been installed).
+	PackageInstalling PackageState = "installing"
+	// PackageInstalled: the release is deployed with the desired chart and config.
+	PackageInstalled PackageState = "installed"
+	// PackageUpgrading: Helm is upgrading the release to a new chart or config.
+	PackageUpgrading PackageState = "upgrading"
+	// PackageFailed: the spec is invalid, or Helm's last install or upgrade failed.
+	PackageFailed PackageState = "failed"
+	// PackageUninstalling: the Package is being deleted and its release uninstalled.
 	PackageUninstalling PackageState = "uninstalling"
 )
 
@@ -61,6 +68,15 @@ type PackageStatus struct {
 	// revision is the Helm release's revision.
 	// +optional
 	Revision int `json:"revision,omitempty"`
+	// chartDigest is the digest (sha256:...) of the chart the release was last installed or
+	// upgraded from, as the release records it.
+	// +optional
+	ChartDigest string `json:"chartDigest,omitempty"`
+	// valuesHash is the SHA-256 of the values (spec.config) the release was last installed or
+	// upgraded with, as the release records it. With chartDigest it tells whether the next
+	// reconcile installs anything: when both match the desired release, the state stays installed.
+	// +optional
+	ValuesHash string `json:"valuesHash,omitempty"`
 	// upgradesAvailable are versions of the package newer than currentVersion in the active
 	// bundle.
 	// +optional

@@ -131,6 +131,8 @@ type scope struct {
 	resolved *catalog.Resolved
 	// unreachable is why the cluster could not be reached.
 	unreachable error
+	// progress is installing or upgrading while Helm acts (see progress).
+	progress packagesv1.PackageState
 	// installErr is Helm's error; result what a successful install did.
 	installErr error
 	result     *helm.Result
@@ -203,6 +205,7 @@ func (r *Reconciler) patchStatus(ctx context.Context, s *scope) error {
 	if err := r.Client.Status().Patch(ctx, s.pkg, client.MergeFrom(base)); err != nil {
 		return client.IgnoreNotFound(fmt.Errorf("patching status of Package %s: %w", klog.KObj(s.pkg), err))
 	}
+	s.statusBase = s.pkg.Status.DeepCopy()
 	return nil
 }
 

@@ -142,7 +142,7 @@ func (r *Reconciler) ensureDependencies(ctx context.Context, s *scope) error {
 			notReady = append(notReady, dep+" (created)")
 			continue
 		}
-		if !isReady(found) {
+		if !dependencyMet(found) {
 			notReady = append(notReady, found.Name)
 		}
 	}
@@ -171,7 +171,12 @@ func (r *Reconciler) createDependency(ctx context.Context, s *scope, dep string)
 	return nil
 }
 
-func isReady(p *packagesv1.Package) bool {
+// dependencyMet says whether a dependency lets its dependents install: it is Ready, or it is
+// being upgraded (its release is in the cluster meanwhile, so its dependents need not wait).
+func dependencyMet(p *packagesv1.Package) bool {
+	if p.Status.State == packagesv1.PackageUpgrading {
+		return true
+	}
 	c := meta.FindStatusCondition(p.Status.Conditions, packagesv1.ReadyCondition)
 	return c != nil && c.Status == metav1.ConditionTrue && c.ObservedGeneration == p.Generation
 }
@@ -235,6 +240,12 @@ func (r *Reconciler) install(ctx context.Context, s *scope, cfg *rest.Config) er
 		return err
 	}
 	rel := desiredRelease(s.pkg, s.resolved, d, r.helmTimeout())
+	if s.progress = progress(s.pkg, rel); s.progress != "" {
+		// Shown before Helm starts (kubectl get packages -w), so only when Helm will act.
+		if err := r.patchStatus(ctx, s); err != nil {
+			return err
+		}
+	}
 	ctx, cancel := context.WithTimeout(ctx, r.helmTimeout())
 	defer cancel()
 	res, err := r.Installer.InstallOrUpgrade(ctx, cfg, rel)
@@ -253,6 +264,30 @@ func (r *Reconciler) install(ctx context.Context, s *scope, cfg *rest.Config) er
 			res.Action, s.pkg.Spec.PackageName, res.ChartVersion, s.clusterName, rel.Namespace, res.Revision)
 	}
 	return nil
+}
+
+// progress is the state of a Package while Helm installs or upgrades rel: installing when no
+// release was ever made, upgrading when the chart digest or values hash the status records from
+// the last release differ from rel's, or the last action failed (Helm acts again). It is empty
+// when the engine will find the release as it should be and write nothing: a resync.
+func progress(p *packagesv1.Package, rel helm.Release) packagesv1.PackageState {
+	st := p.Status
+	hash, err := helm.ValuesHash(rel.Values)
+	lastFailed := st.State == packagesv1.PackageFailed && readyReason(p) == packagesv1.InstallFailedReason
+	switch {
+	case st.CurrentVersion == "":
+		return packagesv1.PackageInstalling
+	case err != nil || lastFailed || st.ChartDigest != rel.Chart.Digest || st.ValuesHash != hash:
+		return packagesv1.PackageUpgrading
+	}
+	return ""
+}
+
+func readyReason(p *packagesv1.Package) string {
+	if c := meta.FindStatusCondition(p.Status.Conditions, packagesv1.ReadyCondition); c != nil {
+		return c.Reason
+	}
+	return ""
 }
 
 // reconcileDelete uninstalls the release and releases the Package. When the cluster cannot be

@@ -26,6 +26,7 @@ func setStatus(s *scope) {
 			st.CurrentVersion = st.TargetVersion
 		}
 		st.Revision = s.result.Revision
+		st.ChartDigest, st.ValuesHash = s.result.ChartDigest, s.result.ValuesHash
 	}
 	st.UpgradesAvailable = nil
 	if s.bundle != nil {
@@ -61,6 +62,17 @@ func setStatus(s *scope) {
 		st.State = packagesv1.PackageInstalled
 		ready.Status, ready.Reason = metav1.ConditionTrue, packagesv1.ReadyReason
 		ready.Message = fmt.Sprintf("%s %s installed in namespace %s (revision %d)", p.Spec.PackageName, st.CurrentVersion, targetNamespace(p), st.Revision)
+	case s.progress == packagesv1.PackageInstalling:
+		st.State = s.progress
+		ready.Reason = packagesv1.InstallingReason
+		ready.Message = fmt.Sprintf("installing %s %s into namespace %s", p.Spec.PackageName, st.TargetVersion, targetNamespace(p))
+	case s.progress == packagesv1.PackageUpgrading:
+		st.State = s.progress
+		ready.Reason = packagesv1.UpgradingReason
+		ready.Message = fmt.Sprintf("upgrading %s from %s to %s", p.Spec.PackageName, st.CurrentVersion, st.TargetVersion)
+		if st.CurrentVersion == st.TargetVersion {
+			ready.Message = fmt.Sprintf("upgrading %s %s to a new chart or config", p.Spec.PackageName, st.CurrentVersion)
+		}
 	default:
 		return // nothing happened this time (a failed read): keep what was there
 	}
