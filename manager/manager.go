@@ -156,6 +156,13 @@ func New(ctx context.Context, restConfig *rest.Config, opts Options) (*Manager, 
 
 	restConfig = rest.CopyConfig(restConfig)
 	restConfig.UserAgent = remote.DefaultClusterAPIUserAgent(m.id)
+	if restConfig.QPS == 0 {
+		// Left at zero, client-go limits every client of the manager to 5 requests/s with bursts
+		// of 10, shared by all controllers: each step of a cluster's creation then waits its
+		// turn. Like controller-runtime's GetConfig, leave the bounding to the API server's
+		// priority and fairness.
+		restConfig.QPS = -1
+	}
 
 	healthAddr := orDefault(opts.HealthProbeBindAddress, DefaultHealthProbeBindAddress)
 	metricsAddr := orDefault(opts.MetricsBindAddress, DefaultMetricsBindAddress)

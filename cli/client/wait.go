@@ -20,6 +20,10 @@ import (
 
 func newCAPICluster() *clusterv1.Cluster { return &clusterv1.Cluster{} }
 
+// readyPollInterval is how often waitClusterReady reads the Cluster: one GET, cheap next to the
+// half second a coarser interval adds to every create on average.
+const readyPollInterval = 250 * time.Millisecond
+
 // waitClusterReady polls the Flotilla Cluster until its Ready condition is True for the current
 // generation, printing each change of its conditions, with the time since it began waiting, so
 // long waits show progress.
@@ -29,7 +33,7 @@ func (c *Client) waitClusterReady(ctx context.Context, kc ctrlclient.Client, nam
 	var last string
 	start := time.Now()
 	cluster := &flotillav1.Cluster{}
-	err := wait.PollUntilContextCancel(ctx, time.Second, true, func(ctx context.Context) (bool, error) {
+	err := wait.PollUntilContextCancel(ctx, readyPollInterval, true, func(ctx context.Context) (bool, error) {
 		if err := kc.Get(ctx, ctrlclient.ObjectKey{Namespace: namespace, Name: name}, cluster); err != nil {
 			if apierrors.IsNotFound(err) {
 				return false, nil

@@ -8,7 +8,8 @@
 // condition, which CAPI mirrors into the Cluster's InfrastructureReady condition.
 //
 // Provisioned becomes true once the LocalCluster is owned by a CAPI Cluster whose control plane
-// is initialized, not as soon as it is owned. The loopback endpoint the hosted control plane
+// is initialized (the Cluster says so, or its LocalControlPlane does, which is sooner), not as
+// soon as it is owned. The loopback endpoint the hosted control plane
 // serves is the only infrastructure a local cluster has, and CAPI's ClusterCache starts
 // connecting to a workload cluster as soon as its infrastructure is provisioned: connecting
 // before kube-apiserver serves fails, and ClusterCache then waits a fixed 30 seconds before it

@@ -11,7 +11,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
 
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 	"sigs.k8s.io/cluster-api/util"
@@ -19,11 +21,13 @@ import (
 	"sigs.k8s.io/cluster-api/util/paused"
 	"sigs.k8s.io/cluster-api/util/predicates"
 
+	controlplanev1 "github.com/flotilla-dev/flotilla/api/controlplane/v1alpha1"
 	infrav1 "github.com/flotilla-dev/flotilla/api/infrastructure/v1alpha1"
 )
 
 // +kubebuilder:rbac:groups=infrastructure.flotilla.dev,resources=localclusters;localclusters/status,verbs=get;list;watch;update;patch
 // +kubebuilder:rbac:groups=cluster.x-k8s.io,resources=clusters;clusters/status,verbs=get;list;watch
+// +kubebuilder:rbac:groups=controlplane.flotilla.dev,resources=localcontrolplanes,verbs=get;list;watch
 
 // Reconciler reconciles a LocalCluster.
 type Reconciler struct {
@@ -31,9 +35,9 @@ type Reconciler struct {
 	Client client.Client
 }
 
-// SetupWithManager registers the reconciler with mgr. It watches LocalClusters and the CAPI
-// Clusters that reference them, so a Cluster whose control plane becomes initialized or that is
-// paused or unpaused triggers a reconcile.
+// SetupWithManager registers the reconciler with mgr. It watches LocalClusters, the CAPI
+// Clusters that reference them (a Cluster whose control plane becomes initialized, or that is
+// paused or unpaused) and the Clusters' LocalControlPlanes (one that becomes initialized).
 func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, options controller.Options) error {
 	if r.Client == nil {
 		return errors.New("localcluster reconciler: Client must be set")
@@ -51,6 +55,18 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, opt
 				predicates.ClusterPausedTransitions(mgr.GetScheme(), log),
 				predicates.ClusterControlPlaneInitialized(mgr.GetScheme(), log),
 			)),
+		).
+		Watches(
+			&controlplanev1.LocalControlPlane{},
+			handler.EnqueueRequestsFromMapFunc(r.controlPlaneToLocalCluster),
+			builder.WithPredicates(predicate.Funcs{
+				CreateFunc: func(e event.CreateEvent) bool { return controlPlaneInitialized(e.Object) },
+				UpdateFunc: func(e event.UpdateEvent) bool {
+					return !controlPlaneInitialized(e.ObjectOld) && controlPlaneInitialized(e.ObjectNew)
+				},
+				DeleteFunc:  func(event.DeleteEvent) bool { return false },
+				GenericFunc: func(event.GenericEvent) bool { return false },
+			}),
 		).
 		Complete(r)
 	if err != nil {
@@ -89,8 +105,15 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 		}
 	}
 
+	var controlPlane *controlplanev1.LocalControlPlane
+	if cluster != nil {
+		if controlPlane, err = r.localControlPlane(ctx, cluster); err != nil {
+			return ctrl.Result{}, err
+		}
+	}
+
 	defer func() {
-		setStatus(localCluster, cluster)
+		setStatus(localCluster, cluster, controlPlane)
 		if err := patchHelper.Patch(ctx, localCluster, patch.WithOwnedConditions{Conditions: []string{
 			clusterv1.PausedCondition, infrav1.ReadyCondition,
 		}}); err != nil {
@@ -98,4 +121,39 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 		}
 	}()
 	return ctrl.Result{}, nil
+}
+
+// localControlPlane returns the LocalControlPlane cluster.spec.controlPlaneRef names; nil when
+// the control plane is of another kind or does not exist yet.
+func (r *Reconciler) localControlPlane(ctx context.Context, cluster *clusterv1.Cluster) (*controlplanev1.LocalControlPlane, error) {
+	ref := cluster.Spec.ControlPlaneRef
+	if ref.APIGroup != controlplanev1.GroupVersion.Group || ref.Kind != "LocalControlPlane" {
+		return nil, nil
+	}
+	controlPlane := &controlplanev1.LocalControlPlane{}
+	if err := r.Client.Get(ctx, client.ObjectKey{Namespace: cluster.Namespace, Name: ref.Name}, controlPlane); err != nil {
+		if apierrors.IsNotFound(err) {
+			return nil, nil
+		}
+		return nil, fmt.Errorf("getting LocalControlPlane %s: %w", ref.Name, err)
+	}
+	return controlPlane, nil
+}
+
+// controlPlaneToLocalCluster maps a LocalControlPlane to the LocalCluster of its Cluster (by
+// CAPI's cluster-name label).
+func (r *Reconciler) controlPlaneToLocalCluster(ctx context.Context, obj client.Object) []ctrl.Request {
+	name := obj.GetLabels()[clusterv1.ClusterNameLabel]
+	if name == "" {
+		return nil
+	}
+	cluster := &clusterv1.Cluster{}
+	if err := r.Client.Get(ctx, client.ObjectKey{Namespace: obj.GetNamespace(), Name: name}, cluster); err != nil {
+		return nil
+	}
+	ref := cluster.Spec.InfrastructureRef
+	if ref.APIGroup != infrav1.GroupVersion.Group || ref.Kind != "LocalCluster" {
+		return nil
+	}
+	return []ctrl.Request{{NamespacedName: client.ObjectKey{Namespace: cluster.Namespace, Name: ref.Name}}}
 }

@@ -10,6 +10,7 @@ import (
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 	"sigs.k8s.io/cluster-api/util/conditions"
 
+	controlplanev1 "github.com/flotilla-dev/flotilla/api/controlplane/v1alpha1"
 	infrav1 "github.com/flotilla-dev/flotilla/api/infrastructure/v1alpha1"
 )
 
@@ -21,6 +22,7 @@ func TestSetStatus(t *testing.T) {
 		name            string
 		provisioned     *bool
 		cluster         *clusterv1.Cluster
+		controlPlane    *controlplanev1.LocalControlPlane
 		wantProvisioned bool
 		wantStatus      metav1.ConditionStatus
 		wantReason      string
@@ -54,6 +56,23 @@ func TestSetStatus(t *testing.T) {
 			wantReason:      infrav1.ProvisionedReason,
 		},
 		{
+			name:    "an owned LocalCluster is provisioned once its LocalControlPlane is initialized, before the Cluster says so",
+			cluster: &clusterv1.Cluster{},
+			controlPlane: &controlplanev1.LocalControlPlane{Status: controlplanev1.LocalControlPlaneStatus{
+				Initialization: controlplanev1.Initialization{ControlPlaneInitialized: ptr.To(true)},
+			}},
+			wantProvisioned: true,
+			wantStatus:      metav1.ConditionTrue,
+			wantReason:      infrav1.ProvisionedReason,
+		},
+		{
+			name:         "a LocalControlPlane that has not served yet does not provision the LocalCluster",
+			cluster:      &clusterv1.Cluster{},
+			controlPlane: &controlplanev1.LocalControlPlane{},
+			wantStatus:   metav1.ConditionFalse,
+			wantReason:   infrav1.WaitingForControlPlaneReason,
+		},
+		{
 			name:            "provisioned stays true when the Cluster reports otherwise later",
 			provisioned:     ptr.To(true),
 			cluster:         &clusterv1.Cluster{},
@@ -68,7 +87,7 @@ func TestSetStatus(t *testing.T) {
 			localCluster := &infrav1.LocalCluster{}
 			localCluster.Status.Initialization.Provisioned = tt.provisioned
 
-			setStatus(localCluster, tt.cluster)
+			setStatus(localCluster, tt.cluster, tt.controlPlane)
 
 			g.Expect(ptr.Deref(localCluster.Status.Initialization.Provisioned, false)).To(Equal(tt.wantProvisioned))
 			ready := conditions.Get(localCluster, infrav1.ReadyCondition)
