@@ -63,7 +63,7 @@ func run(m *testing.M) int {
 			fmt.Fprintf(os.Stderr, "testenv: %v\n", err)
 		}
 	}()
-	defer func() { stopWorkload() }()
+	defer stopWorkloads()
 	defer stopManager()
 	return m.Run()
 }
@@ -77,7 +77,7 @@ var (
 	router      = &routingEngine{fallback: fake}
 )
 
-func startManager(t *testing.T) {
+func startManager(t testing.TB) {
 	t.Helper()
 	managerOnce.Do(func() {
 		_, managerStop, managerErr = env.StartManager(func(ctx context.Context, mgr ctrl.Manager) error {

@@ -19,52 +19,14 @@ import (
 	addonsv1 "github.com/flotilla-dev/flotilla/api/addons/v1alpha1"
 	cliclient "github.com/flotilla-dev/flotilla/cli/client"
 	"github.com/flotilla-dev/flotilla/internal/charttest"
-	"github.com/flotilla-dev/flotilla/internal/testenv"
-	"github.com/flotilla-dev/flotilla/pkg/helm"
 )
-
-// workload is a second API server standing in for a workload cluster, started by the first test
-// that needs it.
-var workload *testenv.Environment
-
-// useWorkloadCluster starts the workload API server (once), routes the releases of Cluster
-// ns/name to it through pkg/helm's engine, and returns it.
-func useWorkloadCluster(t *testing.T, ns, name string) *testenv.Environment {
-	t.Helper()
-	if workload == nil {
-		w, err := testenv.Start(testenv.Options{SkipCRDs: true})
-		if err != nil {
-			t.Fatal(err)
-		}
-		workload = w
-		cache, err := os.MkdirTemp("", "flotilla-addons-charts-")
-		if err != nil {
-			t.Fatal(err)
-		}
-		router.mu.Lock()
-		router.real = &helm.Engine{ChartCache: cache}
-		router.hosts = map[string]bool{w.Config.Host: true}
-		router.mu.Unlock()
-		stopWorkload = func() {
-			_ = w.Stop()
-			_ = os.RemoveAll(cache)
-		}
-	}
-	clusters.mu.Lock()
-	clusters.configs[client.ObjectKey{Namespace: ns, Name: name}] = workload.Config
-	clusters.mu.Unlock()
-	return workload
-}
-
-// stopWorkload stops the workload API server when a test started it.
-var stopWorkload = func() {}
 
 func TestAChartInstallsUpgradesAndUninstallsInARealWorkloadCluster(t *testing.T) {
 	startManager(t)
 	g := NewWithT(t)
 	ctx := context.Background()
 	ns := env.NewNamespace(t)
-	w := useWorkloadCluster(t, ns, "w1")
+	w := useWorkloadClusters(t, ns, "w1")[0]
 	repoURL := charttest.Repository{Charts: []charttest.Chart{charttest.Hello("1.0.0"), charttest.Hello("1.1.0")}}.Serve(t)
 	createCluster(g, ns, "w1", map[string]string{"env": "prod"})
 
@@ -115,7 +77,7 @@ func TestDriftIsCorrectedForAReleaseThatFollowsTheLatestChart(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
 	ns := env.NewNamespace(t)
-	w := useWorkloadCluster(t, ns, "w1")
+	w := useWorkloadClusters(t, ns, "w1")[0]
 	repoURL := charttest.Repository{Charts: []charttest.Chart{charttest.Hello("1.0.0")}}.Serve(t)
 	createCluster(g, ns, "w1", map[string]string{"env": "prod"})
 
@@ -144,7 +106,7 @@ func TestDriftedObjectsAreRestoredExceptIgnoredFields(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
 	ns := env.NewNamespace(t)
-	w := useWorkloadCluster(t, ns, "w1")
+	w := useWorkloadClusters(t, ns, "w1")[0]
 	repoURL := charttest.Repository{Charts: []charttest.Chart{charttest.Hello("1.0.0")}}.Serve(t)
 	createCluster(g, ns, "w1", map[string]string{"env": "prod"})
 
@@ -217,7 +179,7 @@ func TestADryRunDiffsWithoutChangingAnythingAndTheCLIShowsTheSameDiff(t *testing
 	g := NewWithT(t)
 	ctx := context.Background()
 	ns := env.NewNamespace(t)
-	w := useWorkloadCluster(t, ns, "w1")
+	w := useWorkloadClusters(t, ns, "w1")[0]
 	repoURL := charttest.Repository{Charts: []charttest.Chart{charttest.Hello("1.0.0"), charttest.Hello("1.1.0")}}.Serve(t)
 	createCluster(g, ns, "w1", map[string]string{"env": "prod"})
 	// The CLI reaches the workload cluster through its kubeconfig Secret, as CAPI writes it.
@@ -280,7 +242,7 @@ func TestARolloutWaitsForTheWorkloadsOfTheChangedClusterToBeAvailable(t *testing
 	g := NewWithT(t)
 	ctx := context.Background()
 	ns := env.NewNamespace(t)
-	w := useWorkloadCluster(t, ns, "w1") // w1 is real; w2 (engine.Fake) has no workloads to wait for
+	w := useWorkloadClusters(t, ns, "w1")[0] // w1 is real; w2 (engine.Fake) has no workloads to wait for
 	repoURL := charttest.Repository{Charts: []charttest.Chart{charttest.Hello("1.0.0")}}.Serve(t)
 	createCluster(g, ns, "w1", map[string]string{"env": "prod"})
 	createCluster(g, ns, "w2", map[string]string{"env": "prod"})
@@ -327,7 +289,7 @@ func TestValuesTheSchemaRejectsAndAnUnreachableRepositoryFailOnlyTheirOwnRelease
 	g := NewWithT(t)
 	ctx := context.Background()
 	ns := env.NewNamespace(t)
-	useWorkloadCluster(t, ns, "w1")
+	useWorkloadClusters(t, ns, "w1")
 	strict := charttest.Hello("1.0.0")
 	strict.Files["values.schema.json"] = `{"type": "object", "properties": {"replicas": {"type": "integer"}}}`
 	repoURL := charttest.Repository{Charts: []charttest.Chart{strict}}.Serve(t)

@@ -49,7 +49,7 @@ func ensureCRDs(ctx context.Context, clients *clusterClients, ch *chart.Chart) e
 		}
 	}
 	if len(created) > 0 {
-		clients.mapper.Reset()
+		clients.invalidate()
 	}
 	return nil
 }

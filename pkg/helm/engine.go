@@ -65,10 +65,14 @@ func (e *Engine) InstallOrUpgrade(ctx context.Context, cfg *rest.Config, r Relea
 			return Result{}, err
 		}
 	}
+	clients, err := e.clients.clientsFor(cfg)
+	if err != nil {
+		return Result{}, err
+	}
 	if last != nil && last.Info.Status == rcommon.StatusDeployed &&
 		recorded(last, ChartDigestKey) == src.Digest && recorded(last, ValuesHashKey) == hash {
 		e.stats.unchanged.Add(1)
-		return resultOf(ActionUnchanged, last), nil
+		return resultOf(ActionUnchanged, last, clients)
 	}
 
 	ch, err := e.load(src)
@@ -84,29 +88,31 @@ func (e *Engine) InstallOrUpgrade(ctx context.Context, cfg *rest.Config, r Relea
 		return Result{}, err
 	}
 	if !r.SkipCRDs {
-		clients, err := e.clients.clientsFor(cfg)
-		if err != nil {
-			return Result{}, err
-		}
 		if err := ensureCRDs(ctx, clients, ch); err != nil {
 			return Result{}, fmt.Errorf("release %s/%s: %w", r.Namespace, r.Name, err)
 		}
+	}
+	// Helm would discover the cluster again (after the CRDs, so their kinds are known).
+	if ac.Capabilities, err = clients.capabilities(); err != nil {
+		return Result{}, err
 	}
 
 	if last == nil {
 		rel, err := install(ctx, ac, r, ch, values, labels)
 		if err != nil {
+			clients.invalidate() // the kinds it lacked may exist by the retry
 			return Result{}, fmt.Errorf("installing release %s/%s (chart %s %s): %w", r.Namespace, r.Name, ch.Name(), ch.Metadata.Version, err)
 		}
 		e.stats.installs.Add(1)
-		return resultOf(ActionInstalled, rel), nil
+		return resultOf(ActionInstalled, rel, clients)
 	}
 	rel, err := upgrade(ctx, ac, r, ch, values, labels)
 	if err != nil {
+		clients.invalidate()
 		return Result{}, fmt.Errorf("upgrading release %s/%s to chart %s %s: %w", r.Namespace, r.Name, ch.Name(), ch.Metadata.Version, err)
 	}
 	e.stats.upgrades.Add(1)
-	return resultOf(ActionUpgraded, rel), nil
+	return resultOf(ActionUpgraded, rel, clients)
 }
 
 // install runs Helm's install. The action is not cancelled with ctx (see InstallOrUpgrade).
@@ -119,8 +125,7 @@ func install(ctx context.Context, ac *action.Configuration, r Release, ch *chart
 	in.WaitStrategy = waitStrategy(r.Wait)
 	in.RollbackOnFailure = r.Atomic
 	in.Labels = labels
-	// The API server validates strictly (Helm applies with fieldValidation=Strict); the client-side
-	// OpenAPI check fetched and parsed the schemas on every call, two thirds of an install's CPU.
+	// The API server validates (see serverValidated).
 	in.DisableOpenAPIValidation = true
 	rel, err := in.RunWithContext(context.WithoutCancel(ctx), ch, values)
 	if err != nil {
@@ -311,6 +316,7 @@ func (e *Engine) actionConfig(ctx context.Context, cfg *rest.Config, namespace s
 	}
 	if kc, ok := ac.KubeClient.(*kube.Client); ok {
 		kc.Namespace = namespace
+		kc.Factory = serverValidated{kc.Factory}
 	}
 	return ac, nil
 }
@@ -327,8 +333,14 @@ func lastRelease(ac *action.Configuration, name string) (*release.Release, error
 	return asRelease(r)
 }
 
-func resultOf(a Action, rel *release.Release) Result {
+// resultOf reports action a, which left the release rel in the cluster of clients.
+func resultOf(a Action, rel *release.Release, clients *clusterClients) (Result, error) {
+	objects, err := manifestObjects(rel.Manifest, rel.Namespace, clients.mapper)
+	if err != nil {
+		return Result{}, fmt.Errorf("reading the manifest of release %s/%s: %w", rel.Namespace, rel.Name, err)
+	}
 	res := Result{
+		Objects:     objects,
 		Action:      a,
 		Revision:    rel.Version,
 		ChartDigest: recorded(rel, ChartDigestKey),
@@ -340,7 +352,7 @@ func resultOf(a Action, rel *release.Release) Result {
 	if rel.Chart != nil && rel.Chart.Metadata != nil {
 		res.ChartVersion = rel.Chart.Metadata.Version
 	}
-	return res
+	return res, nil
 }
 
 // stamp records the chart digest and values hash in the chart's annotations, which the release

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	. "github.com/onsi/gomega"
+	. "github.com/onsi/gomega/gstruct"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -62,8 +63,10 @@ func TestAReleaseGoesThroughItsWholeLife(t *testing.T) {
 	// Install.
 	res, err := e.InstallOrUpgrade(ctx, cluster, rel)
 	g.Expect(err).NotTo(HaveOccurred())
-	g.Expect(res).To(Equal(Result{Action: ActionInstalled, Revision: 1, Status: "deployed", ChartVersion: "0.1.0",
-		ChartDigest: digest, ValuesHash: mustHash(g, rel.Values)}))
+	g.Expect(res).To(MatchFields(IgnoreExtras, Fields{"Action": Equal(ActionInstalled), "Revision": Equal(1), "Status": Equal("deployed"),
+		"ChartVersion": Equal("0.1.0"), "ChartDigest": Equal(digest), "ValuesHash": Equal(mustHash(g, rel.Values))}))
+	g.Expect(objectNames(res.Objects)).To(Equal([]string{"ConfigMap " + ns + "/web-config", "Deployment " + ns + "/web"}),
+		"the manifest's objects, namespaced")
 	g.Expect(configMapData(g, ctx, ns, "web-config")).To(HaveKeyWithValue("greeting", "ahoy"))
 	g.Expect(env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "web"}, &appsv1.Deployment{})).To(Succeed())
 	secrets := releaseSecrets(g, ctx, ns, "web")
@@ -130,10 +133,7 @@ func TestAReleaseGoesThroughItsWholeLife(t *testing.T) {
 	g.Expect(got.ChartVersion).To(Equal("0.2.0"))
 	g.Expect(got.ChartDigest).To(Equal(digest2))
 	g.Expect(got.ValuesHash).To(Equal(mustHash(g, newer.Values)))
-	g.Expect(got.Objects).To(HaveLen(2))
-	for _, o := range got.Objects {
-		g.Expect(o.GetNamespace()).To(Equal(ns))
-	}
+	g.Expect(objectNames(got.Objects)).To(Equal([]string{"ConfigMap " + ns + "/web-config", "Deployment " + ns + "/web"}))
 
 	// Rollback goes back to the previous revision's values.
 	g.Expect(e.Rollback(ctx, cluster, "web", ns, 0)).To(Succeed())
@@ -291,4 +291,13 @@ func TestConcurrentCallsForOneReleaseInstallItOnce(t *testing.T) {
 	g.Expect(actions).To(ConsistOf(ActionInstalled, ActionUnchanged, ActionUnchanged, ActionUnchanged))
 	g.Expect(releaseSecrets(g, ctx, ns, "once")).To(HaveLen(1))
 	g.Expect(e.Stats().ChartPulls).To(Equal(int64(1)))
+}
+
+// objectNames names objects as "Kind namespace/name".
+func objectNames(objects []*unstructured.Unstructured) []string {
+	names := make([]string, 0, len(objects))
+	for _, o := range objects {
+		names = append(names, o.GetKind()+" "+o.GetNamespace()+"/"+o.GetName())
+	}
+	return names
 }

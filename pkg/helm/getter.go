@@ -5,7 +5,11 @@ import (
 	"encoding/hex"
 	"fmt"
 	"sync"
+	"time"
 
+	"helm.sh/helm/v4/pkg/action"
+	"helm.sh/helm/v4/pkg/chart/common"
+	"helm.sh/helm/v4/pkg/kube"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/client-go/discovery"
@@ -14,14 +18,63 @@ import (
 	"k8s.io/client-go/restmapper"
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+	"k8s.io/kubectl/pkg/validation"
 )
 
+// discoveryTTL is how long a cluster's discovered version and APIs are trusted. Helm alone would
+// discover them again for every install and upgrade; the engine does so when they are older than
+// this, after it created CRDs, and after an action failed (so a kind that another tool added is
+// seen by the retry at once, and by templates' .Capabilities within this time).
+const discoveryTTL = time.Minute
+
 // clusterClients are the expensive, shareable parts of a connection to one cluster: a discovery
-// cache and a REST mapper over it. They are safe for concurrent use.
+// cache, a REST mapper over it and the capabilities Helm's templates see. They are safe for
+// concurrent use.
 type clusterClients struct {
 	config    *rest.Config
 	discovery discovery.CachedDiscoveryInterface
 	mapper    meta.ResettableRESTMapper
+
+	// mu guards caps, which were discovered at discoveredAt; nil when they must be discovered.
+	mu           sync.Mutex
+	caps         *common.Capabilities
+	discoveredAt time.Time
+}
+
+// capabilities returns the cluster's version and API versions as Helm's templates see them (a
+// copy the caller may keep), discovering them again, with the REST mapper, when they are older
+// than discoveryTTL or were invalidated. Concurrent callers wait for one discovery.
+func (c *clusterClients) capabilities() (*common.Capabilities, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.caps != nil && time.Since(c.discoveredAt) < discoveryTTL {
+		return c.caps.Copy(), nil
+	}
+	c.discovery.Invalidate()
+	c.mapper.Reset()
+	v, err := c.discovery.ServerVersion()
+	if err != nil {
+		return nil, fmt.Errorf("reading the version of %s: %w", c.config.Host, err)
+	}
+	// As in Helm: an API group that fails discovery (an orphaned APIService) leaves the others.
+	apis, err := action.GetVersionSet(c.discovery)
+	if err != nil && !discovery.IsGroupDiscoveryFailedError(err) {
+		return nil, fmt.Errorf("reading the APIs of %s: %w", c.config.Host, err)
+	}
+	c.caps = &common.Capabilities{
+		KubeVersion: common.KubeVersion{Version: v.GitVersion, Major: v.Major, Minor: v.Minor},
+		APIVersions: apis,
+		HelmVersion: common.DefaultCapabilities.HelmVersion,
+	}
+	c.discoveredAt = time.Now()
+	return c.caps.Copy(), nil
+}
+
+// invalidate makes the next capabilities discover the cluster again.
+func (c *clusterClients) invalidate() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.caps = nil
 }
 
 // clientCache keeps clusterClients per cluster identity (host and credentials), so discovery is
@@ -134,4 +187,16 @@ func (c *inMemoryClientConfig) Namespace() (string, bool, error) {
 
 func (c *inMemoryClientConfig) ConfigAccess() clientcmd.ConfigAccess {
 	return &clientcmd.ClientConfigLoadingRules{}
+}
+
+// serverValidated is Helm's client factory without client-side schema validation. Helm checks
+// objects it builds with validation (the namespace it creates, and the manifest unless OpenAPI
+// validation is disabled) by asking the cluster's OpenAPI v3 document whether the server
+// validates fields itself, fetching and parsing that document anew for every action: most of an
+// install's CPU. The answer is always yes (every supported Kubernetes version does), and Helm
+// applies every object with fieldValidation=Strict, so the API server validates it anyway.
+type serverValidated struct{ kube.Factory }
+
+func (serverValidated) Validator(string) (validation.Schema, error) {
+	return validation.NullSchema{}, nil
 }

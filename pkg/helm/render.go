@@ -44,7 +44,11 @@ func (e *Engine) Diff(ctx context.Context, cfg *rest.Config, r Release) (string,
 	if err := checkDependencies(ch); err != nil {
 		return "", fmt.Errorf("chart %s %s: %w", ch.Name(), ch.Metadata.Version, err)
 	}
-	caps, err := e.capabilities(cfg)
+	clients, err := e.clients.clientsFor(cfg)
+	if err != nil {
+		return "", err
+	}
+	caps, err := clients.capabilities()
 	if err != nil {
 		return "", err
 	}
@@ -122,26 +126,6 @@ func chartInfo(ch *chart.Chart, digest string) *ChartInfo {
 		info.Dependencies = append(info.Dependencies, Dependency{Name: d.Name, Version: d.Version, Repository: d.Repository})
 	}
 	return info
-}
-
-// capabilities are the cluster's version and API versions, as Helm's templates see them.
-func (e *Engine) capabilities(cfg *rest.Config) (*common.Capabilities, error) {
-	clients, err := e.clients.clientsFor(cfg)
-	if err != nil {
-		return nil, err
-	}
-	v, err := clients.discovery.ServerVersion()
-	if err != nil {
-		return nil, fmt.Errorf("reading the version of %s: %w", clients.config.Host, err)
-	}
-	apis, err := action.GetVersionSet(clients.discovery)
-	if err != nil {
-		return nil, fmt.Errorf("reading the APIs of %s: %w", clients.config.Host, err)
-	}
-	return &common.Capabilities{
-		KubeVersion: common.KubeVersion{Version: v.GitVersion, Major: v.Major, Minor: v.Minor},
-		APIVersions: apis,
-	}, nil
 }
 
 // render renders ch as Helm would install it, without touching a cluster. With caps nil, Helm's

@@ -111,6 +111,9 @@ type Result struct {
 	// Status is Helm's release status, e.g. "deployed".
 	Status                                string
 	ChartVersion, ChartDigest, ValuesHash string
+	// Objects are the objects of the release's manifest, as in Installed: callers that look at
+	// the live objects (health, drift) need not read the release back.
+	Objects []*unstructured.Unstructured
 }
 
 // Installed is a release as the cluster records it (its latest revision).

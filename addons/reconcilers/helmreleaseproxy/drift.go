@@ -48,15 +48,15 @@ func (r *Reconciler) requeueAfter(s *scope) time.Duration {
 	return after
 }
 
-// correctDrift compares the live objects of the installed release (read back by observe) with
-// its manifest and restores those that drifted, recording each restoration.
+// correctDrift compares the live objects of the installed release (as observe or the install
+// found them) with its manifest and restores those that drifted, recording each restoration.
 func (r *Reconciler) correctDrift(ctx context.Context, s *scope, cfg *rest.Config) {
 	hrp := s.hrp
-	if !driftEnabled(hrp) || s.installed == nil {
+	if !driftEnabled(hrp) || !s.objectsKnown {
 		return
 	}
 	rules := hrp.Spec.DriftCorrection.Ignore
-	drifted, err := r.Drift.Check(ctx, cfg, s.installed.Objects, rules)
+	drifted, err := r.Drift.Check(ctx, cfg, s.objects, rules)
 	s.driftChecked = true
 	if err != nil {
 		s.driftErr = err
@@ -81,7 +81,7 @@ func (r *Reconciler) correctDrift(ctx context.Context, s *scope, cfg *rest.Confi
 
 // manifestObject finds the manifest object a drifted object stands for.
 func manifestObject(s *scope, d addonsv1.DriftedObject) *unstructured.Unstructured {
-	for _, o := range s.installed.Objects {
+	for _, o := range s.objects {
 		if o.GetAPIVersion() == d.APIVersion && o.GetKind() == d.Kind && o.GetNamespace() == d.Namespace && o.GetName() == d.Name {
 			return o
 		}

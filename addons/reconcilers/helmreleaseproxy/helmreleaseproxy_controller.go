@@ -8,6 +8,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/klog/v2"
@@ -189,8 +190,9 @@ type scope struct {
 	// gone is set once the finalizer is removed: there is no status left to write.
 	gone bool
 
-	// installed is the release as the engine read it back; nil when not read this time.
-	installed *engine.InstalledRelease
+	// objects are the objects of the installed release's manifest, known when objectsKnown.
+	objects      []*unstructured.Unstructured
+	objectsKnown bool
 	// driftChecked is set when the live objects were compared with the manifest.
 	driftChecked bool
 	// driftErr is why the comparison or a restoration failed.

@@ -153,14 +153,15 @@ func (r *Reconciler) install(ctx context.Context, s *scope, cfg *rest.Config, re
 	if result.Status != releaseDeployed {
 		s.fail(addonsv1.ReleaseNotDeployedReason, "Helm reports release %s/%s revision %d as %s", release.Namespace, release.Name, result.Revision, result.Status)
 	}
-	// Read the release back for its objects, to tell at once whether its workloads are healthy
-	// (a rollout waits for that), and to correct drift: a release that follows a version range
-	// or the latest chart comes this way on every resync, Unchanged.
-	if got, err := r.Engine.Get(ctx, cfg, release.Name, release.Namespace); err == nil {
-		s.installed = got
+	// Tell at once whether the release's workloads are healthy (a rollout waits for that). A
+	// release that follows a version range or the latest chart comes this way on every resync,
+	// Unchanged: drift is looked for then. Right after an install or upgrade there is none to
+	// look for (Helm just applied every object); the next look is at the drift interval.
+	s.objects, s.objectsKnown = result.Objects, true
+	if result.Action == engine.Unchanged {
 		r.correctDrift(ctx, s, cfg)
-		r.checkHealth(ctx, s, cfg)
 	}
+	r.checkHealth(ctx, s, cfg)
 	return ctrl.Result{RequeueAfter: r.requeueAfter(s)}, nil
 }
 
@@ -208,7 +209,7 @@ func (r *Reconciler) observe(ctx context.Context, s *scope, cfg *rest.Config) (u
 	if !installOnce(hrp) && !heldAfterRollback(hrp) && (got.Revision != int(hrp.Status.Revision) || got.Status != releaseDeployed) {
 		return false, nil
 	}
-	s.installed = got
+	s.objects, s.objectsKnown = got.Objects, true
 	hrp.Status.Revision = int32(got.Revision) //nolint:gosec // Helm revisions are small
 	hrp.Status.ReleaseStatus = got.Status
 	hrp.Status.ChartVersion = got.ChartVersion

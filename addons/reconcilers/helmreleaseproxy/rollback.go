@@ -66,11 +66,12 @@ func (r *Reconciler) rollback(ctx context.Context, s *scope, cfg *rest.Config) (
 	return ctrl.Result{RequeueAfter: r.ResyncInterval}, nil
 }
 
-// checkHealth looks at the workloads of the installed release (read back by observe).
+// checkHealth looks at the workloads of the installed release (as observe or the install found
+// them).
 func (r *Reconciler) checkHealth(ctx context.Context, s *scope, cfg *rest.Config) {
-	if s.installed == nil {
+	if !s.objectsKnown {
 		return
 	}
 	s.healthChecked = true
-	s.unavailable, s.healthErr = r.Drift.Unavailable(ctx, cfg, s.installed.Objects)
+	s.unavailable, s.healthErr = r.Drift.Unavailable(ctx, cfg, s.objects)
 }
