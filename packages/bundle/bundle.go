@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"regexp"
+	"sort"
 	"strconv"
 	"strings"
 )
@@ -190,4 +191,27 @@ func SameContent(a, b Bundle) bool {
 	ca, errA := json.Marshal(a.Packages)
 	cb, errB := json.Marshal(b.Packages)
 	return errA == nil && errB == nil && a.KubernetesMinor == b.KubernetesMinor && string(ca) == string(cb)
+}
+
+// Newest returns the names of the keep newest bundles (highest builds) among names, newest
+// first. Names that are not bundle names are left out. It is the retention rule: the bundle
+// controllers record only these from a registry, and collect the others (see
+// packages/reconcilers/packagebundle).
+func Newest(names []string, keep int) []string {
+	type named struct {
+		name  string
+		build int
+	}
+	var all []named
+	for _, n := range names {
+		if _, build, err := ParseName(n); err == nil {
+			all = append(all, named{n, build})
+		}
+	}
+	sort.SliceStable(all, func(i, j int) bool { return all[i].build > all[j].build })
+	out := make([]string, 0, min(keep, len(all)))
+	for _, n := range all[:min(max(keep, 0), len(all))] {
+		out = append(out, n.name)
+	}
+	return out
 }

@@ -153,6 +153,24 @@ func TestNames(t *testing.T) {
 	NewWithT(t).Expect(err).To(HaveOccurred(), "leading zeros would make two names for one build")
 }
 
+func TestNewest(t *testing.T) {
+	names := []string{"v1-36-2", "v1-36-10", "v1-36-1", "latest", "v1-36-9"}
+	tests := []struct {
+		name string
+		keep int
+		want []string
+	}{
+		{name: "the highest builds are kept, by number rather than by text", keep: 3, want: []string{"v1-36-10", "v1-36-9", "v1-36-2"}},
+		{name: "keeping more than there are keeps every bundle name", keep: 9, want: []string{"v1-36-10", "v1-36-9", "v1-36-2", "v1-36-1"}},
+		{name: "keeping none keeps none", keep: 0, want: []string{}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			NewWithT(t).Expect(bundle.Newest(names, tt.keep)).To(Equal(tt.want))
+		})
+	}
+}
+
 func TestDecodeIsStrict(t *testing.T) {
 	g := NewWithT(t)
 	data, err := bundle.Canonical(sampleBundle())

@@ -7,6 +7,7 @@ import (
 	"encoding/pem"
 	"errors"
 	"fmt"
+	"strconv"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -27,6 +28,8 @@ type Defaults struct {
 	KeyError  error
 	// PlainHTTP reaches registries over HTTP.
 	PlainHTTP bool
+	// BundleHistory is how many bundles are kept per source and Kubernetes minor.
+	BundleHistory int
 	// Username, Password and CAData come from the credentials Secret, when one is named.
 	Username, Password string
 	CAData             []byte
@@ -40,11 +43,14 @@ func Read(ctx context.Context, c client.Reader) (Defaults, error) {
 	cm := &corev1.ConfigMap{}
 	if err := c.Get(ctx, Key, cm); err != nil {
 		if apierrors.IsNotFound(err) {
-			return Defaults{KeyError: errNoKey}, nil
+			return Defaults{KeyError: errNoKey, BundleHistory: packagesv1.DefaultBundleHistory}, nil
 		}
 		return Defaults{}, fmt.Errorf("reading ConfigMap %s: %w", Key, err)
 	}
-	d := Defaults{Found: true, PlainHTTP: cm.Data[packagesv1.DefaultsPlainHTTPKey] == "true"}
+	d := Defaults{Found: true, PlainHTTP: cm.Data[packagesv1.DefaultsPlainHTTPKey] == "true", BundleHistory: packagesv1.DefaultBundleHistory}
+	if n, err := strconv.Atoi(cm.Data[packagesv1.DefaultsBundleHistoryKey]); err == nil && n > 0 {
+		d.BundleHistory = n
+	}
 	if reg, repo := cm.Data[packagesv1.DefaultsRegistryKey], cm.Data[packagesv1.DefaultsRepositoryKey]; reg != "" && repo != "" {
 		d.Source = &packagesv1.BundleSource{Registry: reg, Repository: repo}
 	}

@@ -37,6 +37,12 @@ const (
 	// DefaultsPlainHTTPKey is "true" when the registries are reached over plain HTTP (loopback
 	// registries only).
 	DefaultsPlainHTTPKey = "plainHTTP"
+	// DefaultsBundleHistoryKey optionally holds how many bundles are kept per source and
+	// Kubernetes minor, newest first, besides the active bundles of PackageBundleControllers;
+	// DefaultBundleHistory when absent or not a positive number.
+	DefaultsBundleHistoryKey = "bundleHistory"
+	// DefaultBundleHistory is the number of bundles kept per source and Kubernetes minor.
+	DefaultBundleHistory = 3
 	// DefaultsCredentialsSecretKey optionally names a Secret in PackagesNamespace with keys
 	// username, password and ca.crt, used for every registry of bundles and charts.
 	DefaultsCredentialsSecretKey = "credentialsSecret"

@@ -7,4 +7,10 @@
 // a bundle edited in place (spec changed, signature kept) becomes invalid, and a new key in
 // package-defaults re-verifies every bundle. An invalid bundle is never chosen as an active
 // bundle and never resolves a Package.
+//
+// It also deletes old bundles (Keep is the policy): a bundle is kept while a
+// PackageBundleController names it as its active bundle, or while it is one of the newest builds
+// of its source and Kubernetes minor (3, or bundleHistory in package-defaults); older bundles
+// are deleted. The PackageBundleController reconciler records only the bundles this keeps, so a
+// deleted bundle does not come back at the next check unless a cluster makes it active again.
 package packagebundle

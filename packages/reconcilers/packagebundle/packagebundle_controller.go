@@ -15,6 +15,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
@@ -26,7 +27,8 @@ import (
 // FieldOwner names the reconciler in managed fields and events.
 const FieldOwner = "flotilla-packagebundle-controller"
 
-// +kubebuilder:rbac:groups=packages.flotilla.dev,resources=packagebundles,verbs=get;list;watch
+// +kubebuilder:rbac:groups=packages.flotilla.dev,resources=packagebundles,verbs=get;list;watch;delete
+// +kubebuilder:rbac:groups=packages.flotilla.dev,resources=packagebundlecontrollers,verbs=get;list;watch
 // +kubebuilder:rbac:groups=packages.flotilla.dev,resources=packagebundles/status,verbs=get;update;patch
 // +kubebuilder:rbac:groups="",resources=configmaps;secrets,verbs=get;list;watch
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
@@ -51,8 +53,10 @@ type Reconciler struct {
 	Verifier Verifier
 }
 
-// SetupWithManager registers the reconciler with mgr: PackageBundles (spec changes) and the
-// package-defaults ConfigMap (every bundle: the key may have changed).
+// SetupWithManager registers the reconciler with mgr: PackageBundles (spec changes; a new or
+// deleted bundle re-examines every bundle, as it may push another out of the history), the
+// package-defaults ConfigMap (every bundle: the key or the history may have changed) and the
+// active bundles of PackageBundleControllers (every bundle).
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	if r.APIReader == nil {
 		r.APIReader = r.Client
@@ -74,6 +78,10 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 			builder.WithPredicates(predicate.NewPredicateFuncs(func(o client.Object) bool {
 				return client.ObjectKeyFromObject(o) == defaults.Key
 			}))).
+		Watches(&packagesv1.PackageBundle{}, handler.EnqueueRequestsFromMapFunc(r.allBundles),
+			builder.WithPredicates(predicate.Funcs{UpdateFunc: func(event.UpdateEvent) bool { return false }})).
+		Watches(&packagesv1.PackageBundleController{}, handler.EnqueueRequestsFromMapFunc(r.allBundles),
+			builder.WithPredicates(predicate.GenerationChangedPredicate{})).
 		Complete(r)
 	if err != nil {
 		return fmt.Errorf("setting up the packagebundle reconciler: %w", err)
@@ -89,6 +97,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	}
 	d, err := defaults.Read(ctx, r.APIReader)
 	if err != nil {
+		return ctrl.Result{}, err
+	}
+	if collected, err := r.collect(ctx, b, d.BundleHistory); err != nil || collected {
 		return ctrl.Result{}, err
 	}
 	var invalid error

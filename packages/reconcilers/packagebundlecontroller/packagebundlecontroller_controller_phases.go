@@ -3,6 +3,7 @@ package packagebundlecontroller
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -16,6 +17,7 @@ import (
 
 	flotillav1 "github.com/flotilla-dev/flotilla/api/cluster/v1alpha1"
 	packagesv1 "github.com/flotilla-dev/flotilla/api/packages/v1alpha1"
+	"github.com/flotilla-dev/flotilla/packages/bundle"
 	"github.com/flotilla-dev/flotilla/packages/defaults"
 )
 
@@ -103,7 +105,10 @@ func (r *Reconciler) checkDue(s *scope) (bool, time.Duration) {
 	case st.LastCheckTime == nil,
 		pbc.Annotations[packagesv1.CheckUpgradesAnnotation] != st.ObservedCheckRequest,
 		st.Source == nil || *st.Source != *s.source,
-		st.KubernetesMinor != s.minor:
+		st.KubernetesMinor != s.minor,
+		// A new spec.activeBundle the last check did not record (an older bundle, collected
+		// since): the check fetches it again.
+		st.ObservedGeneration != pbc.Generation && pbc.Spec.ActiveBundle != "" && !slices.Contains(st.Bundles, pbc.Spec.ActiveBundle):
 		return true, 0
 	}
 	elapsed := r.now().Sub(st.LastCheckTime.Time)
@@ -129,7 +134,7 @@ func (r *Reconciler) check(ctx context.Context, s *scope, d defaults.Defaults) e
 	if err != nil {
 		return &RegistryError{Err: fmt.Errorf("listing bundles for Kubernetes %s in %s: %w", s.minor, where, err)}
 	}
-	for _, name := range names {
+	for _, name := range retained(names, s.pbc.Spec.ActiveBundle, d.BundleHistory) {
 		existing := &packagesv1.PackageBundle{}
 		err := r.Client.Get(ctx, client.ObjectKey{Namespace: packagesv1.PackagesNamespace, Name: name}, existing)
 		switch {
@@ -151,6 +156,17 @@ func (r *Reconciler) check(ctx context.Context, s *scope, d defaults.Defaults) e
 		}
 	}
 	return nil
+}
+
+// retained are the bundles of names a check records: the keep newest, and the active bundle
+// (which a user may have set to an older one). The packagebundle reconciler collects the others,
+// so recording them would only make them come and go.
+func retained(names []string, active string, keep int) []string {
+	out := bundle.Newest(names, keep)
+	if active != "" && slices.Contains(names, active) && !slices.Contains(out, active) {
+		out = append(out, active)
+	}
+	return out
 }
 
 // RegistryError is a failure to read the registry: the PackageBundleController is disconnected.

@@ -118,3 +118,21 @@ func TestCheckDue(t *testing.T) {
 		})
 	}
 }
+
+func TestRetained(t *testing.T) {
+	names := []string{"v1-36-1", "v1-36-2", "v1-36-3", "v1-36-4", "v1-36-5"}
+	tests := []struct {
+		name, active string
+		want         []string
+	}{
+		{name: "a check records the newest bundles", want: []string{"v1-36-5", "v1-36-4", "v1-36-3"}},
+		{name: "and an older active bundle, which is in use", active: "v1-36-1", want: []string{"v1-36-5", "v1-36-4", "v1-36-3", "v1-36-1"}},
+		{name: "an active bundle among the newest is not recorded twice", active: "v1-36-4", want: []string{"v1-36-5", "v1-36-4", "v1-36-3"}},
+		{name: "an active bundle the registry lacks is not recorded", active: "v1-36-9", want: []string{"v1-36-5", "v1-36-4", "v1-36-3"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			NewWithT(t).Expect(retained(names, tt.active, 3)).To(Equal(tt.want))
+		})
+	}
+}
