@@ -17,7 +17,7 @@
 //  1. The kubeadm config file (ClusterConfiguration and InitConfiguration) names the control
 //     plane endpoint, the Kubernetes version, the service subnet and the node registration.
 //  2. The device waits until the endpoint's address is assigned to it in the Metal API: the
-//     simulator hands elastic IPs out of 127.40.0.0/16, so "bound to this device" means "served
+//     simulator hands elastic IPs out of 127.40.0.0-127.254.255.255, so "bound to this device" means "served
 //     on this machine's loopback address". This is what the cloud-init's command that binds the
 //     elastic IP does on a real device.
 //  3. It runs etcd and kube-apiserver (package controlplane, with kwok for the Node) on that

@@ -15,7 +15,7 @@
 //     devicesim) runs what the device's userdata says, and stops it when the device is deleted.
 //   - The catalogue: unknown metros, facilities, plans, operating systems and billing cycles are
 //     refused with 422, as the API does.
-//   - IP reservations (elastic IPs, handed out from 127.40.0.0/16 so that what a device serves on
+//   - IP reservations (elastic IPs, handed out from 127.40.0.0-127.254.255.255 so that what a device serves on
 //     one is reachable on this machine) and their assignment to devices; a reservation with
 //     assignments cannot be released; deleting a device removes its assignments.
 //   - A per-project device quota; exhausting it answers 429.

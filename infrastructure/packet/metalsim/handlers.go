@@ -380,12 +380,17 @@ func nonNil[T any](s []T) []T {
 	return s
 }
 
-// elasticAddress is the address of the n-th elastic IP: 127.40.0.0/16 counted from 127.40.0.8.
-// Elastic IPs are loopback addresses so that what a simulated device serves on its elastic IP
-// (the control plane endpoint) is reachable on this machine, as the public address is on the
-// Internet; on Linux all of 127.0.0.0/8 answers without configuration. Devices' own addresses
-// stay in public-looking ranges: nothing listens on them.
+// elasticAddress is the address of the elastic IP numbered n: 127.40.0.0 to 127.254.255.255,
+// counted from the random start New chose (nextElastic). Elastic IPs are loopback addresses so
+// that what a simulated device serves on its elastic IP (the control plane endpoint) is
+// reachable on this machine, as the public address is on the Internet; on Linux all of
+// 127.0.0.0/8 answers without configuration. The random start keeps simulators that run at the
+// same time on one machine (tests, benchmarks) from handing out the same address. Devices' own
+// addresses stay in public-looking ranges: nothing listens on them.
 func elasticAddress(n int) string {
-	n += 8 // 127.40.0.0-7 stay unused
-	return fmt.Sprintf("127.40.%d.%d", (n/256)%256, n%256)
+	n %= elasticSpace
+	return fmt.Sprintf("127.%d.%d.%d", 40+n/65536, (n/256)%256, n%256)
 }
+
+// elasticSpace is how many addresses elasticAddress spans.
+const elasticSpace = 215 * 65536

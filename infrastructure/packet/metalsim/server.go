@@ -121,6 +121,7 @@ func New(opts Options) *Server {
 		reservations: map[string]*reservation{},
 		assignments:  map[string]*assignment{},
 		stats:        Stats{ByRoute: map[string]int{}, ByPath: map[string]int{}},
+		nextElastic:  randomElasticStart(),
 	}
 	s.routes()
 	return s
@@ -325,6 +326,15 @@ func (s *Server) IPReservations(projectID string) []metal.IPReservation {
 		}
 	}
 	return out
+}
+
+// randomElasticStart is where a simulator starts numbering elastic IPs: a random multiple of 8,
+// the largest block one reservation takes.
+func randomElasticStart() int {
+	b := make([]byte, 3)
+	_, _ = rand.Read(b)
+	n := int(b[0])<<16 | int(b[1])<<8 | int(b[2])
+	return (n % (elasticSpace / 8)) * 8
 }
 
 func newID() string {
