@@ -177,9 +177,8 @@ func createCluster(ctx context.Context, r *managementRun) error {
 
 // moveManagement prepares the new cluster to receive its own objects (CRDs and inventory, no
 // controllers yet, so nothing there acts on them half-moved) and moves them with clusterctl
-// move. The bootstrap manager keeps running: its Cluster controller releases clusterctl's
-// block-move annotation once the mover has paused the cluster, and the rest of its controllers
-// honour that pause.
+// move. The bootstrap manager keeps running: its Cluster controller holds the Flotilla Cluster
+// through the move (see move), and the rest of its controllers honour the mover's pause.
 func moveManagement(ctx context.Context, r *managementRun) error {
 	target, err := KubeClient(r.mgmtCfg)
 	if err != nil {
@@ -191,22 +190,14 @@ func moveManagement(ctx context.Context, r *managementRun) error {
 	if err := r.c.StartManager(ctx, r.boot); err != nil {
 		return err
 	}
-	source, err := KubeClient(r.bootCfg)
-	if err != nil {
-		return err
-	}
-	if moved, err := alreadyMoved(ctx, source, r.spec.Cluster.Namespace, r.name); err != nil || moved {
-		return err
-	}
-	err = move(ctx, r.bootCfg, r.mgmtCfg, r.spec.Cluster.Namespace)
-	if err != nil {
+	if err := move(ctx, r.bootCfg, r.mgmtCfg, r.spec.Cluster.Namespace, r.name); err != nil {
 		return fmt.Errorf("moving cluster %q to itself: %w", r.name, err)
 	}
 	return nil
 }
 
-// alreadyMoved is true when a previous run moved the objects: the bootstrap cluster no longer
-// has the CAPI Cluster.
+// alreadyMoved is true when a previous run moved the objects: the source cluster no longer has
+// the CAPI Cluster.
 func alreadyMoved(ctx context.Context, source ctrlclient.Client, namespace, name string) (bool, error) {
 	err := source.Get(ctx, ctrlclient.ObjectKey{Namespace: namespace, Name: name}, newCAPICluster())
 	switch {

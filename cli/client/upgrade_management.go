@@ -154,14 +154,7 @@ func moveToBootstrap(ctx context.Context, r *managementRun) error {
 	if err := r.c.StartManager(ctx, r.boot); err != nil {
 		return err
 	}
-	source, err := KubeClient(r.mgmtCfg)
-	if err != nil {
-		return err
-	}
-	if moved, err := alreadyMoved(ctx, source, r.spec.Cluster.Namespace, r.name); err != nil || moved {
-		return err
-	}
-	if err := move(ctx, r.mgmtCfg, r.bootCfg, r.spec.Cluster.Namespace); err != nil {
+	if err := move(ctx, r.mgmtCfg, r.bootCfg, r.spec.Cluster.Namespace, r.name); err != nil {
 		return fmt.Errorf("moving management cluster %q to the bootstrap cluster: %w", r.name, err)
 	}
 	return nil

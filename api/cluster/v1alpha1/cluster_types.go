@@ -26,6 +26,13 @@ const WorkerNodeGroupLabel = "cluster.flotilla.dev/worker-node-group"
 // out of the way while a move copies and deletes the objects.
 const CAPIPausedAnnotation = "cluster.flotilla.dev/capi-paused"
 
+// MovingAnnotation is set on the Clusters of a namespace by the CLI before it moves them to
+// another management cluster with clusterctl move, and removed from the copies once the move is
+// over. While it is set the Cluster reconciler holds as it does for CAPIPausedAnnotation, which it
+// sets, and lets go of clusterctl's block-move annotation at once: the mover then finds nothing
+// to wait for, instead of finding block-move still there and waiting 5 s to look again.
+const MovingAnnotation = "cluster.flotilla.dev/moving"
+
 // Kinds a Ref can name.
 const (
 	// LocalDatacenterConfigKind is the local provider's datacenter config

@@ -39,6 +39,11 @@ import (
 //   - The hold ends once the CAPI Cluster exists and is unpaused (the mover unpauses the target's
 //     at the very end): the reconciler removes cluster.flotilla.dev/capi-paused, puts block-move
 //     back and carries on.
+//   - The CLI does not let the mover find block-move at all: before it moves a namespace it sets
+//     cluster.flotilla.dev/moving on its Flotilla Clusters, waits until the reconciler has swapped
+//     block-move for capi-paused on each, moves, and removes cluster.flotilla.dev/moving from the
+//     copies. The mover checks block-move right after pausing and, finding it, looks again only
+//     5 s later.
 //   - A Flotilla Cluster with clusterctl's delete-for-move annotation stands still, and once
 //     deleted lets go at once, deleting nothing (reconcileDelete). The mover adds that annotation
 //     with a JSON patch that replaces all annotations, capi-paused included, and deletes the
@@ -55,6 +60,8 @@ const (
 	// pausedByCAPI: the CAPI Cluster is paused by someone else, or missing while holding, or
 	// clusterctl move is deleting the Flotilla Cluster (delete-for-move).
 	pausedByCAPI
+	// pausedForMove: the CLI is about to move the Cluster (cluster.flotilla.dev/moving).
+	pausedForMove
 )
 
 // pauseStateOf decides, before anything is applied, whether the reconcile stands still: the
@@ -68,6 +75,8 @@ func pauseStateOf(c *flotillav1.Cluster, capi *clusterv1.Cluster) pauseState {
 		return pausedByCAPI
 	case hasAnnotation(c, clusterv1.PausedAnnotation):
 		return pausedByAnnotation
+	case hasAnnotation(c, flotillav1.MovingAnnotation):
+		return pausedForMove
 	case hasAnnotation(c, flotillav1.CAPIPausedAnnotation) && (capi == nil || capiPaused(capi)):
 		return pausedByCAPI
 	default:
@@ -81,9 +90,13 @@ func (r *Reconciler) paused(s *scope) bool {
 	return s.pause != notPaused
 }
 
-// reconcilePaused propagates a Flotilla pause to the CAPI Cluster's spec.paused. It never
-// creates a CAPI Cluster, and leaves one that is paused already alone.
+// reconcilePaused propagates a Flotilla pause to the CAPI Cluster's spec.paused, and a coming
+// move to the move annotations. It never creates a CAPI Cluster, and leaves one that is paused
+// already alone.
 func (r *Reconciler) reconcilePaused(ctx context.Context, s *scope) error {
+	if s.pause == pausedForMove {
+		return r.setMoveAnnotations(ctx, s.cluster, true)
+	}
 	capi := s.capiCluster
 	if s.pause != pausedByAnnotation || capi == nil || ptr.Deref(capi.Spec.Paused, false) {
 		return nil

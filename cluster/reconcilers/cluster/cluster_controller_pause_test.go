@@ -65,6 +65,10 @@ func TestPauseStateOf(t *testing.T) {
 			spec: annotated(clusterctlv1.DeleteForMoveAnnotation), capi: nil, want: pausedByCAPI,
 		},
 		{
+			name: "a cluster the CLI is about to move holds, its CAPI Cluster not paused yet",
+			spec: annotated(flotillav1.MovingAnnotation), capi: capi(false), want: pausedForMove,
+		},
+		{
 			name: "a holding cluster resumes once its CAPI Cluster exists unpaused",
 			spec: annotated(flotillav1.CAPIPausedAnnotation), capi: capi(false), want: notPaused,
 		},

@@ -151,6 +151,8 @@ func setPaused(c *flotillav1.Cluster, pause pauseState) {
 	switch pause {
 	case pausedByAnnotation:
 		cond.Message = fmt.Sprintf("the %s annotation pauses reconciliation of this cluster and its CAPI Cluster; remove it to resume", clusterv1.PausedAnnotation)
+	case pausedForMove:
+		cond.Message = fmt.Sprintf("the %s annotation holds reconciliation while the CLI moves this cluster to another management cluster; the CLI removes it when the move is over", flotillav1.MovingAnnotation)
 	case pausedByCAPI:
 		cond.Message = fmt.Sprintf("the CAPI Cluster %s is paused or missing while someone other than Flotilla (such as clusterctl move) has paused it; reconciliation resumes when it exists and is unpaused", c.Name)
 	default:
