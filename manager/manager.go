@@ -114,6 +114,7 @@ func New(ctx context.Context, restConfig *rest.Config, opts Options) (*Manager, 
 		deps.BinRoot = binaries.DefaultRoot()
 	}
 	deps.Helm = &helm.Engine{ChartCache: filepath.Join(deps.Home, "cache", "charts")}
+	reportEngine(deps.Helm)
 
 	s, err := scheme.New()
 	if err != nil {
