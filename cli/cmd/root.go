@@ -84,7 +84,7 @@ Create one with 'flotilla create cluster -f FILE'; create workload clusters from
 		NewVersionCmd(streams),
 		NewManagerCmd(streams),
 		NewRegistryCmd(streams, global),
-		NewDevCmd(streams),
+		NewDevCmd(streams, global),
 		NewAddonsCmd(streams, global),
 	)
 
