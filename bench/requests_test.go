@@ -28,6 +28,8 @@ type metricsScrape struct {
 	// queued: the items waiting in, or being worked on from, every controller's work queue
 	// (workqueue_depth plus workqueue_unfinished_work_seconds, which is non-zero while one is).
 	queued float64
+	// added: workqueue_adds_total, by controller.
+	added map[string]float64
 }
 
 // sample matches one Prometheus text-format sample with labels: name, labels, value.
@@ -53,7 +55,7 @@ func managerMetrics(b *testing.B, home string) metricsScrape {
 		b.Fatal(err)
 	}
 	defer func() { _ = resp.Body.Close() }()
-	m := metricsScrape{requests: requestCounts{}, engine: map[string]float64{}}
+	m := metricsScrape{requests: requestCounts{}, engine: map[string]float64{}, added: map[string]float64{}}
 	sc := bufio.NewScanner(resp.Body)
 	sc.Buffer(make([]byte, 1<<20), 1<<20)
 	for sc.Scan() {
@@ -79,6 +81,8 @@ func managerMetrics(b *testing.B, home string) metricsScrape {
 			m.engine[labels["operation"]] = v
 		case "workqueue_depth", "workqueue_unfinished_work_seconds":
 			m.queued += v
+		case "workqueue_adds_total":
+			m.added[labels["controller"]] += v
 		}
 	}
 	if err := sc.Err(); err != nil {

@@ -13,6 +13,7 @@ import (
 	ctrlclient "sigs.k8s.io/controller-runtime/pkg/client"
 
 	addonsv1 "github.com/flotilla-dev/flotilla/api/addons/v1alpha1"
+	packagesv1 "github.com/flotilla-dev/flotilla/api/packages/v1alpha1"
 	"github.com/flotilla-dev/flotilla/cli/client"
 	"github.com/flotilla-dev/flotilla/pkg/process"
 )
@@ -24,8 +25,9 @@ import (
 //   - resync-chart-pulls: chart downloads by its Helm engine (the chart cache is on disk);
 //   - resync-new-revisions: Helm release Secrets added in the workload clusters.
 //
-// The resync is over once the Helm engine has found every HelmReleaseProxy's release unchanged
-// and every controller's work queue has then stayed empty for resyncQuiet.
+// The resync is over once the package and HelmReleaseProxy controllers have taken up each of
+// their objects at least once and every controller's work queue has then stayed empty for
+// resyncQuiet.
 func benchmarkResync(b *testing.B, c *client.Client, kc ctrlclient.Client, home string, names []string) {
 	b.Helper()
 	ctx := b.Context()
@@ -36,6 +38,10 @@ func benchmarkResync(b *testing.B, c *client.Client, kc ctrlclient.Client, home 
 	revisionsBefore := helmRevisions(b, releases)
 	hrps := &addonsv1.HelmReleaseProxyList{}
 	if err := kc.List(ctx, hrps); err != nil {
+		b.Fatal(err)
+	}
+	packages := &packagesv1.PackageList{}
+	if err := kc.List(ctx, packages); err != nil {
 		b.Fatal(err)
 	}
 
@@ -51,7 +57,7 @@ func benchmarkResync(b *testing.B, c *client.Client, kc ctrlclient.Client, home 
 	var quietSince time.Time
 	err := wait.PollUntilContextTimeout(ctx, 500*time.Millisecond, 3*time.Minute, true, func(context.Context) (bool, error) {
 		m := managerMetrics(b, home)
-		if m.engine["unchanged"] < float64(len(hrps.Items)) || m.queued > 0 {
+		if m.added["helmreleaseproxy"] < float64(len(hrps.Items)) || m.added["package"] < float64(len(packages.Items)) || m.queued > 0 {
 			quietSince = time.Time{}
 			return false, nil
 		}
