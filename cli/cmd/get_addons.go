@@ -2,7 +2,6 @@ package cmd
 
 import (
 	"fmt"
-	"text/tabwriter"
 
 	"github.com/spf13/cobra"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -59,41 +58,35 @@ func (o *GetAddonsOptions) Run(cmd *cobra.Command) error {
 	if err != nil {
 		return err
 	}
-	if o.Output == OutputJSON || o.Output == OutputYAML {
-		list := &metav1.List{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "List"}}
-		for i := range addons.Proxies {
-			p := addons.Proxies[i]
-			p.APIVersion, p.Kind = addonsv1.GroupVersion.String(), "HelmChartProxy"
-			p.ManagedFields = nil
-			list.Items = append(list.Items, runtimeRaw(&p))
-		}
-		for i := range addons.Releases {
-			r := addons.Releases[i]
-			r.APIVersion, r.Kind = addonsv1.GroupVersion.String(), "HelmReleaseProxy"
-			r.ManagedFields = nil
-			list.Items = append(list.Items, runtimeRaw(&r))
-		}
-		return PrintStructured(o.Out, o.Output, list)
+	return addonsOutput(addons).print(o.IOStreams, o.Output)
+}
+
+// addonsOutput is the output of get addons: a row per proxy and cluster; for json and yaml a
+// List of the HelmChartProxies and HelmReleaseProxies.
+func addonsOutput(addons *client.Addons) *listOutput {
+	list := &metav1.List{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "List"}}
+	for i := range addons.Proxies {
+		p := addons.Proxies[i]
+		p.APIVersion, p.Kind = addonsv1.GroupVersion.String(), "HelmChartProxy"
+		p.ManagedFields = nil
+		list.Items = append(list.Items, runtimeRaw(&p))
 	}
-	if len(addons.Proxies) == 0 {
-		_, err := fmt.Fprintln(o.ErrOut, "No addons found. Apply a HelmChartProxy (see docs/addons.md).")
-		return err
+	for i := range addons.Releases {
+		r := addons.Releases[i]
+		r.APIVersion, r.Kind = addonsv1.GroupVersion.String(), "HelmReleaseProxy"
+		r.ManagedFields = nil
+		list.Items = append(list.Items, runtimeRaw(&r))
 	}
-	tw := tabwriter.NewWriter(o.Out, 0, 2, 3, ' ', 0)
-	header := "NAMESPACE\tADDON\tCLUSTER\tCHART\tVERSION\tREVISION\tSTATUS\tREADY\tREASON"
-	if o.Output == OutputWide {
-		header += "\tMESSAGE"
+	out := &listOutput{
+		object:  list,
+		empty:   "No addons found. Apply a HelmChartProxy (see docs/addons.md).",
+		columns: []string{"NAMESPACE", "ADDON", "CLUSTER", "CHART", "VERSION", "REVISION", "STATUS", "READY", "REASON"},
+		wide:    []string{"MESSAGE"},
 	}
-	fmt.Fprintln(tw, header)
-	for _, row := range addonRows(addons) {
-		line := fmt.Sprintf("%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s", row.namespace, row.addon, row.cluster, row.chart, row.version,
-			row.revision, row.status, row.ready, row.reason)
-		if o.Output == OutputWide {
-			line += "\t" + row.message
-		}
-		fmt.Fprintln(tw, line)
+	for _, r := range addonRows(addons) {
+		out.row(r.namespace, r.addon, r.cluster, r.chart, r.version, r.revision, r.status, r.ready, r.reason, r.message)
 	}
-	return tw.Flush()
+	return out
 }
 
 // addonRow is one HelmChartProxy in one cluster.

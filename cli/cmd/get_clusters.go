@@ -2,11 +2,9 @@ package cmd
 
 import (
 	"fmt"
-	"text/tabwriter"
 	"time"
 
 	"github.com/spf13/cobra"
-	"k8s.io/apimachinery/pkg/util/duration"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 
 	flotillav1 "github.com/flotilla-dev/flotilla/api/cluster/v1alpha1"
@@ -54,21 +52,19 @@ func (o *GetClustersOptions) Run(cmd *cobra.Command) error {
 	if err != nil {
 		return err
 	}
-	if o.Output == OutputJSON || o.Output == OutputYAML {
-		list := &flotillav1.ClusterList{Items: clusters}
-		list.APIVersion, list.Kind = flotillav1.GroupVersion.String(), "ClusterList"
-		return PrintStructured(o.Out, o.Output, list)
+	return clustersOutput(clusters, time.Now()).print(o.IOStreams, o.Output)
+}
+
+// clustersOutput is the output of get clusters.
+func clustersOutput(clusters []flotillav1.Cluster, now time.Time) *listOutput {
+	list := &flotillav1.ClusterList{Items: clusters}
+	list.APIVersion, list.Kind = flotillav1.GroupVersion.String(), "ClusterList"
+	out := &listOutput{
+		object:  list,
+		empty:   "No clusters found. Create one with `flotilla create cluster -f FILE`.",
+		columns: []string{"NAMESPACE", "NAME", "TYPE", "MANAGED BY", "VERSION", "WORKERS", "PHASE", "AGE"},
+		wide:    []string{"ENDPOINT", "DATACENTER"},
 	}
-	if len(clusters) == 0 {
-		_, err := fmt.Fprintln(o.ErrOut, "No clusters found. Create one with `flotilla create cluster -f FILE`.")
-		return err
-	}
-	tw := tabwriter.NewWriter(o.Out, 0, 2, 3, ' ', 0)
-	header := "NAMESPACE\tNAME\tTYPE\tMANAGED BY\tVERSION\tWORKERS\tPHASE\tAGE"
-	if o.Output == OutputWide {
-		header += "\tENDPOINT\tDATACENTER"
-	}
-	fmt.Fprintln(tw, header)
 	for _, cl := range clusters {
 		kind := "workload"
 		if cl.Spec.Management {
@@ -78,24 +74,13 @@ func (o *GetClustersOptions) Run(cmd *cobra.Command) error {
 		if version == "" {
 			version = cl.Spec.KubernetesVersion
 		}
-		row := fmt.Sprintf("%s\t%s\t%s\t%s\t%s\t%d/%d\t%s\t%s", cl.Namespace, cl.Name, kind, cl.Spec.ManagementCluster.Name,
-			version, cl.Status.Workers.Ready, cl.Status.Workers.Desired, orDash(cl.Status.Phase),
-			duration.HumanDuration(time.Since(cl.CreationTimestamp.Time)))
-		if o.Output == OutputWide {
-			endpoint := "-"
-			if e := cl.Spec.ControlPlane.Endpoint; e != nil {
-				endpoint = fmt.Sprintf("%s:%d", e.Host, e.Port)
-			}
-			row += fmt.Sprintf("\t%s\t%s/%s", endpoint, cl.Spec.DatacenterRef.Kind, cl.Spec.DatacenterRef.Name)
+		endpoint := "-"
+		if e := cl.Spec.ControlPlane.Endpoint; e != nil {
+			endpoint = fmt.Sprintf("%s:%d", e.Host, e.Port)
 		}
-		fmt.Fprintln(tw, row)
+		out.row(cl.Namespace, cl.Name, kind, cl.Spec.ManagementCluster.Name, version,
+			fmt.Sprintf("%d/%d", cl.Status.Workers.Ready, cl.Status.Workers.Desired), orDash(cl.Status.Phase), age(now, cl.CreationTimestamp.Time),
+			endpoint, cl.Spec.DatacenterRef.Kind+"/"+cl.Spec.DatacenterRef.Name)
 	}
-	return tw.Flush()
-}
-
-func orDash(s string) string {
-	if s == "" {
-		return "-"
-	}
-	return s
+	return out
 }

@@ -1,9 +1,6 @@
 package cmd
 
 import (
-	"fmt"
-	"text/tabwriter"
-
 	"github.com/spf13/cobra"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 
@@ -48,20 +45,21 @@ func (o *GetPackageBundleControllersOptions) Run(cmd *cobra.Command) error {
 	if err != nil {
 		return err
 	}
-	if o.Output != "" {
-		list := &packagesv1.PackageBundleControllerList{Items: pbcs}
-		list.APIVersion, list.Kind = packagesv1.GroupVersion.String(), "PackageBundleControllerList"
-		return PrintStructured(o.Out, o.Output, list)
+	return packageBundleControllersOutput(pbcs).print(o.IOStreams, o.Output)
+}
+
+// packageBundleControllersOutput is the output of get packagebundlecontrollers.
+func packageBundleControllersOutput(pbcs []packagesv1.PackageBundleController) *listOutput {
+	list := &packagesv1.PackageBundleControllerList{Items: pbcs}
+	list.APIVersion, list.Kind = packagesv1.GroupVersion.String(), "PackageBundleControllerList"
+	out := &listOutput{
+		object:  list,
+		empty:   "No package bundle controllers: create one with `flotilla install packagecontroller --cluster NAME`.",
+		columns: []string{"NAME", "KUBERNETES", "ACTIVE BUNDLE", "STATE", "READY", "DETAIL"},
 	}
-	if len(pbcs) == 0 {
-		_, err := fmt.Fprintln(o.ErrOut, "No package bundle controllers: create one with `flotilla install packagecontroller --cluster NAME`.")
-		return err
-	}
-	tw := tabwriter.NewWriter(o.Out, 0, 2, 3, ' ', 0)
-	fmt.Fprintln(tw, "NAME\tKUBERNETES\tACTIVE BUNDLE\tSTATE\tREADY\tDETAIL")
 	for _, p := range pbcs {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", p.Name, orDash(p.Status.KubernetesMinor), orDash(p.Spec.ActiveBundle),
+		out.row(p.Name, orDash(p.Status.KubernetesMinor), orDash(p.Spec.ActiveBundle),
 			orDash(string(p.Status.State)), packageReady(p.Status.Conditions), orDash(p.Status.Detail))
 	}
-	return tw.Flush()
+	return out
 }

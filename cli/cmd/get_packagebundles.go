@@ -1,12 +1,10 @@
 package cmd
 
 import (
-	"fmt"
-	"text/tabwriter"
+	"strconv"
 	"time"
 
 	"github.com/spf13/cobra"
-	"k8s.io/apimachinery/pkg/util/duration"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 
 	packagesv1 "github.com/flotilla-dev/flotilla/api/packages/v1alpha1"
@@ -50,32 +48,26 @@ func (o *GetPackageBundlesOptions) Run(cmd *cobra.Command) error {
 	if err != nil {
 		return err
 	}
-	if o.Output == OutputJSON || o.Output == OutputYAML {
-		list := &packagesv1.PackageBundleList{Items: bundles}
-		list.APIVersion, list.Kind = packagesv1.GroupVersion.String(), "PackageBundleList"
-		return PrintStructured(o.Out, o.Output, list)
+	return packageBundlesOutput(bundles, time.Now()).print(o.IOStreams, o.Output)
+}
+
+// packageBundlesOutput is the output of get packagebundles.
+func packageBundlesOutput(bundles []packagesv1.PackageBundle, now time.Time) *listOutput {
+	list := &packagesv1.PackageBundleList{Items: bundles}
+	list.APIVersion, list.Kind = packagesv1.GroupVersion.String(), "PackageBundleList"
+	out := &listOutput{
+		object:  list,
+		empty:   "No package bundles found yet: see `flotilla get packagebundlecontrollers` for why.",
+		columns: []string{"NAME", "KUBERNETES", "BUILD", "PACKAGES", "STATE", "AGE"},
+		wide:    []string{"SOURCE", "DETAIL"},
 	}
-	if len(bundles) == 0 {
-		_, err := fmt.Fprintln(o.ErrOut, "No package bundles found yet: see `flotilla get packagebundlecontrollers` for why.")
-		return err
-	}
-	tw := tabwriter.NewWriter(o.Out, 0, 2, 3, ' ', 0)
-	header := "NAME\tKUBERNETES\tBUILD\tPACKAGES\tSTATE\tAGE"
-	if o.Output == OutputWide {
-		header += "\tSOURCE\tDETAIL"
-	}
-	fmt.Fprintln(tw, header)
 	for _, b := range bundles {
-		row := fmt.Sprintf("%s\t%s\t%d\t%d\t%s\t%s", b.Name, b.Spec.KubernetesMinor, b.Spec.Build, len(b.Spec.Packages),
-			orDash(string(b.Status.State)), duration.HumanDuration(time.Since(b.CreationTimestamp.Time)))
-		if o.Output == OutputWide {
-			source := "-"
-			if s := b.Spec.Source; s != nil {
-				source = s.Registry + "/" + s.Repository
-			}
-			row += fmt.Sprintf("\t%s\t%s", source, orDash(b.Status.Detail))
+		source := "-"
+		if s := b.Spec.Source; s != nil {
+			source = s.Registry + "/" + s.Repository
 		}
-		fmt.Fprintln(tw, row)
+		out.row(b.Name, b.Spec.KubernetesMinor, strconv.Itoa(b.Spec.Build), strconv.Itoa(len(b.Spec.Packages)),
+			orDash(string(b.Status.State)), age(now, b.CreationTimestamp.Time), source, orDash(b.Status.Detail))
 	}
-	return tw.Flush()
+	return out
 }

@@ -3,11 +3,9 @@ package cmd
 import (
 	"fmt"
 	"strings"
-	"text/tabwriter"
 	"time"
 
 	"github.com/spf13/cobra"
-	"k8s.io/apimachinery/pkg/util/duration"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 
 	packagesv1 "github.com/flotilla-dev/flotilla/api/packages/v1alpha1"
@@ -53,29 +51,23 @@ func (o *GetPackagesOptions) Run(cmd *cobra.Command) error {
 	if err != nil {
 		return err
 	}
-	if o.Output == OutputJSON || o.Output == OutputYAML {
-		list := &packagesv1.PackageList{Items: pkgs}
-		list.APIVersion, list.Kind = packagesv1.GroupVersion.String(), "PackageList"
-		return PrintStructured(o.Out, o.Output, list)
+	return packagesOutput(pkgs, o.Cluster, time.Now()).print(o.IOStreams, o.Output)
+}
+
+// packagesOutput is the output of get packages for the Packages of cluster.
+func packagesOutput(pkgs []packagesv1.Package, cluster string, now time.Time) *listOutput {
+	list := &packagesv1.PackageList{Items: pkgs}
+	list.APIVersion, list.Kind = packagesv1.GroupVersion.String(), "PackageList"
+	out := &listOutput{
+		object:  list,
+		empty:   fmt.Sprintf("No packages on cluster %s. Install one with `flotilla install package PACKAGE --cluster %s`.", cluster, cluster),
+		columns: []string{"NAME", "PACKAGE", "CURRENT", "TARGET", "STATE", "READY", "AGE"},
+		wide:    []string{"UPGRADES", "DETAIL"},
 	}
-	if len(pkgs) == 0 {
-		_, err := fmt.Fprintf(o.ErrOut, "No packages on cluster %s. Install one with `flotilla install package PACKAGE --cluster %s`.\n", o.Cluster, o.Cluster)
-		return err
-	}
-	tw := tabwriter.NewWriter(o.Out, 0, 2, 3, ' ', 0)
-	header := "NAME\tPACKAGE\tCURRENT\tTARGET\tSTATE\tREADY\tAGE"
-	if o.Output == OutputWide {
-		header += "\tUPGRADES\tDETAIL"
-	}
-	fmt.Fprintln(tw, header)
 	for _, p := range pkgs {
-		row := fmt.Sprintf("%s\t%s\t%s\t%s\t%s\t%s\t%s", p.Name, p.Spec.PackageName, orDash(p.Status.CurrentVersion),
-			orDash(p.Status.TargetVersion), orDash(string(p.Status.State)), packageReady(p.Status.Conditions),
-			duration.HumanDuration(time.Since(p.CreationTimestamp.Time)))
-		if o.Output == OutputWide {
-			row += fmt.Sprintf("\t%s\t%s", orDash(strings.Join(p.Status.UpgradesAvailable, ",")), orDash(p.Status.Detail))
-		}
-		fmt.Fprintln(tw, row)
+		out.row(p.Name, p.Spec.PackageName, orDash(p.Status.CurrentVersion), orDash(p.Status.TargetVersion),
+			orDash(string(p.Status.State)), packageReady(p.Status.Conditions), age(now, p.CreationTimestamp.Time),
+			orDash(strings.Join(p.Status.UpgradesAvailable, ",")), orDash(p.Status.Detail))
 	}
-	return tw.Flush()
+	return out
 }

@@ -3,10 +3,11 @@ package cmd
 import (
 	"fmt"
 	"strings"
-	"text/tabwriter"
 
 	"github.com/spf13/cobra"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
+
+	packagesv1 "github.com/flotilla-dev/flotilla/api/packages/v1alpha1"
 )
 
 // ListPackagesOptions are the options of `flotilla list packages`.
@@ -51,12 +52,15 @@ func (o *ListPackagesOptions) Run(cmd *cobra.Command) error {
 	if err != nil {
 		return err
 	}
-	if o.Output != "" {
-		return PrintStructured(o.Out, o.Output, b.Spec.Packages)
+	if o.Output == "" {
+		_, _ = fmt.Fprintf(o.ErrOut, "Bundle %s (Kubernetes %s, build %d)\n", b.Name, b.Spec.KubernetesMinor, b.Spec.Build)
 	}
-	_, _ = fmt.Fprintf(o.ErrOut, "Bundle %s (Kubernetes %s, build %d)\n", b.Name, b.Spec.KubernetesMinor, b.Spec.Build)
-	tw := tabwriter.NewWriter(o.Out, 0, 2, 3, ' ', 0)
-	fmt.Fprintln(tw, "PACKAGE\tVERSIONS\tDEPENDENCIES\tDESCRIPTION")
+	return bundlePackagesOutput(b).print(o.IOStreams, o.Output)
+}
+
+// bundlePackagesOutput is the output of list packages: the packages of bundle b.
+func bundlePackagesOutput(b *packagesv1.PackageBundle) *listOutput {
+	out := &listOutput{object: b.Spec.Packages, columns: []string{"PACKAGE", "VERSIONS", "DEPENDENCIES", "DESCRIPTION"}}
 	for _, p := range b.Spec.Packages {
 		var versions []string
 		for _, v := range p.Versions {
@@ -66,7 +70,7 @@ func (o *ListPackagesOptions) Run(cmd *cobra.Command) error {
 		if v := p.Version(""); v != nil && len(v.Dependencies) > 0 {
 			deps = strings.Join(v.Dependencies, ",")
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", p.Name, strings.Join(versions, ","), deps, orDash(p.Description))
+		out.row(p.Name, strings.Join(versions, ","), deps, orDash(p.Description))
 	}
-	return tw.Flush()
+	return out
 }
