@@ -9,6 +9,7 @@
 //     PackageBundleController for every Flotilla Cluster; cleanup on deletion;
 //   - reconcilers/packagebundlecontroller: signed bundles from the registry into PackageBundles;
 //   - reconcilers/packagebundle: each PackageBundle's signature verified, valid or invalid;
+//     old bundles no cluster uses deleted;
 //   - reconcilers/package: Helm releases in the clusters;
 //   - webhooks: Package validation against the active bundle and its JSON Schemas;
 //   - catalog: resolution and config validation shared by the webhook and the controller;

@@ -9,8 +9,16 @@
 // Ready condition naming the field; a missing PBC or bundle is waited for.
 //
 // Dependencies are installed first: for each package the version depends on, the Package of
-// that package in the same namespace must be Ready; when there is none the reconciler creates it
-// (named after the package, labelled packages.flotilla.dev/dependency-of).
+// that package in the same namespace must be Ready (or upgrading: its release is in the cluster
+// meanwhile); when there is none the reconciler creates it (named after the package, labelled
+// packages.flotilla.dev/dependency-of).
+//
+// The release is installed or upgraded by the Installer (*helm.Engine), which writes nothing
+// when the release already has the chart digest and values. Before it acts, the Package's state
+// becomes installing (no release was ever made) or upgrading (status.chartDigest or
+// status.valuesHash, recorded from the last release, differ from the desired ones, or the last
+// action failed), written at once so that watchers see it; then installed or failed. A resync
+// with nothing changed writes neither the status nor the cluster.
 //
 // The cluster is reached with a rest.Config from CAPI's cluster cache (RESTConfigs); a
 // management cluster installs into itself with the manager's own config. An unreachable cluster
