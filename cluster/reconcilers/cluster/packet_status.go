@@ -69,7 +69,9 @@ func stageOf(m *clusterv1.Machine) (machineStage, string) {
 		return stageWaitingForBootstrap, "waiting for the kubeadm bootstrap provider to write its cloud-init"
 	case infra == nil || infra.Status != metav1.ConditionTrue:
 		detail := "waiting for its device"
-		if infra != nil && infra.Message != "" {
+		// Until the PacketMachine reconciles the bootstrap data, the Machine still mirrors
+		// "waiting for bootstrap data", which is no longer true.
+		if infra != nil && infra.Message != "" && infra.Reason != infrav1.WaitingForBootstrapDataReason {
 			detail = infra.Message
 		}
 		return stageProvisioning, detail

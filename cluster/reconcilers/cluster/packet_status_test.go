@@ -52,6 +52,9 @@ func machine(name, stage string, labels map[string]string) clusterv1.Machine {
 	switch stage {
 	case "provisioning":
 		set(clusterv1.MachineInfrastructureReadyCondition, metav1.ConditionFalse, infrav1.DeviceProvisioningReason, "Device d-"+name+" is provisioning")
+	case "bootstrap written":
+		// The PacketMachine has not seen the bootstrap data yet: the Machine mirrors its old condition.
+		set(clusterv1.MachineInfrastructureReadyCondition, metav1.ConditionFalse, infrav1.WaitingForBootstrapDataReason, "Waiting for the bootstrap provider to write the bootstrap data Secret")
 	case "failed":
 		set(clusterv1.MachineInfrastructureReadyCondition, metav1.ConditionFalse, infrav1.DeviceFailedReason, "Device d-"+name+" failed to provision; the Machine must be replaced")
 	case "active", "ready":
@@ -177,6 +180,12 @@ func TestSetPacketWorkersReady(t *testing.T) {
 			ready:      1,
 			wantStatus: metav1.ConditionFalse, wantReason: flotillav1.DevicesProvisioningReason,
 			wantMessage: "1 of 3 workers ready; md-0: 1 of 3 ready; machines: 1 device provisioning, 1 device active, waiting for its Node (c: Device d-c is provisioning)",
+		},
+		{
+			name:       "a Machine with bootstrap data whose PacketMachine still waits for it is waiting for its device",
+			machines:   []clusterv1.Machine{machine("a", "bootstrap written", mdLabels), machine("b", "bootstrap written", mdLabels), machine("c", "bootstrap written", mdLabels)},
+			wantStatus: metav1.ConditionFalse, wantReason: flotillav1.DevicesProvisioningReason,
+			wantMessage: "0 of 3 workers ready; md-0: 0 of 3 ready; machines: 3 device provisioning (a: waiting for its device)",
 		},
 		{
 			name:       "active devices without Nodes wait for the Nodes",
