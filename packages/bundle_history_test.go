@@ -57,10 +57,11 @@ func TestOldBundlesAreDeletedUnlessAClusterUsesThem(t *testing.T) {
 			pushBundle(t, repo, "1.36", build, signingKey, pkg("hello", hello))
 		}
 		requestCheck(g, "w-history", "1")
-		// The three newest (the default history) and the active v1-36-91.
-		g.Eventually(func(g Gomega) []string { return bundlesOf(g, repo) }, timeout, interval).
-			Should(Equal([]string{"v1-36-91", "v1-36-92", "v1-36-93", "v1-36-94"}))
-		g.Expect(pbcOf(g, "w-history").Status.State).To(Equal(packagesv1.BundleControllerUpgradeAvailable))
+		g.Eventually(func(g Gomega) {
+			// The three newest (the default history) and the active v1-36-91.
+			g.Expect(bundlesOf(g, repo)).To(Equal([]string{"v1-36-91", "v1-36-92", "v1-36-93", "v1-36-94"}))
+			g.Expect(pbcOf(g, "w-history").Status.State).To(Equal(packagesv1.BundleControllerUpgradeAvailable))
+		}, timeout, interval).Should(Succeed())
 	})
 
 	t.Run("a bundle no longer active is deleted once it is out of the history", func(t *testing.T) {
