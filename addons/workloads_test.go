@@ -3,9 +3,11 @@ package addons_test
 import (
 	"context"
 	"fmt"
+	"net/http"
 	"os"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -25,6 +27,8 @@ var workloads struct {
 	envs []*testenv.Environment
 	// cache is the real engine's chart cache.
 	cache string
+	// requests counts the requests sent to the workload API servers.
+	requests atomic.Int64
 }
 
 // Like the manager's cluster cache, which hands Helm configs with these limits.
@@ -73,12 +77,21 @@ func useWorkloadClusters(tb testing.TB, ns string, names ...string) []*testenv.E
 	for i, name := range names {
 		cfg := rest.CopyConfig(envs[i].Config)
 		cfg.QPS, cfg.Burst, cfg.Timeout = workloadQPS, workloadBurst, workloadTimeout
+		cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper { return requestCounter{rt} })
 		clusters.configs[client.ObjectKey{Namespace: ns, Name: name}] = cfg
 		router.hosts[cfg.Host] = true
 	}
 	router.mu.Unlock()
 	clusters.mu.Unlock()
 	return envs
+}
+
+// requestCounter counts the requests to workload clusters in workloads.requests.
+type requestCounter struct{ next http.RoundTripper }
+
+func (c requestCounter) RoundTrip(req *http.Request) (*http.Response, error) {
+	workloads.requests.Add(1)
+	return c.next.RoundTrip(req)
 }
 
 // stopWorkloads stops the workload API servers the tests started.

@@ -32,8 +32,11 @@ const (
 	// changed (the control plane and infrastructure objects its template may read are not
 	// watched).
 	DefaultResyncInterval = 10 * time.Minute
-	// conflictRetry is how soon a reconcile that lost an optimistic-lock race tries again.
-	conflictRetry = time.Second
+	// conflictRetry is how soon a reconcile that lost an optimistic-lock race tries again. The
+	// usual loser read the proxy from a cache that had not yet seen the proxy's last status
+	// write (its HelmReleaseProxies change in bursts), which it sees milliseconds later; waiting
+	// a second made a fleet's proxy Ready a second after its last release.
+	conflictRetry = 100 * time.Millisecond
 )
 
 // +kubebuilder:rbac:groups=addons.flotilla.dev,resources=helmchartproxies,verbs=get;list;watch;update;patch

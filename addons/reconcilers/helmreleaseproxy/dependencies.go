@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strings"
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -47,23 +48,51 @@ func (r *Reconciler) waitingForDependencies(ctx context.Context, hrp *addonsv1.H
 	return "", nil
 }
 
-// dependents maps a HelmReleaseProxy to the HelmReleaseProxies of the same cluster whose
-// dependsOn names its HelmChartProxy.
-func (r *Reconciler) dependents(ctx context.Context, obj client.Object) []reconcile.Request {
+// waitingForDependents says which releases of hrp's cluster that depend on hrp's release are
+// still installed ("" when none is): a release is uninstalled only after those depending on it,
+// in each cluster.
+func (r *Reconciler) waitingForDependents(ctx context.Context, hrp *addonsv1.HelmReleaseProxy) (string, error) {
+	proxy := hrp.Labels[addonsv1.HelmChartProxyNameLabel]
+	list := &addonsv1.HelmReleaseProxyList{}
+	if err := r.Client.List(ctx, list, client.InNamespace(hrp.Namespace),
+		client.MatchingLabels{clusterv1.ClusterNameLabel: hrp.Spec.ClusterName}); err != nil {
+		return "", fmt.Errorf("listing the HelmReleaseProxies of cluster %s: %w", hrp.Spec.ClusterName, err)
+	}
+	var dependents []string
+	for i := range list.Items {
+		if o := &list.Items[i]; slices.Contains(o.Spec.DependsOn, proxy) && o.Status.Installed != nil {
+			dependents = append(dependents, o.Labels[addonsv1.HelmChartProxyNameLabel])
+		}
+	}
+	if len(dependents) == 0 {
+		return "", nil
+	}
+	slices.Sort(dependents)
+	return fmt.Sprintf("uninstalling after the releases that depend on this one in cluster %s: those of HelmChartProxy %s",
+		hrp.Spec.ClusterName, strings.Join(dependents, ", ")), nil
+}
+
+// related maps a HelmReleaseProxy to those of the same cluster that wait for it: the ones whose
+// dependsOn names its HelmChartProxy (they install once it is Ready) and, while it is being
+// deleted, the ones its dependsOn names (they uninstall once it is gone).
+func (r *Reconciler) related(ctx context.Context, obj client.Object) []reconcile.Request {
 	proxy := obj.GetLabels()[addonsv1.HelmChartProxyNameLabel]
 	cluster := obj.GetLabels()[clusterv1.ClusterNameLabel]
-	if proxy == "" || cluster == "" {
+	hrp, ok := obj.(*addonsv1.HelmReleaseProxy)
+	if proxy == "" || cluster == "" || !ok {
 		return nil
 	}
 	list := &addonsv1.HelmReleaseProxyList{}
 	if err := r.Client.List(ctx, list, client.InNamespace(obj.GetNamespace()), client.MatchingLabels{clusterv1.ClusterNameLabel: cluster}); err != nil {
-		ctrl.LoggerFrom(ctx).Error(err, "Listing HelmReleaseProxies to find dependents", "helmReleaseProxy", klog.KObj(obj))
+		ctrl.LoggerFrom(ctx).Error(err, "Listing HelmReleaseProxies to find related ones", "helmReleaseProxy", klog.KObj(obj))
 		return nil
 	}
+	deleting := !hrp.DeletionTimestamp.IsZero()
 	var requests []reconcile.Request
 	for i := range list.Items {
-		if slices.Contains(list.Items[i].Spec.DependsOn, proxy) {
-			requests = append(requests, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&list.Items[i])})
+		o := &list.Items[i]
+		if slices.Contains(o.Spec.DependsOn, proxy) || (deleting && slices.Contains(hrp.Spec.DependsOn, o.Labels[addonsv1.HelmChartProxyNameLabel])) {
+			requests = append(requests, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(o)})
 		}
 	}
 	return requests

@@ -129,8 +129,9 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		Named("helmreleaseproxy").
 		For(&addonsv1.HelmReleaseProxy{}, builder.WithPredicates(changed)).
 		Watches(&clusterv1.Cluster{}, handler.EnqueueRequestsFromMapFunc(r.proxiesOfCluster), builder.WithPredicates(changed)).
-		// A release that becomes Ready lets the releases depending on it in its cluster go on.
-		Watches(&addonsv1.HelmReleaseProxy{}, handler.EnqueueRequestsFromMapFunc(r.dependents)).
+		// A release that becomes Ready lets the releases depending on it in its cluster install;
+		// one that is uninstalled lets those it depends on uninstall.
+		Watches(&addonsv1.HelmReleaseProxy{}, handler.EnqueueRequestsFromMapFunc(r.related)).
 		WithOptions(controller.Options{MaxConcurrentReconciles: concurrency})
 	if cs, ok := r.ClusterCache.(clusterSourcer); ok {
 		// A cluster the cache (re)connects to is installed into at once, not at the next retry.

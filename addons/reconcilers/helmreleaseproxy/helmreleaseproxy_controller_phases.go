@@ -264,6 +264,12 @@ func (r *Reconciler) reconcileDelete(ctx context.Context, s *scope) (ctrl.Result
 		s.paused = true
 		return ctrl.Result{}, nil
 	}
+	if waiting, err := r.waitingForDependents(ctx, hrp); err != nil || waiting != "" {
+		if waiting != "" {
+			s.fail(addonsv1.WaitingForDependentsReason, "%s", waiting)
+		}
+		return ctrl.Result{}, err // the dependents' deletion brings us back
+	}
 
 	reason := addonsv1.ClusterUnreachableReason
 	cfg, err := r.ClusterCache.GetRESTConfig(ctx, client.ObjectKeyFromObject(cluster))

@@ -54,6 +54,10 @@ const (
 	// WaitingForDependenciesReason: a HelmChartProxy this one dependsOn is not Ready in the
 	// cluster yet; the message names it.
 	WaitingForDependenciesReason = "WaitingForDependencies"
+	// WaitingForDependentsReason: the release is to be uninstalled, and releases of the same
+	// cluster that depend on it (through dependsOn) are still installed; the message names them.
+	// It is uninstalled after them.
+	WaitingForDependentsReason = "WaitingForDependents"
 	// RolledBackReason: a failed rollout rolled the release back; it stays at that revision
 	// until the spec changes.
 	RolledBackReason = "RolledBack"
