@@ -3,7 +3,11 @@ package bench
 import (
 	"context"
 	"errors"
+	"fmt"
+	"net"
 	"net/http/httptest"
+	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -49,6 +53,10 @@ const (
 //     the machines;
 //   - metal-calls-per-machine-hour: requests during packetIdleWindow with the cluster Ready,
 //     per machine, scaled to an hour.
+//
+// It logs (go test -v) when each stage was first seen, from the CAPI Cluster's infrastructure
+// to every device active, which shows where the time goes (docs/packet-provider.md, *Polling
+// and API cost*).
 func BenchmarkPacket(b *testing.B) {
 	for range b.N {
 		runPacketBenchmark(b)
@@ -122,22 +130,15 @@ func runPacketBenchmark(b *testing.B) {
 	}
 	const machines = 1 + packetWorkers
 	var provisioned, ready time.Duration
+	tl := &timeline{start: start}
 	cluster := &flotillav1.Cluster{}
 	err = wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, 5*time.Minute, true, func(ctx context.Context) (bool, error) {
-		if provisioned == 0 {
-			list := &clusterv1.MachineList{}
-			if err := kc.List(ctx, list, ctrlclient.InNamespace(ns)); err != nil {
-				return false, err
-			}
-			n := 0
-			for _, m := range list.Items {
-				if ptr.Deref(m.Status.Initialization.InfrastructureProvisioned, false) {
-					n++
-				}
-			}
-			if n == machines {
-				provisioned = time.Since(start)
-			}
+		if err := tl.observe(ctx, kc, ns, name); err != nil {
+			return false, err
+		}
+		if provisioned == 0 && tl.provisioned(machines) {
+			provisioned = time.Since(start)
+			tl.record("every Machine's device active")
 		}
 		if err := kc.Get(ctx, ctrlclient.ObjectKey{Namespace: ns, Name: name}, cluster); err != nil {
 			return false, err
@@ -147,6 +148,7 @@ func runPacketBenchmark(b *testing.B) {
 		}
 		return provisioned > 0 && ready > 0, nil
 	})
+	b.Logf("Packet cluster timeline (s from the Cluster applied):\n%s", tl)
 	if err != nil {
 		cond := meta.FindStatusCondition(cluster.Status.Conditions, flotillav1.ReadyCondition)
 		b.Fatalf("waiting for the Packet cluster: %v; Ready: %+v", err, cond)
@@ -200,4 +202,90 @@ func startPacketManager(b *testing.B, env *testenv.Environment) func() {
 			b.Errorf("manager: %v", err)
 		}
 	}
+}
+
+// timeline records when the stages of a Packet cluster's creation were first seen, polled from
+// the API server (and the endpoint), so that the benchmark shows where its time goes.
+type timeline struct {
+	start  time.Time
+	events []timelineEvent
+	seen   map[string]bool
+	// infraProvisioned counts the Machines whose device is active.
+	infraProvisioned int
+}
+
+type timelineEvent struct {
+	at   time.Duration
+	what string
+}
+
+func (t *timeline) record(what string) {
+	if t.seen == nil {
+		t.seen = map[string]bool{}
+	}
+	if !t.seen[what] {
+		t.seen[what] = true
+		t.events = append(t.events, timelineEvent{at: time.Since(t.start), what: what})
+	}
+}
+
+func (t *timeline) provisioned(machines int) bool { return t.infraProvisioned == machines }
+
+// observe records the stages reached now: the CAPI Cluster's infrastructure and control plane,
+// the kubeconfig Secret, the endpoint accepting connections, and each Machine's bootstrap data
+// and device.
+func (t *timeline) observe(ctx context.Context, kc ctrlclient.Client, ns, name string) error {
+	c := &clusterv1.Cluster{}
+	if err := kc.Get(ctx, ctrlclient.ObjectKey{Namespace: ns, Name: name}, c); ctrlclient.IgnoreNotFound(err) != nil {
+		return err
+	}
+	if ptr.Deref(c.Status.Initialization.InfrastructureProvisioned, false) {
+		t.record("CAPI Cluster infrastructure provisioned (PacketCluster has the elastic IP)")
+	}
+	if ptr.Deref(c.Status.Initialization.ControlPlaneInitialized, false) {
+		t.record("CAPI Cluster control plane initialized (Cluster API read kubeadm-config through its cluster cache)")
+	}
+	err := kc.Get(ctx, ctrlclient.ObjectKey{Namespace: ns, Name: name + "-kubeconfig"}, &corev1.Secret{})
+	if ctrlclient.IgnoreNotFound(err) != nil {
+		return err
+	}
+	if err == nil {
+		t.record("kubeconfig Secret written")
+	}
+	if endpoint := c.Spec.ControlPlaneEndpoint; endpoint.IsValid() {
+		var d net.Dialer
+		conn, err := d.DialContext(ctx, "tcp", net.JoinHostPort(endpoint.Host, strconv.Itoa(int(endpoint.Port))))
+		if err == nil {
+			_ = conn.Close()
+			t.record("endpoint accepts connections (kubeadm init's kube-apiserver)")
+		}
+	}
+	list := &clusterv1.MachineList{}
+	if err := kc.List(ctx, list, ctrlclient.InNamespace(ns)); err != nil {
+		return err
+	}
+	t.infraProvisioned = 0
+	for _, m := range list.Items {
+		role := "worker"
+		if _, ok := m.Labels[clusterv1.MachineControlPlaneLabel]; ok {
+			role = "control plane"
+		}
+		t.record("first " + role + " Machine created")
+		if m.Spec.Bootstrap.DataSecretName != nil {
+			t.record("first " + role + " Machine has bootstrap data")
+		}
+		if ptr.Deref(m.Status.Initialization.InfrastructureProvisioned, false) {
+			t.record("first " + role + " Machine's device active")
+			t.infraProvisioned++
+		}
+	}
+	return nil
+}
+
+func (t *timeline) String() string {
+	var b strings.Builder
+	for _, e := range t.events {
+		fmt.Fprintf(&b, "%6.1f  %s\n", e.at.Seconds(), e.what)
+	}
+	return b.String()
 }
