@@ -26,13 +26,17 @@ import (
 	"github.com/flotilla-dev/flotilla/addons/reconcilers/helmchartproxy"
 	addonsv1 "github.com/flotilla-dev/flotilla/api/addons/v1alpha1"
 	"github.com/flotilla-dev/flotilla/internal/testenv"
+	"github.com/flotilla-dev/flotilla/pkg/helm"
 )
 
 // The tests run the addons component (both reconcilers, as addons.Setup wires them) in a real
-// manager against a real kube-apiserver with CAPI's CRDs. Tests of fan-out, values and the
-// release lifecycle use the hand-written engine.Fake, keyed by the host of the REST config the
-// fake cluster cache hands out per Cluster; the tests in real_engine_test.go install real charts
-// into a second API server through pkg/helm.
+// manager against a real kube-apiserver with CAPI's CRDs. Releases of Clusters given a workload
+// API server (useWorkloadClusters: real_engine_test.go, rollout_test.go, dependencies_test.go)
+// go through pkg/helm's engine into it. The tests of fan-out, values and the release lifecycle
+// in this file use the hand-written engine.Fake, keyed by the host of the REST config the fake
+// cluster cache hands out per Cluster: what they check is the reconcilers' bookkeeping, and two
+// of them need what a real engine does not do on demand, an install that fails in one cluster
+// with a given error and then heals (engine.Fake.FailInstalls).
 
 var (
 	env      *testenv.Environment
@@ -80,10 +84,27 @@ var (
 func startManager(t testing.TB) {
 	t.Helper()
 	managerOnce.Do(func() {
-		_, managerStop, managerErr = env.StartManager(func(ctx context.Context, mgr ctrl.Manager) error {
-			return addons.Setup(ctx, mgr, addons.Options{ClusterCache: clusters, Engine: router, UninstallTimeout: uninstallTimeout})
-		})
+		_, managerStop, managerErr = env.StartManager(setupAddons)
 	})
+	if managerErr != nil {
+		t.Fatal(managerErr)
+	}
+}
+
+func setupAddons(ctx context.Context, mgr ctrl.Manager) error {
+	return addons.Setup(ctx, mgr, addons.Options{ClusterCache: clusters, Engine: router, UninstallTimeout: uninstallTimeout})
+}
+
+// restartManager stops the manager, runs whileStopped, and starts a new manager with a new Helm
+// engine (on the same chart cache), as a restarted process would.
+func restartManager(t testing.TB, whileStopped func()) {
+	t.Helper()
+	stopManager()
+	whileStopped()
+	router.mu.Lock()
+	router.real = &helm.Engine{ChartCache: workloads.cache}
+	router.mu.Unlock()
+	_, managerStop, managerErr = env.StartManagerWith(testenv.ManagerOptions{Restart: true}, setupAddons)
 	if managerErr != nil {
 		t.Fatal(managerErr)
 	}
@@ -95,6 +116,7 @@ func stopManager() {
 		if err := managerStop(); err != nil {
 			fmt.Fprintf(os.Stderr, "manager: %v\n", err)
 		}
+		managerStop = nil
 	}
 }
 
@@ -623,149 +645,6 @@ func rolloutOf(g Gomega, ns, name string) addonsv1.RolloutStatus {
 	g.Expect(p.Status.Rollout).NotTo(BeNil())
 	g.Expect(p.Status.Rollout.Generation).To(Equal(p.Generation))
 	return *p.Status.Rollout
-}
-
-func TestAChangeRollsOutBatchByBatchWithAPauseBetween(t *testing.T) {
-	startManager(t)
-	g := NewWithT(t)
-	ctx := context.Background()
-	ns := env.NewNamespace(t)
-	for _, c := range []string{"w1", "w2", "w3", "w4"} {
-		createCluster(g, ns, c, map[string]string{"env": "prod"})
-	}
-	p := proxy(ns, "hello")
-	p.Spec.Rollout = &addonsv1.Rollout{BatchSize: 2, PauseBetweenBatches: &metav1.Duration{Duration: 2 * time.Second}}
-	g.Expect(env.Client.Create(ctx, p)).To(Succeed())
-	g.Eventually(func(g Gomega) {
-		g.Expect(rolloutOf(g, ns, "hello").Phase).To(Equal(addonsv1.RolloutComplete), "new clusters install at once")
-	}, timeout, interval).Should(Succeed())
-
-	updateProxy(g, ns, "hello", func(p *addonsv1.HelmChartProxy) { p.Spec.ValuesTemplate = "replicas: 2" })
-	g.Eventually(func(g Gomega) {
-		ro := rolloutOf(g, ns, "hello")
-		g.Expect(ro.Phase).To(Equal(addonsv1.RolloutPaused))
-		g.Expect(ro.Updated).To(Equal([]string{"w1", "w2"}))
-	}, timeout, interval).Should(Succeed())
-	for _, c := range []string{"w3", "w4"} {
-		_, rev, _ := fakeRelease(ns, c, "hello", "hello")
-		g.Expect(rev).To(Equal(1), "%s waits for the next batch", c)
-	}
-	g.Eventually(func(g Gomega) {
-		p := getProxy(g, ns, "hello")
-		g.Expect(p.Status.Rollout.Phase).To(Equal(addonsv1.RolloutComplete))
-		g.Expect(p.Status.Rollout.Updated).To(Equal([]string{"w1", "w2", "w3", "w4"}))
-		g.Expect(p.Status.Clusters).To(HaveEach(HaveField("Revision", BeEquivalentTo(2))))
-		g.Expect(condition(p.Status.Conditions, addonsv1.ReadyCondition).Status).To(Equal(metav1.ConditionTrue))
-	}, timeout, interval).Should(Succeed())
-}
-
-func TestAFailingBatchStopsTheRolloutAndRollsBackTheClustersItChanged(t *testing.T) {
-	startManager(t)
-	g := NewWithT(t)
-	ctx := context.Background()
-	ns := env.NewNamespace(t)
-	for _, c := range []string{"w1", "w2", "w3", "w4"} {
-		createCluster(g, ns, c, map[string]string{"env": "prod"})
-	}
-	p := proxy(ns, "hello")
-	p.Spec.Rollout = &addonsv1.Rollout{BatchSize: 1, MaxFailures: 0, RollbackOnFailure: true}
-	g.Expect(env.Client.Create(ctx, p)).To(Succeed())
-	g.Eventually(func(g Gomega) {
-		g.Expect(rolloutOf(g, ns, "hello").Phase).To(Equal(addonsv1.RolloutComplete))
-	}, timeout, interval).Should(Succeed())
-	before, _, _ := fakeRelease(ns, "w1", "hello", "hello")
-
-	fake.FailInstalls(fakeHost(ns, "w2"), errors.New(`values don't meet the specifications of the schema: replicas: got string, want integer`))
-	defer fake.FailInstalls(fakeHost(ns, "w2"), nil)
-	updateProxy(g, ns, "hello", func(p *addonsv1.HelmChartProxy) { p.Spec.ValuesTemplate = "replicas: two" })
-
-	g.Eventually(func(g Gomega) {
-		ro := rolloutOf(g, ns, "hello")
-		g.Expect(ro.Phase).To(Equal(addonsv1.RolloutRolledBack), ro.Message)
-		g.Expect(ro.Updated).To(Equal([]string{"w1", "w2"}))
-		g.Expect(ro.Failed).To(Equal([]string{"w2"}))
-	}, timeout, interval).Should(Succeed())
-	p = getProxy(g, ns, "hello")
-	g.Expect(condition(p.Status.Conditions, addonsv1.ReadyCondition).Reason).To(Equal(addonsv1.RolloutFailedReason))
-	g.Expect(eventReasons(g, p)).To(ContainElement("Rollout"))
-
-	// w1 was upgraded, then rolled back to what it ran before; w3 and w4 were never touched.
-	rel, rev, _ := fakeRelease(ns, "w1", "hello", "hello")
-	g.Expect(rel.Values).To(Equal(before.Values))
-	g.Expect(rev).To(Equal(3), "install, upgrade, rollback")
-	hrp := getHRP(g, ns, "hello", "w1")
-	g.Expect(condition(hrp.Status.Conditions, addonsv1.ReadyCondition).Reason).To(Equal(addonsv1.RolledBackReason))
-	g.Expect(eventReasons(g, hrp)).To(ContainElement("RolledBack"))
-	for _, c := range []string{"w3", "w4"} {
-		_, rev, _ := fakeRelease(ns, c, "hello", "hello")
-		g.Expect(rev).To(Equal(1), c)
-		g.Expect(getHRP(g, ns, "hello", c).Spec.Values).To(ContainSubstring("clusterName: "+c), "%s keeps the old spec", c)
-	}
-
-	// The rolled-back release stays put: a resync does not upgrade it again.
-	touch(g, getHRP(g, ns, "hello", "w1"))
-	g.Consistently(func() int {
-		_, rev, _ := fakeRelease(ns, "w1", "hello", "hello")
-		return rev
-	}, 2*time.Second, interval).Should(Equal(3))
-
-	// A fixed proxy starts a new rollout that reaches every cluster.
-	fake.FailInstalls(fakeHost(ns, "w2"), nil)
-	updateProxy(g, ns, "hello", func(p *addonsv1.HelmChartProxy) { p.Spec.ValuesTemplate = "replicas: 2" })
-	g.Eventually(func(g Gomega) {
-		ro := rolloutOf(g, ns, "hello")
-		g.Expect(ro.Phase).To(Equal(addonsv1.RolloutComplete), ro.Message)
-		for _, c := range []string{"w1", "w2", "w3", "w4"} {
-			rel, _, _ := fakeRelease(ns, c, "hello", "hello")
-			g.Expect(rel.Values).To(Equal(map[string]any{"replicas": float64(2)}), c)
-		}
-	}, timeout, interval).Should(Succeed())
-}
-
-func TestARolloutResumesFromItsStatusAfterTheManagerStopped(t *testing.T) {
-	startManager(t)
-	g := NewWithT(t)
-	ctx := context.Background()
-	ns := env.NewNamespace(t)
-	for _, c := range []string{"w1", "w2", "w3"} {
-		createCluster(g, ns, c, map[string]string{"env": "prod"})
-	}
-	p := proxy(ns, "hello")
-	p.Spec.Rollout = &addonsv1.Rollout{BatchSize: 1}
-	g.Expect(env.Client.Create(ctx, p)).To(Succeed())
-	g.Eventually(func(g Gomega) {
-		g.Expect(rolloutOf(g, ns, "hello").Phase).To(Equal(addonsv1.RolloutComplete))
-	}, timeout, interval).Should(Succeed())
-
-	// Freeze the reconciler, change the proxy, and leave the status a manager killed right after
-	// recording its first batch (w1) would leave: w1 recorded, not yet applied.
-	updateProxy(g, ns, "hello", func(p *addonsv1.HelmChartProxy) {
-		p.Annotations = map[string]string{clusterv1.PausedAnnotation: ""}
-	})
-	g.Eventually(func(g Gomega) {
-		g.Expect(condition(getProxy(g, ns, "hello").Status.Conditions, addonsv1.PausedCondition).Status).To(Equal(metav1.ConditionTrue))
-	}, timeout, interval).Should(Succeed())
-	updateProxy(g, ns, "hello", func(p *addonsv1.HelmChartProxy) { p.Spec.ValuesTemplate = "replicas: 3" })
-	g.Eventually(func() error {
-		p := getProxy(g, ns, "hello")
-		p.Status.Rollout = &addonsv1.RolloutStatus{
-			Generation: p.Generation, Phase: addonsv1.RolloutProgressing, Updated: []string{"w1"},
-			BatchStartedAt: &metav1.Time{Time: time.Now()}, Message: "changing w1",
-		}
-		return env.Client.Status().Update(ctx, p)
-	}, timeout, interval).Should(Succeed())
-
-	updateProxy(g, ns, "hello", func(p *addonsv1.HelmChartProxy) { p.Annotations = nil })
-	g.Eventually(func(g Gomega) {
-		ro := rolloutOf(g, ns, "hello")
-		g.Expect(ro.Phase).To(Equal(addonsv1.RolloutComplete), ro.Message)
-		g.Expect(ro.Updated).To(Equal([]string{"w1", "w2", "w3"}), "w1 is not counted twice")
-	}, timeout, interval).Should(Succeed())
-	for _, c := range []string{"w1", "w2", "w3"} {
-		rel, rev, _ := fakeRelease(ns, c, "hello", "hello")
-		g.Expect(rel.Values).To(Equal(map[string]any{"replicas": float64(3)}), c)
-		g.Expect(rev).To(Equal(2), "%s upgraded once", c)
-	}
 }
 
 func TestTheMetricsAreOnTheManagersRegistry(t *testing.T) {

@@ -242,12 +242,14 @@ func TestARolloutWaitsForTheWorkloadsOfTheChangedClusterToBeAvailable(t *testing
 	g := NewWithT(t)
 	ctx := context.Background()
 	ns := env.NewNamespace(t)
-	w := useWorkloadClusters(t, ns, "w1")[0] // w1 is real; w2 (engine.Fake) has no workloads to wait for
+	envs := useWorkloadClusters(t, ns, "w1", "w2")
+	w := envs[0]
 	repoURL := charttest.Repository{Charts: []charttest.Chart{charttest.Hello("1.0.0")}}.Serve(t)
 	createCluster(g, ns, "w1", map[string]string{"env": "prod"})
 	createCluster(g, ns, "w2", map[string]string{"env": "prod"})
 
 	releaseNS := "gate-" + ns
+	runDeploymentController(t, releaseNS, envs[1:]) // w1's Deployment is made available below
 	p := proxy(ns, "web")
 	p.Spec.RepoURL, p.Spec.ChartName, p.Spec.Version, p.Spec.Namespace = repoURL, "hello", "1.0.0", releaseNS
 	p.Spec.ValuesTemplate = "greeting: v1\n"

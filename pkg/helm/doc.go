@@ -4,8 +4,13 @@
 // An Engine installs, upgrades, uninstalls, rolls back, diffs and renders Helm releases with the
 // Helm v4 SDK. It reaches a cluster only through a *rest.Config held in memory (as CAPI's
 // clustercache hands it out): Helm gets a RESTClientGetter built from it, no kubeconfig file is
-// ever written, and discovery is cached per cluster. Release records are Helm's own storage
-// Secrets in the release namespace, so the helm CLI sees the same releases.
+// ever written, and discovery is cached per cluster. Helm alone would discover a cluster again
+// for every install and upgrade; the engine keeps a cluster's version, API versions and REST
+// mappings for a minute, and discovers again sooner after it created CRDs and after a failed
+// action (so a kind another tool added is there for the retry). Objects are not validated
+// against the cluster's OpenAPI document on the client side (Helm fetched and parsed it for
+// every action); the API server validates them strictly. Release records are Helm's own
+// storage Secrets in the release namespace, so the helm CLI sees the same releases.
 //
 // # Charts
 //
