@@ -12,6 +12,7 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/utils/ptr"
 	ctrlclient "sigs.k8s.io/controller-runtime/pkg/client"
@@ -26,8 +27,10 @@ import (
 // benchmark's fleet (names: its workload clusters; withWorkers: those with worker Nodes):
 //   - packages-10x3-s: three packages applied at once on each of ten clusters, until all are Ready;
 //   - package-ready-p50-s: one Package applied → Ready, its chart cached, median of three;
-//   - addon-fleet-s and addon-releases-per-s: one HelmChartProxy selecting every workload
-//     cluster, until its release is Ready in each;
+//   - addon-fleet-s: one HelmChartProxy selecting every workload cluster, until its release is
+//     Ready in each;
+//   - addon-releases-per-s: five more such proxies applied at once, releases made per second
+//     until all of them are Ready (they are deleted again before the rows below);
 //   - drift-restore-p50-s: the addon's Deployment deleted in a workload cluster, until drift
 //     correction has put it back, median of three.
 func benchmarkPackagesAndAddons(b *testing.B, c *client.Client, kc ctrlclient.Client, kubeconfig, out string, names, withWorkers []string) {
@@ -101,28 +104,37 @@ func benchmarkPackagesAndAddons(b *testing.B, c *client.Client, kc ctrlclient.Cl
 	slices.Sort(times)
 	b.ReportMetric(times[len(times)/2], "package-ready-p50-s")
 
-	proxy := filepath.Join(out, "fleet-addon.yaml")
-	manifest := fmt.Sprintf(`apiVersion: addons.flotilla.dev/v1alpha1
+	// A proxy as the quickstart applies it: the latest chart, a values template, drift correction.
+	addon := func(name string) string {
+		return fmt.Sprintf(`apiVersion: addons.flotilla.dev/v1alpha1
 kind: HelmChartProxy
-metadata: {name: fleet-addon, namespace: default}
+metadata: {name: %s, namespace: default}
 spec:
   clusterSelector:
     matchExpressions: [{key: cluster.flotilla.dev/management, operator: DoesNotExist}]
   repoURL: oci://%s/flotilla
   chartName: hello-flotilla
-  namespace: fleet-addon
+  namespace: %s
   registry: {plainHTTP: true}
   driftCorrection: {mode: Enabled, interval: 5s}
   valuesTemplate: "message: Hello {{ .Cluster.metadata.name }}\n"
-`, addr)
-	if err := os.WriteFile(proxy, []byte(manifest), 0o600); err != nil {
-		b.Fatal(err)
+`, name, addr, name)
 	}
-	start = time.Now()
-	if _, err := c.ApplyFile(ctx, client.ApplyFileOptions{File: proxy, Kubeconfig: kubeconfig, Wait: 3 * time.Minute}); err != nil {
-		b.Fatal(err)
+	applyAddons := func(file string, names ...string) float64 {
+		var manifest string
+		for _, name := range names {
+			manifest += "---\n" + addon(name)
+		}
+		if err := os.WriteFile(file, []byte(manifest), 0o600); err != nil {
+			b.Fatal(err)
+		}
+		start := time.Now()
+		if _, err := c.ApplyFile(ctx, client.ApplyFileOptions{File: file, Kubeconfig: kubeconfig, Wait: 3 * time.Minute}); err != nil {
+			b.Fatal(err)
+		}
+		return time.Since(start).Seconds()
 	}
-	elapsed := time.Since(start).Seconds()
+	elapsed := applyAddons(filepath.Join(out, "fleet-addon.yaml"), "fleet-addon")
 	hcp := &addonsv1.HelmChartProxy{}
 	if err := kc.Get(ctx, ctrlclient.ObjectKey{Namespace: "default", Name: "fleet-addon"}, hcp); err != nil {
 		b.Fatal(err)
@@ -131,7 +143,29 @@ spec:
 		b.Fatalf("fleet-addon selects %d clusters, want %d", len(hcp.Status.MatchingClusters), len(names))
 	}
 	b.ReportMetric(elapsed, "addon-fleet-s")
-	b.ReportMetric(float64(len(names))/elapsed, "addon-releases-per-s")
+
+	// Sustained: a batch far larger than one proxy's fan-out, all of it applied at once.
+	var batch []string
+	for i := range 5 {
+		batch = append(batch, fmt.Sprintf("fleet-addon-%d", i))
+	}
+	elapsed = applyAddons(filepath.Join(out, "fleet-addons.yaml"), batch...)
+	b.ReportMetric(float64(len(batch)*len(names))/elapsed, "addon-releases-per-s")
+	for _, name := range batch {
+		if err := kc.Delete(ctx, &addonsv1.HelmChartProxy{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: name}}); err != nil {
+			b.Fatal(err)
+		}
+	}
+	err = wait.PollUntilContextTimeout(ctx, time.Second, 3*time.Minute, true, func(ctx context.Context) (bool, error) {
+		list := &addonsv1.HelmChartProxyList{}
+		if err := kc.List(ctx, list, ctrlclient.InNamespace("default")); err != nil {
+			return false, err
+		}
+		return len(list.Items) == 1, nil
+	})
+	if err != nil {
+		b.Fatalf("the batch's HelmChartProxies did not go: %v", err)
+	}
 
 	times = nil
 	for _, cluster := range withWorkers {
