@@ -12,6 +12,7 @@ import (
 	"k8s.io/client-go/tools/leaderelection/resourcelock"
 	"k8s.io/utils/ptr"
 	clusterv1beta1 "sigs.k8s.io/cluster-api/api/core/v1beta1" //nolint:staticcheck // CAPI's webhooks convert v1beta1 <-> v1beta2
+	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 	"sigs.k8s.io/cluster-api/controllers/clustercache"
 	"sigs.k8s.io/cluster-api/controllers/remote"
 	"sigs.k8s.io/cluster-api/core/setup"
@@ -237,12 +238,16 @@ func (m *Manager) setup(ctx context.Context, deps Deps) error {
 		return fmt.Errorf("creating secret caching client: %w", err)
 	}
 	m.clusterCache, err = clustercache.SetupWithManager(ctx, mgr, clustercache.Options{
-		SecretClient: secretCachingClient,
-		Cache:        setup.ClusterCacheCacheOptions(),
-		Client:       setup.ClusterCacheClientOptions(m.id, clusterCacheQPS, clusterCacheBurst),
+		SecretClient:  secretCachingClient,
+		Cache:         setup.ClusterCacheCacheOptions(),
+		Client:        setup.ClusterCacheClientOptions(m.id, clusterCacheQPS, clusterCacheBurst),
+		ClusterFilter: func(c *clusterv1.Cluster) bool { return !gated(c) }, // endpointgate.go
 	}, controller.Options{MaxConcurrentReconciles: 10})
 	if err != nil {
 		return fmt.Errorf("setting up the cluster cache: %w", err)
+	}
+	if err := setupEndpointGate(mgr); err != nil {
+		return err
 	}
 	deps.ClusterCache = m.clusterCache
 

@@ -33,6 +33,12 @@ const CAPIPausedAnnotation = "cluster.flotilla.dev/capi-paused"
 // to wait for, instead of finding block-move still there and waiting 5 s to look again.
 const MovingAnnotation = "cluster.flotilla.dev/moving"
 
+// EndpointServingAnnotation is set on a CAPI Cluster by the manager once the Cluster's control
+// plane endpoint serves, for infrastructure that is provisioned before its API server runs (a
+// Packet cluster's elastic IP before its devices boot). Until then Cluster API's cluster cache
+// does not try to connect: a failed first attempt would make it wait 30 s before the next.
+const EndpointServingAnnotation = "cluster.flotilla.dev/endpoint-serving"
+
 // Kinds a Ref can name.
 const (
 	// LocalDatacenterConfigKind is the local provider's datacenter config

@@ -1,0 +1,114 @@
+package manager
+
+import (
+	"context"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"strconv"
+	"testing"
+	"time"
+
+	. "github.com/onsi/gomega"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+
+	flotillav1 "github.com/flotilla-dev/flotilla/api/cluster/v1alpha1"
+	infrav1 "github.com/flotilla-dev/flotilla/api/infrastructure/v1alpha1"
+	"github.com/flotilla-dev/flotilla/manager/scheme"
+)
+
+func gateCluster(kind, endpoint string, provisioned, initialized bool, annotations map[string]string) *clusterv1.Cluster {
+	host, port, _ := net.SplitHostPort(endpoint)
+	p, _ := strconv.Atoi(port)
+	c := &clusterv1.Cluster{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "p1", Annotations: annotations}}
+	c.Spec.InfrastructureRef = clusterv1.ContractVersionedObjectReference{APIGroup: infrav1.GroupVersion.Group, Kind: kind, Name: "p1"}
+	c.Spec.ControlPlaneEndpoint = clusterv1.APIEndpoint{Host: host, Port: int32(p)}
+	c.Status.Initialization.InfrastructureProvisioned = ptr.To(provisioned)
+	c.Status.Initialization.ControlPlaneInitialized = ptr.To(initialized)
+	return c
+}
+
+func TestGated(t *testing.T) {
+	serving := map[string]string{flotillav1.EndpointServingAnnotation: "true"}
+	tests := []struct {
+		name    string
+		cluster *clusterv1.Cluster
+		want    bool
+	}{
+		{"infrastructure provisioned, API server not known to serve", gateCluster("PacketCluster", "127.40.0.1:6443", true, false, nil), true},
+		{"infrastructure not provisioned yet: the cluster cache does not try anyway", gateCluster("PacketCluster", "127.40.0.1:6443", false, false, nil), false},
+		{"the endpoint serves", gateCluster("PacketCluster", "127.40.0.1:6443", true, false, serving), false},
+		{"the control plane is initialized (a cluster from before the gate)", gateCluster("PacketCluster", "127.40.0.1:6443", true, true, nil), false},
+		{"a local cluster: provisioned only once its API server serves", gateCluster("LocalCluster", "127.0.0.1:6443", true, false, nil), false},
+		{"no endpoint yet", gateCluster("PacketCluster", ":0", true, false, nil), false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			NewWithT(t).Expect(gated(tt.cluster)).To(Equal(tt.want))
+		})
+	}
+}
+
+func TestServes(t *testing.T) {
+	for code, want := range map[int]bool{
+		http.StatusOK: true, http.StatusUnauthorized: true, http.StatusForbidden: true,
+		http.StatusInternalServerError: false, http.StatusServiceUnavailable: false,
+	} {
+		srv := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if r.URL.Path != "/readyz" {
+				w.WriteHeader(http.StatusNotFound)
+				return
+			}
+			w.WriteHeader(code)
+		}))
+		got := serves(t.Context(), srv.Listener.Addr().String())
+		srv.Close()
+		if got != want {
+			t.Errorf("/readyz answering %d: serves = %t, want %t", code, got, want)
+		}
+	}
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	closed := l.Addr().String()
+	_ = l.Close()
+	if serves(t.Context(), closed) {
+		t.Errorf("a closed port serves")
+	}
+}
+
+// The gate probes until the endpoint serves, then annotates the Cluster, which lets the cluster
+// cache's filter through.
+func TestEndpointGateAnnotatesOnceTheEndpointServes(t *testing.T) {
+	g := NewWithT(t)
+	s, err := scheme.New()
+	g.Expect(err).NotTo(HaveOccurred())
+	c := gateCluster("PacketCluster", "127.40.0.1:6443", true, false, nil)
+	kc := fake.NewClientBuilder().WithScheme(s).WithObjects(c).Build()
+	up := false
+	gate := &endpointGate{client: kc, probe: func(_ context.Context, address string) bool {
+		g.Expect(address).To(Equal("127.40.0.1:6443"))
+		return up
+	}}
+	req := ctrl.Request{NamespacedName: client.ObjectKeyFromObject(c)}
+
+	res, err := gate.Reconcile(t.Context(), req)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(res.RequeueAfter).To(Equal(gateProbeInterval))
+	g.Expect(kc.Get(t.Context(), req.NamespacedName, c)).To(Succeed())
+	g.Expect(gated(c)).To(BeTrue())
+
+	up = true
+	res, err = gate.Reconcile(t.Context(), req)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(res.RequeueAfter).To(Equal(time.Duration(0)))
+	g.Expect(kc.Get(t.Context(), req.NamespacedName, c)).To(Succeed())
+	g.Expect(c.Annotations).To(HaveKey(flotillav1.EndpointServingAnnotation))
+	g.Expect(gated(c)).To(BeFalse())
+}
