@@ -42,7 +42,8 @@ func (b *syncBuffer) String() string {
 }
 
 // metalAPI runs `flotilla dev metal-api` with args (and --home home) in-process until the
-// returned function is called, which waits for the command to return and gives its error.
+// returned function is called, which waits for the command to return and gives its error. A test
+// that ends before calling it still waits for the command, so no device outlives the test.
 func metalAPI(t *testing.T, home string, args ...string) (baseURL string, stop func() error) {
 	t.Helper()
 	l, err := net.Listen("tcp", "127.0.0.1:0")
@@ -59,12 +60,21 @@ func metalAPI(t *testing.T, home string, args ...string) (baseURL string, stop f
 	ctx, cancel := context.WithCancel(t.Context())
 	done := make(chan error, 1)
 	go func() { done <- root.ExecuteContext(ctx) }()
-	NewWithT(t).Eventually(out.String, 10*time.Second, 50*time.Millisecond).Should(ContainSubstring("serving http://" + addr))
-	t.Cleanup(func() { t.Logf("metal-api output:\n%s%s", out, errOut) })
-	return "http://" + addr + metalsim.BasePath, func() error {
-		cancel()
-		return <-done
+	var once sync.Once
+	var runErr error
+	stop = func() error {
+		once.Do(func() {
+			cancel()
+			runErr = <-done
+		})
+		return runErr
 	}
+	t.Cleanup(func() {
+		_ = stop()
+		t.Logf("metal-api output:\n%s%s", out, errOut)
+	})
+	NewWithT(t).Eventually(out.String, 10*time.Second, 50*time.Millisecond).Should(ContainSubstring("serving http://" + addr))
+	return "http://" + addr + metalsim.BasePath, stop
 }
 
 // bootDevice creates a device whose userdata is Cluster API's kubeadm init cloud-init for an
