@@ -660,21 +660,26 @@ func TestTheMetricsAreOnTheManagersRegistry(t *testing.T) {
 	}, timeout, interval).Should(Succeed())
 
 	g.Eventually(func(g Gomega) {
-		families, err := ctrlmetrics.Registry.Gather()
-		g.Expect(err).NotTo(HaveOccurred())
-		values := map[string]float64{}
-		for _, f := range families {
-			for _, m := range f.GetMetric() {
-				labels := ""
-				for _, l := range m.GetLabel() {
-					labels += l.GetName() + "=" + l.GetValue() + ","
-				}
-				v := m.GetGauge().GetValue() + m.GetCounter().GetValue()
-				values[f.GetName()+"{"+labels+"}"] = v
-			}
-		}
+		values := gatherMetrics(g)
 		g.Expect(values).To(HaveKeyWithValue("flotilla_addons_rollout_clusters{helmchartproxy=metered,namespace="+ns+",state=total,}", 1.0))
 		g.Expect(values).To(HaveKey("flotilla_addons_releases{state=Ready,}"))
 		g.Expect(values).To(HaveKey("flotilla_addons_helm_actions_total{action=install-or-upgrade,result=success,}"))
 	}, timeout, interval).Should(Succeed())
+}
+
+// gatherMetrics reads the manager's metrics registry, as name{label=value,...,} → value.
+func gatherMetrics(g Gomega) map[string]float64 {
+	families, err := ctrlmetrics.Registry.Gather()
+	g.Expect(err).NotTo(HaveOccurred())
+	values := map[string]float64{}
+	for _, f := range families {
+		for _, m := range f.GetMetric() {
+			labels := ""
+			for _, l := range m.GetLabel() {
+				labels += l.GetName() + "=" + l.GetValue() + ","
+			}
+			values[f.GetName()+"{"+labels+"}"] = m.GetGauge().GetValue() + m.GetCounter().GetValue()
+		}
+	}
+	return values
 }

@@ -196,6 +196,7 @@ func TestAManagerStoppedMidRolloutResumesTheRolloutWhereItWas(t *testing.T) {
 		g.Expect(ro.Updated).To(Equal(names), "each cluster counted once")
 		g.Expect(ro.Failed).To(BeEmpty())
 		g.Expect(p.Status.ReadyClusters).To(BeEquivalentTo(3))
+		g.Expect(gatherMetrics(g)).To(HaveKeyWithValue("flotilla_addons_rollout_clusters{helmchartproxy=web,namespace="+ns+",state=updated,}", 3.0))
 	}, 2*timeout, interval).Should(Succeed())
 	for i, c := range names {
 		g.Expect(releaseRevisions(g, envs[i], releaseNS, "web")).To(Equal([]int{1, 2}), "%s: installed once, upgraded once", c)

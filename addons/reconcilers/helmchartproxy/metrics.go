@@ -21,20 +21,38 @@ var (
 )
 
 // registerMetrics registers the rollout gauge once per process; it reads HelmChartProxies
-// through c (the manager's cache) at scrape time.
+// through c (the manager's cache, the last one set up) at scrape time.
 func registerMetrics(c client.Reader) {
-	registerOnce.Do(func() { metrics.Registry.MustRegister(rolloutCollector{c: c}) })
+	rollouts.use(c)
+	registerOnce.Do(func() { metrics.Registry.MustRegister(rollouts) })
 }
 
-type rolloutCollector struct{ c client.Reader }
+type rolloutCollector struct {
+	mu sync.Mutex
+	c  client.Reader
+}
 
-func (rc rolloutCollector) Describe(ch chan<- *prometheus.Desc) { ch <- rolloutDesc }
+// rollouts is the process's rollout gauge.
+var rollouts = &rolloutCollector{}
 
-func (rc rolloutCollector) Collect(ch chan<- prometheus.Metric) {
+// use makes the collector read through c: a manager that replaced a stopped one reads its own
+// cache.
+func (rc *rolloutCollector) use(c client.Reader) {
+	rc.mu.Lock()
+	defer rc.mu.Unlock()
+	rc.c = c
+}
+
+func (rc *rolloutCollector) Describe(ch chan<- *prometheus.Desc) { ch <- rolloutDesc }
+
+func (rc *rolloutCollector) Collect(ch chan<- prometheus.Metric) {
+	rc.mu.Lock()
+	c := rc.c
+	rc.mu.Unlock()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	list := &addonsv1.HelmChartProxyList{}
-	if err := rc.c.List(ctx, list); err != nil {
+	if err := c.List(ctx, list); err != nil {
 		return
 	}
 	for _, p := range list.Items {

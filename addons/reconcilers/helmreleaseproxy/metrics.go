@@ -37,10 +37,11 @@ var (
 )
 
 // registerMetrics registers the metrics once per process; the releases gauge reads
-// HelmReleaseProxies through c (the manager's cache) at scrape time.
+// HelmReleaseProxies through c (the manager's cache, the last one set up) at scrape time.
 func registerMetrics(c client.Reader) {
+	releases.use(c)
 	registerOnce.Do(func() {
-		metrics.Registry.MustRegister(driftCorrections, helmActions, releasesCollector{c: c})
+		metrics.Registry.MustRegister(driftCorrections, helmActions, releases)
 	})
 }
 
@@ -54,15 +55,32 @@ func countAction(action string, err error) {
 }
 
 // releasesCollector reports how many HelmReleaseProxies are in which state.
-type releasesCollector struct{ c client.Reader }
+type releasesCollector struct {
+	mu sync.Mutex
+	c  client.Reader
+}
 
-func (rc releasesCollector) Describe(ch chan<- *prometheus.Desc) { ch <- releasesDesc }
+// releases is the process's releases gauge.
+var releases = &releasesCollector{}
 
-func (rc releasesCollector) Collect(ch chan<- prometheus.Metric) {
+// use makes the collector read through c: a manager that replaced a stopped one reads its own
+// cache.
+func (rc *releasesCollector) use(c client.Reader) {
+	rc.mu.Lock()
+	defer rc.mu.Unlock()
+	rc.c = c
+}
+
+func (rc *releasesCollector) Describe(ch chan<- *prometheus.Desc) { ch <- releasesDesc }
+
+func (rc *releasesCollector) Collect(ch chan<- prometheus.Metric) {
+	rc.mu.Lock()
+	c := rc.c
+	rc.mu.Unlock()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	list := &addonsv1.HelmReleaseProxyList{}
-	if err := rc.c.List(ctx, list); err != nil {
+	if err := c.List(ctx, list); err != nil {
 		return
 	}
 	counts := map[string]int{}
