@@ -191,10 +191,11 @@ func (c *inMemoryClientConfig) ConfigAccess() clientcmd.ConfigAccess {
 
 // serverValidated is Helm's client factory without client-side schema validation. Helm checks
 // objects it builds with validation (the namespace it creates, and the manifest unless OpenAPI
-// validation is disabled) by asking the cluster's OpenAPI v3 document whether the server
-// validates fields itself, fetching and parsing that document anew for every action: most of an
-// install's CPU. The answer is always yes (every supported Kubernetes version does), and Helm
-// applies every object with fieldValidation=Strict, so the API server validates it anyway.
+// validation is disabled, as the engine does) by asking the cluster's OpenAPI v3 document
+// whether the server validates fields itself, fetching and parsing that document anew for every
+// action: most of an install's CPU. The answer is always yes (every supported Kubernetes version
+// does), and the releases are applied server-side, which Helm sends with fieldValidation=Strict:
+// the API server validates every object anyway.
 type serverValidated struct{ kube.Factory }
 
 func (serverValidated) Validator(string) (validation.Schema, error) {
