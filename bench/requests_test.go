@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"testing"
 
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/cluster-api/util/secret"
 	ctrlclient "sigs.k8s.io/controller-runtime/pkg/client"
@@ -99,15 +100,7 @@ func workloadRequests(b *testing.B, kc ctrlclient.Client, names []string, before
 		b.Fatal("no workload clusters to watch")
 	}
 	for _, name := range names {
-		s, err := secret.GetFromNamespacedName(b.Context(), kc, ctrlclient.ObjectKey{Namespace: "default", Name: name}, secret.Kubeconfig)
-		if err != nil {
-			b.Fatal(err)
-		}
-		cfg, err := clientcmd.RESTConfigFromKubeConfig(s.Data[secret.KubeconfigDataName])
-		if err != nil {
-			b.Fatal(err)
-		}
-		u, err := url.Parse(cfg.Host)
+		u, err := url.Parse(workloadConfig(b, kc, name).Host)
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -122,4 +115,18 @@ func workloadRequests(b *testing.B, kc ctrlclient.Client, names []string, before
 		busiest = max(busiest, total)
 	}
 	return busiest, writes
+}
+
+// workloadConfig returns the REST config of workload cluster name, from its kubeconfig Secret.
+func workloadConfig(b *testing.B, kc ctrlclient.Client, name string) *rest.Config {
+	b.Helper()
+	s, err := secret.GetFromNamespacedName(b.Context(), kc, ctrlclient.ObjectKey{Namespace: "default", Name: name}, secret.Kubeconfig)
+	if err != nil {
+		b.Fatal(err)
+	}
+	cfg, err := clientcmd.RESTConfigFromKubeConfig(s.Data[secret.KubeconfigDataName])
+	if err != nil {
+		b.Fatal(err)
+	}
+	return cfg
 }

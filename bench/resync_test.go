@@ -8,8 +8,6 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
-	"k8s.io/client-go/tools/clientcmd"
-	"sigs.k8s.io/cluster-api/util/secret"
 	ctrlclient "sigs.k8s.io/controller-runtime/pkg/client"
 
 	addonsv1 "github.com/flotilla-dev/flotilla/api/addons/v1alpha1"
@@ -81,18 +79,10 @@ func benchmarkResync(b *testing.B, c *client.Client, kc ctrlclient.Client, home 
 // as over.
 const resyncQuiet = 3 * time.Second
 
-// workloadClient returns a client of workload cluster name, from its kubeconfig Secret.
+// workloadClient returns a client of workload cluster name.
 func workloadClient(b *testing.B, kc ctrlclient.Client, name string) ctrlclient.Client {
 	b.Helper()
-	s, err := secret.GetFromNamespacedName(b.Context(), kc, ctrlclient.ObjectKey{Namespace: "default", Name: name}, secret.Kubeconfig)
-	if err != nil {
-		b.Fatal(err)
-	}
-	cfg, err := clientcmd.RESTConfigFromKubeConfig(s.Data[secret.KubeconfigDataName])
-	if err != nil {
-		b.Fatal(err)
-	}
-	wc, err := ctrlclient.New(cfg, ctrlclient.Options{})
+	wc, err := ctrlclient.New(workloadConfig(b, kc, name), ctrlclient.Options{})
 	if err != nil {
 		b.Fatal(err)
 	}
