@@ -234,7 +234,7 @@ func notInitialized(kcp *kubeadmcontrolplanev1.KubeadmControlPlane, pc *infrav1.
 	default:
 		ep := pc.Spec.ControlPlaneEndpoint
 		return flotillav1.WaitingForKubeadmInitReason, fmt.Sprintf(
-			"the device of Machine %s is active; waiting for kubeadm init on it and for Cluster API to read kubeadm-config from https://%s:%d (its cluster cache tries to connect every 30 s)",
+			"the device of Machine %s is active; waiting for kubeadm init on it and for Cluster API to read kubeadm-config from https://%s:%d",
 			machines[0].Name, ep.Host, ep.Port)
 	}
 }

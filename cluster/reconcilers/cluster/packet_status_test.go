@@ -113,7 +113,7 @@ func TestSetPacketControlPlaneReady(t *testing.T) {
 			observed: packetObserved{packetCluster: packetCluster(metav1.ConditionTrue), kcp: kcp(1, "v1.36.3", false),
 				machines: []clusterv1.Machine{machine("m1-cp-a", "active", cpLabels)}},
 			wantStatus: metav1.ConditionFalse, wantReason: flotillav1.WaitingForKubeadmInitReason,
-			wantMessage: "the device of Machine m1-cp-a is active; waiting for kubeadm init on it and for Cluster API to read kubeadm-config from https://127.40.0.8:6443 (its cluster cache tries to connect every 30 s)",
+			wantMessage: "the device of Machine m1-cp-a is active; waiting for kubeadm init on it and for Cluster API to read kubeadm-config from https://127.40.0.8:6443",
 		},
 		{
 			name: "initialized with a Node to come waits for the Nodes",
