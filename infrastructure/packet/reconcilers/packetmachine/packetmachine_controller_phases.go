@@ -22,11 +22,9 @@ import (
 )
 
 // Poll intervals while a device provisions: a quarter of its age, between these bounds, so a
-// fast device is seen early and a slow one costs few calls. The shortest is 1 s: a device's
-// first seconds cost a few more calls, and a device that is quick is seen within a second
-// (BenchmarkPacket: the workers' devices are on the path to the cluster being provisioned).
+// fast device is seen early and a slow one costs few calls.
 const (
-	minPoll = time.Second
+	minPoll = 2 * time.Second
 	maxPoll = 30 * time.Second
 )
 
