@@ -5,9 +5,11 @@ import (
 	"crypto/tls"
 	"fmt"
 	"net/http"
+	"sync"
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -26,7 +28,7 @@ import (
 // the connection fails, and the cluster cache tries again only after a fixed 30 s, which holds
 // back everything that needs the workload cluster (Cluster API learning that kubeadm init is
 // done, and so the workers' join data). The gate probes the endpoint of such a Cluster every
-// gateProbeInterval and sets flotillav1.EndpointServingAnnotation once it serves; the cluster
+// gateProbeInterval and sets flotillav1.EndpointServingAnnotation once it is ready; the cluster
 // cache's filter leaves gated Clusters alone until then, and the annotation's write is the event
 // that makes it connect, the first time successfully. A local cluster is not gated: its
 // LocalCluster reports provisioned only once its API server serves.
@@ -54,12 +56,14 @@ func isLocal(ref clusterv1.ContractVersionedObjectReference) bool {
 // endpointGate is the controller that opens the gate.
 type endpointGate struct {
 	client client.Client
-	// probe reports whether the API server at https://address serves.
-	probe func(ctx context.Context, address string) bool
+	// probe returns the status with which https://address/readyz answers; 0 for none.
+	probe func(ctx context.Context, address string) int
+	// forbiddenSince records when each Cluster's endpoint first answered 403.
+	forbiddenSince sync.Map
 }
 
 func setupEndpointGate(mgr ctrl.Manager) error {
-	g := &endpointGate{client: mgr.GetClient(), probe: serves}
+	g := &endpointGate{client: mgr.GetClient(), probe: readyzStatus}
 	err := ctrl.NewControllerManagedBy(mgr).
 		Named("endpoint-gate").
 		For(&clusterv1.Cluster{}).
@@ -79,9 +83,10 @@ func (g *endpointGate) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Re
 	if !gated(c) || !c.DeletionTimestamp.IsZero() {
 		return ctrl.Result{}, nil
 	}
-	if !g.probe(ctx, c.Spec.ControlPlaneEndpoint.String()) {
+	if !g.serves(req.NamespacedName, g.probe(ctx, c.Spec.ControlPlaneEndpoint.String())) {
 		return ctrl.Result{RequeueAfter: gateProbeInterval}, nil
 	}
+	g.forbiddenSince.Delete(req.NamespacedName)
 	patch := client.RawPatch("application/merge-patch+json", fmt.Appendf(nil, `{"metadata":{"annotations":{%q:"true"}}}`, flotillav1.EndpointServingAnnotation))
 	if err := g.client.Patch(ctx, c, patch); err != nil && !apierrors.IsNotFound(err) {
 		return ctrl.Result{}, fmt.Errorf("annotating Cluster %s with %s: %w", req, flotillav1.EndpointServingAnnotation, err)
@@ -90,29 +95,44 @@ func (g *endpointGate) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Re
 	return ctrl.Result{}, nil
 }
 
-// serves asks https://address/readyz without credentials: 200, or a refusal by authentication
-// or authorization (401, 403), says the API server's handler chain is up. The certificate is not
-// verified: nothing is sent, and nothing of the answer is trusted beyond its status.
-func serves(ctx context.Context, address string) bool {
+// forbiddenGrace is how long an endpoint that answers /readyz with 403 is waited for.
+const forbiddenGrace = 10 * time.Second
+
+// serves says whether an endpoint whose /readyz answered status (asked without credentials) is
+// ready: 200 says so; 401, that it does not let anonymous requests in, so this is as much as can
+// be known. A 403 says not yet: anonymous requests may read /readyz once the API server has
+// created its default RBAC rules, which it does before it reports ready; a cluster whose rules
+// never allow it is let through after forbiddenGrace of 403s.
+func (g *endpointGate) serves(cluster types.NamespacedName, status int) bool {
+	switch status {
+	case http.StatusOK, http.StatusUnauthorized:
+		return true
+	case http.StatusForbidden:
+		since, _ := g.forbiddenSince.LoadOrStore(cluster, time.Now())
+		return time.Since(since.(time.Time)) >= forbiddenGrace
+	default:
+		return false
+	}
+}
+
+// readyzStatus asks https://address/readyz without credentials and returns the status of the
+// answer, 0 when there is none. The certificate is not verified: nothing is sent, and nothing of
+// the answer is trusted beyond its status.
+func readyzStatus(ctx context.Context, address string) int {
 	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "https://"+address+"/readyz", nil)
 	if err != nil {
-		return false
+		return 0
 	}
 	hc := &http.Client{Transport: &http.Transport{
-		TLSClientConfig:   &tls.Config{InsecureSkipVerify: true}, //nolint:gosec // a reachability probe; see the doc comment
+		TLSClientConfig:   &tls.Config{InsecureSkipVerify: true}, //nolint:gosec // a readiness probe; see the doc comment
 		DisableKeepAlives: true,
 	}}
 	resp, err := hc.Do(req)
 	if err != nil {
-		return false
+		return 0
 	}
 	_ = resp.Body.Close()
-	switch resp.StatusCode {
-	case http.StatusOK, http.StatusUnauthorized, http.StatusForbidden:
-		return true
-	default:
-		return false
-	}
+	return resp.StatusCode
 }

@@ -11,6 +11,7 @@ import (
 
 	. "github.com/onsi/gomega"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -54,9 +55,11 @@ func TestGated(t *testing.T) {
 	}
 }
 
-func TestServes(t *testing.T) {
+func TestReadyzStatusAndServes(t *testing.T) {
+	g := NewWithT(t)
+	gate := &endpointGate{}
 	for code, want := range map[int]bool{
-		http.StatusOK: true, http.StatusUnauthorized: true, http.StatusForbidden: true,
+		http.StatusOK: true, http.StatusUnauthorized: true, http.StatusForbidden: false,
 		http.StatusInternalServerError: false, http.StatusServiceUnavailable: false,
 	} {
 		srv := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -66,21 +69,21 @@ func TestServes(t *testing.T) {
 			}
 			w.WriteHeader(code)
 		}))
-		got := serves(t.Context(), srv.Listener.Addr().String())
+		status := readyzStatus(t.Context(), srv.Listener.Addr().String())
 		srv.Close()
-		if got != want {
-			t.Errorf("/readyz answering %d: serves = %t, want %t", code, got, want)
-		}
+		g.Expect(status).To(Equal(code))
+		g.Expect(gate.serves(types.NamespacedName{Name: strconv.Itoa(code)}, status)).To(Equal(want), "/readyz answering %d", code)
 	}
 	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
+	g.Expect(err).NotTo(HaveOccurred())
 	closed := l.Addr().String()
 	_ = l.Close()
-	if serves(t.Context(), closed) {
-		t.Errorf("a closed port serves")
-	}
+	g.Expect(readyzStatus(t.Context(), closed)).To(BeZero(), "a closed port answers nothing")
+
+	// An endpoint that keeps answering 403 is let through after the grace.
+	forbidden := types.NamespacedName{Namespace: "default", Name: "forbidden"}
+	gate.forbiddenSince.Store(forbidden, time.Now().Add(-forbiddenGrace))
+	g.Expect(gate.serves(forbidden, http.StatusForbidden)).To(BeTrue())
 }
 
 // The gate probes until the endpoint serves, then annotates the Cluster, which lets the cluster
@@ -91,10 +94,10 @@ func TestEndpointGateAnnotatesOnceTheEndpointServes(t *testing.T) {
 	g.Expect(err).NotTo(HaveOccurred())
 	c := gateCluster("PacketCluster", "127.40.0.1:6443", true, false, nil)
 	kc := fake.NewClientBuilder().WithScheme(s).WithObjects(c).Build()
-	up := false
-	gate := &endpointGate{client: kc, probe: func(_ context.Context, address string) bool {
+	status := 0
+	gate := &endpointGate{client: kc, probe: func(_ context.Context, address string) int {
 		g.Expect(address).To(Equal("127.40.0.1:6443"))
-		return up
+		return status
 	}}
 	req := ctrl.Request{NamespacedName: client.ObjectKeyFromObject(c)}
 
@@ -104,7 +107,7 @@ func TestEndpointGateAnnotatesOnceTheEndpointServes(t *testing.T) {
 	g.Expect(kc.Get(t.Context(), req.NamespacedName, c)).To(Succeed())
 	g.Expect(gated(c)).To(BeTrue())
 
-	up = true
+	status = http.StatusOK
 	res, err = gate.Reconcile(t.Context(), req)
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(res.RequeueAfter).To(Equal(time.Duration(0)))
