@@ -70,18 +70,25 @@ func benchmarkPackagesAndAddons(b *testing.B, c *client.Client, kc ctrlclient.Cl
 	start := time.Now()
 	var wg sync.WaitGroup
 	errs := make(chan error, 3*len(ten))
+	// Per cluster in this order: hello-stack depends on flotilla-greeter, and its controller
+	// creates the dependency's Package if it does not exist yet, which the CLI then refuses to
+	// install again.
+	packages := []string{"flotilla-greeter", "hello-flotilla", "hello-stack"}
 	for _, cluster := range ten {
-		for _, pkg := range []string{"flotilla-greeter", "hello-flotilla", "hello-stack"} {
-			wg.Go(func() {
+		wg.Go(func() {
+			for _, pkg := range packages {
 				if _, err := c.InstallPackage(ctx, kubeconfig, client.InstallPackageOptions{Cluster: cluster, Package: pkg}); err != nil {
 					errs <- err
 					return
 				}
+			}
+			for _, pkg := range packages {
 				if _, err := c.WaitPackageReady(ctx, kubeconfig, cluster, pkg, 3*time.Minute); err != nil {
 					errs <- err
+					return
 				}
-			})
-		}
+			}
+		})
 	}
 	wg.Wait()
 	close(errs)
