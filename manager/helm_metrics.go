@@ -2,11 +2,11 @@ package manager
 
 import (
 	"sync"
-	"sync/atomic"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
 
+	"github.com/flotilla-dev/flotilla/internal/latest"
 	"github.com/flotilla-dev/flotilla/pkg/helm"
 )
 
@@ -26,18 +26,18 @@ var (
 
 // reportEngine makes engine the one whose counters the metrics endpoint serves.
 func reportEngine(engine *helm.Engine) {
-	engineMetrics.engine.Store(engine)
+	engineMetrics.engine.Set(engine)
 	registerEngineMetrics.Do(func() { metrics.Registry.MustRegister(engineMetrics) })
 }
 
 // engineCollector reads an engine's counters at scrape time.
-type engineCollector struct{ engine atomic.Pointer[helm.Engine] }
+type engineCollector struct{ engine latest.Value[*helm.Engine] }
 
 func (c *engineCollector) Describe(ch chan<- *prometheus.Desc) { ch <- engineOperationsDesc }
 
 func (c *engineCollector) Collect(ch chan<- prometheus.Metric) {
-	engine := c.engine.Load()
-	if engine == nil {
+	engine, ok := c.engine.Get()
+	if !ok {
 		return
 	}
 	s := engine.Stats()

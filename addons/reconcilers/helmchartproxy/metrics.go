@@ -10,6 +10,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	addonsv1 "github.com/flotilla-dev/flotilla/api/addons/v1alpha1"
+	"github.com/flotilla-dev/flotilla/internal/latest"
 )
 
 var (
@@ -23,32 +24,25 @@ var (
 // registerMetrics registers the rollout gauge once per process; it reads HelmChartProxies
 // through c (the manager's cache, the last one set up) at scrape time.
 func registerMetrics(c client.Reader) {
-	rollouts.use(c)
+	rollouts.c.Set(c)
 	registerOnce.Do(func() { metrics.Registry.MustRegister(rollouts) })
 }
 
 type rolloutCollector struct {
-	mu sync.Mutex
-	c  client.Reader
+	// c is the cache of the newest manager.
+	c latest.Value[client.Reader]
 }
 
 // rollouts is the process's rollout gauge.
 var rollouts = &rolloutCollector{}
 
-// use makes the collector read through c: a manager that replaced a stopped one reads its own
-// cache.
-func (rc *rolloutCollector) use(c client.Reader) {
-	rc.mu.Lock()
-	defer rc.mu.Unlock()
-	rc.c = c
-}
-
 func (rc *rolloutCollector) Describe(ch chan<- *prometheus.Desc) { ch <- rolloutDesc }
 
 func (rc *rolloutCollector) Collect(ch chan<- prometheus.Metric) {
-	rc.mu.Lock()
-	c := rc.c
-	rc.mu.Unlock()
+	c, ok := rc.c.Get()
+	if !ok {
+		return
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	list := &addonsv1.HelmChartProxyList{}

@@ -12,6 +12,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	addonsv1 "github.com/flotilla-dev/flotilla/api/addons/v1alpha1"
+	"github.com/flotilla-dev/flotilla/internal/latest"
 )
 
 // The metrics of the reconciler, registered with controller-runtime's registry (served on the
@@ -39,7 +40,7 @@ var (
 // registerMetrics registers the metrics once per process; the releases gauge reads
 // HelmReleaseProxies through c (the manager's cache, the last one set up) at scrape time.
 func registerMetrics(c client.Reader) {
-	releases.use(c)
+	releases.c.Set(c)
 	registerOnce.Do(func() {
 		metrics.Registry.MustRegister(driftCorrections, helmActions, releases)
 	})
@@ -56,27 +57,20 @@ func countAction(action string, err error) {
 
 // releasesCollector reports how many HelmReleaseProxies are in which state.
 type releasesCollector struct {
-	mu sync.Mutex
-	c  client.Reader
+	// c is the cache of the newest manager.
+	c latest.Value[client.Reader]
 }
 
 // releases is the process's releases gauge.
 var releases = &releasesCollector{}
 
-// use makes the collector read through c: a manager that replaced a stopped one reads its own
-// cache.
-func (rc *releasesCollector) use(c client.Reader) {
-	rc.mu.Lock()
-	defer rc.mu.Unlock()
-	rc.c = c
-}
-
 func (rc *releasesCollector) Describe(ch chan<- *prometheus.Desc) { ch <- releasesDesc }
 
 func (rc *releasesCollector) Collect(ch chan<- prometheus.Metric) {
-	rc.mu.Lock()
-	c := rc.c
-	rc.mu.Unlock()
+	c, ok := rc.c.Get()
+	if !ok {
+		return
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	list := &addonsv1.HelmReleaseProxyList{}
