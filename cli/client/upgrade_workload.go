@@ -497,12 +497,12 @@ func clusterAndCAPICluster(ctx context.Context, kc ctrlclient.Client, key ctrlcl
 	return fc, capi, nil
 }
 
-// poll asks done every half second until it is true, ctx ends, or timeout passes; timedOut
+// poll asks done every readyPollInterval until it is true, ctx ends, or timeout passes; timedOut
 // builds the error of a timeout.
 func poll(ctx context.Context, timeout time.Duration, done wait.ConditionWithContextFunc, timedOut func() error) error {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	err := wait.PollUntilContextCancel(ctx, 500*time.Millisecond, true, done)
+	err := wait.PollUntilContextCancel(ctx, readyPollInterval, true, done)
 	if err != nil && errors.Is(err, context.DeadlineExceeded) {
 		return timedOut()
 	}

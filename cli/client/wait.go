@@ -20,8 +20,8 @@ import (
 
 func newCAPICluster() *clusterv1.Cluster { return &clusterv1.Cluster{} }
 
-// readyPollInterval is how often waitClusterReady reads the Cluster: one GET, cheap next to the
-// half second a coarser interval adds to every create on average.
+// readyPollInterval is how often the CLI's waits (waitClusterReady, poll) read what they wait
+// for: one GET, cheap next to the latency a coarser interval adds to every wait on average.
 const readyPollInterval = 250 * time.Millisecond
 
 // waitClusterReady polls the Flotilla Cluster until its Ready condition is True for the current
