@@ -22,7 +22,7 @@ import (
 )
 
 // Poll intervals while a device provisions: a quarter of its age, between these bounds, so a
-// fast device is seen early and a slow one costs few calls.
+// fast device is seen early and a slow one costs few calls (see nextPoll).
 const (
 	minPoll = 2 * time.Second
 	maxPoll = 30 * time.Second
@@ -82,7 +82,7 @@ func (r *Reconciler) reconcileNormal(ctx context.Context, s *scope) (ctrl.Result
 		r.recorder.Eventf(pm, nil, corev1.EventTypeWarning, infrav1.DeviceFailedReason, "GetDevice", "Device %s failed to provision", s.device.ID)
 		return ctrl.Result{}, nil
 	default:
-		return ctrl.Result{RequeueAfter: pollInterval(time.Since(s.device.CreatedAt))}, nil
+		return ctrl.Result{RequeueAfter: nextPoll(time.Since(s.device.CreatedAt))}, nil
 	}
 }
 
@@ -94,9 +94,25 @@ func readyToCreate(s *scope) bool {
 		s.machine.Spec.Bootstrap.DataSecretName != nil
 }
 
-// pollInterval is the wait before looking at a device again, given its age.
-func pollInterval(age time.Duration) time.Duration {
-	return min(max(age/4, minPoll), maxPoll)
+// nextPoll is the wait before looking at a device of the given age again. The looks fall at
+// fixed ages of the device: the first at minPoll, each next one a quarter of the age later
+// (between minPoll and maxPoll), so 2, 4, 6, 8, 10, 12.5 s and so on. Fixed ages, rather than a
+// wait counted from the last look, because the reconciler also runs on the Machine's and the
+// PacketMachine's own changes, several while a device provisions, and the workqueue keeps one
+// pending run per object: a wait counted from such a run would move the next look later each
+// time, by up to minPoll (seen as a device found active a second or more after it was).
+func nextPoll(age time.Duration) time.Duration {
+	age = max(age, 0) // a device created "in the future" by a skewed clock is looked at soon
+	at := minPoll
+	for at <= age {
+		step := min(max(at/4, minPoll), maxPoll)
+		if step == maxPoll { // from here on every step is maxPoll
+			at += ((age-at)/maxPoll + 1) * maxPoll
+			break
+		}
+		at += step
+	}
+	return at - age
 }
 
 // bootstrapData reads the Machine's bootstrap data Secret: the cloud-init the device runs.

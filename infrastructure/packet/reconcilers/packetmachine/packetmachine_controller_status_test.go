@@ -21,14 +21,34 @@ func TestPollingBacksOffWithTheDevicesAge(t *testing.T) {
 		age  time.Duration
 		want time.Duration
 	}{
-		{name: "a new device is looked at again after the shortest wait", age: time.Second, want: minPoll},
-		{name: "a device a minute old is looked at every quarter minute", age: time.Minute, want: 15 * time.Second},
-		{name: "a slow device is looked at no less often than the longest wait", age: time.Hour, want: maxPoll},
+		{name: "a new device is looked at once it is minPoll old", age: 0, want: minPoll},
+		{name: "a look between two scheduled ones keeps the next one where it was", age: 2500 * time.Millisecond, want: 1500 * time.Millisecond},
+		{name: "a look at a scheduled age schedules the next one a step later", age: 4 * time.Second, want: 2 * time.Second},
+		{name: "a device ten seconds old is looked at again a quarter of that later", age: 10 * time.Second, want: 2500 * time.Millisecond},
+		{name: "a device created ahead of this clock is looked at after the shortest wait", age: -time.Minute, want: minPoll},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			NewWithT(t).Expect(pollInterval(tt.age)).To(Equal(tt.want))
+			NewWithT(t).Expect(nextPoll(tt.age)).To(Equal(tt.want))
 		})
+	}
+}
+
+// TestPollsFallAtFixedAges checks, over two hours of a device's life, that the looks are a
+// quarter of the device's age apart (between minPoll and maxPoll), and that a reconcile at any
+// moment in between schedules the look that was already scheduled.
+func TestPollsFallAtFixedAges(t *testing.T) {
+	g := NewWithT(t)
+	for at := nextPoll(0); at < 2*time.Hour; {
+		gap := nextPoll(at)
+		g.Expect(gap).To(BeNumerically(">=", minPoll), "after the look at age %s", at)
+		g.Expect(gap).To(BeNumerically("<=", maxPoll), "after the look at age %s", at)
+		g.Expect(gap).To(BeNumerically("~", min(max(at/4, minPoll), maxPoll), time.Millisecond), "after the look at age %s", at)
+		next := at + gap
+		for _, age := range []time.Duration{at + 1, at + gap/3, at + gap*2/3, next - 1} {
+			g.Expect(age+nextPoll(age)).To(Equal(next), "a reconcile at age %s", age)
+		}
+		at = next
 	}
 }
 
