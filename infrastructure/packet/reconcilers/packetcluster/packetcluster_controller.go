@@ -18,13 +18,13 @@ import (
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 	"sigs.k8s.io/cluster-api/util"
 	"sigs.k8s.io/cluster-api/util/finalizers"
-	"sigs.k8s.io/cluster-api/util/patch"
 	"sigs.k8s.io/cluster-api/util/paused"
 	"sigs.k8s.io/cluster-api/util/predicates"
 
 	infrav1 "github.com/flotilla-dev/flotilla/api/infrastructure/v1alpha1"
 	"github.com/flotilla-dev/flotilla/infrastructure/packet/credentials"
 	"github.com/flotilla-dev/flotilla/infrastructure/packet/metal"
+	"github.com/flotilla-dev/flotilla/infrastructure/packet/objectpatch"
 )
 
 // +kubebuilder:rbac:groups=infrastructure.flotilla.dev,resources=packetclusters;packetclusters/status;packetclusters/finalizers,verbs=get;list;watch;update;patch
@@ -97,10 +97,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 	if finalizerAdded, err := finalizers.EnsureFinalizer(ctx, r.Client, pc, infrav1.PacketClusterFinalizer); err != nil || finalizerAdded {
 		return ctrl.Result{}, err
 	}
-	patchHelper, err := patch.NewHelper(pc, r.Client)
-	if err != nil {
-		return ctrl.Result{}, fmt.Errorf("creating patch helper: %w", err)
-	}
+	before := pc.DeepCopy()
 	if cluster != nil {
 		if isPaused, requeue, err := paused.EnsurePausedCondition(ctx, r.Client, cluster, pc); err != nil || isPaused || requeue {
 			return ctrl.Result{}, err
@@ -110,10 +107,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 	s := &scope{packetCluster: pc, cluster: cluster}
 	defer func() {
 		setStatus(s)
-		if err := patchHelper.Patch(ctx, pc, patch.WithOwnedConditions{Conditions: []string{
-			clusterv1.PausedCondition, infrav1.ReadyCondition,
-		}}); err != nil {
-			reterr = kerrors.NewAggregate([]error{reterr, fmt.Errorf("patching PacketCluster: %w", err)})
+		// One write for the whole status: see package objectpatch.
+		if err := objectpatch.Write(ctx, r.Client, before, pc); err != nil {
+			reterr = kerrors.NewAggregate([]error{reterr, err})
 		}
 	}()
 

@@ -18,13 +18,13 @@ import (
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 	"sigs.k8s.io/cluster-api/util"
 	"sigs.k8s.io/cluster-api/util/finalizers"
-	"sigs.k8s.io/cluster-api/util/patch"
 	"sigs.k8s.io/cluster-api/util/paused"
 	"sigs.k8s.io/cluster-api/util/predicates"
 
 	infrav1 "github.com/flotilla-dev/flotilla/api/infrastructure/v1alpha1"
 	"github.com/flotilla-dev/flotilla/infrastructure/packet/credentials"
 	"github.com/flotilla-dev/flotilla/infrastructure/packet/metal"
+	"github.com/flotilla-dev/flotilla/infrastructure/packet/objectpatch"
 )
 
 // +kubebuilder:rbac:groups=infrastructure.flotilla.dev,resources=packetmachines;packetmachines/status;packetmachines/finalizers,verbs=get;list;watch;update;patch
@@ -111,10 +111,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 	if finalizerAdded, err := finalizers.EnsureFinalizer(ctx, r.Client, pm, infrav1.PacketMachineFinalizer); err != nil || finalizerAdded {
 		return ctrl.Result{}, err
 	}
-	patchHelper, err := patch.NewHelper(pm, r.Client)
-	if err != nil {
-		return ctrl.Result{}, fmt.Errorf("creating patch helper: %w", err)
-	}
+	before := pm.DeepCopy()
 	if s.cluster != nil {
 		if isPaused, requeue, err := paused.EnsurePausedCondition(ctx, r.Client, s.cluster, pm); err != nil || isPaused || requeue {
 			return ctrl.Result{}, err
@@ -122,10 +119,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 	}
 	defer func() {
 		setStatus(s)
-		if err := patchHelper.Patch(ctx, pm, patch.WithOwnedConditions{Conditions: []string{
-			clusterv1.PausedCondition, infrav1.ReadyCondition,
-		}}); err != nil {
-			reterr = kerrors.NewAggregate([]error{reterr, fmt.Errorf("patching PacketMachine: %w", err)})
+		// One write for the whole status: see package objectpatch.
+		if err := objectpatch.Write(ctx, r.Client, before, pm); err != nil {
+			reterr = kerrors.NewAggregate([]error{reterr, err})
 		}
 	}()
 
