@@ -137,20 +137,49 @@ func packetObjects(s *scope) ([]client.Object, error) {
 
 // reconcilePacketControlPlane applies the PacketCluster, the control plane's
 // PacketMachineTemplate and the KubeadmControlPlane.
+//
+// The PacketCluster and the KubeadmControlPlane are created with the owner reference to the CAPI
+// Cluster that Cluster API's Cluster controller would add (capiOwnerRef), as its topology
+// controller creates them: both wait for that reference before doing anything, and the Cluster
+// controller adds it only in its third reconcile of a new Cluster (after its finalizer and its
+// Paused condition, each a reconcile of its own, at most one a second per object). Owned from
+// the start, the PacketCluster reserves the elastic IP and the KubeadmControlPlane takes its own
+// first steps meanwhile, and the first control plane Machine is created about 2.5 s earlier.
 func (r *Reconciler) reconcilePacketControlPlane(ctx context.Context, s *scope) error {
 	objs, err := packetObjects(s)
 	if err != nil {
 		return err
 	}
 	for _, obj := range objs[:3] {
-		if _, template := obj.(*infrav1.PacketMachineTemplate); template {
+		switch obj.(type) {
+		case *infrav1.PacketMachineTemplate:
 			obj.SetOwnerReferences([]metav1.OwnerReference{controllerRef(s.cluster)})
+		case *infrav1.PacketCluster, *kubeadmcontrolplanev1.KubeadmControlPlane:
+			if ref, ok := capiOwnerRef(s.capiCluster); ok {
+				obj.SetOwnerReferences([]metav1.OwnerReference{ref})
+			}
 		}
 		if err := r.apply(ctx, s.cluster, obj); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// capiOwnerRef is the owner reference Cluster API's Cluster controller puts on the objects its
+// Cluster's infrastructureRef and controlPlaneRef name when the Cluster has no topology: not a
+// controller reference, so that it is the same reference and the Cluster controller has nothing
+// to change (util.HasExactOwnerRef). ok is false until the CAPI Cluster exists.
+func capiOwnerRef(capi *clusterv1.Cluster) (ref metav1.OwnerReference, ok bool) {
+	if capi == nil || capi.UID == "" {
+		return metav1.OwnerReference{}, false
+	}
+	return metav1.OwnerReference{
+		APIVersion: clusterv1.GroupVersion.String(),
+		Kind:       clusterv1.ClusterKind,
+		Name:       capi.Name,
+		UID:        capi.UID,
+	}, true
 }
 
 // reconcilePacketWorkers applies every worker node group's templates and MachineDeployment.
