@@ -184,12 +184,22 @@ func capiOwnerRef(capi *clusterv1.Cluster) (ref metav1.OwnerReference, ok bool) 
 
 // reconcilePacketWorkers applies every worker node group's templates and MachineDeployment.
 // The templates are owned by the Flotilla Cluster, as the local provider's are.
+//
+// A group's MachineDeployment is created only once the KubeadmControlPlane reports the version
+// of its machines (status.versions, written once it has created the first one). Before that,
+// Cluster API's MachineSet counts the control plane as provisioning: its ControlPlaneIsStable
+// preflight check puts the scale up on hold and looks again only 15 s later, so whether the
+// workers' Machines came at once or 15 s later depended on which of the two controllers got
+// there first (in one run they came 15 s later, when the control plane was nearly initialized).
+// Created after, the workers' Machines, KubeadmConfigs and PacketMachines take their first steps
+// while the control plane device provisions, and wait only for the control plane's kubeadm init.
 func (r *Reconciler) reconcilePacketWorkers(ctx context.Context, s *scope) error {
 	c := s.cluster
 	objs, err := packetObjects(s)
 	if err != nil {
 		return err
 	}
+	controlPlaneReportsVersion := s.packetObserved != nil && kcpVersion(s.packetObserved.kcp) != ""
 	for _, obj := range objs[3:] {
 		md, isMD := obj.(*clusterv1.MachineDeployment)
 		if !isMD {
@@ -197,6 +207,9 @@ func (r *Reconciler) reconcilePacketWorkers(ctx context.Context, s *scope) error
 		}
 		if isMD {
 			group := md.Labels[flotillav1.WorkerNodeGroupLabel]
+			if s.machineDeployments[group] == nil && !controlPlaneReportsVersion {
+				continue // the KubeadmControlPlane watch brings the reconcile that creates it
+			}
 			md.Spec.Template.Spec.Version = cmp.Or(s.groupVersions[group], s.version)
 			if s.machineDeployments[group] == nil {
 				r.Recorder.Eventf(c, md, corev1.EventTypeNormal, eventCreated, "Create", "Created MachineDeployment %s with %d workers", md.Name, ptrValue(md.Spec.Replicas))

@@ -3,9 +3,13 @@ package cluster_test
 import (
 	"context"
 	"testing"
+	"time"
 
 	. "github.com/onsi/gomega"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+	bootstrapv1 "sigs.k8s.io/cluster-api/api/bootstrap/kubeadm/v1beta2"
 	kubeadmcontrolplanev1 "sigs.k8s.io/cluster-api/api/controlplane/kubeadm/v1beta2"
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 	"sigs.k8s.io/cluster-api/util"
@@ -68,4 +72,33 @@ func TestPacketClusterAndControlPlaneAreOwnedByTheCAPIClusterFromTheStart(t *tes
 			g.Expect(metav1.GetControllerOf(obj)).To(BeNil(), "a plain reference, as Cluster API's own for a Cluster without topology")
 		}, timeout, interval).Should(Succeed())
 	}
+}
+
+// Cluster API's MachineSet would hold the workers back for 15 s if it saw the control plane
+// before it reports a version; the MachineDeployment is created once it does.
+func TestPacketWorkersMachineDeploymentIsCreatedOnceTheControlPlaneReportsItsVersion(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	c := packetFixture(t, g)
+
+	kcp := &kubeadmcontrolplanev1.KubeadmControlPlane{}
+	g.Eventually(func(g Gomega) {
+		g.Expect(env.Client.Get(ctx, key(c, "p1"), kcp)).To(Succeed())
+		g.Expect(env.Client.Get(ctx, key(c, "p1-md-0"), &infrav1.PacketMachineTemplate{})).To(Succeed(), "the group's templates are applied at once")
+		g.Expect(env.Client.Get(ctx, key(c, "p1-md-0"), &bootstrapv1.KubeadmConfigTemplate{})).To(Succeed(), "the group's templates are applied at once")
+	}, timeout, interval).Should(Succeed())
+	g.Consistently(func(g Gomega) {
+		err := env.Client.Get(ctx, key(c, "p1-md-0"), &clusterv1.MachineDeployment{})
+		g.Expect(apierrors.IsNotFound(err)).To(BeTrue(), "MachineDeployment: %v", err)
+	}, 2*time.Second, interval).Should(Succeed())
+	g.Expect(conditionOf(g, c, flotillav1.WorkersReadyCondition).Message).To(ContainSubstring("MachineDeployment p1-md-0 does not exist yet"))
+
+	// What KubeadmControlPlane writes once it has created the first control plane Machine.
+	kcp.Status.Versions = []clusterv1.StatusVersion{{Version: "v1.36.3", Replicas: 1}}
+	g.Expect(env.Client.Status().Update(ctx, kcp)).To(Succeed())
+	g.Eventually(func(g Gomega) {
+		md := &clusterv1.MachineDeployment{}
+		g.Expect(env.Client.Get(ctx, key(c, "p1-md-0"), md)).To(Succeed())
+		g.Expect(md.Spec.Replicas).To(Equal(ptr.To[int32](2)))
+	}, timeout, interval).Should(Succeed())
 }
