@@ -9,9 +9,14 @@ import (
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/utils/ptr"
+	kubeadmcontrolplanev1 "sigs.k8s.io/cluster-api/api/controlplane/kubeadm/v1beta2"
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
+	"sigs.k8s.io/cluster-api/util/kubeconfig"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
@@ -32,6 +37,12 @@ import (
 // cache's filter leaves gated Clusters alone until then, and the annotation's write is the event
 // that makes it connect, the first time successfully. A local cluster is not gated: its
 // LocalCluster reports provisioned only once its API server serves.
+//
+// For a KubeadmControlPlane, "ready" also means kubeadm init has uploaded kube-system/kubeadm-config
+// (read with the Cluster's admin kubeconfig): kubeadm writes it only after kube-apiserver
+// answers, and KubeadmControlPlane, which counts the control plane initialized once it reads that
+// ConfigMap through the cluster cache, reads it right after the connection. If it read in
+// between, it found nothing and looked again only on its next event, or after 20 s.
 
 // +kubebuilder:rbac:groups=cluster.x-k8s.io,resources=clusters,verbs=get;list;watch;patch
 
@@ -56,17 +67,26 @@ func isLocal(ref clusterv1.ContractVersionedObjectReference) bool {
 	return ref.APIGroup == infrav1.GroupVersion.Group && ref.Kind == "LocalCluster"
 }
 
+func isKubeadm(ref clusterv1.ContractVersionedObjectReference) bool {
+	return ref.APIGroup == kubeadmcontrolplanev1.GroupVersion.Group && ref.Kind == "KubeadmControlPlane"
+}
+
 // endpointGate is the controller that opens the gate.
 type endpointGate struct {
 	client client.Client
 	// probe returns the status with which https://address/readyz answers; 0 for none.
 	probe func(ctx context.Context, address string) int
+	// kubeadmConfigUploaded reports whether the Cluster's kube-system/kubeadm-config exists.
+	kubeadmConfigUploaded func(ctx context.Context, c *clusterv1.Cluster) bool
 	// forbiddenSince records when each Cluster's endpoint first answered 403.
 	forbiddenSince sync.Map
 }
 
 func setupEndpointGate(mgr ctrl.Manager) error {
 	g := &endpointGate{client: mgr.GetClient(), probe: readyzStatus}
+	g.kubeadmConfigUploaded = func(ctx context.Context, c *clusterv1.Cluster) bool {
+		return kubeadmConfigUploaded(ctx, g.client, c)
+	}
 	err := ctrl.NewControllerManagedBy(mgr).
 		Named("endpoint-gate").
 		For(&clusterv1.Cluster{}).
@@ -87,6 +107,9 @@ func (g *endpointGate) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Re
 		return ctrl.Result{}, nil
 	}
 	if !g.serves(req.NamespacedName, g.probe(ctx, c.Spec.ControlPlaneEndpoint.String())) {
+		return ctrl.Result{RequeueAfter: gateProbeInterval}, nil
+	}
+	if isKubeadm(c.Spec.ControlPlaneRef) && !g.kubeadmConfigUploaded(ctx, c) {
 		return ctrl.Result{RequeueAfter: gateProbeInterval}, nil
 	}
 	g.forbiddenSince.Delete(req.NamespacedName)
@@ -138,4 +161,25 @@ func readyzStatus(ctx context.Context, address string) int {
 	}
 	_ = resp.Body.Close()
 	return resp.StatusCode
+}
+
+// kubeadmConfigUploaded reports whether the workload cluster of c has kube-system/kubeadm-config,
+// asked with the admin kubeconfig in c's <cluster>-kubeconfig Secret; false when that cannot be
+// known yet (no Secret, no answer).
+func kubeadmConfigUploaded(ctx context.Context, c client.Reader, cluster *clusterv1.Cluster) bool {
+	data, err := kubeconfig.FromSecret(ctx, c, client.ObjectKeyFromObject(cluster))
+	if err != nil {
+		return false
+	}
+	cfg, err := clientcmd.RESTConfigFromKubeConfig(data)
+	if err != nil {
+		return false
+	}
+	cfg.Timeout = 2 * time.Second
+	cs, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return false
+	}
+	_, err = cs.CoreV1().ConfigMaps(metav1.NamespaceSystem).Get(ctx, "kubeadm-config", metav1.GetOptions{})
+	return err == nil
 }

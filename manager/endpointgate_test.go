@@ -13,6 +13,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
+	kubeadmcontrolplanev1 "sigs.k8s.io/cluster-api/api/controlplane/kubeadm/v1beta2"
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -113,5 +114,39 @@ func TestEndpointGateAnnotatesOnceTheEndpointServes(t *testing.T) {
 	g.Expect(res.RequeueAfter).To(Equal(time.Duration(0)))
 	g.Expect(kc.Get(t.Context(), req.NamespacedName, c)).To(Succeed())
 	g.Expect(c.Annotations).To(HaveKey(flotillav1.EndpointServingAnnotation))
+	g.Expect(gated(c)).To(BeFalse())
+}
+
+// For a KubeadmControlPlane the gate also waits for kubeadm init to have uploaded kubeadm-config,
+// which KubeadmControlPlane reads right after the cluster cache connects.
+func TestEndpointGateWaitsForKubeadmConfigOfAKubeadmControlPlane(t *testing.T) {
+	g := NewWithT(t)
+	s, err := scheme.New()
+	g.Expect(err).NotTo(HaveOccurred())
+	c := gateCluster("PacketCluster", "127.40.0.1:6443", true, false, nil)
+	c.Spec.ControlPlaneRef = clusterv1.ContractVersionedObjectReference{APIGroup: kubeadmcontrolplanev1.GroupVersion.Group, Kind: "KubeadmControlPlane", Name: "p1"}
+	kc := fake.NewClientBuilder().WithScheme(s).WithObjects(c).Build()
+	uploaded := false
+	gate := &endpointGate{
+		client: kc,
+		probe:  func(context.Context, string) int { return http.StatusOK },
+		kubeadmConfigUploaded: func(_ context.Context, cluster *clusterv1.Cluster) bool {
+			g.Expect(cluster.Name).To(Equal("p1"))
+			return uploaded
+		},
+	}
+	req := ctrl.Request{NamespacedName: client.ObjectKeyFromObject(c)}
+
+	res, err := gate.Reconcile(t.Context(), req)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(res.RequeueAfter).To(Equal(gateProbeInterval), "/readyz answers, kubeadm-config is not there yet")
+	g.Expect(kc.Get(t.Context(), req.NamespacedName, c)).To(Succeed())
+	g.Expect(gated(c)).To(BeTrue())
+
+	uploaded = true
+	res, err = gate.Reconcile(t.Context(), req)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(res.RequeueAfter).To(Equal(time.Duration(0)))
+	g.Expect(kc.Get(t.Context(), req.NamespacedName, c)).To(Succeed())
 	g.Expect(gated(c)).To(BeFalse())
 }
