@@ -17,7 +17,9 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/rest"
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
+	"sigs.k8s.io/cluster-api/controllers/clustercache"
 	ctrl "sigs.k8s.io/controller-runtime"
+	ctrlcache "sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
@@ -68,6 +70,7 @@ func run(m *testing.M) int {
 		}
 	}()
 	defer stopWorkloads()
+	defer clusters.disconnect(nil)
 	defer stopManager()
 	return m.Run()
 }
@@ -100,6 +103,7 @@ func setupAddons(ctx context.Context, mgr ctrl.Manager) error {
 func restartManager(t testing.TB, whileStopped func()) {
 	t.Helper()
 	stopManager()
+	clusters.disconnect(nil) // the watches went with the manager's controller
 	whileStopped()
 	router.mu.Lock()
 	router.real = &helm.Engine{ChartCache: workloads.cache}
@@ -121,11 +125,73 @@ func stopManager() {
 }
 
 // clusterCache hands out a REST config per Cluster: the registered one, or one whose host names
-// the Cluster (for engine.Fake); unreachable Clusters get an error.
+// the Cluster (for engine.Fake); unreachable Clusters get an error. Like CAPI's ClusterCache, it
+// watches the Clusters with a registered config (a workload API server) through one cache per
+// cluster, adding each named watch once per connection; a Cluster of engine.Fake, with no API
+// server to watch, is never connected, so its releases are polled.
 type clusterCache struct {
 	mu          sync.Mutex
 	configs     map[client.ObjectKey]*rest.Config
 	unreachable map[client.ObjectKey]bool
+	connections map[client.ObjectKey]*connection
+}
+
+// connection is what clusterCache keeps of a watched cluster: its cache and its watches' names.
+type connection struct {
+	cache   ctrlcache.Cache
+	stop    context.CancelFunc
+	watches map[string]bool
+}
+
+func (c *clusterCache) Watch(ctx context.Context, key client.ObjectKey, w clustercache.Watcher) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	cfg, ok := c.configs[key]
+	if !ok || c.unreachable[key] {
+		return fmt.Errorf("watching %T in cluster %s: %w", w.Object(), key, clustercache.ErrClusterNotConnected)
+	}
+	conn := c.connections[key]
+	if conn == nil {
+		// As CAPI's cluster accessor: no client timeout on the informers' long-running watches.
+		cacheCfg := rest.CopyConfig(cfg)
+		cacheCfg.Timeout = 11 * time.Minute
+		cache, err := ctrlcache.New(cacheCfg, ctrlcache.Options{DefaultTransform: ctrlcache.TransformStripManagedFields()})
+		if err != nil {
+			return err
+		}
+		cacheCtx, stop := context.WithCancel(context.Background())
+		go func() { _ = cache.Start(cacheCtx) }()
+		if !cache.WaitForCacheSync(ctx) { // as CAPI's, before any watch is added
+			stop()
+			return fmt.Errorf("watching cluster %s: the cache did not start", key)
+		}
+		conn = &connection{cache: cache, stop: stop, watches: map[string]bool{}}
+		if c.connections == nil {
+			c.connections = map[client.ObjectKey]*connection{}
+		}
+		c.connections[key] = conn
+	}
+	if conn.watches[w.Name()] {
+		return nil
+	}
+	if err := w.Watch(conn.cache); err != nil {
+		return err
+	}
+	conn.watches[w.Name()] = true
+	return nil
+}
+
+// disconnect stops the watches of cluster key, or of every cluster when key is nil, as CAPI's
+// ClusterCache does when it loses a connection or its manager stops.
+func (c *clusterCache) disconnect(key *client.ObjectKey) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for k, conn := range c.connections {
+		if key == nil || k == *key {
+			conn.stop()
+			delete(c.connections, k)
+		}
+	}
 }
 
 func (c *clusterCache) GetRESTConfig(_ context.Context, key client.ObjectKey) (*rest.Config, error) {
@@ -141,6 +207,9 @@ func (c *clusterCache) GetRESTConfig(_ context.Context, key client.ObjectKey) (*
 }
 
 func (c *clusterCache) setUnreachable(key client.ObjectKey, unreachable bool) {
+	if unreachable {
+		c.disconnect(&key)
+	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.unreachable[key] = unreachable

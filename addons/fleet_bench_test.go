@@ -30,7 +30,7 @@ const fleetSize = 20
 //     not depend on what else the machine runs.
 //
 // The proxies are what `make bench` applies: the latest chart of an OCI repository, a values
-// template, drift correction every 5s.
+// template, drift correction (through the watches: no interval needed).
 func BenchmarkAProxyAcrossAFleet(b *testing.B) {
 	startManager(b)
 	registry, stop := charttest.StartRegistry()
@@ -77,7 +77,7 @@ func createFleetProxies(b *testing.B, ns, registry string, names ...string) {
 		p.Spec.RepoURL, p.Spec.ChartName, p.Spec.Version, p.Spec.Namespace = "oci://"+registry+"/charts", "hello", "", name+"-"+ns
 		p.Spec.Registry = &addonsv1.RegistryOptions{PlainHTTP: true}
 		p.Spec.ValuesTemplate = "greeting: Hello {{ .Cluster.metadata.name }}\n"
-		p.Spec.DriftCorrection = &addonsv1.DriftCorrection{Mode: addonsv1.DriftCorrectionEnabled, Interval: &metav1.Duration{Duration: 5 * time.Second}}
+		p.Spec.DriftCorrection = &addonsv1.DriftCorrection{Mode: addonsv1.DriftCorrectionEnabled}
 		if err := env.Client.Create(context.Background(), p); err != nil {
 			b.Fatal(err)
 		}

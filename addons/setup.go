@@ -28,7 +28,7 @@ type Options struct {
 }
 
 // Setup registers the HelmChartProxy and HelmReleaseProxy reconcilers with mgr.
-func Setup(_ context.Context, mgr ctrl.Manager, opts Options) error {
+func Setup(ctx context.Context, mgr ctrl.Manager, opts Options) error {
 	if opts.ClusterCache == nil || opts.Engine == nil {
 		return errors.New("addons component: ClusterCache and Engine are required")
 	}
@@ -50,5 +50,5 @@ func Setup(_ context.Context, mgr ctrl.Manager, opts Options) error {
 		UninstallTimeout: opts.UninstallTimeout,
 		ResyncInterval:   opts.ResyncInterval,
 	}
-	return hrp.SetupWithManager(mgr)
+	return hrp.SetupWithManager(ctx, mgr)
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"net/url"
 	"os"
 	"slices"
 	"sync"
@@ -29,6 +30,16 @@ var workloads struct {
 	cache string
 	// requests counts the requests sent to the workload API servers.
 	requests atomic.Int64
+	// sent records the requests sent to each workload API server (by host), as "METHOD URI".
+	sent sync.Map // string → *requestLog
+	// dedicated are the API servers of useDedicatedWorkloadCluster.
+	dedicated []*testenv.Environment
+}
+
+// requestLog is what requestCounter records of the requests to one host.
+type requestLog struct {
+	mu   sync.Mutex
+	reqs []string
 }
 
 // Like the manager's cluster cache, which hands Helm configs with these limits.
@@ -72,25 +83,69 @@ func useWorkloadClusters(tb testing.TB, ns string, names ...string) []*testenv.E
 		}
 	}
 	envs := workloads.envs[:len(names)]
-	clusters.mu.Lock()
-	router.mu.Lock()
 	for i, name := range names {
-		cfg := rest.CopyConfig(envs[i].Config)
-		cfg.QPS, cfg.Burst, cfg.Timeout = workloadQPS, workloadBurst, workloadTimeout
-		cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper { return requestCounter{rt} })
-		clusters.configs[client.ObjectKey{Namespace: ns, Name: name}] = cfg
-		router.hosts[cfg.Host] = true
+		registerWorkloadCluster(ns, name, envs[i])
 	}
-	router.mu.Unlock()
-	clusters.mu.Unlock()
 	return envs
 }
 
-// requestCounter counts the requests to workload clusters in workloads.requests.
+// useDedicatedWorkloadCluster is useWorkloadClusters with a workload API server that no other
+// test uses, for a test that counts the requests it receives.
+func useDedicatedWorkloadCluster(tb testing.TB, ns, name string) *testenv.Environment {
+	tb.Helper()
+	useWorkloadClusters(tb, ns) // the real engine
+	e, err := testenv.Start(testenv.Options{SkipCRDs: true})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	workloads.mu.Lock()
+	workloads.dedicated = append(workloads.dedicated, e)
+	workloads.mu.Unlock()
+	registerWorkloadCluster(ns, name, e)
+	return e
+}
+
+// registerWorkloadCluster makes the Cluster ns/name reach the API server of e through the real
+// engine, with a config that counts and records the requests.
+func registerWorkloadCluster(ns, name string, e *testenv.Environment) {
+	cfg := rest.CopyConfig(e.Config)
+	cfg.QPS, cfg.Burst, cfg.Timeout = workloadQPS, workloadBurst, workloadTimeout
+	cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper { return requestCounter{rt} })
+	clusters.mu.Lock()
+	router.mu.Lock()
+	clusters.configs[client.ObjectKey{Namespace: ns, Name: name}] = cfg
+	router.hosts[cfg.Host] = true
+	router.mu.Unlock()
+	clusters.mu.Unlock()
+}
+
+// requestsSent returns the requests sent to the API server of e so far, as "METHOD URI".
+func requestsSent(e *testenv.Environment) []string {
+	host := e.Config.Host
+	if u, err := url.Parse(host); err == nil && u.Host != "" {
+		host = u.Host
+	}
+	v, ok := workloads.sent.Load(host)
+	if !ok {
+		return nil
+	}
+	l := v.(*requestLog)
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return slices.Clone(l.reqs)
+}
+
+// requestCounter counts the requests to workload clusters in workloads.requests and records
+// them in workloads.sent.
 type requestCounter struct{ next http.RoundTripper }
 
 func (c requestCounter) RoundTrip(req *http.Request) (*http.Response, error) {
 	workloads.requests.Add(1)
+	v, _ := workloads.sent.LoadOrStore(req.URL.Host, &requestLog{})
+	l := v.(*requestLog)
+	l.mu.Lock()
+	l.reqs = append(l.reqs, req.Method+" "+req.URL.RequestURI())
+	l.mu.Unlock()
 	return c.next.RoundTrip(req)
 }
 
@@ -98,7 +153,7 @@ func (c requestCounter) RoundTrip(req *http.Request) (*http.Response, error) {
 func stopWorkloads() {
 	workloads.mu.Lock()
 	defer workloads.mu.Unlock()
-	for _, e := range workloads.envs {
+	for _, e := range append(workloads.envs, workloads.dedicated...) {
 		if err := e.Stop(); err != nil {
 			fmt.Fprintf(os.Stderr, "workload cluster: %v\n", err)
 		}

@@ -25,6 +25,20 @@
 //   - Paused: nothing is done while the HelmReleaseProxy or its Cluster carries the
 //     cluster.x-k8s.io/paused annotation, or the Cluster's spec.paused is true.
 //
+// # Watching the workload cluster
+//
+// An installed release is looked at again when its objects change, not on a timer: through
+// CAPI's ClusterCache the reconciler watches, in each workload cluster, the kinds of the objects
+// of its releases (every kind with drift correction on, else the Deployments, StatefulSets and
+// DaemonSets whose availability gates rollouts). The watches are metadata-only and shared by the
+// releases of a cluster; Helm's meta.helm.sh/release-name and release-namespace annotations map
+// an event to the HelmReleaseProxies of that release (an index on the release each stands for).
+// A deletion or a change of what a manifest sets wakes releases with drift correction on; a
+// status change of a workload wakes only releases waiting for their workloads to become
+// available. A release at rest costs its cluster no requests until the resync (or the drift
+// interval, when set and shorter). While a cluster cannot be watched, releases are polled as
+// before watches existed.
+//
 // # Deletion and unreachable clusters
 //
 // The finalizer addons.flotilla.dev/helmreleaseproxy uninstalls the release before the

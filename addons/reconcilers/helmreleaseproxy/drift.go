@@ -14,9 +14,11 @@ import (
 	addonsv1 "github.com/flotilla-dev/flotilla/api/addons/v1alpha1"
 )
 
-// DefaultDriftInterval is how often the live objects of a release with drift correction enabled
-// are compared with its manifest when spec.driftCorrection.interval is unset.
-const DefaultDriftInterval = 30 * time.Second
+// DefaultDriftPollInterval is how often the live objects of a release with drift correction
+// enabled are compared with its manifest while they cannot be watched and
+// spec.driftCorrection.interval is unset. While they are watched, a change is corrected when
+// it happens and the full comparison runs at the interval, the resync interval when unset.
+const DefaultDriftPollInterval = 30 * time.Second
 
 const driftCorrectedEvent = "DriftCorrected"
 
@@ -26,23 +28,32 @@ func driftEnabled(hrp *addonsv1.HelmReleaseProxy) bool {
 	return d != nil && d.Mode == addonsv1.DriftCorrectionEnabled
 }
 
-// driftInterval is how often drift is looked for.
+// driftInterval is spec.driftCorrection.interval, 0 when unset.
 func driftInterval(hrp *addonsv1.HelmReleaseProxy) time.Duration {
 	if d := hrp.Spec.DriftCorrection; d != nil && d.Interval != nil && d.Interval.Duration > 0 {
 		return d.Interval.Duration
 	}
-	return DefaultDriftInterval
+	return 0
 }
 
-// requeueAfter is when a Ready release is looked at again: soon while its workloads are not
-// available (a rollout waits for them), at the drift interval when drift correction is on,
-// else at the resync interval.
+// requeueAfter is when a Ready release is looked at again unprompted. A watched release
+// (watchRelease) is woken by the changes of its objects and of its workloads' availability:
+// it comes back at the resync interval, or the drift interval when that is shorter, as a safety
+// net. A release that cannot be watched is polled: at the drift interval (30s when unset) when
+// drift correction is on, and soon while its workloads are not available (a rollout waits for
+// them).
 func (r *Reconciler) requeueAfter(s *scope) time.Duration {
 	after := r.ResyncInterval
 	if driftEnabled(s.hrp) {
-		after = min(driftInterval(s.hrp), after)
+		interval := driftInterval(s.hrp)
+		if interval == 0 && !s.watched {
+			interval = DefaultDriftPollInterval
+		}
+		if interval > 0 {
+			after = min(interval, after)
+		}
 	}
-	if s.healthChecked && len(s.unavailable) > 0 {
+	if !s.watched && s.healthChecked && len(s.unavailable) > 0 {
 		after = min(healthRetry, after)
 	}
 	return after

@@ -91,11 +91,18 @@ type Reconciler struct {
 
 	// now is the clock; time.Now when nil.
 	now func() time.Time
+	// writes keeps the reconciler from acting on a cached copy older than its own last write.
+	writes writes
+	// controller is the controller SetupWithManager built, which the watches of workload
+	// clusters feed.
+	controller controller.Controller
 }
 
 // SetupWithManager registers the reconciler with mgr. It reconciles HelmReleaseProxies and
-// watches Clusters, so a Cluster that appears or is paused or resumed is noticed at once.
-func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
+// watches Clusters, so a Cluster that appears or is paused or resumed is noticed at once. The
+// objects of installed releases are watched in their workload clusters as releases need it
+// (watchRelease), when the ClusterCache can watch.
+func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager) error {
 	switch {
 	case r.Client == nil:
 		return errors.New("helmreleaseproxy reconciler: Client is required")
@@ -124,6 +131,9 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		concurrency = 10
 	}
 	registerMetrics(r.Client)
+	if err := mgr.GetFieldIndexer().IndexField(ctx, &addonsv1.HelmReleaseProxy{}, releaseIndex, indexRelease); err != nil {
+		return fmt.Errorf("indexing HelmReleaseProxies by release: %w", err)
+	}
 	changed := predicate.Or(predicate.GenerationChangedPredicate{}, predicate.AnnotationChangedPredicate{})
 	b := ctrl.NewControllerManagedBy(mgr).
 		Named("helmreleaseproxy").
@@ -137,10 +147,11 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		// A cluster the cache (re)connects to is installed into at once, not at the next retry.
 		b = b.WatchesRawSource(cs.GetClusterSource("helmreleaseproxy", r.proxiesOfCluster))
 	}
-	err := b.Complete(r)
+	c, err := b.Build(r)
 	if err != nil {
 		return fmt.Errorf("setting up the helmreleaseproxy reconciler: %w", err)
 	}
+	r.controller = c
 	return nil
 }
 
@@ -148,7 +159,13 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Result, reterr error) {
 	hrp := &addonsv1.HelmReleaseProxy{}
 	if err := r.Client.Get(ctx, req.NamespacedName, hrp); err != nil {
+		if apierrors.IsNotFound(err) {
+			r.writes.forget(req.NamespacedName)
+		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	if r.writes.stale(hrp) {
+		return ctrl.Result{RequeueAfter: staleCacheRetry}, nil // the cache has not seen our last write yet
 	}
 	ctx = ctrl.LoggerInto(ctx, ctrl.LoggerFrom(ctx).WithValues("cluster", hrp.Spec.ClusterName))
 
@@ -168,6 +185,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 		if err := r.Client.Patch(ctx, hrp, client.MergeFromWithOptions(before, client.MergeFromWithOptimisticLock{})); err != nil {
 			return requeueOnConflict(fmt.Errorf("adding finalizer to HelmReleaseProxy %s: %w", klog.KObj(hrp), err))
 		}
+		r.writes.wrote(hrp)
 	}
 	return r.reconcileNormal(ctx, s)
 }
@@ -194,6 +212,12 @@ type scope struct {
 	// objects are the objects of the installed release's manifest, known when objectsKnown.
 	objects      []*unstructured.Unstructured
 	objectsKnown bool
+	// watched is set when the events of the release's objects reach the reconciler (watchRelease):
+	// it need not poll them.
+	watched bool
+	// newWatch is set when this reconcile added a watch: a change made before its first list
+	// was no event, so the objects are compared now.
+	newWatch bool
 	// driftChecked is set when the live objects were compared with the manifest.
 	driftChecked bool
 	// driftErr is why the comparison or a restoration failed.
@@ -226,6 +250,7 @@ func (r *Reconciler) patchStatus(ctx context.Context, s *scope) error {
 	if err := r.Client.Status().Patch(ctx, s.hrp, client.MergeFrom(base)); err != nil {
 		return client.IgnoreNotFound(fmt.Errorf("patching status of HelmReleaseProxy %s: %w", klog.KObj(s.hrp), err))
 	}
+	r.writes.wrote(s.hrp)
 	return nil
 }
 

@@ -103,6 +103,7 @@ func (r *Reconciler) reconcileNormal(ctx context.Context, s *scope) (ctrl.Result
 			return ctrl.Result{}, err
 		}
 		if upToDate {
+			r.watchRelease(ctx, s)
 			r.correctDrift(ctx, s, cfg)
 			r.checkHealth(ctx, s, cfg)
 			return ctrl.Result{RequeueAfter: r.requeueAfter(s)}, nil
@@ -156,9 +157,12 @@ func (r *Reconciler) install(ctx context.Context, s *scope, cfg *rest.Config, re
 	// Tell at once whether the release's workloads are healthy (a rollout waits for that). A
 	// release that follows a version range or the latest chart comes this way on every resync,
 	// Unchanged: drift is looked for then. Right after an install or upgrade there is none to
-	// look for (Helm just applied every object); the next look is at the drift interval.
+	// look for (Helm just applied every object) unless a watch was only now added (what changed
+	// since the apply was no event); the next look comes with the next change (the watches), or
+	// at the drift interval.
 	s.objects, s.objectsKnown = result.Objects, true
-	if result.Action == engine.Unchanged {
+	r.watchRelease(ctx, s)
+	if result.Action == engine.Unchanged || s.newWatch {
 		r.correctDrift(ctx, s, cfg)
 	}
 	r.checkHealth(ctx, s, cfg)

@@ -13,7 +13,8 @@ import (
 	addonsv1 "github.com/flotilla-dev/flotilla/api/addons/v1alpha1"
 )
 
-// healthRetry is how soon the workloads of a release that is not healthy are looked at again.
+// healthRetry is how soon the workloads of a release that is not healthy are looked at again
+// while they cannot be watched.
 const healthRetry = 5 * time.Second
 
 const rolledBackEvent = "RolledBack"

@@ -124,8 +124,12 @@ type DriftCorrection struct {
 	// +kubebuilder:default=Disabled
 	Mode DriftCorrectionMode `json:"mode"`
 
-	// interval is how often the live objects are compared with the release's manifest; 30s
-	// when unset.
+	// interval is how often the live objects are compared in full with the release's
+	// manifest, as a safety net. A change or deletion of an object of the release does not
+	// wait for it: the objects are watched in the workload cluster and restored when they
+	// change. Unset, the full comparison comes with the resync (10m by default); an interval
+	// longer than the resync is the resync's. While the workload cluster cannot be watched,
+	// drift is looked for by polling, every interval (30s when unset).
 	// +optional
 	Interval *metav1.Duration `json:"interval,omitempty"`
 
