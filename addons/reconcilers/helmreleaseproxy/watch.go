@@ -150,7 +150,7 @@ type objectWatcher struct {
 	name       string
 	kind       *metav1.PartialObjectMetadata
 	controller controller.Controller
-	handler    handler.TypedEventHandler[*metav1.PartialObjectMetadata, reconcile.Request]
+	handler    *releaseObjectEvents
 
 	// cache is the workload cluster's cache, set when the ClusterCache added the watch.
 	cache ctrlcache.Cache
@@ -163,6 +163,7 @@ func (w *objectWatcher) Object() client.Object { return w.kind }
 
 // Watch adds the watch to the controller; the ClusterCache calls it once per connection.
 func (w *objectWatcher) Watch(c ctrlcache.Cache) error {
+	w.handler.started = time.Now()
 	if err := w.controller.Watch(source.TypedKind[*metav1.PartialObjectMetadata, reconcile.Request](c, w.kind, w.handler)); err != nil {
 		return err
 	}
@@ -192,15 +193,18 @@ func (w *objectWatcher) waitForSync(ctx context.Context) error {
 //     any change of an object without a generation such as a ConfigMap, labels, annotations):
 //     the releases with drift correction on, which restore the object; for workloads also
 //     those waiting for them to become available;
-//   - a status change of a workload (same generation) and a creation: only the releases waiting
-//     for their workloads to become available (Healthy not True for their generation), which a
-//     rollout's health gate needs; the status of available workloads changes often and says
-//     nothing a release needs;
+//   - a status change of a workload (same generation), and a workload the watch's first list
+//     found: only the releases waiting for their workloads to become available (Healthy not
+//     True for their generation), which a rollout's health gate needs; the status of available
+//     workloads changes often and says nothing a release needs;
+//   - a creation after the watch started: nothing (the reconciler created the object);
 //   - the informer's periodic resync (the same resourceVersion): nothing.
 type releaseObjectEvents struct {
 	reader   client.Reader
 	cluster  client.ObjectKey
 	workload bool
+	// started is when the watch was added.
+	started time.Time
 }
 
 var _ handler.TypedEventHandler[*metav1.PartialObjectMetadata, reconcile.Request] = &releaseObjectEvents{}
@@ -211,7 +215,15 @@ type wake struct {
 	health bool // the releases waiting for their workloads
 }
 
+// Create tells only of workloads that may have existed before the watch: the informer's first
+// list replays them as creations, and one may have become available between a release's last
+// look and that list. A workload created later was created by the reconciler itself (an
+// install, a restoration), which looks at it right after.
 func (e *releaseObjectEvents) Create(ctx context.Context, ev event.TypedCreateEvent[*metav1.PartialObjectMetadata], q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+	// creationTimestamp has a resolution of a second.
+	if ev.Object.CreationTimestamp.After(e.started.Add(time.Second)) {
+		return
+	}
 	e.enqueue(ctx, q, ev.Object, wake{health: e.workload})
 }
 
