@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"maps"
 	"regexp"
+	"sync"
 	"text/template"
 
 	"github.com/Masterminds/sprig/v3"
@@ -67,7 +68,7 @@ const templateName = "valuesTemplate"
 // keys; "" when the template renders no values). Its errors say on which line of the template
 // the problem is, and what it is.
 func Render(text string, data Data) (string, error) {
-	t, err := template.New(templateName).Option("missingkey=error").Funcs(Functions()).Parse(text)
+	t, err := parse(text)
 	if err != nil {
 		return "", formatError(err)
 	}
@@ -85,6 +86,38 @@ func Render(text string, data Data) (string, error) {
 		return "", fmt.Errorf("the rendered valuesTemplate is not a YAML mapping: %w", err)
 	}
 	return Encode(values)
+}
+
+// parsed holds the templates parse parsed, by their text: a HelmChartProxy renders the same
+// template for each of its clusters on every reconcile, and parsing (which checks each of
+// Sprig's functions) costs more than executing. A parsed template may be executed concurrently.
+var parsed struct {
+	sync.Mutex
+	templates map[string]*template.Template
+}
+
+// maxParsed bounds parsed: past it, the templates are parsed again.
+const maxParsed = 256
+
+// parse parses text as a values template, or returns it parsed before.
+func parse(text string) (*template.Template, error) {
+	parsed.Lock()
+	t, ok := parsed.templates[text]
+	parsed.Unlock()
+	if ok {
+		return t, nil
+	}
+	t, err := template.New(templateName).Option("missingkey=error").Funcs(Functions()).Parse(text)
+	if err != nil {
+		return nil, err
+	}
+	parsed.Lock()
+	defer parsed.Unlock()
+	if parsed.templates == nil || len(parsed.templates) >= maxParsed {
+		parsed.templates = map[string]*template.Template{}
+	}
+	parsed.templates[text] = t
+	return t, nil
 }
 
 func nonNil(m map[string]any) map[string]any {

@@ -1,7 +1,9 @@
 package values
 
 import (
+	"fmt"
 	"strings"
+	"sync"
 	"testing"
 
 	. "github.com/onsi/gomega"
@@ -222,4 +224,23 @@ func TestHashIgnoresHowValuesWereWritten(t *testing.T) {
 	hc, _ := Hash(map[string]any{"b": 2})
 	g.Expect(hc).NotTo(Equal(ha))
 	g.Expect(strings.TrimPrefix(ha, "sha256:")).To(HaveLen(64))
+}
+
+func TestATemplateParsedOnceRendersEachClustersValuesConcurrently(t *testing.T) {
+	g := NewWithT(t)
+	const text = "name: {{ .Cluster.metadata.name }}\n"
+	var wg sync.WaitGroup
+	got := make([]string, 20)
+	errs := make([]error, 20)
+	for i := range got {
+		wg.Go(func() {
+			data := Data{Cluster: map[string]any{"metadata": map[string]any{"name": fmt.Sprintf("w%d", i)}}}
+			got[i], errs[i] = Render(text, data)
+		})
+	}
+	wg.Wait()
+	for i := range got {
+		g.Expect(errs[i]).NotTo(HaveOccurred())
+		g.Expect(got[i]).To(Equal(fmt.Sprintf("name: w%d\n", i)))
+	}
 }
