@@ -196,6 +196,23 @@ func startPacketManager(b *testing.B, env *testenv.Environment) func() {
 	}
 	done := make(chan error, 1)
 	go func() { done <- m.Run(ctx) }()
+	// The clock starts on a running management cluster, as a user's would: the manager elected,
+	// its webhook server answering.
+	started := m.Manager().GetWebhookServer().StartedChecker()
+	err = wait.PollUntilContextTimeout(ctx, 50*time.Millisecond, time.Minute, true, func(context.Context) (bool, error) {
+		select {
+		case err := <-done:
+			return false, fmt.Errorf("the manager stopped: %w", err)
+		case <-m.Manager().Elected():
+			return started(nil) == nil, nil
+		default:
+			return false, nil
+		}
+	})
+	if err != nil {
+		cancel()
+		b.Fatalf("waiting for the manager: %v", err)
+	}
 	return func() {
 		cancel()
 		if err := <-done; err != nil && !errors.Is(err, context.Canceled) {
