@@ -60,7 +60,7 @@ var components = []component{
 		return []string{l.pki(caCert), l.pki(apiserverCert), l.pki(apiserverKey), l.pki(etcdClientCert), l.pki(etcdClientKey), l.pki(saKey), l.pki(saPub)}
 	}},
 	{name: binaries.KubeControllerManager, spec: controllerManagerSpec, inputs: func(l layout) []string {
-		return []string{l.kubeconfig("kube-controller-manager"), l.pki(caCert), l.pki(caKey), l.pki(saKey)}
+		return []string{l.kubeconfig("kube-controller-manager"), l.pki(caCert), l.pki(saKey)}
 	}},
 	{name: binaries.KubeScheduler, spec: schedulerSpec, inputs: func(l layout) []string {
 		return []string{l.kubeconfig("kube-scheduler")}
@@ -169,8 +169,6 @@ func controllerManagerSpec(cfg Config, l layout, _ state) process.Spec {
 		"--use-service-account-credentials=true",
 		"--service-account-private-key-file=" + l.pki(saKey),
 		"--root-ca-file=" + l.pki(caCert),
-		"--cluster-signing-cert-file=" + l.pki(caCert),
-		"--cluster-signing-key-file=" + l.pki(caKey),
 		"--cluster-name=" + cfg.Name,
 		"--service-cluster-ip-range=" + cfg.ServiceClusterIPRange,
 		"--profiling=false",

@@ -90,8 +90,12 @@
 // serve HTTPS at all"), so they take no port and many clusters share the machine without
 // collisions; --leader-elect=false (one replica; a restarted process would otherwise wait up to
 // 15 s for its own stale lease). The controller manager runs each controller with its own
-// service account (--use-service-account-credentials, as kubeadm), signs CSRs with the cluster CA
-// and fills ServiceAccount tokens' ca.crt (--root-ca-file).
+// service account (--use-service-account-credentials, as kubeadm) and fills ServiceAccount
+// tokens' ca.crt (--root-ca-file). It signs no CSRs (no --cluster-signing-cert-file): nothing
+// asks a local cluster for certificates (its Nodes are kwok's, without kubelets), and each of
+// the signing controller's four signers watches the key pair with an inotify instance of its
+// own, of the 128 a Linux user has by default: with 20 clusters on one host these ran out, and
+// a manager restarted then could not start (its webhook certificate watcher needs one).
 //
 // kwok: --manage-nodes-with-annotation-selector=kwok.x-k8s.io/node=fake (infrav1.KwokNodeAnnotation
 // = KwokNodeAnnotationValue) and --manage-all-nodes=false, so only the Nodes the local provider
