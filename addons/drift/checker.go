@@ -23,11 +23,13 @@ const (
 	Deleted = "Deleted"
 )
 
-// Helm's marks on the objects of a release, which it checks before adopting an object.
+// Helm's marks on every object of a release (helm.sh/helm/v4 pkg/action's setMetadataVisitor,
+// applied on install, upgrade and rollback), which it checks before adopting an object: the
+// annotations say which release the object belongs to.
 const (
-	managedByLabel            = "app.kubernetes.io/managed-by"
-	releaseNameAnnotation     = "meta.helm.sh/release-name"
-	releaseNamespaceAnnotaion = "meta.helm.sh/release-namespace"
+	managedByLabel             = "app.kubernetes.io/managed-by"
+	ReleaseNameAnnotation      = "meta.helm.sh/release-name"
+	ReleaseNamespaceAnnotation = "meta.helm.sh/release-namespace"
 )
 
 // Checker compares a release's objects with the live ones and restores those that drifted. It
@@ -92,8 +94,8 @@ func (c *Checker) Restore(ctx context.Context, cfg *rest.Config, obj *unstructur
 	if annotations == nil {
 		annotations = map[string]string{}
 	}
-	annotations[releaseNameAnnotation] = releaseName
-	annotations[releaseNamespaceAnnotaion] = releaseNamespace
+	annotations[ReleaseNameAnnotation] = releaseName
+	annotations[ReleaseNamespaceAnnotation] = releaseNamespace
 	apply.SetAnnotations(annotations)
 	if err := cl.Apply(ctx, client.ApplyConfigurationFromUnstructured(apply), client.FieldOwner(c.FieldManager), client.ForceOwnership); err != nil {
 		return fmt.Errorf("restoring %s %s: %w", obj.GetKind(), client.ObjectKeyFromObject(obj), err)

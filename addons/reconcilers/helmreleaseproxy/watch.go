@@ -24,6 +24,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
+	"github.com/flotilla-dev/flotilla/addons/drift"
 	addonsv1 "github.com/flotilla-dev/flotilla/api/addons/v1alpha1"
 )
 
@@ -32,13 +33,6 @@ import (
 type clusterWatcher interface {
 	Watch(ctx context.Context, cluster client.ObjectKey, watcher clustercache.Watcher) error
 }
-
-// Helm's marks on every object of a release (helm.sh/helm/v4 pkg/action's setMetadataVisitor,
-// applied on install, upgrade and rollback): which release the object belongs to.
-const (
-	releaseNameAnnotation      = "meta.helm.sh/release-name"
-	releaseNamespaceAnnotation = "meta.helm.sh/release-namespace"
-)
 
 // releaseIndex indexes HelmReleaseProxies by the releases they stand for in their cluster, as
 // releaseKey(cluster, namespace, name): the one the spec names and the one last installed.
@@ -237,7 +231,7 @@ func (e *releaseObjectEvents) Update(ctx context.Context, ev event.TypedUpdateEv
 		w.drift = true
 	}
 	obj := newObj
-	if _, ok := newObj.Annotations[releaseNameAnnotation]; !ok {
+	if _, ok := newObj.Annotations[drift.ReleaseNameAnnotation]; !ok {
 		obj = oldObj // someone took Helm's marks away: the release they named is told
 	}
 	e.enqueue(ctx, q, obj, w)
@@ -261,7 +255,7 @@ func contentChanged(oldObj, newObj *metav1.PartialObjectMetadata) bool {
 
 // enqueue adds the HelmReleaseProxies of obj's release in this cluster that w wakes.
 func (e *releaseObjectEvents) enqueue(ctx context.Context, q workqueue.TypedRateLimitingInterface[reconcile.Request], obj *metav1.PartialObjectMetadata, w wake) {
-	name, namespace := obj.Annotations[releaseNameAnnotation], obj.Annotations[releaseNamespaceAnnotation]
+	name, namespace := obj.Annotations[drift.ReleaseNameAnnotation], obj.Annotations[drift.ReleaseNamespaceAnnotation]
 	if name == "" || namespace == "" || (!w.drift && !w.health) {
 		return
 	}
