@@ -6,9 +6,16 @@ import (
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
+
+// IsWorkload reports whether objects of kind gvk are workloads whose availability Unavailable
+// looks at: Deployments, StatefulSets and DaemonSets.
+func IsWorkload(gvk schema.GroupVersionKind) bool {
+	return gvk.Group == "apps" && (gvk.Kind == "Deployment" || gvk.Kind == "StatefulSet" || gvk.Kind == "DaemonSet")
+}
 
 // Unavailable returns the workloads among objects (Deployments, StatefulSets, DaemonSets) that
 // are not available in the cluster, each as "Kind namespace/name (why)"; none when all are.
@@ -20,7 +27,7 @@ func (c *Checker) Unavailable(ctx context.Context, cfg *rest.Config, objects []*
 	var unavailable []string
 	for _, want := range objects {
 		gvk := want.GroupVersionKind()
-		if gvk.Group != "apps" || (gvk.Kind != "Deployment" && gvk.Kind != "StatefulSet" && gvk.Kind != "DaemonSet") {
+		if !IsWorkload(gvk) {
 			continue
 		}
 		live := &unstructured.Unstructured{}

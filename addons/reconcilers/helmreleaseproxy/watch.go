@@ -110,18 +110,13 @@ func watchedKinds(objects []*unstructured.Unstructured, all bool) []schema.Group
 	seen := map[schema.GroupVersionKind]bool{}
 	for _, o := range objects {
 		gvk := o.GroupVersionKind()
-		if seen[gvk] || (!all && !isWorkload(gvk)) {
+		if seen[gvk] || (!all && !drift.IsWorkload(gvk)) {
 			continue
 		}
 		seen[gvk] = true
 		kinds = append(kinds, gvk)
 	}
 	return kinds
-}
-
-// isWorkload: the kinds whose availability the health gate looks at (drift.Checker.Unavailable).
-func isWorkload(gvk schema.GroupVersionKind) bool {
-	return gvk.Group == "apps" && (gvk.Kind == "Deployment" || gvk.Kind == "StatefulSet" || gvk.Kind == "DaemonSet")
 }
 
 // releaseObjectWatcher watches the objects of kind gvk in cluster, metadata only: the
@@ -134,7 +129,7 @@ func (r *Reconciler) releaseObjectWatcher(cluster client.ObjectKey, gvk schema.G
 		name:       "helmreleaseproxy-" + strings.ToLower(gvk.Kind) + "." + gvk.Version + "." + gvk.Group,
 		kind:       kind,
 		controller: r.controller,
-		handler:    &releaseObjectEvents{reader: r.Client, cluster: cluster, workload: isWorkload(gvk)},
+		handler:    &releaseObjectEvents{reader: r.Client, cluster: cluster, workload: drift.IsWorkload(gvk)},
 	}
 }
 
