@@ -21,6 +21,7 @@ import (
 
 	"github.com/flotilla-dev/flotilla/addons/values"
 	addonsv1 "github.com/flotilla-dev/flotilla/api/addons/v1alpha1"
+	"github.com/flotilla-dev/flotilla/pkg/objectpatch"
 )
 
 // Event reasons.
@@ -204,10 +205,8 @@ func (r *Reconciler) reconcileDelete(ctx context.Context, s *scope) (ctrl.Result
 	if s.remaining = len(s.releaseProxies); s.remaining > 0 {
 		return ctrl.Result{}, nil // the deletion of each HelmReleaseProxy brings us back
 	}
-	before := s.proxy.DeepCopy()
-	controllerutil.RemoveFinalizer(s.proxy, addonsv1.HelmChartProxyFinalizer)
-	if err := r.Client.Patch(ctx, s.proxy, client.MergeFrom(before)); client.IgnoreNotFound(err) != nil {
-		return ctrl.Result{}, fmt.Errorf("removing finalizer from HelmChartProxy %s: %w", klog.KObj(s.proxy), err)
+	if err := s.patch.RemoveFinalizer(ctx, addonsv1.HelmChartProxyFinalizer); err != nil {
+		return objectpatch.RequeueOnConflict(err, conflictRetry)
 	}
 	s.gone = true
 	return ctrl.Result{}, nil

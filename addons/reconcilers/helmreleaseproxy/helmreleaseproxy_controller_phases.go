@@ -13,7 +13,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/client-go/rest"
-	"k8s.io/klog/v2"
 	"k8s.io/utils/ptr"
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -23,6 +22,7 @@ import (
 	"github.com/flotilla-dev/flotilla/addons/engine"
 	"github.com/flotilla-dev/flotilla/addons/values"
 	addonsv1 "github.com/flotilla-dev/flotilla/api/addons/v1alpha1"
+	"github.com/flotilla-dev/flotilla/pkg/objectpatch"
 )
 
 // DefaultReleaseNamespace is the namespace of a release whose spec names none.
@@ -253,7 +253,7 @@ func (r *Reconciler) reconcileDelete(ctx context.Context, s *scope) (ctrl.Result
 	}
 	inst := hrp.Status.Installed
 	if inst == nil {
-		return ctrl.Result{}, r.removeFinalizer(ctx, s)
+		return r.removeFinalizer(ctx, s)
 	}
 	cluster, err := r.getCluster(ctx, hrp)
 	if err != nil {
@@ -262,7 +262,7 @@ func (r *Reconciler) reconcileDelete(ctx context.Context, s *scope) (ctrl.Result
 	if cluster == nil || !cluster.DeletionTimestamp.IsZero() {
 		r.Recorder.Eventf(hrp, nil, corev1.EventTypeNormal, leftWithCluster, "Uninstall",
 			"Cluster %s is deleted; release %s/%s goes with it", hrp.Spec.ClusterName, inst.Namespace, inst.ReleaseName)
-		return ctrl.Result{}, r.removeFinalizer(ctx, s)
+		return r.removeFinalizer(ctx, s)
 	}
 	if isPaused(hrp, cluster) {
 		s.paused = true
@@ -298,22 +298,19 @@ func (r *Reconciler) reconcileDelete(ctx context.Context, s *scope) (ctrl.Result
 		if err := r.patchStatus(ctx, s); err != nil {
 			return ctrl.Result{}, err
 		}
-		s.statusBase = s.hrp.Status.DeepCopy()
-		return ctrl.Result{}, r.removeFinalizer(ctx, s)
+		return r.removeFinalizer(ctx, s)
 	}
 	r.Recorder.Eventf(hrp, nil, corev1.EventTypeNormal, uninstalledEvent, "Uninstall", "Uninstalled release %s/%s", inst.Namespace, inst.ReleaseName)
-	return ctrl.Result{}, r.removeFinalizer(ctx, s)
+	return r.removeFinalizer(ctx, s)
 }
 
 // removeFinalizer lets the HelmReleaseProxy go.
-func (r *Reconciler) removeFinalizer(ctx context.Context, s *scope) error {
-	before := s.hrp.DeepCopy()
-	controllerutil.RemoveFinalizer(s.hrp, addonsv1.HelmReleaseProxyFinalizer)
-	if err := r.Client.Patch(ctx, s.hrp, client.MergeFrom(before)); client.IgnoreNotFound(err) != nil {
-		return fmt.Errorf("removing finalizer from HelmReleaseProxy %s: %w", klog.KObj(s.hrp), err)
+func (r *Reconciler) removeFinalizer(ctx context.Context, s *scope) (ctrl.Result, error) {
+	if err := s.patch.RemoveFinalizer(ctx, addonsv1.HelmReleaseProxyFinalizer); err != nil {
+		return objectpatch.RequeueOnConflict(err, objectpatch.ConflictRetry)
 	}
 	s.gone = true
-	return nil
+	return ctrl.Result{}, nil
 }
 
 // getCluster returns the HelmReleaseProxy's Cluster, nil when it does not exist.
