@@ -37,8 +37,9 @@ const FieldOwner = "flotilla-cluster-controller"
 // +kubebuilder:rbac:groups="",resources=secrets,verbs=create;update;patch
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
 
-// Reconciler turns a Flotilla Cluster into the Cluster API objects of the local provider and
-// reports their state back in the Cluster's status.
+// Reconciler turns a Flotilla Cluster into the Cluster API objects of its provider (local or
+// Packet, by the kind of spec.datacenterRef) and reports their state back in the Cluster's
+// status.
 type Reconciler struct {
 	// Client reads through the manager's cache and writes to the API server.
 	Client client.Client
