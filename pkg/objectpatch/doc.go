@@ -44,8 +44,9 @@
 // WithOptimisticLock locks every patch of a write, for a status that records a decision that a
 // reconcile working from an outdated copy must not make again (the batch of a HelmChartProxy's
 // rollout). After every write the object in memory carries the resourceVersion the API server
-// gave it, so the next locked write starts from there, and a reconciler can remember the version
-// of its own last write to recognise a cached copy that predates it.
+// gave it (and the generation, after a change of the spec), so the next locked write starts from
+// there, the status records the generation of the spec it acted on, and a reconciler can remember
+// the version of its own last write to recognise a cached copy that predates it.
 //
 // A status write that finds the object gone is not an error: the object let go of its last
 // finalizer, or was deleted while the reconcile ran, and its status went with it.

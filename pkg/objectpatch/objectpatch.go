@@ -34,7 +34,8 @@ type Patch struct {
 }
 
 // New starts following obj, as just read with c. Every later change to obj goes to the API
-// server through the Patch's methods, which keep obj's resourceVersion that of the last write.
+// server through the Patch's methods, which keep obj's resourceVersion and generation those of
+// the last write.
 func New(c client.Client, obj client.Object) *Patch {
 	return &Patch{client: c, obj: obj, base: obj.DeepCopyObject().(client.Object)}
 }
@@ -57,8 +58,8 @@ func WithOptimisticLock() Option {
 // one merge patch, then its whole status with one merge patch of the status subresource. Each
 // patch is sent only when something in it changed. A patch that changes the finalizers carries
 // an optimistic lock whatever the options (see the package documentation). A status write that
-// finds the object gone is not an error. After a write, obj carries the resourceVersion the API
-// server gave it.
+// finds the object gone is not an error. After a write, obj carries the resourceVersion and the
+// generation the API server gave it.
 func (p *Patch) Write(ctx context.Context, opts ...Option) error {
 	var o options
 	for _, opt := range opts {
@@ -124,28 +125,31 @@ func (p *Patch) RemoveFinalizer(ctx context.Context, finalizer string) error {
 		return nil
 	}
 	remove := func(o client.Object) { controllerutil.RemoveFinalizer(o, finalizer) }
-	if err := p.writeFinalizers(ctx, remove); client.IgnoreNotFound(err) != nil {
+	err := p.writeFinalizers(ctx, remove)
+	if apierrors.IsNotFound(err) {
+		remove(p.obj) // gone: no finalizer holds it
+		remove(p.base)
+		return nil
+	}
+	if err != nil {
 		return fmt.Errorf("removing finalizer %s from %s: %w", finalizer, p.describe(), err)
 	}
 	return nil
 }
 
 // writeFinalizers makes change to the finalizers of the object as last written and patches
-// that alone, with an optimistic lock; once written, the change is made to obj too. A
-// NotFound error is returned as it is, with the change made: the object is gone.
+// that alone, with an optimistic lock; once written, it makes the change to obj too.
 func (p *Patch) writeFinalizers(ctx context.Context, change func(client.Object)) error {
 	changed := p.base.DeepCopyObject().(client.Object)
 	change(changed)
-	resourceVersion, err := p.patch(ctx, objectEndpoint, changed, true)
-	if err != nil && !apierrors.IsNotFound(err) {
+	written, err := p.patch(ctx, objectEndpoint, changed, true)
+	if err != nil {
 		return err
 	}
 	change(p.obj)
 	change(p.base)
-	if err == nil {
-		p.wrote(resourceVersion)
-	}
-	return err
+	p.wrote(written)
+	return nil
 }
 
 // endpoint is where a patch goes: the object, or its status subresource.
@@ -157,25 +161,29 @@ const (
 )
 
 // patch sends the merge patch from the object as last written to want, and returns the
-// resourceVersion the API server gave the result. want itself is not modified.
-func (p *Patch) patch(ctx context.Context, to endpoint, want client.Object, lock bool) (resourceVersion string, err error) {
+// object as the API server wrote it. want itself is not modified.
+func (p *Patch) patch(ctx context.Context, to endpoint, want client.Object, lock bool) (client.Object, error) {
 	mergePatch := client.MergeFrom(p.base)
 	if lock {
 		mergePatch = client.MergeFromWithOptions(p.base, client.MergeFromWithOptimisticLock{})
 	}
-	target := want.DeepCopyObject().(client.Object)
+	written := want.DeepCopyObject().(client.Object)
+	var err error
 	if to == statusEndpoint {
-		err = p.client.Status().Patch(ctx, target, mergePatch)
+		err = p.client.Status().Patch(ctx, written, mergePatch)
 	} else {
-		err = p.client.Patch(ctx, target, mergePatch)
+		err = p.client.Patch(ctx, written, mergePatch)
 	}
-	return target.GetResourceVersion(), err
+	return written, err
 }
 
-// wrote records the resourceVersion of a successful write in obj and in the base of the next one.
-func (p *Patch) wrote(resourceVersion string) {
-	p.obj.SetResourceVersion(resourceVersion)
-	p.base.SetResourceVersion(resourceVersion)
+// wrote records in obj, and in the base of the next write, what the API server changed on its
+// own when it wrote: the resourceVersion, and the generation after a change of the spec.
+func (p *Patch) wrote(written client.Object) {
+	for _, o := range []client.Object{p.obj, p.base} {
+		o.SetResourceVersion(written.GetResourceVersion())
+		o.SetGeneration(written.GetGeneration())
+	}
 }
 
 // describe names the object in errors: its kind and namespace/name.

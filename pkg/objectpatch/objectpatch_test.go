@@ -80,6 +80,8 @@ func TestWriteSendsMetadataAndSpecThenTheWholeStatusInOneWrite(t *testing.T) {
 	g.Expect(held.Status.ElasticIP).To(Equal(pc.Status.ElasticIP))
 	g.Expect(held.Status.Conditions).To(HaveLen(1))
 	g.Expect(pc.ResourceVersion).To(Equal(held.ResourceVersion), "the object in memory carries the version of the last write")
+	g.Expect(held.Generation).To(BeEquivalentTo(2))
+	g.Expect(pc.Generation).To(Equal(held.Generation), "and the generation of its new spec")
 
 	// A watcher sees the metadata and spec, then the whole status at once: never the Ready
 	// condition without the elastic IP it speaks of.
