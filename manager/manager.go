@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"path/filepath"
 	"sync/atomic"
 	"time"
 
@@ -114,7 +113,7 @@ func New(ctx context.Context, restConfig *rest.Config, opts Options) (*Manager, 
 	if deps.BinRoot == "" {
 		deps.BinRoot = binaries.DefaultRoot()
 	}
-	deps.Helm = &helm.Engine{ChartCache: filepath.Join(deps.Home, "cache", "charts")}
+	deps.Helm = &helm.Engine{ChartCache: helm.ChartCacheDir(deps.Home)}
 	reportEngine(deps.Helm)
 
 	s, err := scheme.New()
