@@ -24,6 +24,8 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 	"sigs.k8s.io/controller-runtime/pkg/webhook"
 
+	flotillav1 "github.com/flotilla-dev/flotilla/api/cluster/v1alpha1"
+	"github.com/flotilla-dev/flotilla/internal/version"
 	"github.com/flotilla-dev/flotilla/manager/scheme"
 	"github.com/flotilla-dev/flotilla/pkg/binaries"
 	"github.com/flotilla-dev/flotilla/pkg/controlplane"
@@ -32,7 +34,7 @@ import (
 
 // Namespace is where Flotilla's manager keeps its state: the leader election Lease, the version
 // ConfigMap, infrastructure credentials.
-const Namespace = "flotilla-system"
+const Namespace = flotillav1.SystemNamespace
 
 // fieldOwner is the server-side apply field manager of what the manager applies.
 const fieldOwner = "flotilla-manager"
@@ -104,7 +106,7 @@ func New(ctx context.Context, restConfig *rest.Config, opts Options) (*Manager, 
 	}
 	m := &Manager{components: selected, id: managerID(available, selected), version: opts.Version}
 	if m.version == "" {
-		m.version = "unknown"
+		m.version = version.Unknown
 	}
 	deps := Deps{Home: opts.Home, BinRoot: opts.BinRoot}
 	if deps.Home == "" {
@@ -270,7 +272,7 @@ func (m *Manager) Run(ctx context.Context) error {
 	if err := ensureNamespace(ctx, m.directClient); err != nil {
 		return err
 	}
-	if err := recordVersion(ctx, m.directClient, m.version); err != nil {
+	if err := version.Record(ctx, m.directClient, fieldOwner, m.version); err != nil {
 		return err
 	}
 	names := make([]string, 0, len(m.components))
