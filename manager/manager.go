@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"path/filepath"
 	"sync/atomic"
 	"time"
 
@@ -26,6 +25,8 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 	"sigs.k8s.io/controller-runtime/pkg/webhook"
 
+	flotillav1 "github.com/flotilla-dev/flotilla/api/cluster/v1alpha1"
+	"github.com/flotilla-dev/flotilla/internal/version"
 	"github.com/flotilla-dev/flotilla/manager/scheme"
 	"github.com/flotilla-dev/flotilla/pkg/binaries"
 	"github.com/flotilla-dev/flotilla/pkg/controlplane"
@@ -34,7 +35,7 @@ import (
 
 // Namespace is where Flotilla's manager keeps its state: the leader election Lease, the version
 // ConfigMap, infrastructure credentials.
-const Namespace = "flotilla-system"
+const Namespace = flotillav1.SystemNamespace
 
 // fieldOwner is the server-side apply field manager of what the manager applies.
 const fieldOwner = "flotilla-manager"
@@ -106,7 +107,7 @@ func New(ctx context.Context, restConfig *rest.Config, opts Options) (_ *Manager
 	}
 	m := &Manager{components: selected, id: managerID(available, selected), version: opts.Version}
 	if m.version == "" {
-		m.version = "unknown"
+		m.version = version.Unknown
 	}
 	defer func() {
 		if err != nil {
@@ -147,7 +148,7 @@ func newDeps(opts Options) Deps {
 	if deps.BinRoot == "" {
 		deps.BinRoot = binaries.DefaultRoot()
 	}
-	deps.Helm = &helm.Engine{ChartCache: filepath.Join(deps.Home, "cache", "charts")}
+	deps.Helm = &helm.Engine{ChartCache: helm.ChartCacheDir(deps.Home)}
 	reportEngine(deps.Helm)
 	return deps
 }
@@ -303,7 +304,7 @@ func (m *Manager) Run(ctx context.Context) error {
 	if err := ensureNamespace(ctx, m.directClient); err != nil {
 		return err
 	}
-	if err := recordVersion(ctx, m.directClient, m.version); err != nil {
+	if err := version.Record(ctx, m.directClient, fieldOwner, m.version); err != nil {
 		return err
 	}
 	names := make([]string, 0, len(m.components))

@@ -24,6 +24,7 @@ import (
 	"github.com/flotilla-dev/flotilla/packages/defaults"
 	"github.com/flotilla-dev/flotilla/pkg/helm"
 	"github.com/flotilla-dev/flotilla/pkg/objectpatch"
+	"github.com/flotilla-dev/flotilla/pkg/registryconn"
 )
 
 // eventUninstalled is the reason of the Event of an uninstall; an install's or upgrade's is
@@ -221,7 +222,7 @@ func desiredRelease(p *packagesv1.Package, res *catalog.Resolved, d defaults.Def
 			Version: res.Version.Version,
 			Digest:  res.Version.Digest,
 		},
-		Registry: helm.Registry{Username: d.Username, Password: d.Password, CAData: d.CAData, PlainHTTP: d.PlainHTTP},
+		Registry: registryconn.Config{Username: d.Username, Password: d.Password, CAData: d.CAData, PlainHTTP: d.PlainHTTP},
 		Values:   res.Values,
 		Labels:   map[string]string{ReleaseLabelPackage: p.Namespace + "." + p.Name},
 	}
