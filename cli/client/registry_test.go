@@ -71,7 +71,7 @@ func TestTheBackgroundRegistryOutlivesItsStarterAndKeepsItsData(t *testing.T) {
 	g.Expect(c.StopRegistry(ctx)).To(Succeed())
 	_, running = c.RegistryStatus()
 	g.Expect(running).To(BeFalse())
-	g.Expect(client.RegistryReady(ctx, addr)).NotTo(Succeed())
+	g.Expect(client.RegistryReady(ctx, addr, false)).NotTo(Succeed())
 
 	restarted, err := c.EnsureRegistry(ctx, opts)
 	g.Expect(err).NotTo(HaveOccurred())

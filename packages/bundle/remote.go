@@ -5,9 +5,7 @@ import (
 	"crypto/x509"
 	"errors"
 	"fmt"
-	"net"
 	"net/http"
-	"strings"
 
 	"github.com/google/go-containerregistry/pkg/authn"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
@@ -16,19 +14,16 @@ import (
 // Registry says how to reach an OCI registry: credentials and transport. Its fields are those
 // of pkg/helm's Registry, so one set of settings serves bundles and charts.
 type Registry struct {
-	// Username and Password are basic credentials (or a token as the password).
+	// Username and Password are basic credentials (or a token as the password); without them,
+	// requests are anonymous.
 	Username, Password string
-	// DockerConfig, when Username is empty, takes credentials from the Docker config
-	// ($DOCKER_CONFIG/config.json or ~/.docker/config.json) and its credential helpers. Without
-	// either, requests are anonymous.
-	DockerConfig bool
 	// CAData is a PEM bundle of certificate authorities trusted besides the system's.
 	CAData []byte
 	// InsecureSkipTLSVerify skips verifying the registry's certificate.
 	InsecureSkipTLSVerify bool
 	// PlainHTTP speaks http:// instead of https://. Without it only HTTPS is spoken: the
 	// transport refuses the plain HTTP fallback go-containerregistry otherwise tries for
-	// localhost, loopback and private addresses. Set it for loopback registries (IsLoopback).
+	// localhost, loopback and private addresses. Set it for loopback registries (netaddr.IsLoopback).
 	PlainHTTP bool
 }
 
@@ -39,11 +34,8 @@ func RemoteOptions(r Registry) ([]remote.Option, error) {
 		return nil, err
 	}
 	opts := []remote.Option{remote.WithTransport(t)}
-	switch {
-	case r.Username != "" || r.Password != "":
+	if r.Username != "" || r.Password != "" {
 		opts = append(opts, remote.WithAuth(&authn.Basic{Username: r.Username, Password: r.Password}))
-	case r.DockerConfig:
-		opts = append(opts, remote.WithAuthFromKeychain(authn.DefaultKeychain))
 	}
 	return opts, nil
 }
@@ -92,18 +84,4 @@ func (p plainHTTP) RoundTrip(req *http.Request) (*http.Response, error) {
 		req.URL.Scheme = "http"
 	}
 	return p.next.RoundTrip(req)
-}
-
-// IsLoopback is true for registries on this machine only (localhost, 127.0.0.0/8, ::1), which
-// Flotilla reaches over plain HTTP by default; every other registry gets TLS.
-func IsLoopback(host string) bool {
-	h := host
-	if hh, _, err := net.SplitHostPort(host); err == nil {
-		h = hh
-	}
-	if h == "localhost" {
-		return true
-	}
-	ip := net.ParseIP(strings.Trim(h, "[]"))
-	return ip != nil && ip.IsLoopback()
 }

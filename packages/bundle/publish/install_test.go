@@ -35,7 +35,7 @@ func TestTheCatalogInstallsFromItsBundle(t *testing.T) {
 	g := NewWithT(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	h, err := ociregistry.NewHandler(t.TempDir(), nil)
+	h, err := ociregistry.NewHandler(ociregistry.Options{Dir: t.TempDir()})
 	g.Expect(err).NotTo(HaveOccurred())
 	srv := httptest.NewServer(h)
 	defer srv.Close()

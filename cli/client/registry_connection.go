@@ -1,0 +1,94 @@
+package client
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+
+	"helm.sh/helm/v4/pkg/helmpath"
+	"helm.sh/helm/v4/pkg/registry"
+	"oras.land/oras-go/v2/registry/remote/auth"
+	"oras.land/oras-go/v2/registry/remote/credentials"
+
+	"github.com/flotilla-dev/flotilla/packages/bundle"
+	"github.com/flotilla-dev/flotilla/pkg/netaddr"
+)
+
+// RegistryConnectionOptions are what a user says about reaching a registry: the flags of
+// `flotilla registry publish` and `list`, which RegistryConnection's errors name.
+type RegistryConnectionOptions struct {
+	// Registry is the registry's host[:port].
+	Registry string
+	// CAFile is a PEM file of certificate authorities trusted besides the system's.
+	CAFile string
+	// InsecureSkipTLSVerify does not verify the registry's certificate.
+	InsecureSkipTLSVerify bool
+	// PlainHTTP speaks plain HTTP. When nil, plain HTTP is spoken to loopback registries, unless
+	// CAFile or InsecureSkipTLSVerify says the registry serves TLS.
+	PlainHTTP *bool
+	// Username and Password are the credentials. Without them, the credentials `helm registry
+	// login` stored for the registry are used, then those of `docker login` (Docker's
+	// config.json and its credential helpers), as Helm looks them up; without those, none.
+	Username, Password string
+}
+
+// RegistryConnection returns the connection settings of o, with the stored credentials looked
+// up when o has none, so that charts (Helm's client) and bundles (go-containerregistry) are
+// pushed and pulled with the same ones.
+func RegistryConnection(ctx context.Context, o RegistryConnectionOptions) (bundle.Registry, error) {
+	if o.Registry == "" || strings.Contains(o.Registry, "://") || strings.Contains(o.Registry, "/") {
+		return bundle.Registry{}, fmt.Errorf("--registry %q: give the host[:port] only, such as %s", o.Registry, DefaultRegistryAddress)
+	}
+	if (o.Username == "") != (o.Password == "") {
+		return bundle.Registry{}, errors.New("--username and --password (or FLOTILLA_REGISTRY_PASSWORD) go together")
+	}
+	if o.PlainHTTP != nil && *o.PlainHTTP && (o.CAFile != "" || o.InsecureSkipTLSVerify) {
+		return bundle.Registry{}, errors.New("--plain-http speaks no TLS: drop --ca-file and --insecure-skip-tls-verify, or --plain-http")
+	}
+	conn := bundle.Registry{Username: o.Username, Password: o.Password, InsecureSkipTLSVerify: o.InsecureSkipTLSVerify}
+	if o.PlainHTTP != nil {
+		conn.PlainHTTP = *o.PlainHTTP
+	} else {
+		conn.PlainHTTP = netaddr.IsLoopback(o.Registry) && o.CAFile == "" && !o.InsecureSkipTLSVerify
+	}
+	if o.CAFile != "" {
+		data, err := os.ReadFile(o.CAFile) //nolint:gosec // the file the user names
+		if err != nil {
+			return bundle.Registry{}, fmt.Errorf("reading the registry CA file: %w", err)
+		}
+		conn.CAData = data
+	}
+	if conn.Username == "" {
+		cred, err := storedCredentials(ctx, o.Registry)
+		if err != nil {
+			return bundle.Registry{}, err
+		}
+		conn.Username, conn.Password = cred.Username, cred.Password
+	}
+	return conn, nil
+}
+
+// storedCredentials looks up the credentials stored for host: Helm's registry config
+// ($HELM_REGISTRY_CONFIG, else Helm's config directory), then Docker's.
+func storedCredentials(ctx context.Context, host string) (auth.Credential, error) {
+	helmConfig := os.Getenv("HELM_REGISTRY_CONFIG")
+	if helmConfig == "" {
+		helmConfig = helmpath.ConfigPath(registry.CredentialsFileBasename)
+	}
+	opts := credentials.StoreOptions{DetectDefaultNativeStore: true}
+	helmStore, err := credentials.NewStore(helmConfig, opts)
+	if err != nil {
+		return auth.EmptyCredential, fmt.Errorf("reading Helm's registry credentials %s: %w", helmConfig, err)
+	}
+	var store credentials.Store = helmStore
+	if dockerStore, err := credentials.NewStoreFromDocker(opts); err == nil {
+		store = credentials.NewStoreWithFallbacks(helmStore, dockerStore)
+	}
+	cred, err := store.Get(ctx, host)
+	if err != nil {
+		return auth.EmptyCredential, fmt.Errorf("looking up the stored credentials for %s: %w", host, err)
+	}
+	return cred, nil
+}
