@@ -4,13 +4,16 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/http"
 	"os"
 	"strings"
 
+	"github.com/google/go-containerregistry/pkg/v1/remote/transport"
 	"helm.sh/helm/v4/pkg/helmpath"
 	"helm.sh/helm/v4/pkg/registry"
 	"oras.land/oras-go/v2/registry/remote/auth"
 	"oras.land/oras-go/v2/registry/remote/credentials"
+	"oras.land/oras-go/v2/registry/remote/errcode"
 
 	"github.com/flotilla-dev/flotilla/packages/bundle"
 	"github.com/flotilla-dev/flotilla/pkg/netaddr"
@@ -36,7 +39,8 @@ type RegistryConnectionOptions struct {
 
 // RegistryConnection returns the connection settings of o, with the stored credentials looked
 // up when o has none, so that charts (Helm's client) and bundles (go-containerregistry) are
-// pushed and pulled with the same ones.
+// pushed and pulled with the same ones. Credentials go over plain HTTP to loopback registries
+// only.
 func RegistryConnection(ctx context.Context, o RegistryConnectionOptions) (bundle.Registry, error) {
 	if o.Registry == "" || strings.Contains(o.Registry, "://") || strings.Contains(o.Registry, "/") {
 		return bundle.Registry{}, fmt.Errorf("--registry %q: give the host[:port] only, such as %s", o.Registry, DefaultRegistryAddress)
@@ -67,6 +71,9 @@ func RegistryConnection(ctx context.Context, o RegistryConnectionOptions) (bundl
 		}
 		conn.Username, conn.Password = cred.Username, cred.Password
 	}
+	if conn.PlainHTTP && conn.Username != "" && !netaddr.IsLoopback(o.Registry) {
+		return bundle.Registry{}, fmt.Errorf("refusing to send the credentials for %s over plain HTTP, which anyone on the way can read: drop --plain-http to use TLS", o.Registry)
+	}
 	return conn, nil
 }
 
@@ -91,4 +98,17 @@ func storedCredentials(ctx context.Context, host string) (auth.Credential, error
 		return auth.EmptyCredential, fmt.Errorf("looking up the stored credentials for %s: %w", host, err)
 	}
 	return cred, nil
+}
+
+// withLoginHint adds what to do to an error that says the registry wants credentials, as
+// go-containerregistry (bundles) and Helm's client (charts) report it.
+func withLoginHint(err error, host string) error {
+	var ggcrErr *transport.Error
+	var orasErr *errcode.ErrorResponse
+	if errors.Is(err, auth.ErrBasicCredentialNotFound) ||
+		(errors.As(err, &ggcrErr) && ggcrErr.StatusCode == http.StatusUnauthorized) ||
+		(errors.As(err, &orasErr) && orasErr.StatusCode == http.StatusUnauthorized) {
+		return fmt.Errorf("%w\nThe registry %s wants a user and password: pass --username and --password, or log in with 'helm registry login %s'", err, host, host)
+	}
+	return err
 }

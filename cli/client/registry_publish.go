@@ -72,7 +72,7 @@ func (c *Client) Publish(ctx context.Context, o PublishOptions) (PublishResult, 
 	})
 	out := PublishResult{Result: res, Registry: o.Registry, Repository: o.Repository, PublicKey: pubPath, KeyCreated: created}
 	if err != nil {
-		return out, err
+		return out, withLoginHint(err, o.Registry)
 	}
 	return out, nil
 }
@@ -169,7 +169,7 @@ func (c *Client) ListBundles(ctx context.Context, o ListBundlesOptions) ([]Bundl
 	for _, minor := range o.KubernetesMinors {
 		names, err := bundle.List(ctx, o.Registry, o.Repository, minor, remoteOpts...)
 		if err != nil {
-			return nil, err
+			return nil, withLoginHint(err, o.Registry)
 		}
 		for _, n := range names {
 			l := BundleListing{Name: n, KubernetesMinor: minor, Verified: "ok"}
