@@ -66,7 +66,7 @@ func TestTheCatalogInstallsFromItsBundle(t *testing.T) {
 		_, err := engine.InstallOrUpgrade(ctx, env.Config, helm.Release{
 			Name: release, Namespace: ns, Values: values,
 			Registry: helm.Registry{Username: conn.Username, Password: conn.Password, CAData: conn.CAData},
-			Chart: helm.ChartRef{RepoURL: p.ChartURL(), Name: p.Name, Version: v.Version, Digest: v.Digest},
+			Chart:    helm.ChartRef{RepoURL: p.ChartURL(), Name: p.Name, Version: v.Version, Digest: v.Digest},
 		})
 		return err
 	}
