@@ -43,6 +43,7 @@ func FuzzHandler(f *testing.F) {
 		{"GET", "/v2/flotilla/a/referrers/" + digestOf(manifest), "", "", "", nil},
 		{"DELETE", "/v2/flotilla/a/manifests/v1", "", "", "", nil},
 		{"DELETE", "/v2/flotilla/a/blobs/" + digestOf([]byte("{}")), "", "", "", nil},
+		{"DELETE", "/v2/flotilla/a/blobs/" + digestOf([]byte("never pushed")), "", "", "", nil},
 	}
 	for _, s := range seeds {
 		f.Add(s.method, s.path, s.query, s.contentRange, s.contentType, s.body)

@@ -285,10 +285,28 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 		h.uploads.serve(sw, req, r)
 	case r.kind == routeManifest && req.Method == http.MethodPut:
 		h.putManifest(sw, req, r)
+	case r.kind == routeBlob && req.Method == http.MethodDelete:
+		h.deleteBlob(sw, req, r)
 	case r.kind == routeManifest && req.Method == http.MethodDelete:
 		h.recordThenServe(sw, req, http.StatusAccepted, func() (func() error, error) { return h.store.deleteRef(r.repo, r.ref) })
 	default:
 		h.inner.ServeHTTP(sw, req)
+	}
+}
+
+// deleteBlob deletes a blob: 202, or 404 when there is none (go-containerregistry answers 500).
+func (h *handler) deleteBlob(w http.ResponseWriter, req *http.Request, r route) {
+	digest, err := parseDigest(r.ref)
+	if err == nil {
+		err = h.uploads.blobs.Delete(req.Context(), r.repo, digest)
+	}
+	switch {
+	case errors.Is(err, registry.ErrNotFound):
+		writeError(w, http.StatusNotFound, "BLOB_UNKNOWN", "blob "+r.ref+" is unknown")
+	case err != nil:
+		writeError(w, http.StatusInternalServerError, "UNKNOWN", "deleting the blob: "+err.Error())
+	default:
+		w.WriteHeader(http.StatusAccepted)
 	}
 }
 

@@ -282,6 +282,9 @@ func TestUploadsFollowTheProtocol(t *testing.T) {
 	g.Expect(resp.body).To(Equal(string(blob)))
 	g.Expect(do(g, c, http.MethodPut, upload+"?digest="+digestOf(blob), nil, nil).StatusCode).To(Equal(http.StatusNotFound), "a completed upload is gone")
 
+	g.Expect(do(g, c, http.MethodDelete, "https://"+host+"/v2/flotilla/a/blobs/"+digestOf([]byte("never pushed")), nil, nil).StatusCode).
+		To(Equal(http.StatusNotFound), "deleting a blob that is not there")
+
 	// A blob that exists is mounted into another repository without an upload.
 	resp = do(g, c, http.MethodPost, "https://"+host+"/v2/flotilla/b/blobs/uploads/?mount="+digestOf(blob)+"&from=flotilla/a", nil, nil)
 	g.Expect(resp.StatusCode).To(Equal(http.StatusCreated))
