@@ -1,6 +1,7 @@
 package cmd
 
 import (
+	"io"
 	"os"
 
 	"github.com/spf13/cobra"
@@ -46,14 +47,19 @@ func addRegistryServeFlags(fs *pflag.FlagSet, o *client.RegistryOptions) {
 	fs.IntVar(&o.MaxUploads, "max-uploads", 0, "most uploads in progress at once (default 32)")
 }
 
-// registryConnectionFlags are the flags that say how to reach a registry.
-type registryConnectionFlags struct {
+// registryRemote is what publish and list share: the flags that say how to reach a registry, -o,
+// and the client.
+type registryRemote struct {
 	client.RegistryConnectionOptions
 	Repository string
+	Output     string
 	plainHTTP  bool
+
+	client *client.Client
 }
 
-func (f *registryConnectionFlags) add(cmd *cobra.Command) {
+// add registers the flags.
+func (f *registryRemote) add(cmd *cobra.Command) {
 	fs := cmd.Flags()
 	fs.StringVar(&f.Registry, "registry", client.DefaultRegistryAddress, "the registry's host[:port]")
 	fs.StringVar(&f.Repository, "repository", client.DefaultRegistryRepository, "repository in the registry: charts go to <repository>/<chart>, bundles to <repository>:<bundle>")
@@ -62,23 +68,34 @@ func (f *registryConnectionFlags) add(cmd *cobra.Command) {
 	fs.BoolVar(&f.plainHTTP, "plain-http", false, "speak plain HTTP to the registry (default: true for loopback registries such as 127.0.0.1:5001 unless --ca-file or --insecure-skip-tls-verify is given, false otherwise)")
 	fs.StringVar(&f.Username, "username", "", "registry username (default: the credentials 'helm registry login', then 'docker login' stored)")
 	fs.StringVar(&f.Password, "password", "", "registry password or token (or env FLOTILLA_REGISTRY_PASSWORD)")
+	AddOutputFlag(cmd, &f.Output, OutputJSON, OutputYAML)
 }
 
-// complete takes --plain-http only when it is given, and the password from the environment when
-// no flag gives it.
-func (f *registryConnectionFlags) complete(cmd *cobra.Command) error {
+// complete takes --plain-http only when it is given and the password from the environment when
+// no flag gives it, makes the paths absolute, and builds the client.
+func (f *registryRemote) complete(cmd *cobra.Command, global *GlobalOptions, errOut io.Writer, paths ...*string) error {
 	if cmd.Flags().Changed("plain-http") {
 		f.PlainHTTP = &f.plainHTTP
 	}
 	if f.Password == "" {
 		f.Password = os.Getenv("FLOTILLA_REGISTRY_PASSWORD")
 	}
-	if f.CAFile != "" {
-		abs, err := absPath(f.CAFile)
+	for _, p := range append(paths, &f.CAFile) {
+		if *p == "" {
+			continue
+		}
+		abs, err := absPath(*p)
 		if err != nil {
 			return err
 		}
-		f.CAFile = abs
+		*p = abs
 	}
-	return nil
+	var err error
+	f.client, err = client.New(global.Home, global.BinDir, errOut)
+	return err
+}
+
+// validate checks -o; RegistryConnection checks the rest.
+func (f *registryRemote) validate() error {
+	return ValidateOutput(f.Output, OutputJSON, OutputYAML)
 }

@@ -17,12 +17,9 @@ type RegistryListOptions struct {
 	genericiooptions.IOStreams
 	global *GlobalOptions
 
-	conn            registryConnectionFlags
+	remote          registryRemote
 	KubernetesMinor []string
 	PublicKey       string
-	Output          string
-
-	client *client.Client
 }
 
 // NewRegistryListCmd returns `flotilla registry list`.
@@ -47,51 +44,38 @@ the default signing key, $FLOTILLA_HOME/registry/signing-key.pub.pem).`,
 			return o.Run(cmd.Context())
 		},
 	}
-	o.conn.add(cmd)
+	o.remote.add(cmd)
 	cmd.Flags().StringSliceVar(&o.KubernetesMinor, "kubernetes-minor", []string{"1.35", "1.36"}, "Kubernetes minors whose bundles to list")
 	cmd.Flags().StringVar(&o.PublicKey, "public-key", "", "PEM public key that verifies the bundles (default $FLOTILLA_HOME/registry/signing-key.pub.pem)")
-	AddOutputFlag(cmd, &o.Output, OutputJSON, OutputYAML)
 	return cmd
 }
 
 // Complete completes the connection flags, makes the key's path absolute and builds the client.
 func (o *RegistryListOptions) Complete(cmd *cobra.Command) error {
-	if err := o.conn.complete(cmd); err != nil {
-		return err
-	}
-	var err error
-	if o.PublicKey != "" {
-		if o.PublicKey, err = absPath(o.PublicKey); err != nil {
-			return err
-		}
-	}
-	o.client, err = client.New(o.global.Home, o.global.BinDir, o.ErrOut)
-	return err
+	return o.remote.complete(cmd, o.global, o.ErrOut, &o.PublicKey)
 }
 
 // Validate checks -o.
-func (o *RegistryListOptions) Validate() error {
-	return ValidateOutput(o.Output, OutputJSON, OutputYAML)
-}
+func (o *RegistryListOptions) Validate() error { return o.remote.validate() }
 
 // Run lists and verifies.
 func (o *RegistryListOptions) Run(ctx context.Context) error {
-	conn, err := client.RegistryConnection(ctx, o.conn.RegistryConnectionOptions)
+	conn, err := client.RegistryConnection(ctx, o.remote.RegistryConnectionOptions)
 	if err != nil {
 		return err
 	}
-	listing, err := o.client.ListBundles(ctx, client.ListBundlesOptions{
-		Registry: o.conn.Registry, Repository: o.conn.Repository,
+	listing, err := o.remote.client.ListBundles(ctx, client.ListBundlesOptions{
+		Registry: o.remote.Registry, Repository: o.remote.Repository,
 		KubernetesMinors: o.KubernetesMinor, PublicKey: o.PublicKey, Connection: conn,
 	})
 	if err != nil {
 		return err
 	}
-	if o.Output != "" {
-		return PrintStructured(o.Out, o.Output, listing)
+	if o.remote.Output != "" {
+		return PrintStructured(o.Out, o.remote.Output, listing)
 	}
 	if len(listing) == 0 {
-		_, err := fmt.Fprintf(o.ErrOut, "No bundles in %s/%s. Publish some with 'flotilla registry publish'.\n", o.conn.Registry, o.conn.Repository)
+		_, err := fmt.Fprintf(o.ErrOut, "No bundles in %s/%s. Publish some with 'flotilla registry publish'.\n", o.remote.Registry, o.remote.Repository)
 		return err
 	}
 	tw := tabwriter.NewWriter(o.Out, 0, 2, 3, ' ', 0)

@@ -18,13 +18,10 @@ type RegistryPublishOptions struct {
 	genericiooptions.IOStreams
 	global *GlobalOptions
 
-	conn             registryConnectionFlags
+	remote           registryRemote
 	ChartsDir        string
 	KubernetesMinors []string
 	SigningKey       string
-	Output           string
-
-	client *client.Client
 }
 
 // NewRegistryPublishCmd returns `flotilla registry publish`.
@@ -66,65 +63,47 @@ The signing key is $FLOTILLA_HOME/registry/signing-key.pem, generated on first u
 			return o.Run(cmd.Context())
 		},
 	}
-	o.conn.add(cmd)
+	o.remote.add(cmd)
 	f := cmd.Flags()
 	f.StringVar(&o.ChartsDir, "charts", "", "directory with one chart per subdirectory (default: the curated catalog built into flotilla)")
 	f.StringSliceVar(&o.KubernetesMinors, "kubernetes-minor", []string{"1.35", "1.36"}, "Kubernetes minors to build a bundle for (repeat or comma separate)")
 	f.StringVar(&o.SigningKey, "signing-key", "", "PEM ECDSA P-256 private key that signs the bundles (default $FLOTILLA_HOME/registry/signing-key.pem, generated when missing)")
-	AddOutputFlag(cmd, &o.Output, OutputJSON, OutputYAML)
 	return cmd
 }
 
 // Complete completes the connection flags, makes the paths absolute and builds the client.
 func (o *RegistryPublishOptions) Complete(cmd *cobra.Command) error {
-	if err := o.conn.complete(cmd); err != nil {
-		return err
-	}
-	for _, p := range []*string{&o.ChartsDir, &o.SigningKey} {
-		if *p == "" {
-			continue
-		}
-		abs, err := absPath(*p)
-		if err != nil {
-			return err
-		}
-		*p = abs
-	}
-	var err error
-	o.client, err = client.New(o.global.Home, o.global.BinDir, o.ErrOut)
-	return err
+	return o.remote.complete(cmd, o.global, o.ErrOut, &o.ChartsDir, &o.SigningKey)
 }
 
 // Validate checks -o.
-func (o *RegistryPublishOptions) Validate() error {
-	return ValidateOutput(o.Output, OutputJSON, OutputYAML)
-}
+func (o *RegistryPublishOptions) Validate() error { return o.remote.validate() }
 
 // Run publishes.
 func (o *RegistryPublishOptions) Run(ctx context.Context) error {
-	conn, err := client.RegistryConnection(ctx, o.conn.RegistryConnectionOptions)
+	conn, err := client.RegistryConnection(ctx, o.remote.RegistryConnectionOptions)
 	if err != nil {
 		return err
 	}
-	res, err := o.client.Publish(ctx, client.PublishOptions{
-		Registry:         o.conn.Registry,
-		Repository:       o.conn.Repository,
+	res, err := o.remote.client.Publish(ctx, client.PublishOptions{
+		Registry:         o.remote.Registry,
+		Repository:       o.remote.Repository,
 		ChartsDir:        o.ChartsDir,
 		KubernetesMinors: o.KubernetesMinors,
 		SigningKey:       o.SigningKey,
 		Connection:       conn,
 	})
 	if err != nil {
-		if netaddr.IsLoopback(o.conn.Registry) && strings.Contains(err.Error(), "connection refused") {
+		if netaddr.IsLoopback(o.remote.Registry) && strings.Contains(err.Error(), "connection refused") {
 			return fmt.Errorf("%w\nIs the registry running? Start it with 'flotilla registry start'", err)
 		}
 		return err
 	}
-	if o.Output != "" {
-		return PrintStructured(o.Out, o.Output, res)
+	if o.remote.Output != "" {
+		return PrintStructured(o.Out, o.remote.Output, res)
 	}
 	if res.KeyCreated {
-		_, _ = fmt.Fprintf(o.ErrOut, "Generated the signing key %s\n", o.client.DefaultSigningKeyPath())
+		_, _ = fmt.Fprintf(o.ErrOut, "Generated the signing key %s\n", o.remote.client.DefaultSigningKeyPath())
 	}
 	tw := tabwriter.NewWriter(o.Out, 0, 2, 3, ' ', 0)
 	fmt.Fprintln(tw, "CHART\tVERSION\tDIGEST\tREFERENCE")

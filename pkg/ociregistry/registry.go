@@ -121,7 +121,7 @@ func (o Options) Validate() error {
 }
 
 // Serve serves the registry on opts.Listen until ctx is cancelled, then shuts down gracefully
-// (in-flight requests get 5 s). It holds a lock on opts.Dir while it runs: a second registry
+// (in-flight requests get 5 s, then their connections are closed). It holds a lock on opts.Dir while it runs: a second registry
 // on the same directory fails instead of overwriting the first one's records.
 func Serve(ctx context.Context, opts Options) error {
 	if err := opts.Validate(); err != nil {
@@ -171,7 +171,11 @@ serving:
 	shutdownCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 	defer cancel()
 	if err := srv.Shutdown(shutdownCtx); err != nil {
-		return fmt.Errorf("shutting down the registry: %w", err)
+		// Requests still running after 5 s are cut, and so are connections that never sent one
+		// (http.Server waits 5 s before it counts those as idle; clients keep such spares).
+		if err := srv.Close(); err != nil {
+			return fmt.Errorf("shutting down the registry: %w", err)
+		}
 	}
 	return nil
 }

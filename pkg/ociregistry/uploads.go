@@ -159,9 +159,14 @@ func (u *uploads) drop(up *upload) {
 	_ = os.Remove(u.path(up.id))
 }
 
-// appendBody appends r to the busy upload up. Any error leaves the upload broken: the caller
-// drops it.
-func (u *uploads) appendBody(up *upload, r io.Reader) error {
+// appendBody appends r to the busy upload up. Any error leaves the upload broken, so it is
+// dropped.
+func (u *uploads) appendBody(up *upload, r io.Reader) (err error) {
+	defer func() {
+		if err != nil {
+			u.drop(up)
+		}
+	}()
 	f, err := os.OpenFile(u.path(up.id), os.O_WRONLY|os.O_APPEND, 0o600)
 	if err != nil {
 		return fmt.Errorf("opening the upload: %w", err)
@@ -278,23 +283,13 @@ func (u *uploads) serve(w http.ResponseWriter, req *http.Request, r route) {
 			return
 		}
 		if err := u.appendBody(up, req.Body); err != nil {
-			u.drop(up)
 			writeUploadError(w, err)
 			return
 		}
 		u.release(up)
 		u.progress(w, r.repo, up, http.StatusAccepted)
 	case http.MethodPut:
-		if err := u.appendBody(up, req.Body); err != nil {
-			u.drop(up)
-			writeUploadError(w, err)
-			return
-		}
-		if err := u.commit(up, digest); err != nil {
-			writeUploadError(w, err)
-			return
-		}
-		created(w, r.repo, digest)
+		u.finish(w, up, req.Body, r.repo, digest)
 	case http.MethodGet, http.MethodHead:
 		u.release(up)
 		u.progress(w, r.repo, up, http.StatusNoContent)
@@ -335,8 +330,13 @@ func (u *uploads) post(w http.ResponseWriter, req *http.Request, repo string) {
 		u.progress(w, repo, up, http.StatusAccepted)
 		return
 	}
-	if err := u.appendBody(up, req.Body); err != nil {
-		u.drop(up)
+	u.finish(w, up, req.Body, repo, digest)
+}
+
+// finish appends the last of the content to the busy upload up, checks the whole against digest
+// and stores the blob. The upload is gone afterwards.
+func (u *uploads) finish(w http.ResponseWriter, up *upload, body io.Reader, repo string, digest v1.Hash) {
+	if err := u.appendBody(up, body); err != nil {
 		writeUploadError(w, err)
 		return
 	}
