@@ -101,9 +101,7 @@ func (o Options) Validate() error {
 	if (o.TLSCertFile == "") != (o.TLSKeyFile == "") {
 		errs = append(errs, errors.New("--tls-cert-file and --tls-key-file go together"))
 	}
-	if o.MaxBlobSize < 0 || o.UploadTimeout < 0 || o.MaxUploads < 0 {
-		errs = append(errs, errors.New("--max-blob-size, --upload-timeout and --max-uploads are positive (0 takes the default)"))
-	}
+	errs = append(errs, o.checkLimits())
 	if o.Listen != "" && !netaddr.IsLoopback(o.Listen) {
 		var missing []string
 		if o.TLSCertFile == "" || o.TLSKeyFile == "" {
@@ -118,6 +116,14 @@ func (o Options) Validate() error {
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// checkLimits refuses negative limits.
+func (o Options) checkLimits() error {
+	if o.MaxBlobSize < 0 || o.UploadTimeout < 0 || o.MaxUploads < 0 {
+		return errors.New("--max-blob-size, --upload-timeout and --max-uploads are positive (0 takes the default)")
+	}
+	return nil
 }
 
 // Serve serves the registry on opts.Listen until ctx is cancelled, then shuts down gracefully
@@ -204,6 +210,9 @@ func lockDir(dir string) (func(), error) {
 func NewHandler(opts Options) (http.Handler, error) {
 	if opts.Dir == "" {
 		return nil, errors.New("ociregistry: Dir is required")
+	}
+	if err := opts.checkLimits(); err != nil {
+		return nil, err
 	}
 	return newHandler(opts.withDefaults())
 }
