@@ -226,14 +226,6 @@ func TestRolloutStatus(t *testing.T) {
 	}
 }
 
-func TestSameVersion(t *testing.T) {
-	g := NewWithT(t)
-	g.Expect(sameVersion("v1.36.3", "v1.36.3")).To(BeTrue())
-	g.Expect(sameVersion("v1.36.3-dirty", "1.36.3")).To(BeTrue())
-	g.Expect(sameVersion("v1.35.4", "v1.36.3")).To(BeFalse())
-	g.Expect(sameVersion("", "")).To(BeFalse(), "an unreported version matches nothing")
-}
-
 func TestUpgradeSkips(t *testing.T) {
 	t.Run("an empty plan skips the phases that change something", func(t *testing.T) {
 		g := NewWithT(t)

@@ -7,6 +7,7 @@ import (
 	"text/template"
 
 	"github.com/flotilla-dev/flotilla/pkg/binaries"
+	"github.com/flotilla-dev/flotilla/pkg/kubeversion"
 )
 
 // DefaultWorkerGroup is the name of the worker node group a generated spec has.
@@ -52,22 +53,23 @@ func Generate(o GenerateOptions) ([]byte, error) {
 		return nil, fmt.Errorf("the number of workers (%d) is negative; use 0 or more", o.Workers)
 	}
 	if o.KubernetesVersion == "" {
-		o.KubernetesVersion = SupportedMinors()[0]
+		o.KubernetesVersion = binaries.SupportedMinors()[0]
 	}
 	full, err := binaries.ResolveMinor(o.KubernetesVersion)
+	minor, _ := kubeversion.Minor(full)
 	switch {
 	case err != nil:
 		return nil, fmt.Errorf("--kubernetes-version %q is not supported: use one of %s",
-			o.KubernetesVersion, strings.Join(SupportedMinors(), ", "))
+			o.KubernetesVersion, strings.Join(binaries.SupportedMinors(), ", "))
 	case strings.Count(o.KubernetesVersion, ".") != 1:
-		return nil, fmt.Errorf("--kubernetes-version %q is a full version: use the minor version %q", o.KubernetesVersion, minorOf(full))
+		return nil, fmt.Errorf("--kubernetes-version %q is a full version: use the minor version %q", o.KubernetesVersion, minor)
 	}
-	o.KubernetesVersion = minorOf(full)
+	o.KubernetesVersion = minor
 
 	data := templateData{
 		GenerateOptions: o,
 		Command:         generateCommand(o),
-		Supported:       strings.Join(SupportedMinors(), ", "),
+		Supported:       strings.Join(binaries.SupportedMinors(), ", "),
 		WorkerGroup:     DefaultWorkerGroup,
 	}
 	tmpl, err := template.New(prov.name).Option("missingkey=error").Parse(prov.template)

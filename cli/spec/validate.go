@@ -15,6 +15,7 @@ import (
 
 	flotillav1 "github.com/flotilla-dev/flotilla/api/cluster/v1alpha1"
 	"github.com/flotilla-dev/flotilla/pkg/binaries"
+	"github.com/flotilla-dev/flotilla/pkg/kubeversion"
 )
 
 // maxWorkerGroupNameLength is the CRD's limit on spec.workerNodeGroups[].name.
@@ -320,14 +321,15 @@ func (a *assembler) validateWorkerGroups(path *field.Path, groups []flotillav1.W
 
 // validateVersion checks spec.kubernetesVersion and returns the full version it resolves to.
 func (a *assembler) validateVersion(path *field.Path, v string) string {
-	supported := strings.Join(SupportedMinors(), ", ")
+	supported := strings.Join(binaries.SupportedMinors(), ", ")
 	if v == "" {
 		a.p.cluster(path, "missing; set the Kubernetes minor version, one of %s", supported)
 		return ""
 	}
 	if !minorVersion.MatchString(v) {
 		if full, err := binaries.ResolveMinor(v); err == nil {
-			a.p.cluster(path, "%q is not in the minor version form; write %q", v, minorOf(full))
+			minor, _ := kubeversion.Minor(full)
+			a.p.cluster(path, "%q is not in the minor version form; write %q", v, minor)
 		} else {
 			a.p.cluster(path, "%q is not a Kubernetes minor version; use one of %s", v, supported)
 		}
@@ -424,25 +426,6 @@ func suggestLabel(name string) string {
 		return ""
 	}
 	return fixed
-}
-
-// SupportedMinors lists the Kubernetes minor versions a spec may name, newest first: "1.36",
-// "1.35" (from pkg/binaries.Supported).
-func SupportedMinors() []string {
-	minors := make([]string, 0, len(binaries.Supported))
-	for _, v := range binaries.Supported {
-		minors = append(minors, minorOf(v))
-	}
-	return minors
-}
-
-// minorOf returns "1.36" for "v1.36.3".
-func minorOf(version string) string {
-	v := strings.TrimPrefix(version, "v")
-	if parts := strings.Split(v, "."); len(parts) >= 2 {
-		return parts[0] + "." + parts[1]
-	}
-	return v
 }
 
 // sortProblems orders problems by line, whole-file problems first.

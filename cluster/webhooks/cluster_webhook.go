@@ -6,8 +6,6 @@ import (
 	"fmt"
 	"net/netip"
 	"slices"
-	"strconv"
-	"strings"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/util/validation"
@@ -20,6 +18,7 @@ import (
 	flotillav1 "github.com/flotilla-dev/flotilla/api/cluster/v1alpha1"
 	"github.com/flotilla-dev/flotilla/infrastructure/packet/clusterspec"
 	"github.com/flotilla-dev/flotilla/pkg/binaries"
+	"github.com/flotilla-dev/flotilla/pkg/kubeversion"
 )
 
 // Paths the manager's webhook server serves the Cluster webhooks on (controller-runtime derives
@@ -195,28 +194,17 @@ func (w *Cluster) resolve(minor string) (string, error) {
 // validateVersionChange: one minor version up at a time, never down.
 func validateVersionChange(oldVersion, newVersion string) field.ErrorList {
 	path := spec.Child("kubernetesVersion")
-	oldMajor, oldMinor, okOld := parseMinor(oldVersion)
-	newMajor, newMinor, okNew := parseMinor(newVersion)
+	before, errOld := kubeversion.Parse(oldVersion)
+	after, errNew := kubeversion.Parse(newVersion)
 	switch {
-	case !okOld || !okNew:
+	case errOld != nil || errNew != nil:
 		return nil // an unparsable version is reported by validateVersion
-	case newMajor != oldMajor || newMinor < oldMinor:
+	case after.Major != before.Major || after.Minor < before.Minor:
 		return field.ErrorList{field.Forbidden(path, fmt.Sprintf("cannot change from %s to %s: downgrades are not supported", oldVersion, newVersion))}
-	case newMinor > oldMinor+1:
-		return field.ErrorList{field.Forbidden(path, fmt.Sprintf("cannot change from %s to %s: upgrade one minor version at a time (to %d.%d first)", oldVersion, newVersion, oldMajor, oldMinor+1))}
+	case after.Minor > before.Minor+1:
+		return field.ErrorList{field.Forbidden(path, fmt.Sprintf("cannot change from %s to %s: upgrade one minor version at a time (to %d.%d first)", oldVersion, newVersion, before.Major, before.Minor+1))}
 	}
 	return nil
-}
-
-// parseMinor parses "1.36" (or "v1.36") into 1 and 36.
-func parseMinor(v string) (major, minor int, ok bool) {
-	majorStr, minorStr, found := strings.Cut(strings.TrimPrefix(v, "v"), ".")
-	if !found {
-		return 0, 0, false
-	}
-	major, errMajor := strconv.Atoi(majorStr)
-	minor, errMinor := strconv.Atoi(minorStr)
-	return major, minor, errMajor == nil && errMinor == nil
 }
 
 // validateRefs: the datacenter is a kind Flotilla knows, machine group refs name the machine
@@ -294,25 +282,25 @@ func validateWorkerNodeGroups(c *flotillav1.Cluster) field.ErrorList {
 // MaxWorkerVersionSkew minor versions older.
 func (w *Cluster) validateWorkerVersions(c *flotillav1.Cluster) field.ErrorList {
 	var errs field.ErrorList
-	clusterMajor, clusterMinor, clusterOK := parseMinor(c.Spec.KubernetesVersion)
+	cluster, clusterErr := kubeversion.Parse(c.Spec.KubernetesVersion)
 	for i, group := range c.Spec.WorkerNodeGroups {
 		if group.KubernetesVersion == "" {
 			continue
 		}
 		path := spec.Child("workerNodeGroups").Index(i).Child("kubernetesVersion")
-		major, minor, ok := parseMinor(group.KubernetesVersion)
+		v, err := kubeversion.Parse(group.KubernetesVersion)
 		switch {
-		case !ok || !clusterOK:
+		case err != nil || clusterErr != nil:
 			// An unparsable version is rejected by the CRD's pattern.
-		case major != clusterMajor || minor > clusterMinor:
+		case v.Major != cluster.Major || v.Minor > cluster.Minor:
 			errs = append(errs, field.Forbidden(path, fmt.Sprintf(
 				"%s is newer than spec.kubernetesVersion %s: workers never run a newer version than their control plane; upgrade the cluster first",
 				group.KubernetesVersion, c.Spec.KubernetesVersion)))
 			continue
-		case clusterMinor-minor > flotillav1.MaxWorkerVersionSkew:
+		case cluster.Minor-v.Minor > flotillav1.MaxWorkerVersionSkew:
 			errs = append(errs, field.Forbidden(path, fmt.Sprintf(
 				"%s is %d minor versions older than spec.kubernetesVersion %s; Kubernetes supports workers at most %d older: upgrade the group to %d.%d or newer first",
-				group.KubernetesVersion, clusterMinor-minor, c.Spec.KubernetesVersion, flotillav1.MaxWorkerVersionSkew, major, clusterMinor-flotillav1.MaxWorkerVersionSkew)))
+				group.KubernetesVersion, cluster.Minor-v.Minor, c.Spec.KubernetesVersion, flotillav1.MaxWorkerVersionSkew, v.Major, cluster.Minor-flotillav1.MaxWorkerVersionSkew)))
 			continue
 		}
 		if _, err := w.resolve(group.KubernetesVersion); err != nil {
@@ -334,9 +322,9 @@ func validateWorkerVersionChanges(oldC, newC *flotillav1.Cluster) field.ErrorLis
 		}
 		before := cmp.Or(oldC.Spec.WorkerNodeGroups[j].KubernetesVersion, oldC.Spec.KubernetesVersion)
 		after := cmp.Or(group.KubernetesVersion, newC.Spec.KubernetesVersion)
-		oldMajor, oldMinor, okOld := parseMinor(before)
-		newMajor, newMinor, okNew := parseMinor(after)
-		if okOld && okNew && (newMajor < oldMajor || (newMajor == oldMajor && newMinor < oldMinor)) {
+		from, errFrom := kubeversion.Parse(before)
+		to, errTo := kubeversion.Parse(after)
+		if errFrom == nil && errTo == nil && to.Compare(from) < 0 {
 			errs = append(errs, field.Forbidden(spec.Child("workerNodeGroups").Index(i).Child("kubernetesVersion"),
 				fmt.Sprintf("group %q runs %s: cannot go down to %s, downgrades are not supported", group.Name, before, after)))
 		}

@@ -7,6 +7,8 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+
+	"github.com/flotilla-dev/flotilla/pkg/kubeversion"
 )
 
 // Names of the control plane programs, as they are named in a version directory.
@@ -32,27 +34,27 @@ var ErrMissing = errors.New("control plane binary missing")
 
 // ResolveMinor turns a minor version ("1.36", "v1.36") or a supported full version ("v1.36.3")
 // into the full version Flotilla builds for it. The error lists the supported minors.
-func ResolveMinor(minor string) (string, error) {
-	want := "v" + strings.TrimPrefix(strings.TrimSpace(minor), "v")
-	for _, v := range Supported {
-		if v == want || minorOf(v) == want {
-			return v, nil
+func ResolveMinor(version string) (string, error) {
+	if want, err := kubeversion.Parse(version); err == nil {
+		for _, v := range Supported {
+			supported, _ := kubeversion.Parse(v) // TestSupportedVersionsParse
+			if supported == want || (!want.HasPatch && supported.SameMinor(want)) {
+				return v, nil
+			}
 		}
 	}
-	minors := make([]string, 0, len(Supported))
-	for _, v := range Supported {
-		minors = append(minors, strings.TrimPrefix(minorOf(v), "v"))
-	}
 	return "", fmt.Errorf("kubernetes version %q is not supported: supported minor versions are %s",
-		minor, strings.Join(minors, ", "))
+		version, strings.Join(SupportedMinors(), ", "))
 }
 
-// minorOf returns "v1.36" for "v1.36.3".
-func minorOf(version string) string {
-	if i := strings.LastIndex(version, "."); i > 0 && strings.Count(version, ".") == 2 {
-		return version[:i]
+// SupportedMinors lists the minor versions of Supported, newest first: "1.36", "1.35".
+func SupportedMinors() []string {
+	minors := make([]string, 0, len(Supported))
+	for _, v := range Supported {
+		minor, _ := kubeversion.Minor(v) // TestSupportedVersionsParse
+		minors = append(minors, minor)
 	}
-	return version
+	return minors
 }
 
 // DefaultRoot returns $FLOTILLA_BIN_CACHE, or ~/.cache/flotilla/bin when it is unset.
