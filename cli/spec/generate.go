@@ -6,6 +6,7 @@ import (
 	"strings"
 	"text/template"
 
+	clustervalidation "github.com/flotilla-dev/flotilla/cluster/validation"
 	"github.com/flotilla-dev/flotilla/pkg/binaries"
 	"github.com/flotilla-dev/flotilla/pkg/kubeversion"
 )
@@ -46,7 +47,7 @@ func Generate(o GenerateOptions) ([]byte, error) {
 	if !ok {
 		return nil, fmt.Errorf("unknown provider %q: supported providers are %s", o.Provider, strings.Join(Providers(), ", "))
 	}
-	if msg := dnsLabelProblem(o.Name); msg != "" {
+	if msg := clustervalidation.DNSLabelProblem(o.Name, clustervalidation.MaxClusterNameLength); msg != "" {
 		return nil, fmt.Errorf("%q is not a valid cluster name: %s", o.Name, msg)
 	}
 	if o.Workers < 0 {
