@@ -198,9 +198,9 @@ func TestRolloutStatus(t *testing.T) {
 			change: func(o *rolloutObjects) {
 				o.lcp.Status.Version = "v1.35.4"
 				o.lcp.Status.Conditions[0] = metav1.Condition{Type: controlplanev1.AvailableCondition, Status: metav1.ConditionFalse,
-					Reason: controlplanev1.BinariesMissingReason, Message: "run: make controlplane-binaries K8S_VERSION=v1.36.3"}
+					Reason: controlplanev1.BinariesMissingReason, Message: "run: flotilla binaries build v1.36.3"}
 			},
-			wantFailure: "the control plane cannot start v1.36.3: run: make controlplane-binaries K8S_VERSION=v1.36.3",
+			wantFailure: "the control plane cannot start v1.36.3: run: flotilla binaries build v1.36.3",
 			wantSummary: "control plane v1.35.4 → v1.36.3 (not available: BinariesMissing) · workers: 3 machines, 3 at v1.36.3, 3 ready · Ready",
 		},
 		{

@@ -80,14 +80,21 @@ func (s Set) Path(name string) string {
 	return filepath.Join(s.Dir, name)
 }
 
-// BuildCommand returns the command that builds this set's programs.
+// BuildCommand returns the command that builds this set's programs: `flotilla binaries build
+// <version>`, with --bin-dir when the set is not in DefaultRoot.
 func (s Set) BuildCommand() string {
-	return BuildCommand(s.Version)
+	cmd := "flotilla binaries build " + s.Version
+	if root := filepath.Dir(s.Dir); !sameDir(root, DefaultRoot()) {
+		cmd += " --bin-dir " + root
+	}
+	return cmd
 }
 
-// BuildCommand returns the command that builds the programs of version.
-func BuildCommand(version string) string {
-	return "make controlplane-binaries K8S_VERSION=" + version
+// sameDir reports whether a and b name the same directory, as absolute paths.
+func sameDir(a, b string) bool {
+	absA, errA := filepath.Abs(a)
+	absB, errB := filepath.Abs(b)
+	return errA == nil && errB == nil && absA == absB
 }
 
 // Check reports, with the build instruction, the first of names that is missing or not
@@ -106,6 +113,17 @@ func (s Set) Check(names ...string) error {
 		}
 	}
 	return nil
+}
+
+// Missing returns those of names that are missing or not executable in s.Dir.
+func (s Set) Missing(names ...string) []string {
+	var missing []string
+	for _, name := range names {
+		if s.Check(name) != nil {
+			missing = append(missing, name)
+		}
+	}
+	return missing
 }
 
 // Find returns the Set of version under root once all of its programs are present and

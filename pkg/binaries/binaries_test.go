@@ -72,12 +72,12 @@ func TestFind(t *testing.T) {
 		{
 			name:    "a missing program is named with the build command",
 			present: map[string]os.FileMode{Etcd: 0o755, KubeAPIServer: 0o755, KubeControllerManager: 0o755, KubeScheduler: 0o755},
-			wantErr: []string{"kwok not found in", "make controlplane-binaries K8S_VERSION=v1.36.3"},
+			wantErr: []string{"kwok not found in", "run: flotilla binaries build v1.36.3 --bin-dir "},
 		},
 		{
 			name:    "a program without the executable bit is reported",
 			present: map[string]os.FileMode{Etcd: 0o644, KubeAPIServer: 0o755, KubeControllerManager: 0o755, KubeScheduler: 0o755, Kwok: 0o755},
-			wantErr: []string{"etcd is not an executable file", "make controlplane-binaries K8S_VERSION=v1.36.3"},
+			wantErr: []string{"etcd is not an executable file", "run: flotilla binaries build v1.36.3 --bin-dir "},
 		},
 	}
 	for _, tt := range tests {
@@ -103,4 +103,19 @@ func TestFind(t *testing.T) {
 			g.Expect(set.Path(KubeAPIServer)).To(Equal(filepath.Join(dir, "kube-apiserver")))
 		})
 	}
+}
+
+func TestBuildCommandNamesTheCacheUnlessItIsTheDefault(t *testing.T) {
+	g := NewWithT(t)
+	t.Setenv(RootEnv, "/cache/bin")
+	g.Expect(Set{Dir: "/cache/bin/v1.35.4", Version: "v1.35.4"}.BuildCommand()).To(Equal("flotilla binaries build v1.35.4"))
+	g.Expect(Set{Dir: "/elsewhere/v1.35.4", Version: "v1.35.4"}.BuildCommand()).To(Equal("flotilla binaries build v1.35.4 --bin-dir /elsewhere"))
+}
+
+func TestMissingListsEveryAbsentProgram(t *testing.T) {
+	g := NewWithT(t)
+	dir := t.TempDir()
+	g.Expect(os.WriteFile(filepath.Join(dir, Etcd), []byte("#!/bin/sh\n"), 0o755)).To(Succeed())
+	g.Expect(os.WriteFile(filepath.Join(dir, Kwok), []byte("#!/bin/sh\n"), 0o644)).To(Succeed())
+	g.Expect(Set{Dir: dir}.Missing(Names...)).To(Equal([]string{KubeAPIServer, KubeControllerManager, KubeScheduler, Kwok}))
 }
