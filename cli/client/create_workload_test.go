@@ -15,7 +15,7 @@ import (
 	flotillav1 "github.com/flotilla-dev/flotilla/api/cluster/v1alpha1"
 	"github.com/flotilla-dev/flotilla/cli/spec"
 	"github.com/flotilla-dev/flotilla/internal/testenv"
-	"github.com/flotilla-dev/flotilla/manager"
+	"github.com/flotilla-dev/flotilla/internal/version"
 	"github.com/flotilla-dev/flotilla/pkg/process"
 )
 
@@ -43,10 +43,10 @@ func TestCreatingALocalClusterWhoseBinariesAreNotBuiltFailsAtSetupAndValidate(t 
 
 	// The management cluster "mgmt", as this machine's flotilla created it: its Cluster, the
 	// version its manager records, its admin kubeconfig under the Home, and a running manager.
-	g.Expect(e.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: manager.PublicVersionNamespace}})).To(Or(Succeed(), MatchError(ContainSubstring("already exists"))))
+	g.Expect(e.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: version.PublicNamespace}})).To(Or(Succeed(), MatchError(ContainSubstring("already exists"))))
 	g.Expect(e.Client.Create(ctx, &corev1.ConfigMap{
-		ObjectMeta: metav1.ObjectMeta{Namespace: manager.PublicVersionNamespace, Name: manager.VersionConfigMapName},
-		Data:       map[string]string{manager.VersionKey: c.Version},
+		ObjectMeta: metav1.ObjectMeta{Namespace: version.PublicNamespace, Name: version.ConfigMapName},
+		Data:       map[string]string{version.ConfigMapKey: c.Version},
 	})).To(Succeed())
 	g.Expect(e.Client.Create(ctx, &flotillav1.Cluster{
 		ObjectMeta: metav1.ObjectMeta{Name: "mgmt", Namespace: "default"},

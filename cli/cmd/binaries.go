@@ -1,8 +1,8 @@
 package cmd
 
 import (
+	"context"
 	"fmt"
-	"path/filepath"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -26,8 +26,7 @@ modules the programs are built from.`
 
 // BinariesBuildOptions are the options of `flotilla binaries build`.
 type BinariesBuildOptions struct {
-	genericiooptions.IOStreams
-	global *GlobalOptions
+	clientOptions
 	// Versions to build: minors ("1.35") or full versions ("v1.35.4").
 	Versions []string
 	// All builds every supported version.
@@ -36,7 +35,7 @@ type BinariesBuildOptions struct {
 
 // NewBinariesBuildCmd returns `flotilla binaries build`.
 func NewBinariesBuildCmd(streams genericiooptions.IOStreams, global *GlobalOptions) *cobra.Command {
-	o := &BinariesBuildOptions{IOStreams: streams, global: global}
+	o := &BinariesBuildOptions{clientOptions: newClientOptions(streams, global, streams.Out)}
 	cmd := &cobra.Command{
 		Use:   "build VERSION... | --all",
 		Short: "Build the control plane programs of Kubernetes versions into the binary cache",
@@ -48,19 +47,19 @@ is printed as it goes. Supported: ` + strings.Join(binaries.SupportedMinors(), "
 		Example: `  flotilla binaries build 1.35
   flotilla binaries build --all
   flotilla binaries build v1.36.3 --bin-dir /var/cache/flotilla`,
-		RunE: func(cmd *cobra.Command, args []string) error {
-			o.Versions = args
-			if err := o.Validate(); err != nil {
-				return err
-			}
-			return o.Run(cmd)
-		},
+		RunE: RunE(o),
 	}
 	cmd.Flags().BoolVar(&o.All, "all", false, "build every supported version")
 	return cmd
 }
 
-// Validate checks that versions are given, or --all.
+// Complete takes the versions from the arguments and builds the client.
+func (o *BinariesBuildOptions) Complete(cmd *cobra.Command, args []string) error {
+	o.Versions = args
+	return o.clientOptions.Complete(cmd, args)
+}
+
+// Validate checks that supported versions are given, or --all.
 func (o *BinariesBuildOptions) Validate() error {
 	switch {
 	case o.All && len(o.Versions) > 0:
@@ -76,75 +75,47 @@ func (o *BinariesBuildOptions) Validate() error {
 	return nil
 }
 
-// Run builds each version in turn.
-func (o *BinariesBuildOptions) Run(cmd *cobra.Command) error {
-	versions := o.Versions
-	if o.All {
-		versions = binaries.Supported
-	}
-	b := &binaries.Builder{Root: o.global.BinDir, Out: o.Out}
-	for _, v := range versions {
-		set, err := b.Build(cmd.Context(), v)
-		if err != nil {
-			return err
-		}
+// Run builds each version in turn (every supported one for --all).
+func (o *BinariesBuildOptions) Run(ctx context.Context) error {
+	sets, err := o.client.BuildBinaries(ctx, o.Versions...)
+	for _, set := range sets {
 		fmt.Fprintf(o.Out, "Kubernetes %s is ready in %s\n", set.Version, set.Dir)
 	}
-	return nil
+	return err
 }
 
 // BinariesListOptions are the options of `flotilla binaries list`.
 type BinariesListOptions struct {
-	genericiooptions.IOStreams
-	global *GlobalOptions
-	// Output is "", json or yaml.
-	Output string
-}
-
-// binariesListing is one version of `flotilla binaries list -o json|yaml`.
-type binariesListing struct {
-	Version string   `json:"version"`
-	Minor   string   `json:"minor"`
-	Ready   bool     `json:"ready"`
-	Missing []string `json:"missing,omitempty"`
-	Dir     string   `json:"dir"`
+	clientOptions
+	// outputOptions hold -o: "" for a table, json or yaml.
+	outputOptions
 }
 
 // NewBinariesListCmd returns `flotilla binaries list`.
 func NewBinariesListCmd(streams genericiooptions.IOStreams, global *GlobalOptions) *cobra.Command {
-	o := &BinariesListOptions{IOStreams: streams, global: global}
+	o := &BinariesListOptions{clientOptions: newClientOptions(streams, global, streams.ErrOut)}
 	cmd := &cobra.Command{
 		Use:   "list",
 		Short: "List the supported Kubernetes versions and whether their programs are built",
 		Example: `  flotilla binaries list
   flotilla binaries list -o json`,
 		Args: cobra.NoArgs,
-		RunE: func(*cobra.Command, []string) error {
-			if err := ValidateOutput(o.Output, OutputJSON, OutputYAML); err != nil {
-				return err
-			}
-			return o.Run()
-		},
+		RunE: RunE(o),
 	}
-	AddOutputFlag(cmd, &o.Output, OutputJSON, OutputYAML)
+	o.addFlag(cmd, OutputJSON, OutputYAML)
 	return cmd
 }
 
 // Run prints one row per supported version.
-func (o *BinariesListOptions) Run() error {
-	var listings []binariesListing
-	out := &listOutput{columns: []string{"VERSION", "MINOR", "STATUS", "DIRECTORY"}}
-	minors := binaries.SupportedMinors()
-	for i, v := range binaries.Supported {
-		set := binaries.Set{Dir: filepath.Join(o.global.BinDir, v), Version: v}
-		missing := set.Missing(binaries.Names...)
+func (o *BinariesListOptions) Run(context.Context) error {
+	list := o.client.ListBinaries()
+	out := &listOutput{object: list, columns: []string{"VERSION", "MINOR", "STATUS", "DIRECTORY"}}
+	for _, st := range list {
 		status := "built"
-		if len(missing) > 0 {
-			status = "missing " + strings.Join(missing, ", ") + "; run: " + set.BuildCommand()
+		if !st.Ready {
+			status = "missing " + strings.Join(st.Missing, ", ") + "; run: " + st.BuildCommand
 		}
-		listings = append(listings, binariesListing{Version: v, Minor: minors[i], Ready: len(missing) == 0, Missing: missing, Dir: set.Dir})
-		out.row(v, minors[i], status, set.Dir)
+		out.row(st.Version, st.Minor, status, st.Dir)
 	}
-	out.object = listings
 	return out.print(o.IOStreams, o.Output)
 }

@@ -8,6 +8,7 @@ import (
 
 	. "github.com/onsi/gomega"
 
+	"github.com/flotilla-dev/flotilla/cli/client"
 	"github.com/flotilla-dev/flotilla/pkg/binaries"
 )
 
@@ -32,12 +33,13 @@ func TestBinariesList(t *testing.T) {
 		g := NewWithT(t)
 		out, _, err := run("binaries", "list", "--bin-dir", root, "-o", "json")
 		g.Expect(err).NotTo(HaveOccurred())
-		var listings []binariesListing
+		var listings []client.BinariesStatus
 		g.Expect(json.Unmarshal([]byte(out), &listings)).To(Succeed())
 		g.Expect(listings).To(HaveLen(2))
-		g.Expect(listings[0]).To(Equal(binariesListing{Version: "v1.36.3", Minor: "1.36", Ready: true, Dir: built}))
+		g.Expect(listings[0]).To(Equal(client.BinariesStatus{Version: "v1.36.3", Minor: "1.36", Ready: true, Dir: built}))
 		g.Expect(listings[1].Ready).To(BeFalse())
 		g.Expect(listings[1].Missing).To(ConsistOf(binaries.Names))
+		g.Expect(listings[1].BuildCommand).To(Equal("flotilla binaries build v1.35.4 --bin-dir " + root))
 	})
 }
 
