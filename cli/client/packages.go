@@ -18,6 +18,7 @@ import (
 	packagesv1 "github.com/flotilla-dev/flotilla/api/packages/v1alpha1"
 	"github.com/flotilla-dev/flotilla/packages/bundle"
 	"github.com/flotilla-dev/flotilla/packages/defaults"
+	"github.com/flotilla-dev/flotilla/pkg/kubeversion"
 	"github.com/flotilla-dev/flotilla/pkg/netaddr"
 )
 
@@ -89,7 +90,7 @@ func (c *Client) ListPackages(ctx context.Context, kubeconfig, cluster, kubeVers
 		_, b, err := activeBundle(ctx, kc, cluster)
 		return b, err
 	}
-	minor, err := bundle.NormalizeMinor(kubeVersion)
+	minor, err := kubeversion.Minor(kubeVersion)
 	if err != nil {
 		return nil, fmt.Errorf("--kube-version: %w", err)
 	}

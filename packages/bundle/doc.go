@@ -7,7 +7,7 @@
 // a Helm chart in an OCI registry, with its versions, each pinned by the digest of the chart's
 // OCI manifest and carrying the chart's values.schema.json and the packages it depends on.
 // Bundles are named "v<major>-<minor>-<build>" (v1-36-3 is the third build for Kubernetes
-// 1.36); a higher build is newer. Name, ParseName and NormalizeMinor convert.
+// 1.36); a higher build is newer. Name and ParseName convert (pkg/kubeversion reads the minor).
 //
 // # Canonical content and signature
 //
