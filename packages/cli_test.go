@@ -97,6 +97,20 @@ func TestTheCLIManagesPackagesThroughTheManagementCluster(t *testing.T) {
 		d, err := defaults.Read(ctx, mgmt.Client)
 		g.Expect(err).NotTo(HaveOccurred())
 		g.Expect(d.Source).NotTo(BeNil())
+		// The other tests reach the registry over TLS: put package-defaults back as it was.
+		before := &corev1.ConfigMap{}
+		g.Expect(mgmt.Client.Get(ctx, defaults.Key, before)).To(Succeed())
+		t.Cleanup(func() {
+			cm := &corev1.ConfigMap{}
+			if err := mgmt.Client.Get(ctx, defaults.Key, cm); err != nil {
+				t.Error(err)
+				return
+			}
+			cm.Data = before.Data
+			if err := mgmt.Client.Update(ctx, cm); err != nil {
+				t.Error(err)
+			}
+		})
 		var out bytes.Buffer
 		loud := &cliclient.Client{Out: &out}
 		// The source the other tests use, written again: only the plain HTTP default is new.
