@@ -110,7 +110,8 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	}
 
 	base := b.DeepCopy()
-	wasValid := b.Status.State == packagesv1.BundleValid
+	// The previous verdict, whichever generation it was for: Events mark changes of verdict.
+	wasValid := meta.IsStatusConditionTrue(b.Status.Conditions, packagesv1.ValidCondition)
 	SetValidity(b, invalid)
 	if equality.Semantic.DeepEqual(base.Status, b.Status) {
 		return ctrl.Result{}, nil
