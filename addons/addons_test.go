@@ -752,3 +752,46 @@ func gatherMetrics(g Gomega) map[string]float64 {
 	}
 	return values
 }
+
+// A values template that would run for hours or exhaust memory (see addons/values) fails its
+// proxy's ValuesRendered condition within a second, keeps the cluster's release as it was, and
+// leaves the manager serving every other proxy.
+func TestARunawayTemplateFailsItsProxyFastAndTheManagerGoesOn(t *testing.T) {
+	startManager(t)
+	g := NewWithT(t)
+	ctx := context.Background()
+	ns := env.NewNamespace(t)
+	createCluster(g, ns, "w1", map[string]string{"env": "prod"})
+	g.Expect(env.Client.Create(ctx, proxy(ns, "runaway"))).To(Succeed())
+	installed := eventuallyReady(g, ns, "runaway", "w1")
+
+	for i, template := range []string{
+		`{{ range until 2000000000 }}{{ end }}`,
+		`{{ range until 1000 }}{{ range until 1000 }}{{ range until 1000 }}{{ range until 1000 }}{{ end }}{{ end }}{{ end }}{{ end }}`,
+		`{{ $s := "x" }}{{ range until 40 }}{{ $s = print $s $s }}{{ end }}a: {{ len $s }}`,
+	} {
+		updateProxy(g, ns, "runaway", func(p *addonsv1.HelmChartProxy) { p.Spec.ValuesTemplate = template })
+		start := time.Now()
+		g.Eventually(func(g Gomega) {
+			p := getProxy(g, ns, "runaway")
+			c := condition(p.Status.Conditions, addonsv1.ValuesRenderedCondition)
+			g.Expect(c.ObservedGeneration).To(Equal(p.Generation))
+			g.Expect(c.Status).To(Equal(metav1.ConditionFalse))
+			g.Expect(c.Reason).To(Equal(addonsv1.TemplateErrorReason))
+			g.Expect(c.Message).To(HavePrefix("cluster w1: valuesTemplate: rendering was stopped"))
+		}, timeout, 10*time.Millisecond).Should(Succeed(), "template %d", i)
+		t.Logf("template %d failed its proxy after %s", i, time.Since(start))
+		g.Expect(time.Since(start)).To(BeNumerically("<", time.Second), "template %d", i)
+		// The release is left as it was.
+		hrp := getHRP(g, ns, "runaway", "w1")
+		g.Expect(hrp.Generation).To(Equal(installed.Generation))
+		g.Expect(hrp.Spec.Values).To(Equal(installed.Spec.Values))
+	}
+
+	// The manager goes on: a new proxy installs its release.
+	createCluster(g, ns, "w2", map[string]string{"env": "prod", "tier": "gold"})
+	p := proxy(ns, "after")
+	p.Spec.ClusterSelector = metav1.LabelSelector{MatchLabels: map[string]string{"tier": "gold"}}
+	g.Expect(env.Client.Create(ctx, p)).To(Succeed())
+	eventuallyReady(g, ns, "after", "w2")
+}

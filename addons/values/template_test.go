@@ -1,6 +1,7 @@
 package values
 
 import (
+	"context"
 	"fmt"
 	"strings"
 	"sync"
@@ -137,7 +138,7 @@ func TestRender(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			g := NewWithT(t)
-			got, err := Render(tt.template, testData())
+			got, err := Render(context.Background(), tt.template, testData())
 			if tt.wantErr != "" {
 				g.Expect(err).To(MatchError(ContainSubstring(tt.wantErr)))
 				return
@@ -151,10 +152,10 @@ func TestRender(t *testing.T) {
 func TestRenderIsRepeatable(t *testing.T) {
 	g := NewWithT(t)
 	tmpl := "a: {{ .Cluster.metadata.name | sha256sum }}\nlist: {{ list 3 1 2 | sortAlpha | toJson }}"
-	first, err := Render(tmpl, testData())
+	first, err := Render(context.Background(), tmpl, testData())
 	g.Expect(err).NotTo(HaveOccurred())
 	for range 5 {
-		g.Expect(Render(tmpl, testData())).To(Equal(first))
+		g.Expect(Render(context.Background(), tmpl, testData())).To(Equal(first))
 	}
 }
 
@@ -235,7 +236,7 @@ func TestATemplateParsedOnceRendersEachClustersValuesConcurrently(t *testing.T) 
 	for i := range got {
 		wg.Go(func() {
 			data := Data{Cluster: map[string]any{"metadata": map[string]any{"name": fmt.Sprintf("w%d", i)}}}
-			got[i], errs[i] = Render(text, data)
+			got[i], errs[i] = Render(context.Background(), text, data)
 		})
 	}
 	wg.Wait()

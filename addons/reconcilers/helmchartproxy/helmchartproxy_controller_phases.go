@@ -127,7 +127,7 @@ func Render(ctx context.Context, c client.Reader, mapper meta.RESTMapper, hcp *a
 	if err != nil {
 		return "", err
 	}
-	return values.Render(hcp.Spec.ValuesTemplate, data)
+	return values.Render(ctx, hcp.Spec.ValuesTemplate, data)
 }
 
 // apply server-side applies hrp as FieldOwner; on success hrp holds what the API server
