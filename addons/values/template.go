@@ -89,7 +89,7 @@ func execute(text string, data Data) (string, error) {
 	}
 	canonical, err := Encode(values)
 	if err != nil {
-		return "", err
+		return "", fmt.Errorf("valuesTemplate: %w", err)
 	}
 	// YAML anchors expand when the values are encoded again: the result is bounded too.
 	if len(canonical) > MaxRenderedSize {
