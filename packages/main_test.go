@@ -24,6 +24,7 @@ import (
 	"github.com/flotilla-dev/flotilla/packages"
 	"github.com/flotilla-dev/flotilla/packages/bundle"
 	"github.com/flotilla-dev/flotilla/pkg/helm"
+	"github.com/flotilla-dev/flotilla/pkg/registryconn"
 )
 
 // The tests run the packages component (packages.Setup: the lifecycle, PBC and Package
@@ -240,7 +241,7 @@ func pushBundle(t testing.TB, repository, minor string, build int, key *ecdsa.Pr
 		s, err = bundle.Sign(b, key)
 		must(t, err)
 	}
-	opts, err := bundle.RemoteOptions(bundle.Registry{PlainHTTP: true})
+	opts, err := bundle.RemoteOptions(registryconn.Config{PlainHTTP: true})
 	must(t, err)
 	must(t, bundle.Push(context.Background(), regHost+"/"+repository, s, opts...))
 	return name

@@ -39,6 +39,6 @@
 // docs/proposals/2026-11-25-bounded-values-templates.md records why.
 //
 // The valuesFrom sources (ConfigMaps and Secrets) are read by FromSources and merged in order;
-// Merge lays the rendered template over them. Hash is the digest a release records to tell
-// whether its values changed.
+// Merge lays the rendered template over them. The digest a release records to tell whether its
+// values changed is the Helm engine's (pkg/helm's ValuesHash).
 package values

@@ -18,6 +18,7 @@ import (
 	"github.com/flotilla-dev/flotilla/packages/bundle/publish"
 	"github.com/flotilla-dev/flotilla/pkg/atomicfile"
 	"github.com/flotilla-dev/flotilla/pkg/process"
+	"github.com/flotilla-dev/flotilla/pkg/registryconn"
 )
 
 const (
@@ -184,7 +185,7 @@ type PublishOptions struct {
 	SigningKey string
 	// Connection says how to reach the registry. Set PlainHTTP for loopback registries (the
 	// command does so unless told otherwise).
-	Connection bundle.Registry
+	Connection registryconn.Config
 }
 
 // PublishResult is what Publish pushed, and the key that verifies it.

@@ -15,6 +15,7 @@ import (
 	"github.com/flotilla-dev/flotilla/cli/client"
 	"github.com/flotilla-dev/flotilla/cli/cmd"
 	"github.com/flotilla-dev/flotilla/packages/bundle"
+	"github.com/flotilla-dev/flotilla/pkg/registryconn"
 )
 
 // TestMain lets this test binary be the flotilla binary that EnsureRegistry starts: run as
@@ -64,7 +65,7 @@ func TestTheBackgroundRegistryOutlivesItsStarterAndKeepsItsData(t *testing.T) {
 	g.Expect(err).NotTo(HaveOccurred())
 	s, err := bundle.Sign(bundle.Bundle{Name: "v1-36-1", KubernetesMinor: "1.36", Build: 1}, key)
 	g.Expect(err).NotTo(HaveOccurred())
-	remoteOpts, err := bundle.RemoteOptions(bundle.Registry{PlainHTTP: true})
+	remoteOpts, err := bundle.RemoteOptions(registryconn.Config{PlainHTTP: true})
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(bundle.Push(ctx, addr+"/flotilla", s, remoteOpts...)).To(Succeed())
 

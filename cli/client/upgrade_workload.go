@@ -283,7 +283,7 @@ func (r *upgradeRun) currentCluster(ctx context.Context, mgmt string) (*flotilla
 			name, current.Spec.ManagementCluster.Name, mgmt, r.opts.Kubeconfig, current.Spec.ManagementCluster.Name)
 	case !current.DeletionTimestamp.IsZero():
 		return nil, fmt.Errorf("cluster %q is being deleted", name)
-	case hasAnnotation(current, flotillav1.CAPIPausedAnnotation):
+	case metav1.HasAnnotation(current.ObjectMeta, flotillav1.CAPIPausedAnnotation):
 		return nil, fmt.Errorf("cluster %q is held while clusterctl move (or someone else) has paused its CAPI Cluster: run the upgrade once the move is done", name)
 	}
 	if value, paused := current.Annotations[clusterv1.PausedAnnotation]; paused {
@@ -507,9 +507,4 @@ func poll(ctx context.Context, timeout time.Duration, done wait.ConditionWithCon
 		return timedOut()
 	}
 	return err
-}
-
-func hasAnnotation(obj ctrlclient.Object, key string) bool {
-	_, ok := obj.GetAnnotations()[key]
-	return ok
 }

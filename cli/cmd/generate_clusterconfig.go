@@ -1,6 +1,7 @@
 package cmd
 
 import (
+	"context"
 	"fmt"
 	"strings"
 
@@ -47,15 +48,7 @@ management cluster (one that manages itself), which needs management: true in th
   flotilla generate clusterconfig w1 --provider local --workers 5 > w1.yaml
   flotilla create cluster -f w1.yaml --kubeconfig mgmt/mgmt.kubeconfig`,
 		Args: exactlyOneArg("NAME"),
-		RunE: func(_ *cobra.Command, args []string) error {
-			if err := o.Complete(args); err != nil {
-				return err
-			}
-			if err := o.Validate(); err != nil {
-				return err
-			}
-			return o.Run()
-		},
+		RunE: RunE(o),
 	}
 	fs := cmd.Flags()
 	fs.StringVar(&o.Provider, "provider", o.Provider, "infrastructure provider, one of: "+strings.Join(spec.Providers(), ", "))
@@ -69,7 +62,7 @@ management cluster (one that manages itself), which needs management: true in th
 }
 
 // Complete takes the name from the arguments.
-func (o *GenerateClusterConfigOptions) Complete(args []string) error {
+func (o *GenerateClusterConfigOptions) Complete(_ *cobra.Command, args []string) error {
 	o.Name = args[0]
 	return nil
 }
@@ -83,7 +76,7 @@ func (o *GenerateClusterConfigOptions) Validate() error {
 }
 
 // Run prints the spec.
-func (o *GenerateClusterConfigOptions) Run() error {
+func (o *GenerateClusterConfigOptions) Run(context.Context) error {
 	out, err := spec.Generate(spec.GenerateOptions{
 		Name:              o.Name,
 		Provider:          o.Provider,

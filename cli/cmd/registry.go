@@ -15,6 +15,7 @@ import (
 	"github.com/flotilla-dev/flotilla/cli/client"
 	"github.com/flotilla-dev/flotilla/packages/bundle"
 	"github.com/flotilla-dev/flotilla/pkg/ociregistry"
+	"github.com/flotilla-dev/flotilla/pkg/registryconn"
 )
 
 // NewRegistryCmd returns `flotilla registry`, the embedded OCI registry and the publishing of
@@ -281,18 +282,18 @@ func (f *registryConnectionFlags) add(cmd *cobra.Command) {
 }
 
 // connection completes and converts the flags.
-func (f *registryConnectionFlags) connection(cmd *cobra.Command) (bundle.Registry, error) {
+func (f *registryConnectionFlags) connection(cmd *cobra.Command) (registryconn.Config, error) {
 	f.plainHTTPSet = cmd.Flags().Changed("plain-http")
 	if strings.Contains(f.Registry, "://") || strings.Contains(f.Registry, "/") {
-		return bundle.Registry{}, fmt.Errorf("--registry %s: give the host[:port] only, such as %s", f.Registry, client.DefaultRegistryAddress)
+		return registryconn.Config{}, fmt.Errorf("--registry %s: give the host[:port] only, such as %s", f.Registry, client.DefaultRegistryAddress)
 	}
 	if f.Password == "" {
 		f.Password = os.Getenv("FLOTILLA_REGISTRY_PASSWORD")
 	}
 	if (f.Username == "") != (f.Password == "") {
-		return bundle.Registry{}, fmt.Errorf("--username and --password go together")
+		return registryconn.Config{}, fmt.Errorf("--username and --password go together")
 	}
-	conn := bundle.Registry{
+	conn := registryconn.Config{
 		Username: f.Username, Password: f.Password,
 		DockerConfig:          true,
 		InsecureSkipTLSVerify: f.InsecureSkipTLSVerify,
@@ -304,7 +305,7 @@ func (f *registryConnectionFlags) connection(cmd *cobra.Command) (bundle.Registr
 	if f.CAFile != "" {
 		data, err := os.ReadFile(f.CAFile)
 		if err != nil {
-			return bundle.Registry{}, fmt.Errorf("--ca-file: %w", err)
+			return registryconn.Config{}, fmt.Errorf("--ca-file: %w", err)
 		}
 		conn.CAData = data
 	}

@@ -49,12 +49,13 @@
 //
 // # Reaching registries
 //
-// Push, Pull and List take go-containerregistry remote options. RemoteOptions(Registry{...})
-// builds them from the settings Flotilla knows (basic credentials or the Docker config, extra CA
-// certificates, skipping TLS verification, plain HTTP). With those options plain HTTP is spoken
-// only when Registry.PlainHTTP is set (IsLoopback says whether a host is one Flotilla treats so
-// by default); otherwise only HTTPS, with no fallback. Without options, go-containerregistry's
-// defaults apply (anonymous; HTTPS, falling back to HTTP for loopback and private addresses).
+// Push, Pull and List take go-containerregistry remote options. RemoteOptions builds them from
+// a registryconn.Config, the settings Flotilla knows for charts and bundles alike (basic
+// credentials or the Docker config, extra CA certificates, skipping TLS verification, plain
+// HTTP). With those options plain HTTP is spoken only when PlainHTTP is set (IsLoopback says
+// whether a host is one Flotilla treats so by default); otherwise only HTTPS, with no fallback.
+// Without options, go-containerregistry's defaults apply (anonymous; HTTPS, falling back to
+// HTTP for loopback and private addresses).
 //
 // # Publishing
 //

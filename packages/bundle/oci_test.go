@@ -16,6 +16,7 @@ import (
 
 	"github.com/flotilla-dev/flotilla/packages/bundle"
 	"github.com/flotilla-dev/flotilla/pkg/ociregistry"
+	"github.com/flotilla-dev/flotilla/pkg/registryconn"
 )
 
 // startRegistry serves an embedded registry on a loopback port and returns its host:port.
@@ -167,12 +168,12 @@ func TestPlainHTTPOnlyWhenAskedFor(t *testing.T) {
 	g.Expect(bundle.IsLoopback("ghcr.io")).To(BeFalse())
 	g.Expect(bundle.IsLoopback("192.168.1.10:5000")).To(BeFalse())
 
-	strict, err := bundle.RemoteOptions(bundle.Registry{})
+	strict, err := bundle.RemoteOptions(registryconn.Config{})
 	g.Expect(err).NotTo(HaveOccurred())
 	_, err = bundle.List(context.Background(), host, "flotilla", "1.36", strict...)
 	g.Expect(err).To(MatchError(ContainSubstring("refusing plain HTTP")))
 
-	plain, err := bundle.RemoteOptions(bundle.Registry{PlainHTTP: true})
+	plain, err := bundle.RemoteOptions(registryconn.Config{PlainHTTP: true})
 	g.Expect(err).NotTo(HaveOccurred())
 	_, err = bundle.List(context.Background(), host, "flotilla", "1.36", plain...)
 	g.Expect(err).NotTo(HaveOccurred())

@@ -9,7 +9,7 @@
 //	host := strings.TrimPrefix(srv.URL, "http://")
 //	key, _ := bundle.GenerateKey()
 //	res, err := publish.Publish(ctx, publish.Options{Registry: host, Repository: "flotilla", Key: key,
-//		Connection: bundle.Registry{PlainHTTP: true}})
+//		Connection: registryconn.Config{PlainHTTP: true}})
 //
 // # Charts
 //

@@ -19,6 +19,7 @@ import (
 	"github.com/flotilla-dev/flotilla/packages/bundle/publish"
 	"github.com/flotilla-dev/flotilla/pkg/helm"
 	"github.com/flotilla-dev/flotilla/pkg/ociregistry"
+	"github.com/flotilla-dev/flotilla/pkg/registryconn"
 )
 
 // env is a real API server standing in for a workload cluster.
@@ -43,7 +44,7 @@ func TestTheCatalogInstallsFromItsBundle(t *testing.T) {
 	key, err := bundle.GenerateKey()
 	g.Expect(err).NotTo(HaveOccurred())
 	_, err = publish.Publish(ctx, publish.Options{Registry: host, Repository: "flotilla", // the embedded catalog
-		KubernetesMinors: []string{"1.36"}, Key: key, Connection: bundle.Registry{PlainHTTP: true}})
+		KubernetesMinors: []string{"1.36"}, Key: key, Connection: registryconn.Config{PlainHTTP: true}})
 	g.Expect(err).NotTo(HaveOccurred())
 	s, err := bundle.Pull(ctx, host+"/flotilla:v1-36-1")
 	g.Expect(err).NotTo(HaveOccurred())
@@ -56,7 +57,7 @@ func TestTheCatalogInstallsFromItsBundle(t *testing.T) {
 		g.Expect(ok).To(BeTrue(), pkg)
 		v := p.Versions[0]
 		_, err := engine.InstallOrUpgrade(ctx, env.Config, helm.Release{
-			Name: release, Namespace: ns, Values: values, Registry: helm.Registry{PlainHTTP: true},
+			Name: release, Namespace: ns, Values: values, Registry: registryconn.Config{PlainHTTP: true},
 			Chart: helm.ChartRef{RepoURL: p.ChartURL(), Name: p.Name, Version: v.Version, Digest: v.Digest},
 		})
 		return err

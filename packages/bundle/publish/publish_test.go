@@ -27,6 +27,7 @@ import (
 	"github.com/flotilla-dev/flotilla/packages/bundle"
 	"github.com/flotilla-dev/flotilla/packages/bundle/publish"
 	"github.com/flotilla-dev/flotilla/pkg/ociregistry"
+	"github.com/flotilla-dev/flotilla/pkg/registryconn"
 )
 
 // chartsDir is the repository's curated catalog.
@@ -174,7 +175,7 @@ func TestPublishThenHelmPullsTheChartTheBundleLists(t *testing.T) {
 	g.Expect(err).NotTo(HaveOccurred())
 	dir := copyCharts(t)
 	opts := publish.Options{ChartsDir: dir, Registry: host, Repository: "flotilla", Key: key,
-		Connection: bundle.Registry{PlainHTTP: true}}
+		Connection: registryconn.Config{PlainHTTP: true}}
 
 	res, err := publish.Publish(ctx, opts)
 	g.Expect(err).NotTo(HaveOccurred())

@@ -12,13 +12,13 @@ import (
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/klog/v2"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	flotillav1 "github.com/flotilla-dev/flotilla/api/cluster/v1alpha1"
 	packagesv1 "github.com/flotilla-dev/flotilla/api/packages/v1alpha1"
 	"github.com/flotilla-dev/flotilla/packages/bundle"
 	"github.com/flotilla-dev/flotilla/packages/defaults"
+	"github.com/flotilla-dev/flotilla/pkg/objectpatch"
 )
 
 // defaultRegistryTimeout bounds one check of a source.
@@ -233,10 +233,9 @@ func (r *Reconciler) setActiveBundle(ctx context.Context, s *scope) error {
 		return nil
 	}
 	latest := s.bundles[len(s.bundles)-1]
-	before := pbc.DeepCopy()
 	pbc.Spec.ActiveBundle = latest.Name
-	if err := r.Client.Patch(ctx, pbc, client.MergeFromWithOptions(before, client.MergeFromWithOptimisticLock{})); err != nil {
-		return fmt.Errorf("setting the active bundle of PackageBundleController %s: %w", klog.KObj(pbc), err)
+	if err := s.patch.Write(ctx, objectpatch.WithOptimisticLock()); err != nil {
+		return fmt.Errorf("setting the active bundle: %w", err)
 	}
 	s.active = latest
 	r.Recorder.Eventf(pbc, latest, corev1.EventTypeNormal, "ActiveBundleSet", "Activate", "Active bundle set to %s", latest.Name)

@@ -1,4 +1,4 @@
-package cmd
+package main
 
 import (
 	"context"
@@ -17,6 +17,7 @@ import (
 	"k8s.io/klog/v2/textlogger"
 	ctrl "sigs.k8s.io/controller-runtime"
 
+	"github.com/flotilla-dev/flotilla/cli/cmd"
 	"github.com/flotilla-dev/flotilla/internal/version"
 	"github.com/flotilla-dev/flotilla/manager"
 )
@@ -38,14 +39,16 @@ type managerOptions struct {
 	restConfig *rest.Config
 }
 
-// NewManagerCmd returns `flotilla manager`, which runs Flotilla's controllers.
-func NewManagerCmd(streams genericiooptions.IOStreams) *cobra.Command {
+// newManagerCmd returns `flotilla manager`, which runs Flotilla's controllers. It lives here,
+// beside main, and not in cli/cmd: it is the one command that links the manager and its
+// controllers, which the rest of the CLI must not import (cli/cmd's TestTheCLILinksNoController).
+func newManagerCmd(streams genericiooptions.IOStreams) *cobra.Command {
 	o := &managerOptions{streams: streams}
 	known := make([]string, 0, len(manager.Components()))
 	for _, c := range manager.Components() {
 		known = append(known, c.Name)
 	}
-	cmd := &cobra.Command{
+	command := &cobra.Command{
 		Use:   "manager",
 		Short: "Run Flotilla's controllers against a management cluster",
 		Long: `Run Flotilla's controllers (Cluster API core, the local provider, ...) in one process
@@ -61,17 +64,9 @@ For a local management cluster the CLI starts the manager itself; run it by hand
   # Run only Cluster API's core controllers, with leader election
   flotilla manager --kubeconfig mgmt/mgmt.kubeconfig --components capi --leader-elect`,
 		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			if err := o.Complete(); err != nil {
-				return err
-			}
-			if err := o.Validate(); err != nil {
-				return err
-			}
-			return o.Run(cmd.Context())
-		},
+		RunE: cmd.RunE(o),
 	}
-	f := cmd.Flags()
+	f := command.Flags()
 	f.StringVar(&o.kubeconfig, "kubeconfig", "", "kubeconfig of the management cluster (default: $KUBECONFIG, ~/.kube/config or in-cluster)")
 	f.StringSliceVar(&o.components, "components", []string{manager.AllComponents},
 		fmt.Sprintf("components to run, comma separated: %s, or %q", strings.Join(known, ", "), manager.AllComponents))
@@ -82,11 +77,11 @@ For a local management cluster the CLI starts the manager itself; run it by hand
 	f.BoolVar(&o.leaderElect, "leader-elect", false, "take a Lease in "+manager.Namespace+" before running controllers, so one replica is active")
 	f.StringVar(&o.home, "home", "", "Flotilla's state directory (default: $FLOTILLA_HOME or ~/.flotilla)")
 	f.StringVar(&o.binDir, "bin-dir", "", "control plane binary cache (default: $FLOTILLA_BIN_CACHE or ~/.cache/flotilla/bin)")
-	return cmd
+	return command
 }
 
 // Complete loads the kubeconfig.
-func (o *managerOptions) Complete() error {
+func (o *managerOptions) Complete(*cobra.Command, []string) error {
 	var err error
 	if o.kubeconfig != "" {
 		o.restConfig, err = clientcmd.BuildConfigFromFlags("", o.kubeconfig)
@@ -109,9 +104,6 @@ func (o *managerOptions) Validate() error {
 
 // Run runs the manager until SIGINT or SIGTERM.
 func (o *managerOptions) Run(ctx context.Context) error {
-	if ctx == nil {
-		ctx = context.Background()
-	}
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 	defer stop()
 

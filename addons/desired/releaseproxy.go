@@ -1,15 +1,17 @@
-package helmchartproxy
+package desired
 
 import (
-	"bytes"
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
-	"encoding/json"
 
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/flotilla-dev/flotilla/addons/values"
 	addonsv1 "github.com/flotilla-dev/flotilla/api/addons/v1alpha1"
 )
 
@@ -37,9 +39,22 @@ func releaseName(hcp *addonsv1.HelmChartProxy) string {
 	return hcp.Name
 }
 
-// DesiredReleaseProxy builds the HelmReleaseProxy of hcp for cluster, with the values rendered
-// for that cluster.
-func DesiredReleaseProxy(hcp *addonsv1.HelmChartProxy, cluster *clusterv1.Cluster, renderedValues string) *addonsv1.HelmReleaseProxy {
+// RenderValues renders the proxy's valuesTemplate for cluster, reading the cluster's control
+// plane and infrastructure objects through c; "" when the proxy has no template.
+func RenderValues(ctx context.Context, c client.Reader, mapper meta.RESTMapper, hcp *addonsv1.HelmChartProxy, cluster *clusterv1.Cluster) (string, error) {
+	if hcp.Spec.ValuesTemplate == "" {
+		return "", nil
+	}
+	data, err := values.ForCluster(ctx, c, mapper, cluster)
+	if err != nil {
+		return "", err
+	}
+	return values.Render(ctx, hcp.Spec.ValuesTemplate, data)
+}
+
+// ReleaseProxy builds the HelmReleaseProxy of hcp for cluster, with the values rendered for that
+// cluster (RenderValues).
+func ReleaseProxy(hcp *addonsv1.HelmChartProxy, cluster *clusterv1.Cluster, renderedValues string) *addonsv1.HelmReleaseProxy {
 	spec := *hcp.Spec.ReleaseSpec.DeepCopy()
 	if spec.ReconcileStrategy == "" {
 		spec.ReconcileStrategy = addonsv1.ReconcileContinuous
@@ -69,11 +84,4 @@ func DesiredReleaseProxy(hcp *addonsv1.HelmChartProxy, cluster *clusterv1.Cluste
 			ReleaseSpec: spec,
 		},
 	}
-}
-
-// equalJSON compares two values by their JSON encoding, as the API server stores them.
-func equalJSON(a, b any) bool {
-	ja, errA := json.Marshal(a)
-	jb, errB := json.Marshal(b)
-	return errA == nil && errB == nil && bytes.Equal(ja, jb)
 }
