@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -27,6 +28,7 @@ import (
 	"github.com/flotilla-dev/flotilla/addons/desired"
 	"github.com/flotilla-dev/flotilla/addons/engine"
 	addonsv1 "github.com/flotilla-dev/flotilla/api/addons/v1alpha1"
+	"github.com/flotilla-dev/flotilla/internal/proctest"
 	"github.com/flotilla-dev/flotilla/internal/testenv"
 	"github.com/flotilla-dev/flotilla/pkg/helm"
 )
@@ -794,4 +796,48 @@ func TestARunawayTemplateFailsItsProxyFastAndTheManagerGoesOn(t *testing.T) {
 	p.Spec.ClusterSelector = metav1.LabelSelector{MatchLabels: map[string]string{"tier": "gold"}}
 	g.Expect(env.Client.Create(ctx, p)).To(Succeed())
 	eventuallyReady(g, ns, "after", "w2")
+}
+
+// A render that the machine was too busy to run (its worker got no CPU) says so, and the proxy
+// renders again shortly, without waiting for its resync.
+func TestARenderStarvedOfCPUIsRenderedAgainShortly(t *testing.T) {
+	startManager(t)
+	g := NewWithT(t)
+	ctx := context.Background()
+	ns := env.NewNamespace(t)
+	createCluster(g, ns, "w1", map[string]string{"env": "prod"})
+	g.Expect(env.Client.Create(ctx, proxy(ns, "starved"))).To(Succeed())
+	eventuallyReady(g, ns, "starved", "w1")
+
+	// Every render worker of the manager (this process) stops getting CPU.
+	workers := proctest.Children(t, "__flotilla-values-render-worker") // addons/values' workerArg
+	g.Expect(workers).NotTo(BeEmpty())
+	for _, pid := range workers {
+		g.Expect(syscall.Kill(pid, syscall.SIGSTOP)).To(Succeed())
+	}
+	defer func() {
+		for _, pid := range workers {
+			_ = syscall.Kill(pid, syscall.SIGCONT)
+		}
+	}()
+	updateProxy(g, ns, "starved", func(p *addonsv1.HelmChartProxy) {
+		p.Spec.ValuesTemplate = "clusterName: {{ .Cluster.metadata.name }}\nreplicas: 2\n"
+	})
+	g.Eventually(func(g Gomega) {
+		p := getProxy(g, ns, "starved")
+		c := condition(p.Status.Conditions, addonsv1.ValuesRenderedCondition)
+		g.Expect(c.ObservedGeneration).To(Equal(p.Generation))
+		g.Expect(c.Message).To(ContainSubstring("this machine is too busy to render it now"))
+	}, timeout, 10*time.Millisecond).Should(Succeed())
+
+	// The machine has CPU again: the next render, a few seconds later, succeeds.
+	for _, pid := range workers {
+		_ = syscall.Kill(pid, syscall.SIGCONT)
+	}
+	g.Eventually(func(g Gomega) {
+		p := getProxy(g, ns, "starved")
+		c := condition(p.Status.Conditions, addonsv1.ValuesRenderedCondition)
+		g.Expect(c.Status).To(Equal(metav1.ConditionTrue), c.Message)
+		g.Expect(getHRP(g, ns, "starved", "w1").Spec.Values).To(ContainSubstring("replicas: 2"))
+	}, 15*time.Second, interval).Should(Succeed())
 }

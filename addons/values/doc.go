@@ -35,7 +35,8 @@
 // a time and is killed when a render takes longer than RenderTimeLimit. The kernel kills a worker
 // whose parent dies (Linux). Up to four workers are kept for the next renders: a render costs a
 // round trip through a pipe (about 0.15 ms), starting a worker far more. A render killed at the
-// time limit that had almost no CPU time (a machine far too busy) is tried once more.
+// time limit having had almost no CPU time (a machine far too busy) is ErrRenderStarved: nothing
+// is known about the template, and the caller renders it again later.
 // docs/proposals/2026-11-25-bounded-values-templates.md records why.
 //
 // The valuesFrom sources (ConfigMaps and Secrets) are read by FromSources and merged in order;

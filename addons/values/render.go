@@ -34,14 +34,15 @@ var (
 		"look for until, repeat or strings built in a range", RenderMemoryLimit>>20)
 	ErrRenderRecursion = errors.New("valuesTemplate: rendering was stopped: templates call each other too deep " +
 		"(a template that includes itself?)")
-	// ErrRenderStarved: the render met RenderTimeLimit twice without having had the CPU time to
-	// run away (the machine is too busy), so nothing is known about the template.
-	ErrRenderStarved = fmt.Errorf("valuesTemplate: rendering was stopped after %s twice, having had "+
-		"almost no CPU time: this machine is too busy to render it now", RenderTimeLimit)
+	// ErrRenderStarved: the render met RenderTimeLimit without having had the CPU time to run
+	// away (less than starvedCPU): the machine is too busy, and nothing is known about the
+	// template. Render it again later.
+	ErrRenderStarved = fmt.Errorf("valuesTemplate: rendering was stopped after %s having had almost no CPU time: "+
+		"this machine is too busy to render it now", RenderTimeLimit)
 )
 
 // starvedCPU is the CPU time under which a render stopped at RenderTimeLimit was starved rather
-// than running away: it is tried once more.
+// than running away.
 const starvedCPU = RenderTimeLimit / 20
 
 // Render renders a values template with data and returns the values as canonical YAML (sorted
@@ -79,41 +80,26 @@ func (p *pool) render(ctx context.Context, req request) (string, error) {
 	}
 	defer func() { <-p.slots }()
 
-	resp, err := p.renderOnce(ctx, req)
-	if errors.Is(err, errStarved) {
-		if resp, err = p.renderOnce(ctx, req); errors.Is(err, errStarved) {
-			return "", ErrRenderStarved
-		}
-	}
-	if err != nil {
-		return "", err
-	}
-	if resp.Error != "" {
-		return "", errors.New(resp.Error)
-	}
-	return resp.Values, nil
-}
-
-// renderOnce renders req in an idle worker, or a new one, and keeps the worker for the next
-// render unless it died or retires.
-func (p *pool) renderOnce(ctx context.Context, req request) (response, error) {
 	w := p.take()
 	if w == nil {
 		var err error
 		if w, err = startWorker(ctx); err != nil {
-			return response{}, err
+			return "", err
 		}
 	}
 	resp, err := w.exchange(ctx, req)
 	if err != nil {
-		return response{}, err // the worker is gone
+		return "", err // the worker is gone
 	}
 	if resp.Retire {
 		w.stop()
 	} else {
 		p.put(w)
 	}
-	return resp, nil
+	if resp.Error != "" {
+		return "", errors.New(resp.Error)
+	}
+	return resp.Values, nil
 }
 
 func (p *pool) take() *worker {
@@ -229,7 +215,7 @@ func (w *worker) exchange(ctx context.Context, req request) (response, error) {
 		w.kill()
 		<-done
 		if w.renderCPU() < starvedCPU {
-			return response{}, errStarved
+			return response{}, ErrRenderStarved
 		}
 		return response{}, ErrRenderTimeLimit
 	case <-ctx.Done():
@@ -252,9 +238,6 @@ func (w *worker) death(err error) error {
 	}
 	return fmt.Errorf("valuesTemplate: the render worker stopped unexpectedly (%w)%s", err, w.stderr.firstLine(": "))
 }
-
-// errStarved: the render met RenderTimeLimit having had less than starvedCPU of CPU time.
-var errStarved = errors.New("starved")
 
 // renderCPU is the CPU time a killed worker spent on its last render.
 func (w *worker) renderCPU() time.Duration {
