@@ -809,21 +809,28 @@ func TestARenderStarvedOfCPUIsRenderedAgainShortly(t *testing.T) {
 	g.Expect(env.Client.Create(ctx, proxy(ns, "starved"))).To(Succeed())
 	eventuallyReady(g, ns, "starved", "w1")
 
-	// Every render worker of the manager (this process) stops getting CPU.
-	workers := proctest.Children(t, "__flotilla-values-render-worker") // addons/values' workerArg
-	g.Expect(workers).NotTo(BeEmpty())
-	for _, pid := range workers {
-		g.Expect(syscall.Kill(pid, syscall.SIGSTOP)).To(Succeed())
+	// Every render worker of the manager (this process) stops getting CPU, those started later
+	// too (the proxies of other tests may use up the stopped ones first).
+	stopped := map[int]bool{}
+	stopWorkers := func() {
+		for _, pid := range proctest.Children(t, "__flotilla-values-render-worker") { // addons/values' workerArg
+			if !stopped[pid] && syscall.Kill(pid, syscall.SIGSTOP) == nil {
+				stopped[pid] = true
+			}
+		}
 	}
-	defer func() {
-		for _, pid := range workers {
+	resumeWorkers := func() {
+		for pid := range stopped {
 			_ = syscall.Kill(pid, syscall.SIGCONT)
 		}
-	}()
+	}
+	defer resumeWorkers()
+	stopWorkers()
 	updateProxy(g, ns, "starved", func(p *addonsv1.HelmChartProxy) {
 		p.Spec.ValuesTemplate = "clusterName: {{ .Cluster.metadata.name }}\nreplicas: 2\n"
 	})
 	g.Eventually(func(g Gomega) {
+		stopWorkers()
 		p := getProxy(g, ns, "starved")
 		c := condition(p.Status.Conditions, addonsv1.ValuesRenderedCondition)
 		g.Expect(c.ObservedGeneration).To(Equal(p.Generation))
@@ -831,9 +838,7 @@ func TestARenderStarvedOfCPUIsRenderedAgainShortly(t *testing.T) {
 	}, timeout, 10*time.Millisecond).Should(Succeed())
 
 	// The machine has CPU again: the next render, a few seconds later, succeeds.
-	for _, pid := range workers {
-		_ = syscall.Kill(pid, syscall.SIGCONT)
-	}
+	resumeWorkers()
 	g.Eventually(func(g Gomega) {
 		p := getProxy(g, ns, "starved")
 		c := condition(p.Status.Conditions, addonsv1.ValuesRenderedCondition)
