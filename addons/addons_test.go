@@ -780,7 +780,9 @@ func TestARunawayTemplateFailsItsProxyFastAndTheManagerGoesOn(t *testing.T) {
 			g.Expect(c.ObservedGeneration).To(Equal(p.Generation))
 			g.Expect(c.Status).To(Equal(metav1.ConditionFalse))
 			g.Expect(c.Reason).To(Equal(addonsv1.TemplateErrorReason))
-			g.Expect(c.Message).To(HavePrefix("cluster w1: valuesTemplate: rendering was stopped"))
+			// (or, on a machine too busy to give the render any CPU, starved)
+			g.Expect(c.Message).To(Or(HavePrefix("cluster w1: valuesTemplate: rendering was stopped"),
+				HavePrefix("cluster w1: valuesTemplate: this machine is too busy")))
 		}, timeout, 10*time.Millisecond).Should(Succeed(), "template %d", i)
 		t.Logf("template %d failed its proxy after %s", i, time.Since(start))
 		g.Expect(time.Since(start)).To(BeNumerically("<", time.Second), "template %d", i)

@@ -22,8 +22,9 @@ const (
 	RenderMemoryLimit = 256 << 20
 	// renderWorkers is how many renders run at once (each in a worker process of its own).
 	renderWorkers = 4
-	// workerStartLimit is how long a worker may take to start (a busy machine is slow to exec).
-	workerStartLimit = 30 * time.Second
+	// workerStartLimit is how long a worker may take to start: it takes about 0.2 s on a busy
+	// machine; one that needs more is too busy to render (ErrRenderStarved).
+	workerStartLimit = 10 * time.Second
 )
 
 // Errors of a render stopped at one of its limits; the message says which and what to look for.
@@ -34,11 +35,10 @@ var (
 		"look for until, repeat or strings built in a range", RenderMemoryLimit>>20)
 	ErrRenderRecursion = errors.New("valuesTemplate: rendering was stopped: templates call each other too deep " +
 		"(a template that includes itself?)")
-	// ErrRenderStarved: the render met RenderTimeLimit without having had the CPU time to run
-	// away (less than starvedCPU): the machine is too busy, and nothing is known about the
-	// template. Render it again later.
-	ErrRenderStarved = fmt.Errorf("valuesTemplate: rendering was stopped after %s having had almost no CPU time: "+
-		"this machine is too busy to render it now", RenderTimeLimit)
+	// ErrRenderStarved is wrapped by the error of a render that the machine was too busy to run:
+	// it met RenderTimeLimit having had less than starvedCPU of CPU time, or its worker did not
+	// start within workerStartLimit. Nothing is known about the template: render it again later.
+	ErrRenderStarved = errors.New("valuesTemplate: this machine is too busy to render it now")
 )
 
 // starvedCPU is the CPU time under which a render stopped at RenderTimeLimit was starved rather
@@ -89,7 +89,9 @@ func (p *pool) render(ctx context.Context, req request) (string, error) {
 	}
 	resp, err := w.exchange(ctx, req)
 	if err != nil {
-		return "", err // the worker is gone
+		// The worker is gone: its successor starts now rather than delay the next render.
+		go p.replace()
+		return "", err
 	}
 	if resp.Retire {
 		w.stop()
@@ -100,6 +102,21 @@ func (p *pool) render(ctx context.Context, req request) (string, error) {
 		return "", errors.New(resp.Error)
 	}
 	return resp.Values, nil
+}
+
+// replace starts a worker and keeps it idle, unless size workers are idle already.
+func (p *pool) replace() {
+	w, err := startWorker(context.Background())
+	if err != nil {
+		return // the next render starts one, and reports why it cannot
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if len(p.idle) >= p.size {
+		w.stop()
+		return
+	}
+	p.idle = append(p.idle, w)
 }
 
 func (p *pool) take() *worker {
@@ -174,7 +191,8 @@ func startWorker(ctx context.Context) (*worker, error) {
 	select {
 	case err = <-ready:
 	case <-timer.C:
-		err = fmt.Errorf("not ready after %s", workerStartLimit)
+		w.kill()
+		return nil, fmt.Errorf("%w: a render worker did not start within %s", ErrRenderStarved, workerStartLimit)
 	case <-ctx.Done():
 		err = ctx.Err()
 	}
@@ -214,8 +232,9 @@ func (w *worker) exchange(ctx context.Context, req request) (response, error) {
 	case <-timer.C:
 		w.kill()
 		<-done
-		if w.renderCPU() < starvedCPU {
-			return response{}, ErrRenderStarved
+		if cpu := w.renderCPU(); cpu < starvedCPU {
+			return response{}, fmt.Errorf("%w: rendering was stopped after %s having had %s of CPU time",
+				ErrRenderStarved, RenderTimeLimit, cpu.Round(time.Millisecond))
 		}
 		return response{}, ErrRenderTimeLimit
 	case <-ctx.Done():
