@@ -89,8 +89,9 @@ func (p *pool) render(ctx context.Context, req request) (string, error) {
 	}
 	resp, err := w.exchange(ctx, req)
 	if err != nil {
-		// The worker is gone: its successor starts now rather than delay the next render.
-		go p.replace()
+		// The worker is gone: its successor starts now rather than delay the next render (it
+		// outlives this render, hence not ctx's cancellation).
+		go p.replace(context.WithoutCancel(ctx))
 		return "", err
 	}
 	if resp.Retire {
@@ -105,8 +106,8 @@ func (p *pool) render(ctx context.Context, req request) (string, error) {
 }
 
 // replace starts a worker and keeps it idle, unless size workers are idle already.
-func (p *pool) replace() {
-	w, err := startWorker(context.Background())
+func (p *pool) replace(ctx context.Context) {
+	w, err := startWorker(ctx)
 	if err != nil {
 		return // the next render starts one, and reports why it cannot
 	}
