@@ -31,7 +31,8 @@ func TestABundleWhoseSpecChangedIsNotUsedUntilVerifiedAgain(t *testing.T) {
 	configs.set(client.ObjectKeyFromObject(c), workload.Config)
 	p := newPackage("w-reverify", "hello", "hello", "")
 	p.Spec.TargetNamespace = "reverify"
-	g.Expect(mgmt.Client.Create(ctx, p)).To(Succeed())
+	// The cluster's packages namespace comes with its PackageBundleController's first check.
+	g.Eventually(func() error { return mgmt.Client.Create(ctx, p) }, timeout, interval).Should(Succeed())
 	g.Eventually(func(g Gomega) {
 		hello := packageOf(g, "w-reverify", "hello")
 		g.Expect(readyOf(g, hello.Status.Conditions).Status).To(Equal(metav1.ConditionTrue))
