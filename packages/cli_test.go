@@ -85,10 +85,10 @@ func TestTheCLIManagesPackagesThroughTheManagementCluster(t *testing.T) {
 		g.Expect(d.Username).To(Equal("robot"))
 		g.Expect(d.Password).To(Equal("s3cret"))
 		g.Expect(d.PublicKey).NotTo(BeNil(), "the key written before is kept")
-		// Back to anonymous for the other tests.
+		// Back to the registry's credentials for the other tests.
 		cm := &corev1.ConfigMap{}
 		g.Expect(mgmt.Client.Get(ctx, defaults.Key, cm)).To(Succeed())
-		delete(cm.Data, packagesv1.DefaultsCredentialsSecretKey)
+		cm.Data[packagesv1.DefaultsCredentialsSecretKey] = credentialsSecret
 		g.Expect(mgmt.Client.Update(ctx, cm)).To(Succeed())
 	})
 

@@ -16,8 +16,9 @@ import (
 
 	flotillav1 "github.com/flotilla-dev/flotilla/api/cluster/v1alpha1"
 	packagesv1 "github.com/flotilla-dev/flotilla/api/packages/v1alpha1"
-	"github.com/flotilla-dev/flotilla/packages/bundle"
 	"github.com/flotilla-dev/flotilla/packages/defaults"
+	"github.com/flotilla-dev/flotilla/pkg/kubeversion"
+	"github.com/flotilla-dev/flotilla/pkg/netaddr"
 )
 
 // packagesRequestTimeout bounds each packages command's requests to the management cluster.
@@ -88,7 +89,7 @@ func (c *Client) ListPackages(ctx context.Context, kubeconfig, cluster, kubeVers
 		_, b, err := activeBundle(ctx, kc, cluster)
 		return b, err
 	}
-	minor, err := bundle.NormalizeMinor(kubeVersion)
+	minor, err := kubeversion.Minor(kubeVersion)
 	if err != nil {
 		return nil, fmt.Errorf("--kube-version: %w", err)
 	}
@@ -317,7 +318,7 @@ type PackageControllerOptions struct {
 	// PublicKey is the PEM public key bundles are verified with; left as it is when empty.
 	PublicKey []byte
 	// PlainHTTP, when set, says whether registries are reached over plain HTTP. When it is not,
-	// a registry on this machine (bundle.IsLoopback) is reached over plain HTTP, as Flotilla's
+	// a registry on this machine (netaddr.IsLoopback) is reached over plain HTTP, as Flotilla's
 	// embedded registry speaks it, and InstallPackageController says so.
 	PlainHTTP *bool
 	// Source, when set, is the PBC's own source (spec.source).
@@ -341,7 +342,7 @@ func (c *Client) InstallPackageController(ctx context.Context, kubeconfig string
 	if o.Source != nil {
 		registry = o.Source.Registry
 	}
-	if o.PlainHTTP == nil && bundle.IsLoopback(registry) {
+	if o.PlainHTTP == nil && netaddr.IsLoopback(registry) {
 		plain := true
 		o.PlainHTTP = &plain
 		_, _ = fmt.Fprintf(c.Out, "Registry %s is on this machine: reaching it over plain HTTP (--plain-http=false for TLS)\n", registry)

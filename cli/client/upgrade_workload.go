@@ -174,13 +174,33 @@ func (c *Client) ensureManagerOf(ctx context.Context, kc ctrlclient.Client, kube
 // has stopped, as after a crash or a kill in the middle of an upgrade. A management cluster
 // elsewhere is left to whoever runs it.
 func (c *Client) ensureLocalManager(ctx context.Context, mgmt, kubeconfig string) error {
-	local := c.localKubeconfigPath(mgmt)
-	if !isFile(local) || c.managerRunning(mgmt) || !sameServer(kubeconfig, local) {
+	if !c.runsHere(mgmt, kubeconfig) || c.managerRunning(mgmt) {
 		return nil
 	}
 	fmt.Fprintf(c.Out, "The manager of management cluster %q is not running; starting it again\n", mgmt)
 	if err := c.StartManager(ctx, mgmt); err != nil {
 		return fmt.Errorf("the manager of management cluster %q had stopped, and starting it again failed: %w", mgmt, err)
+	}
+	return nil
+}
+
+// runsHere reports whether management cluster mgmt, behind kubeconfig, runs on this machine: it
+// was created from this Home, and kubeconfig names its API server.
+func (c *Client) runsHere(mgmt, kubeconfig string) bool {
+	local := c.localKubeconfigPath(mgmt)
+	return mgmt != "" && isFile(local) && sameServer(kubeconfig, local)
+}
+
+// checkLocalBinaries checks, when management cluster mgmt behind kubeconfig runs on this
+// machine, that the control plane programs of Kubernetes version are in this machine's binary
+// cache: the manager's local provider starts a local cluster's control plane from them, and
+// without them it would wait, reporting BinariesMissing, until someone builds them.
+func (c *Client) checkLocalBinaries(mgmt, kubeconfig, version string) error {
+	if !c.runsHere(mgmt, kubeconfig) {
+		return nil
+	}
+	if _, err := binaries.Find(c.BinRoot, version); err != nil {
+		return fmt.Errorf("management cluster %q runs on this machine and cannot start Kubernetes %s: %w", mgmt, version, err)
 	}
 	return nil
 }
@@ -299,17 +319,16 @@ func (r *upgradeRun) currentCluster(ctx context.Context, mgmt string) (*flotilla
 
 // checkReadyForVersionChange refuses a version change while the cluster has not finished the
 // previous change, so the control plane and workers never drift more than one minor apart, and
-// checks the new version's binaries when the management cluster runs on this machine.
+// checks the new version's binaries when the cluster is local and its management cluster runs
+// on this machine.
 func (r *upgradeRun) checkReadyForVersionChange(current *flotillav1.Cluster, plan *upgradePlan) error {
 	if err := readyForVersionChange(current, plan, r.opts.Kubeconfig); err != nil {
 		return err
 	}
-	if r.c.managerRunning(plan.Management) {
-		if _, err := binaries.Find(r.c.BinRoot, plan.Version); err != nil {
-			return fmt.Errorf("the management cluster runs on this machine and cannot start Kubernetes %s: %w", plan.Version, err)
-		}
+	if current.Spec.DatacenterRef.Kind != flotillav1.LocalDatacenterConfigKind {
+		return nil // other providers do not run the control plane on this machine
 	}
-	return nil
+	return r.c.checkLocalBinaries(plan.Management, r.opts.Kubeconfig, plan.Version)
 }
 
 // readyForVersionChange refuses a version change of a cluster that has not finished the previous

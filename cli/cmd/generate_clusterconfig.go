@@ -9,6 +9,7 @@ import (
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 
 	"github.com/flotilla-dev/flotilla/cli/spec"
+	"github.com/flotilla-dev/flotilla/pkg/binaries"
 )
 
 // GenerateClusterConfigOptions are the options of `flotilla generate clusterconfig`.
@@ -54,10 +55,10 @@ management cluster (one that manages itself), which needs management: true in th
 	fs.StringVar(&o.Provider, "provider", o.Provider, "infrastructure provider, one of: "+strings.Join(spec.Providers(), ", "))
 	fs.BoolVar(&o.Management, "management", o.Management, "write spec.management: true, for a management cluster")
 	fs.StringVar(&o.KubernetesVersion, "kubernetes-version", o.KubernetesVersion,
-		"Kubernetes minor version, one of: "+strings.Join(spec.SupportedMinors(), ", ")+" (default: the newest)")
+		"Kubernetes minor version, one of: "+strings.Join(binaries.SupportedMinors(), ", ")+" (default: the newest)")
 	fs.Int32Var(&o.Workers, "workers", o.Workers, "number of worker nodes")
 	_ = cmd.RegisterFlagCompletionFunc("provider", cobra.FixedCompletions(spec.Providers(), cobra.ShellCompDirectiveNoFileComp))
-	_ = cmd.RegisterFlagCompletionFunc("kubernetes-version", cobra.FixedCompletions(spec.SupportedMinors(), cobra.ShellCompDirectiveNoFileComp))
+	_ = cmd.RegisterFlagCompletionFunc("kubernetes-version", cobra.FixedCompletions(binaries.SupportedMinors(), cobra.ShellCompDirectiveNoFileComp))
 	return cmd
 }
 

@@ -89,6 +89,7 @@ Create one with 'flotilla create cluster -f FILE'; create workload clusters from
 		NewRegistryCmd(streams, global),
 		NewDevCmd(streams, global),
 		NewAddonsCmd(streams, global),
+		NewBinariesCmd(streams, global),
 	)
 
 	return root

@@ -1,9 +1,6 @@
 package bundle
 
 import (
-	"net"
-	"strings"
-
 	"github.com/google/go-containerregistry/pkg/authn"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 
@@ -17,25 +14,8 @@ func RemoteOptions(r registryconn.Config) ([]remote.Option, error) {
 		return nil, err
 	}
 	opts := []remote.Option{remote.WithTransport(t)}
-	switch {
-	case r.Username != "" || r.Password != "":
+	if r.Username != "" || r.Password != "" {
 		opts = append(opts, remote.WithAuth(&authn.Basic{Username: r.Username, Password: r.Password}))
-	case r.DockerConfig:
-		opts = append(opts, remote.WithAuthFromKeychain(authn.DefaultKeychain))
 	}
 	return opts, nil
-}
-
-// IsLoopback is true for registries on this machine only (localhost, 127.0.0.0/8, ::1), which
-// Flotilla reaches over plain HTTP by default; every other registry gets TLS.
-func IsLoopback(host string) bool {
-	h := host
-	if hh, _, err := net.SplitHostPort(host); err == nil {
-		h = hh
-	}
-	if h == "localhost" {
-		return true
-	}
-	ip := net.ParseIP(strings.Trim(h, "[]"))
-	return ip != nil && ip.IsLoopback()
 }

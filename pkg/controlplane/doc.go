@@ -40,8 +40,8 @@
 //     them, restarts dead ones, restarts those whose flags, binaries (a Kubernetes upgrade) or
 //     input files (certificates, kubeconfigs) changed, and stops the optional ones Config no
 //     longer asks for. It never starts a duplicate;
-//   - fails with an instruction when it cannot go on: a missing program ("run: make
-//     controlplane-binaries K8S_VERSION=v1.36.3"), kube-apiserver's port held by another program.
+//   - fails with an instruction when it cannot go on: a missing program ("run: flotilla binaries
+//     build v1.36.3"), kube-apiserver's port held by another program.
 //
 // Processes are detached (own session, no context): they outlive the program that started them,
 // and a later program adopts them. Ensure, Stop and Delete on the same directory are serialised

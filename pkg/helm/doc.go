@@ -25,7 +25,8 @@
 // whose content does not match is refused (ErrDigestMismatch). Stats counts pulls and source
 // lookups, so callers can prove that a resync pulled nothing. Registry credentials, CA and TLS
 // settings come from Release.Registry (a registryconn.Config) only, never from the Helm or
-// Docker credential files of the user running Flotilla (its DockerConfig is ignored), and a classic repository's credentials are sent to its own host only.
+// Docker credential files of the user running Flotilla, and a classic repository's credentials
+// are sent to its own host only.
 //
 // # Releases
 //

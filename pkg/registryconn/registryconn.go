@@ -8,17 +8,16 @@ import (
 	"net/http"
 
 	"github.com/google/go-containerregistry/pkg/v1/remote"
+
+	"github.com/flotilla-dev/flotilla/pkg/netaddr"
 )
 
 // Config says how to reach a registry: credentials and transport.
 type Config struct {
-	// Username and Password are basic credentials (or a token as the password).
+	// Username and Password are basic credentials (or a token as the password); without them,
+	// requests are anonymous. Callers that look up stored credentials (the CLI reads Helm's and
+	// Docker's) put what they found here.
 	Username, Password string
-	// DockerConfig, when Username is empty, takes credentials from the Docker config
-	// ($DOCKER_CONFIG/config.json or ~/.docker/config.json) and its credential helpers, for
-	// the CLI on a user's machine. Without either, requests are anonymous. The Helm engine,
-	// which runs in the manager, ignores it: it reads no credential files.
-	DockerConfig bool
 	// CAData is a PEM bundle of certificate authorities trusted besides the system's.
 	CAData []byte
 	// InsecureSkipTLSVerify skips verifying the registry's certificate.
@@ -77,10 +76,14 @@ func (h httpsOnly) RoundTrip(req *http.Request) (*http.Response, error) {
 	return h.next.RoundTrip(req)
 }
 
-// plainHTTP sends https:// requests as http://.
+// plainHTTP sends https:// requests as http://, and refuses to send credentials in the clear to
+// a registry off this machine.
 type plainHTTP struct{ next http.RoundTripper }
 
 func (p plainHTTP) RoundTrip(req *http.Request) (*http.Response, error) {
+	if req.Header.Get("Authorization") != "" && !netaddr.IsLoopback(req.URL.Host) {
+		return nil, fmt.Errorf("refusing to send credentials to %s over plain HTTP, which anyone on the way can read: reach it over HTTPS", req.URL.Host)
+	}
 	if req.URL.Scheme == "https" {
 		req = req.Clone(req.Context())
 		req.URL.Scheme = "http"

@@ -80,3 +80,33 @@ func TestPlainHTTPIsSpokenOnlyWhenAskedFor(t *testing.T) {
 	g.Expect(resp.StatusCode).To(Equal(http.StatusOK))
 	g.Expect(paths).To(Equal([]string{"/plain"}), "the refused request never reached the server")
 }
+
+// recorder is a RoundTripper that records the hosts it is asked to reach and answers 200.
+type recorder struct{ hosts []string }
+
+func (r *recorder) RoundTrip(req *http.Request) (*http.Response, error) {
+	r.hosts = append(r.hosts, req.URL.Host)
+	return &http.Response{StatusCode: http.StatusOK, Body: http.NoBody, Request: req}, nil
+}
+
+func TestCredentialsGoInTheClearOnlyToLoopback(t *testing.T) {
+	g := NewWithT(t)
+	next := &recorder{}
+	rt := plainHTTP{next}
+	send := func(host string, withCredentials bool) error {
+		req, err := http.NewRequest(http.MethodGet, "https://"+host+"/v2/", nil)
+		g.Expect(err).NotTo(HaveOccurred())
+		if withCredentials {
+			req.SetBasicAuth("alice", "secret")
+		}
+		_, err = rt.RoundTrip(req)
+		return err
+	}
+
+	g.Expect(send("127.0.0.1:5001", true)).To(Succeed())
+	g.Expect(send("registry.example.com:5000", false)).To(Succeed(), "an anonymous request may go in the clear")
+	err := send("registry.example.com:5000", true)
+	g.Expect(err).To(MatchError(ContainSubstring("refusing to send credentials to registry.example.com:5000 over plain HTTP")))
+	g.Expect(err.Error()).NotTo(ContainSubstring("secret"))
+	g.Expect(next.hosts).To(Equal([]string{"127.0.0.1:5001", "registry.example.com:5000"}), "the request with credentials never left")
+}

@@ -4,7 +4,7 @@
 // and tests that need a registry with signed bundles (Options.ChartsDir empty publishes the
 // curated catalog embedded in package charts):
 //
-//	h, _ := ociregistry.NewHandler(t.TempDir(), nil)
+//	h, _ := ociregistry.NewHandler(ociregistry.Options{Dir: t.TempDir()})
 //	srv := httptest.NewServer(h)
 //	host := strings.TrimPrefix(srv.URL, "http://")
 //	key, _ := bundle.GenerateKey()

@@ -19,6 +19,7 @@ import (
 
 	curated "github.com/flotilla-dev/flotilla/charts"
 	"github.com/flotilla-dev/flotilla/packages/bundle"
+	"github.com/flotilla-dev/flotilla/pkg/kubeversion"
 	"github.com/flotilla-dev/flotilla/pkg/registryconn"
 )
 
@@ -140,7 +141,7 @@ func Publish(ctx context.Context, opts Options) (Result, error) {
 		minors = DefaultKubernetesMinors
 	}
 	for _, m := range minors {
-		minor, err := bundle.NormalizeMinor(m)
+		minor, err := kubeversion.Minor(m)
 		if err != nil {
 			return res, err
 		}

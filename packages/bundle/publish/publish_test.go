@@ -166,7 +166,7 @@ func TestPackagingIsReproducible(t *testing.T) {
 func TestPublishThenHelmPullsTheChartTheBundleLists(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
-	h, err := ociregistry.NewHandler(t.TempDir(), nil)
+	h, err := ociregistry.NewHandler(ociregistry.Options{Dir: t.TempDir()})
 	g.Expect(err).NotTo(HaveOccurred())
 	srv := httptest.NewServer(h)
 	defer srv.Close()

@@ -1,11 +1,11 @@
 package packagebundlecontroller
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"slices"
 	"sort"
-	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -18,6 +18,7 @@ import (
 	packagesv1 "github.com/flotilla-dev/flotilla/api/packages/v1alpha1"
 	"github.com/flotilla-dev/flotilla/packages/bundle"
 	"github.com/flotilla-dev/flotilla/packages/defaults"
+	"github.com/flotilla-dev/flotilla/pkg/kubeversion"
 	"github.com/flotilla-dev/flotilla/pkg/objectpatch"
 )
 
@@ -68,22 +69,9 @@ func (r *Reconciler) findCluster(ctx context.Context, s *scope) error {
 			return nil
 		}
 	}
-	s.minor = KubernetesMinor(s.cluster)
+	// The minor the cluster runs, else the one it asks for. An unparsable one matches no bundle.
+	s.minor, _ = kubeversion.Minor(cmp.Or(s.cluster.Status.KubernetesVersion, s.cluster.Spec.KubernetesVersion))
 	return nil
-}
-
-// KubernetesMinor is the Kubernetes minor ("1.36") a cluster runs, else the one it asks for.
-func KubernetesMinor(c *flotillav1.Cluster) string {
-	v := c.Status.KubernetesVersion
-	if v == "" {
-		v = c.Spec.KubernetesVersion
-	}
-	v = strings.TrimPrefix(v, "v")
-	parts := strings.SplitN(v, ".", 3)
-	if len(parts) < 2 {
-		return v
-	}
-	return parts[0] + "." + parts[1]
 }
 
 // interval is spec.upgradeCheckInterval or its default.

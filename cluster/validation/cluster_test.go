@@ -1,15 +1,12 @@
-package webhooks
+package validation
 
 import (
-	"context"
 	"strings"
 	"testing"
 
 	. "github.com/onsi/gomega"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
-	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	flotillav1 "github.com/flotilla-dev/flotilla/api/cluster/v1alpha1"
 )
@@ -34,31 +31,20 @@ func validCluster(mutate ...func(*flotillav1.Cluster)) *flotillav1.Cluster {
 	return c
 }
 
-// resolve supports 1.35 and 1.36, like binaries.Supported.
-func resolve(minor string) (string, error) {
-	switch minor {
-	case "1.36":
-		return "v1.36.3", nil
-	case "1.35":
-		return "v1.35.4", nil
+// fields returns the paths of errs.
+func fields(errs field.ErrorList) []string {
+	var paths []string
+	for _, err := range errs {
+		paths = append(paths, err.Field)
 	}
-	return "", &unsupportedError{minor}
+	return paths
 }
 
-type unsupportedError struct{ minor string }
-
-func (e *unsupportedError) Error() string {
-	return "kubernetes version \"" + e.minor + "\" is not supported: supported minor versions are 1.36, 1.35"
-}
-
-// fields returns the fields an Invalid error names.
-func fields(g Gomega, err error) []string {
-	g.Expect(apierrors.IsInvalid(err)).To(BeTrue(), "want an Invalid error, got %v", err)
-	var names []string
-	for _, cause := range err.(apierrors.APIStatus).Status().Details.Causes {
-		names = append(names, cause.Field)
-	}
-	return names
+// packet makes c a Packet cluster with a control plane machine config.
+func packet(c *flotillav1.Cluster) {
+	c.Spec.DatacenterRef.Kind = Packet.DatacenterKind
+	c.Spec.WorkerNodeGroups[0].MachineGroupRef.Kind = Packet.MachineConfigKind
+	c.Spec.ControlPlane.MachineGroupRef = &flotillav1.Ref{Kind: Packet.MachineConfigKind, Name: "cp"}
 }
 
 func TestValidateCreate(t *testing.T) {
@@ -72,7 +58,22 @@ func TestValidateCreate(t *testing.T) {
 		{
 			name:       "an unsupported Kubernetes version is rejected with the supported ones",
 			mutate:     func(c *flotillav1.Cluster) { c.Spec.KubernetesVersion = "1.30" },
-			wantFields: []string{"spec.kubernetesVersion"}, wantText: "supported minor versions are 1.36, 1.35",
+			wantFields: []string{"spec.kubernetesVersion"}, wantText: "Kubernetes 1.30 is not supported; use one of 1.36, 1.35",
+		},
+		{
+			name:       "a missing Kubernetes version is required with the supported ones",
+			mutate:     func(c *flotillav1.Cluster) { c.Spec.KubernetesVersion = "" },
+			wantFields: []string{"spec.kubernetesVersion"}, wantText: "set the Kubernetes minor version, one of 1.36, 1.35",
+		},
+		{
+			name:       "a full Kubernetes version is rejected with the minor form to write",
+			mutate:     func(c *flotillav1.Cluster) { c.Spec.KubernetesVersion = "v1.35.4" },
+			wantFields: []string{"spec.kubernetesVersion"}, wantText: `"v1.35.4" is not in the minor version form; write "1.35"`,
+		},
+		{
+			name:       "a Kubernetes version that is no version is rejected",
+			mutate:     func(c *flotillav1.Cluster) { c.Spec.KubernetesVersion = "latest" },
+			wantFields: []string{"spec.kubernetesVersion"}, wantText: `"latest" is not a Kubernetes minor version; use one of 1.36, 1.35`,
 		},
 		{
 			name:       "a name longer than 40 characters is rejected",
@@ -81,8 +82,8 @@ func TestValidateCreate(t *testing.T) {
 		},
 		{
 			name:       "a name that is not a DNS label is rejected",
-			mutate:     func(c *flotillav1.Cluster) { c.Name = "w1.example" },
-			wantFields: []string{"metadata.name"},
+			mutate:     func(c *flotillav1.Cluster) { c.Name = "W1_test" },
+			wantFields: []string{"metadata.name"}, wantText: `use at most 40 lowercase letters, digits and '-', starting and ending with a letter or digit, such as "w1-test"`,
 		},
 		{
 			name: "duplicate worker node group names are rejected",
@@ -98,6 +99,96 @@ func TestValidateCreate(t *testing.T) {
 				c.Spec.WorkerNodeGroups[0].Name = strings.Repeat("g", 30)
 			},
 			wantFields: []string{"spec.workerNodeGroups[0].name"}, wantText: "longer than 63 characters",
+		},
+		{
+			name: "a 30-character cluster name with a 40-character group is rejected: the MachineDeployment name would be 71 characters",
+			mutate: func(c *flotillav1.Cluster) {
+				c.Name = strings.Repeat("c", 30)
+				c.Spec.WorkerNodeGroups[0].Name = strings.Repeat("g", 40)
+			},
+			wantFields: []string{"spec.workerNodeGroups[0].name"}, wantText: "shorten the group or the cluster name",
+		},
+		{
+			name:       "a group name longer than 40 characters is rejected",
+			mutate:     func(c *flotillav1.Cluster) { c.Name = "c"; c.Spec.WorkerNodeGroups[0].Name = strings.Repeat("g", 41) },
+			wantFields: []string{"spec.workerNodeGroups[0].name"}, wantText: "use at most 40 lowercase letters",
+		},
+		{
+			name:       "a group without a name is rejected",
+			mutate:     func(c *flotillav1.Cluster) { c.Spec.WorkerNodeGroups[0].Name = "" },
+			wantFields: []string{"spec.workerNodeGroups[0].name"}, wantText: "name the group, such as md-0",
+		},
+		{
+			name:       "a negative worker count is rejected",
+			mutate:     func(c *flotillav1.Cluster) { c.Spec.WorkerNodeGroups[0].Count = -1 },
+			wantFields: []string{"spec.workerNodeGroups[0].count"}, wantText: "-1 is negative; use 0 or more",
+		},
+		{
+			name: "an invalid Node label is rejected",
+			mutate: func(c *flotillav1.Cluster) {
+				c.Spec.WorkerNodeGroups[0].Labels = map[string]string{"tier": "not valid!"}
+			},
+			wantFields: []string{"spec.workerNodeGroups[0].labels"}, wantText: `"not valid!" is not a valid label key or value`,
+		},
+		{
+			name: "a missing machine group ref is required, naming the provider's machine config kind",
+			mutate: func(c *flotillav1.Cluster) {
+				c.Spec.WorkerNodeGroups[0].MachineGroupRef = flotillav1.Ref{}
+			},
+			wantFields: []string{"spec.workerNodeGroups[0].machineGroupRef"}, wantText: "name a LocalMachineConfig",
+		},
+		{
+			name:       "a missing datacenterRef is required with an example",
+			mutate:     func(c *flotillav1.Cluster) { c.Spec.DatacenterRef = flotillav1.Ref{} },
+			wantFields: []string{"spec.datacenterRef"}, wantText: "such as {kind: LocalDatacenterConfig, name: w1}",
+		},
+		{
+			name:       "the local provider runs one control plane",
+			mutate:     func(c *flotillav1.Cluster) { c.Spec.ControlPlane.Count = 3 },
+			wantFields: []string{"spec.controlPlane.count"}, wantText: "the local provider runs one hosted control plane per cluster; set it to 1",
+		},
+		{
+			name:       "a negative control plane count is rejected",
+			mutate:     func(c *flotillav1.Cluster) { c.Spec.ControlPlane.Count = -1 },
+			wantFields: []string{"spec.controlPlane.count"}, wantText: "at least one control plane instance",
+		},
+		{
+			name:       "a control plane endpoint needs a host and a TCP port",
+			mutate:     func(c *flotillav1.Cluster) { c.Spec.ControlPlane.Endpoint = &flotillav1.Endpoint{Port: 70000} },
+			wantFields: []string{"spec.controlPlane.endpoint.host", "spec.controlPlane.endpoint.port"}, wantText: "70000 is not a TCP port",
+		},
+		{
+			name: "a Packet cluster may have three control plane devices",
+			mutate: func(c *flotillav1.Cluster) {
+				packet(c)
+				c.Spec.ControlPlane.Count = 3
+			},
+		},
+		{
+			name: "a Packet cluster needs a machine config for its control plane",
+			mutate: func(c *flotillav1.Cluster) {
+				packet(c)
+				c.Spec.ControlPlane.MachineGroupRef = nil
+			},
+			wantFields: []string{"spec.controlPlane.machineGroupRef"}, wantText: "name the PacketMachineConfig of the control plane devices",
+		},
+		{
+			name: "a Packet cluster is never a management cluster",
+			mutate: func(c *flotillav1.Cluster) {
+				packet(c)
+				c.Spec.Management, c.Spec.ManagementCluster.Name = true, c.Name
+			},
+			wantFields: []string{"spec.management"}, wantText: "a Packet cluster is a workload cluster",
+		},
+		{
+			name:       "a management cluster name that is no cluster name is rejected",
+			mutate:     func(c *flotillav1.Cluster) { c.Spec.ManagementCluster.Name = "Mgmt" },
+			wantFields: []string{"spec.managementCluster.name"}, wantText: `"Mgmt" is not a valid cluster name`,
+		},
+		{
+			name:       "a gitOpsRef without a name is rejected",
+			mutate:     func(c *flotillav1.Cluster) { c.Spec.GitOpsRef = &flotillav1.Ref{Kind: flotillav1.GitOpsConfigKind} },
+			wantFields: []string{"spec.gitOpsRef.name"}, wantText: "name the GitOpsConfig",
 		},
 		{
 			name:       "an unknown datacenter kind is rejected",
@@ -145,7 +236,12 @@ func TestValidateCreate(t *testing.T) {
 		{
 			name:       "a worker node group version within the skew but unsupported is rejected with the supported ones",
 			mutate:     func(c *flotillav1.Cluster) { c.Spec.WorkerNodeGroups[0].KubernetesVersion = "1.33" },
-			wantFields: []string{"spec.workerNodeGroups[0].kubernetesVersion"}, wantText: "supported minor versions are 1.36, 1.35",
+			wantFields: []string{"spec.workerNodeGroups[0].kubernetesVersion"}, wantText: "Kubernetes 1.33 is not supported; use one of 1.36, 1.35",
+		},
+		{
+			name:       "a worker node group version in the full form is rejected with the minor form to write",
+			mutate:     func(c *flotillav1.Cluster) { c.Spec.WorkerNodeGroups[0].KubernetesVersion = "v1.35" },
+			wantFields: []string{"spec.workerNodeGroups[0].kubernetesVersion"}, wantText: `write "1.35"`,
 		},
 		{
 			name: "a management cluster that names another management cluster is rejected",
@@ -163,13 +259,13 @@ func TestValidateCreate(t *testing.T) {
 			if tt.mutate != nil {
 				tt.mutate(c)
 			}
-			_, err := (&Cluster{ResolveVersion: resolve}).ValidateCreate(context.Background(), c)
+			errs := ValidateCluster(c)
 			if tt.wantFields == nil {
-				g.Expect(err).NotTo(HaveOccurred())
+				g.Expect(errs).To(BeEmpty())
 				return
 			}
-			g.Expect(fields(g, err)).To(ConsistOf(tt.wantFields))
-			g.Expect(err.Error()).To(ContainSubstring(tt.wantText))
+			g.Expect(fields(errs)).To(ConsistOf(tt.wantFields))
+			g.Expect(errs.ToAggregate().Error()).To(ContainSubstring(tt.wantText))
 		})
 	}
 }
@@ -325,6 +421,35 @@ func TestValidateUpdate(t *testing.T) {
 			old:    func(c *flotillav1.Cluster) { c.Spec.KubernetesVersion = "1.30" },
 			mutate: func(c *flotillav1.Cluster) { c.Finalizers = nil },
 		},
+		{
+			name:   "a group created under older rules can still be scaled",
+			old:    func(c *flotillav1.Cluster) { c.Name = "c"; c.Spec.WorkerNodeGroups[0].Name = strings.Repeat("g", 41) },
+			mutate: func(c *flotillav1.Cluster) { c.Spec.WorkerNodeGroups[0].Count = 5 },
+		},
+		{
+			name:   "a local cluster created with three control plane instances can still scale its workers",
+			old:    func(c *flotillav1.Cluster) { c.Spec.ControlPlane.Count = 3 },
+			mutate: func(c *flotillav1.Cluster) { c.Spec.WorkerNodeGroups[0].Count = 5 },
+		},
+		{
+			name:       "scaling a local control plane beyond one is rejected",
+			mutate:     func(c *flotillav1.Cluster) { c.Spec.ControlPlane.Count = 3 },
+			wantFields: []string{"spec.controlPlane.count"}, wantText: "set it to 1",
+		},
+		{
+			name: "a new group is checked",
+			mutate: func(c *flotillav1.Cluster) {
+				c.Spec.WorkerNodeGroups = append(c.Spec.WorkerNodeGroups, flotillav1.WorkerNodeGroup{Name: "MD_1", MachineGroupRef: c.Spec.WorkerNodeGroups[0].MachineGroupRef})
+			},
+			wantFields: []string{"spec.workerNodeGroups[1].name"}, wantText: `such as "md-1"`,
+		},
+		{
+			name: "a group whose labels change is checked",
+			mutate: func(c *flotillav1.Cluster) {
+				c.Spec.WorkerNodeGroups[0].Labels = map[string]string{"tier": "not valid!"}
+			},
+			wantFields: []string{"spec.workerNodeGroups[0].labels"}, wantText: "is not a valid label key or value",
+		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -336,106 +461,15 @@ func TestValidateUpdate(t *testing.T) {
 			newC := oldC.DeepCopy()
 			tt.mutate(newC)
 			if tt.defaulted {
-				g.Expect((&Cluster{}).Default(context.Background(), newC)).To(Succeed())
+				DefaultCluster(newC)
 			}
-			_, err := (&Cluster{ResolveVersion: resolve}).ValidateUpdate(context.Background(), oldC, newC)
+			errs := ValidateClusterUpdate(oldC, newC)
 			if tt.wantFields == nil {
-				g.Expect(err).NotTo(HaveOccurred())
+				g.Expect(errs).To(BeEmpty())
 				return
 			}
-			g.Expect(fields(g, err)).To(ConsistOf(tt.wantFields))
-			g.Expect(err.Error()).To(ContainSubstring(tt.wantText))
+			g.Expect(fields(errs)).To(ConsistOf(tt.wantFields))
+			g.Expect(errs.ToAggregate().Error()).To(ContainSubstring(tt.wantText))
 		})
 	}
-}
-
-func TestDefault(t *testing.T) {
-	scheme := runtime.NewScheme()
-	if err := flotillav1.AddToScheme(scheme); err != nil {
-		t.Fatal(err)
-	}
-	mgmt := &flotillav1.Cluster{
-		ObjectMeta: metav1.ObjectMeta{Name: "mgmt", Namespace: "flotilla-system"},
-		Spec:       flotillav1.ClusterSpec{Management: true},
-	}
-	tests := []struct {
-		name     string
-		existing []*flotillav1.Cluster
-		mutate   func(*flotillav1.Cluster)
-		check    func(g Gomega, c *flotillav1.Cluster)
-	}{
-		{
-			name:   "a management cluster manages itself",
-			mutate: func(c *flotillav1.Cluster) { c.Name = "mgmt"; c.Spec.Management = true },
-			check: func(g Gomega, c *flotillav1.Cluster) {
-				g.Expect(c.Spec.ManagementCluster.Name).To(Equal("mgmt"))
-			},
-		},
-		{
-			name:     "a workload cluster is managed by the management cluster of its API server",
-			existing: []*flotillav1.Cluster{mgmt},
-			check: func(g Gomega, c *flotillav1.Cluster) {
-				g.Expect(c.Spec.ManagementCluster.Name).To(Equal("mgmt"))
-			},
-		},
-		{
-			name: "a workload cluster without a management cluster in its API server is left for the client to name",
-			check: func(g Gomega, c *flotillav1.Cluster) {
-				g.Expect(c.Spec.ManagementCluster.Name).To(BeEmpty())
-			},
-		},
-		{
-			name:     "a management cluster the spec names is kept",
-			existing: []*flotillav1.Cluster{mgmt},
-			mutate:   func(c *flotillav1.Cluster) { c.Spec.ManagementCluster.Name = "other" },
-			check: func(g Gomega, c *flotillav1.Cluster) {
-				g.Expect(c.Spec.ManagementCluster.Name).To(Equal("other"))
-			},
-		},
-		{
-			name: "the control plane count and the cluster network get their defaults",
-			check: func(g Gomega, c *flotillav1.Cluster) {
-				g.Expect(c.Spec.ControlPlane.Count).To(Equal(int32(1)))
-				g.Expect(c.Spec.ClusterNetwork.Pods).To(Equal([]string{flotillav1.DefaultPodCIDR}))
-				g.Expect(c.Spec.ClusterNetwork.Services).To(Equal([]string{flotillav1.DefaultServiceCIDR}))
-			},
-		},
-		{
-			name: "a cluster network the spec sets is kept",
-			mutate: func(c *flotillav1.Cluster) {
-				c.Spec.ClusterNetwork = flotillav1.ClusterNetwork{Pods: []string{"172.16.0.0/16"}, Services: []string{"10.128.0.0/12"}}
-			},
-			check: func(g Gomega, c *flotillav1.Cluster) {
-				g.Expect(c.Spec.ClusterNetwork.Pods).To(Equal([]string{"172.16.0.0/16"}))
-				g.Expect(c.Spec.ClusterNetwork.Services).To(Equal([]string{"10.128.0.0/12"}))
-			},
-		},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			g := NewWithT(t)
-			// The fake client stands in for the read-only lookup of existing Clusters.
-			reader := fake.NewClientBuilder().WithScheme(scheme)
-			for _, c := range tt.existing {
-				reader = reader.WithObjects(c.DeepCopy())
-			}
-			c := &flotillav1.Cluster{
-				ObjectMeta: metav1.ObjectMeta{Name: "w1", Namespace: "fleet"},
-				Spec:       flotillav1.ClusterSpec{KubernetesVersion: "1.36"},
-			}
-			if tt.mutate != nil {
-				tt.mutate(c)
-			}
-			g.Expect((&Cluster{Reader: reader.Build()}).Default(context.Background(), c)).To(Succeed())
-			tt.check(g, c)
-		})
-	}
-}
-
-func TestWarnings(t *testing.T) {
-	g := NewWithT(t)
-	c := validCluster(func(c *flotillav1.Cluster) { c.Spec.ControlPlane.Count = 3 })
-	warnings, err := (&Cluster{ResolveVersion: resolve}).ValidateCreate(context.Background(), c)
-	g.Expect(err).NotTo(HaveOccurred())
-	g.Expect(warnings).To(ConsistOf(ContainSubstring("one hosted control plane per cluster")))
 }
