@@ -16,7 +16,7 @@ import (
 	"golang.org/x/crypto/ssh/knownhosts"
 
 	flotillav1 "github.com/flotilla-dev/flotilla/api/cluster/v1alpha1"
-	"github.com/flotilla-dev/flotilla/packages/bundle"
+	"github.com/flotilla-dev/flotilla/pkg/netaddr"
 )
 
 // Environment variables the CLI takes HTTPS credentials from (SSH uses the SSH agent).
@@ -100,7 +100,7 @@ func CheckCredentialsTransport(url string) error {
 		}
 		return fmt.Errorf("the repository is not a valid URL: %w", err)
 	}
-	if bundle.IsLoopback(u.Host) {
+	if netaddr.IsLoopback(u.Host) {
 		return nil
 	}
 	return fmt.Errorf("%w: the repository %s is plain http:// to %s; use its https:// URL "+
