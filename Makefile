@@ -77,6 +77,10 @@ bench: controlplane-binaries build ## Run the benchmarks and print the results t
 	go build -o bin/bench-table ./bench/table
 	go test -run '^$$' -bench . -benchtime 1x -timeout 60m ./bench | bin/bench-table
 
+.PHONY: fuzz
+fuzz: ## Run every Go fuzz target for FUZZTIME each (default 150s) on one worker; print the executions and crashes.
+	hack/fuzz.sh
+
 .PHONY: quickstart
 quickstart: controlplane-binaries build ## Create the local management cluster `mgmt` (kubeconfig: ./mgmt/mgmt.kubeconfig).
 	hack/quickstart.sh

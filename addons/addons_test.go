@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -27,6 +28,7 @@ import (
 	"github.com/flotilla-dev/flotilla/addons/desired"
 	"github.com/flotilla-dev/flotilla/addons/engine"
 	addonsv1 "github.com/flotilla-dev/flotilla/api/addons/v1alpha1"
+	"github.com/flotilla-dev/flotilla/internal/proctest"
 	"github.com/flotilla-dev/flotilla/internal/testenv"
 	"github.com/flotilla-dev/flotilla/pkg/helm"
 )
@@ -751,4 +753,98 @@ func gatherMetrics(g Gomega) map[string]float64 {
 		}
 	}
 	return values
+}
+
+// A values template that would run for hours or exhaust memory (see addons/values) fails its
+// proxy's ValuesRendered condition within a second, keeps the cluster's release as it was, and
+// leaves the manager serving every other proxy.
+func TestARunawayTemplateFailsItsProxyFastAndTheManagerGoesOn(t *testing.T) {
+	startManager(t)
+	g := NewWithT(t)
+	ctx := context.Background()
+	ns := env.NewNamespace(t)
+	createCluster(g, ns, "w1", map[string]string{"env": "prod"})
+	g.Expect(env.Client.Create(ctx, proxy(ns, "runaway"))).To(Succeed())
+	installed := eventuallyReady(g, ns, "runaway", "w1")
+
+	for i, template := range []string{
+		`{{ range until 2000000000 }}{{ end }}`,
+		`{{ range until 1000 }}{{ range until 1000 }}{{ range until 1000 }}{{ range until 1000 }}{{ end }}{{ end }}{{ end }}{{ end }}`,
+		`{{ $s := "x" }}{{ range until 40 }}{{ $s = print $s $s }}{{ end }}a: {{ len $s }}`,
+	} {
+		updateProxy(g, ns, "runaway", func(p *addonsv1.HelmChartProxy) { p.Spec.ValuesTemplate = template })
+		start := time.Now()
+		g.Eventually(func(g Gomega) {
+			p := getProxy(g, ns, "runaway")
+			c := condition(p.Status.Conditions, addonsv1.ValuesRenderedCondition)
+			g.Expect(c.ObservedGeneration).To(Equal(p.Generation))
+			g.Expect(c.Status).To(Equal(metav1.ConditionFalse))
+			g.Expect(c.Reason).To(Equal(addonsv1.TemplateErrorReason))
+			// (or, on a machine too busy to give the render any CPU, starved)
+			g.Expect(c.Message).To(Or(HavePrefix("cluster w1: valuesTemplate: rendering was stopped"),
+				HavePrefix("cluster w1: valuesTemplate: this machine is too busy")))
+		}, timeout, 10*time.Millisecond).Should(Succeed(), "template %d", i)
+		t.Logf("template %d failed its proxy after %s", i, time.Since(start))
+		g.Expect(time.Since(start)).To(BeNumerically("<", time.Second), "template %d", i)
+		// The release is left as it was.
+		hrp := getHRP(g, ns, "runaway", "w1")
+		g.Expect(hrp.Generation).To(Equal(installed.Generation))
+		g.Expect(hrp.Spec.Values).To(Equal(installed.Spec.Values))
+	}
+
+	// The manager goes on: a new proxy installs its release.
+	createCluster(g, ns, "w2", map[string]string{"env": "prod", "tier": "gold"})
+	p := proxy(ns, "after")
+	p.Spec.ClusterSelector = metav1.LabelSelector{MatchLabels: map[string]string{"tier": "gold"}}
+	g.Expect(env.Client.Create(ctx, p)).To(Succeed())
+	eventuallyReady(g, ns, "after", "w2")
+}
+
+// A render that the machine was too busy to run (its worker got no CPU) says so, and the proxy
+// renders again shortly, without waiting for its resync.
+func TestARenderStarvedOfCPUIsRenderedAgainShortly(t *testing.T) {
+	startManager(t)
+	g := NewWithT(t)
+	ctx := context.Background()
+	ns := env.NewNamespace(t)
+	createCluster(g, ns, "w1", map[string]string{"env": "prod"})
+	g.Expect(env.Client.Create(ctx, proxy(ns, "starved"))).To(Succeed())
+	eventuallyReady(g, ns, "starved", "w1")
+
+	// Every render worker of the manager (this process) stops getting CPU, those started later
+	// too (the proxies of other tests may use up the stopped ones first).
+	stopped := map[int]bool{}
+	stopWorkers := func() {
+		for _, pid := range proctest.Children(t, "__flotilla-values-render-worker") { // addons/values' workerArg
+			if !stopped[pid] && syscall.Kill(pid, syscall.SIGSTOP) == nil {
+				stopped[pid] = true
+			}
+		}
+	}
+	resumeWorkers := func() {
+		for pid := range stopped {
+			_ = syscall.Kill(pid, syscall.SIGCONT)
+		}
+	}
+	defer resumeWorkers()
+	stopWorkers()
+	updateProxy(g, ns, "starved", func(p *addonsv1.HelmChartProxy) {
+		p.Spec.ValuesTemplate = "clusterName: {{ .Cluster.metadata.name }}\nreplicas: 2\n"
+	})
+	g.Eventually(func(g Gomega) {
+		stopWorkers()
+		p := getProxy(g, ns, "starved")
+		c := condition(p.Status.Conditions, addonsv1.ValuesRenderedCondition)
+		g.Expect(c.ObservedGeneration).To(Equal(p.Generation))
+		g.Expect(c.Message).To(ContainSubstring("this machine is too busy to render it now"))
+	}, timeout, 10*time.Millisecond).Should(Succeed())
+
+	// The machine has CPU again: the next render, a few seconds later, succeeds.
+	resumeWorkers()
+	g.Eventually(func(g Gomega) {
+		p := getProxy(g, ns, "starved")
+		c := condition(p.Status.Conditions, addonsv1.ValuesRenderedCondition)
+		g.Expect(c.Status).To(Equal(metav1.ConditionTrue), c.Message)
+		g.Expect(getHRP(g, ns, "starved", "w1").Spec.Values).To(ContainSubstring("replicas: 2"))
+	}, 15*time.Second, interval).Should(Succeed())
 }

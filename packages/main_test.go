@@ -50,7 +50,44 @@ var (
 	chartCache string
 	// stopManager stops the running manager.
 	stopManager func() error
+	// verifier is the manager's bundle verifier: the real one, which a test can hold.
+	verifier = &heldVerifier{held: map[string]chan struct{}{}}
 )
+
+// heldVerifier is the real BundleVerifier, except that the verification of a bundle a test holds
+// waits until the test releases it: the window between a bundle's spec changing and its
+// verification, which is otherwise too short to look at.
+type heldVerifier struct {
+	mu   sync.Mutex
+	held map[string]chan struct{}
+}
+
+func (v *heldVerifier) Verify(b *packagesv1.PackageBundle, key *ecdsa.PublicKey) error {
+	v.mu.Lock()
+	gate := v.held[b.Name]
+	v.mu.Unlock()
+	if gate != nil {
+		<-gate
+	}
+	return packages.BundleVerifier{}.Verify(b, key)
+}
+
+// hold makes the verification of bundle name wait until release is called.
+func (v *heldVerifier) hold(name string) (release func()) {
+	gate := make(chan struct{})
+	v.mu.Lock()
+	v.held[name] = gate
+	v.mu.Unlock()
+	var once sync.Once
+	return func() {
+		once.Do(func() {
+			v.mu.Lock()
+			delete(v.held, name)
+			v.mu.Unlock()
+			close(gate)
+		})
+	}
+}
 
 const (
 	timeout  = 60 * time.Second
@@ -148,7 +185,7 @@ func startManager(o testenv.ManagerOptions) error {
 		if err := (&clusterwebhooks.Cluster{}).SetupWebhookWithManager(mgr); err != nil {
 			return err
 		}
-		return packages.Setup(ctx, mgr, packages.Options{RESTConfigs: configs, Installer: e})
+		return packages.Setup(ctx, mgr, packages.Options{RESTConfigs: configs, Installer: e, Verifier: verifier})
 	})
 	if err != nil {
 		return err

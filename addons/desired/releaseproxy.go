@@ -49,7 +49,7 @@ func RenderValues(ctx context.Context, c client.Reader, mapper meta.RESTMapper, 
 	if err != nil {
 		return "", err
 	}
-	return values.Render(hcp.Spec.ValuesTemplate, data)
+	return values.Render(ctx, hcp.Spec.ValuesTemplate, data)
 }
 
 // ReleaseProxy builds the HelmReleaseProxy of hcp for cluster, with the values rendered for that

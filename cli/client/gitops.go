@@ -49,7 +49,10 @@ func (c *Client) commitClusterSpec(ctx context.Context, kc ctrlclient.Client, s 
 	if err != nil {
 		return err
 	}
-	repo := gitopsRepository(config)
+	repo, err := gitopsRepository(config)
+	if err != nil {
+		return err
+	}
 	res, err := repo.PutCluster(ctx, management, s.Cluster.Name, data)
 	if err != nil {
 		return fmt.Errorf("committing the spec of cluster %q to Git: %w (the CLI pushes with your Git credentials: %s and %s for HTTPS, your SSH agent for SSH)",
@@ -82,7 +85,10 @@ func (c *Client) removeClusterSpec(ctx context.Context, kc ctrlclient.Client, fc
 	if err != nil {
 		return fmt.Errorf("reading GitOpsConfig %q of cluster %q: %w", ref.Name, fc.Name, err)
 	}
-	repo := gitopsRepository(config)
+	repo, err := gitopsRepository(config)
+	if err != nil {
+		return err
+	}
 	res, err := repo.RemoveCluster(ctx, fc.Spec.ManagementCluster.Name, fc.Name)
 	if err != nil {
 		return fmt.Errorf("removing the spec of cluster %q from Git before deleting it: %w (the CLI pushes with your Git credentials: %s and %s for HTTPS, your SSH agent for SSH)",
@@ -148,11 +154,17 @@ func renderClusterSpec(s *spec.Spec, management string, config *flotillav1.GitOp
 	return gitops.RenderSpec(header, objs)
 }
 
-// gitopsRepository is the branch of config's repository, reached with the user's credentials.
-func gitopsRepository(config *flotillav1.GitOpsConfig) gitops.Repository {
-	return gitops.Repository{
-		URL:    config.Spec.Repository,
-		Branch: config.Spec.Branch,
-		Auth:   gitops.AuthFromEnv(config.Spec.Repository, os.Getenv),
+// gitopsRepository is the branch of config's repository, reached with the user's credentials
+// within config's timeout.
+func gitopsRepository(config *flotillav1.GitOpsConfig) (gitops.Repository, error) {
+	auth, err := gitops.AuthFromEnv(config.Spec.Repository, os.Getenv)
+	if err != nil {
+		return gitops.Repository{}, fmt.Errorf("GitOpsConfig %s/%s: spec.repository: %w", config.Namespace, config.Name, err)
 	}
+	return gitops.Repository{
+		URL:     config.Spec.Repository,
+		Branch:  config.Spec.Branch,
+		Auth:    auth,
+		Timeout: config.Spec.Timeout.Duration,
+	}, nil
 }

@@ -99,7 +99,7 @@ func (c *Client) ListPackages(ctx context.Context, kubeconfig, cluster, kubeVers
 	var newest *packagesv1.PackageBundle
 	for i := range bundles {
 		b := &bundles[i]
-		if b.Spec.KubernetesMinor == minor && b.Status.State == packagesv1.BundleValid && (newest == nil || b.Spec.Build > newest.Spec.Build) {
+		if b.Spec.KubernetesMinor == minor && b.IsValid() && (newest == nil || b.Spec.Build > newest.Spec.Build) {
 			newest = b
 		}
 	}
@@ -251,8 +251,8 @@ func (c *Client) UpgradePackages(ctx context.Context, kubeconfig, cluster, bundl
 		}
 		return nil, fmt.Errorf("reading PackageBundle %s: %w", bundleName, err)
 	}
-	if b.Status.State != packagesv1.BundleValid {
-		return nil, fmt.Errorf("bundle %s is not valid (%s): it cannot be used", bundleName, orNone(b.Status.Detail))
+	if !b.IsValid() {
+		return nil, fmt.Errorf("bundle %s is not valid (%s): it cannot be used", bundleName, b.WhyNotValid())
 	}
 	if minor := pbc.Status.KubernetesMinor; minor != "" && b.Spec.KubernetesMinor != minor {
 		return nil, fmt.Errorf("bundle %s is for Kubernetes %s, cluster %s runs %s", bundleName, b.Spec.KubernetesMinor, cluster, minor)

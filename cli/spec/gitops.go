@@ -63,7 +63,8 @@ func (a *assembler) checkGitOps(c *flotillav1.Cluster, s *Spec) {
 	s.GitOpsConfig = config
 }
 
-// defaultGitOpsConfig sets what the API server would default: the branch and the interval.
+// defaultGitOpsConfig sets what the API server would default: the branch, the interval and the
+// timeout.
 func defaultGitOpsConfig(config *flotillav1.GitOpsConfig) {
 	if config.Spec.Branch == "" {
 		config.Spec.Branch = flotillav1.DefaultGitOpsBranch
@@ -72,9 +73,13 @@ func defaultGitOpsConfig(config *flotillav1.GitOpsConfig) {
 		interval, _ := time.ParseDuration(flotillav1.DefaultGitOpsInterval)
 		config.Spec.Interval = metav1.Duration{Duration: interval}
 	}
+	if config.Spec.Timeout.Duration == 0 {
+		timeout, _ := time.ParseDuration(flotillav1.DefaultGitOpsTimeout)
+		config.Spec.Timeout = metav1.Duration{Duration: timeout}
+	}
 }
 
-// validateGitOpsConfig checks the repository, branch, interval and Secret name.
+// validateGitOpsConfig checks the repository, branch, interval, timeout and Secret name.
 func (a *assembler) validateGitOpsConfig(d *document, config *flotillav1.GitOpsConfig) {
 	spec := config.Spec
 	if spec.Repository == "" {
@@ -89,6 +94,9 @@ func (a *assembler) validateGitOpsConfig(d *document, config *flotillav1.GitOpsC
 	if spec.Interval.Duration < MinGitOpsInterval {
 		a.p.doc(d, "spec.interval", "%s is too short; pull at most once a second, such as 30s or %s",
 			spec.Interval.Duration, flotillav1.DefaultGitOpsInterval)
+	}
+	if spec.Timeout.Duration < 0 {
+		a.p.doc(d, "spec.timeout", "%s is negative; use a positive duration such as %s", spec.Timeout.Duration, flotillav1.DefaultGitOpsTimeout)
 	}
 	if ref := spec.SecretRef; ref != nil {
 		if len(validation.IsDNS1123Subdomain(ref.Name)) > 0 {

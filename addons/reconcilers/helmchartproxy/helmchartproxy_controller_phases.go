@@ -3,8 +3,10 @@ package helmchartproxy
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"sort"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -19,9 +21,14 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/flotilla-dev/flotilla/addons/desired"
+	"github.com/flotilla-dev/flotilla/addons/values"
 	addonsv1 "github.com/flotilla-dev/flotilla/api/addons/v1alpha1"
 	"github.com/flotilla-dev/flotilla/pkg/objectpatch"
 )
+
+// starvedRetry is how soon a proxy renders again after a render that the machine was too busy
+// to run (values.ErrRenderStarved).
+const starvedRetry = 5 * time.Second
 
 // Event reasons.
 const (
@@ -81,6 +88,9 @@ func (r *Reconciler) applyReleaseProxies(ctx context.Context, s *scope) error {
 			continue
 		}
 		rendered, err := desired.RenderValues(ctx, r.Client, r.Client.RESTMapper(), hcp, cluster)
+		if errors.Is(err, values.ErrRenderStarved) {
+			s.requeueAfter = min(s.requeueAfter, starvedRetry) // the template may well be fine
+		}
 		if err != nil {
 			s.renderErrors[name] = err
 			r.Recorder.Eventf(hcp, cluster, corev1.EventTypeWarning, templateFailedEvent, "Render", "Cluster %s: %v", name, err)

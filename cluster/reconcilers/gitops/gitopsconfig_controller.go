@@ -13,6 +13,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
@@ -51,7 +52,14 @@ type Reconciler struct {
 	// cluster and GitOpsConfig: <CacheDir>/<management>/<namespace>/<name>. Repositories given
 	// by path are read in place.
 	CacheDir string
+	// MaxConcurrentReconciles bounds how many GitOpsConfigs sync at once; 0 means
+	// DefaultMaxConcurrentReconciles. A Git server that does not answer holds up only the syncs
+	// of its own GitOpsConfigs, each for at most its spec.timeout.
+	MaxConcurrentReconciles int
 }
+
+// DefaultMaxConcurrentReconciles is how many GitOpsConfigs sync at once by default.
+const DefaultMaxConcurrentReconciles = 4
 
 // SetupWithManager registers the reconciler with mgr. Besides GitOpsConfigs it watches
 // management Clusters, so that a sync resumes as soon as a management cluster appears or is
@@ -72,8 +80,13 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		c, ok := obj.(*flotillav1.Cluster)
 		return ok && c.Spec.Management
 	})
+	concurrency := r.MaxConcurrentReconciles
+	if concurrency <= 0 {
+		concurrency = DefaultMaxConcurrentReconciles
+	}
 	err := ctrl.NewControllerManagedBy(mgr).
 		Named("flotilla-gitopsconfig").
+		WithOptions(controller.Options{MaxConcurrentReconciles: concurrency}).
 		For(&flotillav1.GitOpsConfig{}, builder.WithPredicates(changed)).
 		Watches(&flotillav1.Cluster{}, handler.EnqueueRequestsFromMapFunc(r.allConfigs),
 			builder.WithPredicates(isManagement, changed)).

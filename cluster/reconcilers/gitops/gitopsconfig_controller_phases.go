@@ -95,7 +95,7 @@ func (r *Reconciler) findManagement(ctx context.Context, s *scope) error {
 // pull fetches the branch (with the credentials of spec.secretRef, when set).
 func (r *Reconciler) pull(ctx context.Context, s *scope) error {
 	cfg := s.config
-	s.repo = gitopsrepo.Repository{URL: cfg.Spec.Repository, Branch: cfg.Spec.Branch}
+	s.repo = gitopsrepo.Repository{URL: cfg.Spec.Repository, Branch: cfg.Spec.Branch, Timeout: cfg.Spec.Timeout.Duration}
 	if ref := cfg.Spec.SecretRef; ref != nil {
 		auth, err := r.credentials(ctx, ref.Name, cfg.Spec.Repository)
 		if err != nil {
@@ -124,6 +124,9 @@ func (r *Reconciler) credentials(ctx context.Context, name, url string) (transpo
 		return nil, fmt.Errorf("reading the credentials Secret %s: %w", key, err)
 	}
 	auth, err := gitopsrepo.AuthFromSecret(url, secret.Data)
+	if errors.Is(err, gitopsrepo.ErrCredentialsOverHTTP) {
+		return nil, fmt.Errorf("spec.repository: %w, or remove spec.secretRef", err)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("spec.secretRef.name: Secret %s: %w", key, err)
 	}

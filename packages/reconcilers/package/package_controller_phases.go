@@ -109,9 +109,9 @@ func (s *scope) resolve() {
 	case s.bundle == nil:
 		s.waitingReason = packagesv1.PackageControllerNotFoundReason
 		s.waiting = fmt.Sprintf("waiting for PackageBundle %s, the active bundle of %s", s.pbc.Spec.ActiveBundle, s.clusterName)
-	case s.bundle.Status.State != packagesv1.BundleValid:
+	case !s.bundle.IsValid():
 		s.waitingReason = packagesv1.PackageControllerNotFoundReason
-		s.waiting = fmt.Sprintf("the active bundle %s of %s is not valid (%s)", s.bundle.Name, s.clusterName, s.bundle.Status.Detail)
+		s.waiting = fmt.Sprintf("the active bundle %s of %s is not valid (%s)", s.bundle.Name, s.clusterName, s.bundle.WhyNotValid())
 	default:
 		s.resolved, s.invalid = catalog.Resolve(s.bundle, s.pkg.Spec)
 	}

@@ -126,7 +126,7 @@ func (r *Reconciler) check(ctx context.Context, s *scope, d defaults.Defaults) e
 		existing := &packagesv1.PackageBundle{}
 		err := r.Client.Get(ctx, client.ObjectKey{Namespace: packagesv1.PackagesNamespace, Name: name}, existing)
 		switch {
-		case err == nil && existing.Status.State == packagesv1.BundleValid:
+		case err == nil && existing.IsValid():
 			continue
 		case err == nil:
 		case apierrors.IsNotFound(err):
@@ -204,7 +204,7 @@ func (r *Reconciler) observeBundles(ctx context.Context, s *scope) error {
 		if b.Spec.KubernetesMinor != s.minor || b.Spec.Source == nil || *b.Spec.Source != *s.source {
 			continue
 		}
-		if b.Status.State != packagesv1.BundleValid {
+		if !b.IsValid() {
 			s.invalid++
 			continue
 		}
