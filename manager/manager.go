@@ -95,6 +95,8 @@ type Manager struct {
 	certDir      string
 	removeCerts  bool
 	directClient client.Client
+	// readyChecks are the checks of the readiness probe (/readyz), which Ready runs too.
+	readyChecks []healthz.Checker
 }
 
 // New builds a manager for the cluster at restConfig and sets up the selected components; Run
@@ -256,6 +258,7 @@ func (m *Manager) setup(ctx context.Context, deps Deps) error {
 		add := mgr.AddHealthzCheck
 		if c.ready {
 			add = mgr.AddReadyzCheck
+			m.readyChecks = append(m.readyChecks, c.checker)
 		}
 		if err := add(c.name, c.checker); err != nil {
 			return fmt.Errorf("adding %s check: %w", c.name, err)
@@ -314,6 +317,17 @@ func (m *Manager) Run(ctx context.Context) error {
 	log.Info("Starting manager", "id", m.id, "version", m.version, "components", names, "webhookURL", m.webhookURL)
 	if err := m.mgr.Start(ctx); err != nil {
 		return fmt.Errorf("running manager: %w", err)
+	}
+	return nil
+}
+
+// Ready returns nil when the manager is ready, as its readiness probe (/readyz) says: its
+// webhook server listens and its webhook configurations are registered with the API server.
+func (m *Manager) Ready() error {
+	for _, check := range m.readyChecks {
+		if err := check(nil); err != nil {
+			return err
+		}
 	}
 	return nil
 }

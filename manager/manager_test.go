@@ -73,19 +73,17 @@ func TestManagerRunsClusterAPIAndServesWebhooksOnLoopback(t *testing.T) {
 	})
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(m.ID()).To(Equal("flotilla-manager-capi"))
-	done := make(chan error, 1)
-	go func() { done <- m.Run(ctx) }()
-	defer func() {
-		cancel()
-		g.Eventually(done, 30*time.Second).Should(Receive(BeNil()))
-	}()
+	g.Expect(m.Ready()).To(MatchError(ContainSubstring("not been started")), "not ready before it runs")
+	_, stop, err := testenv.RunManager(ctx, m.Manager(), m.Run, testenv.Readiness{Checks: []func() error{m.Ready}})
+	g.Expect(err).NotTo(HaveOccurred())
+	defer func() { g.Expect(stop()).To(Succeed()) }()
 
-	// Ready means: webhook server listening and webhook configurations registered.
-	g.Eventually(func() (int, error) {
-		code, _, err := get("http://" + healthAddr + "/readyz")
-		return code, err
-	}, 60*time.Second, 200*time.Millisecond).Should(Equal(http.StatusOK))
-	code, body, err := get("http://" + healthAddr + "/healthz")
+	// Ready means: webhook server listening and webhook configurations registered; the probes
+	// say what Ready says.
+	code, body, err := get("http://" + healthAddr + "/readyz")
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(code).To(Equal(http.StatusOK), body)
+	code, body, err = get("http://" + healthAddr + "/healthz")
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(code).To(Equal(http.StatusOK), body)
 
@@ -133,6 +131,13 @@ func TestManagerRunsClusterAPIAndServesWebhooksOnLoopback(t *testing.T) {
 				},
 			}
 		}
+		// The API server's view of the webhook configurations catches up with the registration a
+		// moment after it.
+		g.Eventually(func(g Gomega) {
+			probe := newMachine("probe", "1.36.3")
+			g.Expect(env.Client.Create(ctx, probe, client.DryRunAll)).To(Succeed())
+			g.Expect(probe.Labels).To(HaveKey(clusterv1.ClusterNameLabel))
+		}, 30*time.Second, 100*time.Millisecond).Should(Succeed())
 		machine := newMachine("defaulted", "1.36.3")
 		g.Expect(env.Client.Create(ctx, machine)).To(Succeed())
 		// Cluster API's defaulting webhook labels the Machine with its cluster and prefixes the version.

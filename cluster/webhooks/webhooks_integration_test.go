@@ -6,7 +6,6 @@ import (
 	"os"
 	"strings"
 	"testing"
-	"time"
 
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
@@ -44,9 +43,9 @@ func run(m *testing.M) int {
 			fmt.Fprintf(os.Stderr, "testenv: %v\n", err)
 		}
 	}()
-	var mgr ctrl.Manager
+	// StartManager returns once the webhook server listens: the API server calls it from the first
+	// request on.
 	_, stop, err := e.StartManager(func(_ context.Context, m ctrl.Manager) error {
-		mgr = m
 		if err := (&webhooks.Cluster{}).SetupWebhookWithManager(m); err != nil {
 			return err
 		}
@@ -61,14 +60,6 @@ func run(m *testing.M) int {
 			fmt.Fprintf(os.Stderr, "manager: %v\n", err)
 		}
 	}()
-	// The API server calls the webhook server from the first request on: wait until it listens.
-	started := mgr.GetWebhookServer().StartedChecker()
-	for deadline := time.Now().Add(30 * time.Second); started(nil) != nil; time.Sleep(50 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			fmt.Fprintln(os.Stderr, "the webhook server did not start")
-			return 1
-		}
-	}
 	return m.Run()
 }
 

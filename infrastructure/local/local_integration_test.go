@@ -5,6 +5,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -28,6 +29,7 @@ import (
 
 	controlplanev1 "github.com/flotilla-dev/flotilla/api/controlplane/v1alpha1"
 	infrav1 "github.com/flotilla-dev/flotilla/api/infrastructure/v1alpha1"
+	"github.com/flotilla-dev/flotilla/internal/testenv"
 	"github.com/flotilla-dev/flotilla/manager"
 	"github.com/flotilla-dev/flotilla/pkg/binaries"
 	"github.com/flotilla-dev/flotilla/pkg/controlplane"
@@ -37,10 +39,11 @@ import (
 const kubernetesVersion = "v1.36.3"
 
 // startManager runs a manager with Cluster API's core reconcilers and the local provider until
-// the returned stop function is called (or the test ends).
+// the returned stop function is called (or the test ends); it returns once the manager is ready.
 func startManager(t *testing.T, home string) (stop func()) {
 	t.Helper()
 	ctx, cancel := context.WithCancel(ctrl.LoggerInto(context.Background(), ctrl.Log))
+	t.Cleanup(cancel)
 	m, err := manager.New(ctx, env.Config, manager.Options{
 		Components:                   []string{"capi", "local"},
 		HealthProbeBindAddress:       "0",
@@ -50,26 +53,19 @@ func startManager(t *testing.T, home string) (stop func()) {
 		SkipControllerNameValidation: true,
 	})
 	if err != nil {
-		cancel()
 		t.Fatalf("creating manager: %v", err)
 	}
-	done := make(chan error, 1)
-	go func() { done <- m.Run(ctx) }()
-	stopped := false
+	_, stopManager, err := testenv.RunManager(ctx, m.Manager(), m.Run, testenv.Readiness{Checks: []func() error{m.Ready}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var once sync.Once
 	stop = func() {
-		if stopped {
-			return
-		}
-		stopped = true
-		cancel()
-		select {
-		case err := <-done:
-			if err != nil && !errors.Is(err, context.Canceled) {
+		once.Do(func() {
+			if err := stopManager(); err != nil && !errors.Is(err, context.Canceled) {
 				t.Errorf("manager: %v", err)
 			}
-		case <-time.After(time.Minute):
-			t.Errorf("manager did not stop within a minute")
-		}
+		})
 	}
 	t.Cleanup(stop)
 	return stop
@@ -148,7 +144,9 @@ func workerObjects(namespace, cluster string, replicas int32) []client.Object {
 	}
 }
 
-// create creates objs, retrying while the manager's webhooks are not served yet.
+// create creates objs, retrying while the API server calls the webhook server of the package's
+// previous manager, which registered Cluster API's webhooks under the same name: its view of the
+// configurations catches up with the new manager's registration a moment later.
 func create(ctx context.Context, g Gomega, objs ...client.Object) {
 	for _, obj := range objs {
 		g.Eventually(func() error {
