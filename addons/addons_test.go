@@ -562,6 +562,11 @@ func TestPausedClustersAndProxiesAreLeftAlone(t *testing.T) {
 	eventuallyReady(g, ns, "hello", "w2")
 
 	patchAnnotations(g, w2, map[string]string{clusterv1.PausedAnnotation: ""})
+	// The manager's cache sees the pause a moment after the API server: until w2's
+	// HelmReleaseProxy says it is paused, a change to the proxy could still reach w2.
+	g.Eventually(func(g Gomega) {
+		g.Expect(condition(getHRP(g, ns, "hello", "w2").Status.Conditions, addonsv1.PausedCondition).Status).To(Equal(metav1.ConditionTrue))
+	}, timeout, interval).Should(Succeed())
 	updateProxy(g, ns, "hello", func(p *addonsv1.HelmChartProxy) { p.Spec.ValuesTemplate = "replicas: 7" })
 	g.Eventually(func(g Gomega) {
 		g.Expect(eventuallyReady(g, ns, "hello", "w1").Spec.Values).To(Equal("replicas: 7\n"))
