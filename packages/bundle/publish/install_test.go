@@ -8,6 +8,9 @@ import (
 
 	. "github.com/onsi/gomega"
 	appsv1 "k8s.io/api/apps/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -54,6 +57,24 @@ func TestTheCatalogInstallsFromItsBundle(t *testing.T) {
 
 	engine := &helm.Engine{ChartCache: t.TempDir()}
 	ns := env.NewNamespace(t)
+	// The releases hold cluster-wide objects (a ClusterRole; a CRD, which Helm leaves behind on
+	// uninstall): remove them, so that a repeated run (go test -count) starts from a clean cluster.
+	t.Cleanup(func() {
+		ctx := context.Background()
+		for _, release := range []string{"stack", "greeter", "hello-flotilla"} {
+			if err := engine.Uninstall(ctx, env.Config, release, ns); err != nil {
+				t.Errorf("uninstalling %s: %v", release, err)
+			}
+		}
+		crd := &apiextensionsv1.CustomResourceDefinition{ObjectMeta: metav1.ObjectMeta{Name: "greetings.greeter.flotilla.dev"}}
+		if err := env.Client.Delete(ctx, crd); client.IgnoreNotFound(err) != nil {
+			t.Errorf("deleting %s: %v", crd.Name, err)
+			return
+		}
+		g.Eventually(func() bool {
+			return apierrors.IsNotFound(env.Client.Get(ctx, client.ObjectKeyFromObject(crd), crd))
+		}, time.Minute, 100*time.Millisecond).Should(BeTrue(), "%s is deleted", crd.Name)
+	})
 	hello, _ := s.Bundle.Package("hello-flotilla")
 	_, err = (&helm.Engine{ChartCache: t.TempDir()}).InstallOrUpgrade(ctx, env.Config, helm.Release{
 		Name: "anonymous", Namespace: ns, Registry: registryconn.Config{CAData: conn.CAData},
