@@ -18,7 +18,7 @@ import (
 	"sigs.k8s.io/cluster-api/core/setup"
 	"sigs.k8s.io/cluster-api/util/index"
 	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/client"
+	ctrlclient "sigs.k8s.io/controller-runtime/pkg/client"
 	ctrlconfig "sigs.k8s.io/controller-runtime/pkg/config"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
@@ -94,7 +94,7 @@ type Manager struct {
 	webhookURL   string
 	certDir      string
 	removeCerts  bool
-	directClient client.Client
+	directClient ctrlclient.Client
 	// readyChecks are the checks of the readiness probe (/readyz), which Ready runs too.
 	readyChecks []healthz.Checker
 }
@@ -130,7 +130,7 @@ func New(ctx context.Context, restConfig *rest.Config, opts Options) (_ *Manager
 	if err != nil {
 		return nil, fmt.Errorf("creating manager: %w", err)
 	}
-	m.directClient, err = client.New(restConfig, client.Options{Scheme: s, HTTPClient: m.mgr.GetHTTPClient()})
+	m.directClient, err = ctrlclient.New(restConfig, ctrlclient.Options{Scheme: s, HTTPClient: m.mgr.GetHTTPClient()})
 	if err != nil {
 		return nil, fmt.Errorf("creating client: %w", err)
 	}

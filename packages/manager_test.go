@@ -9,7 +9,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/client"
+	ctrlclient "sigs.k8s.io/controller-runtime/pkg/client"
 
 	flotillav1 "github.com/flotilla-dev/flotilla/api/cluster/v1alpha1"
 	packagesv1 "github.com/flotilla-dev/flotilla/api/packages/v1alpha1"
@@ -42,7 +42,7 @@ func TestTheFlotillaManagerRunsThePackagesComponent(t *testing.T) {
 	defer func() { g.Expect(stop()).To(Succeed()) }()
 
 	validating := &admissionregistrationv1.ValidatingWebhookConfiguration{}
-	g.Expect(e.Client.Get(ctx, client.ObjectKey{Name: m.ID()}, validating)).To(Succeed())
+	g.Expect(e.Client.Get(ctx, ctrlclient.ObjectKey{Name: m.ID()}, validating)).To(Succeed())
 	g.Expect(validating.Webhooks).To(ContainElement(HaveField("Name", "validate.package.packages.flotilla.dev")))
 
 	// The API server calls the webhook: a Package outside a cluster's namespace is refused (once
@@ -52,7 +52,7 @@ func TestTheFlotillaManagerRunsThePackagesComponent(t *testing.T) {
 		Spec:       packagesv1.PackageSpec{PackageName: "hello"},
 	}
 	g.Eventually(func() error {
-		return e.Client.Create(ctx, outside.DeepCopy(), client.DryRunAll)
+		return e.Client.Create(ctx, outside.DeepCopy(), ctrlclient.DryRunAll)
 	}, timeout, interval).Should(Satisfy(apierrors.IsInvalid))
 	err = e.Client.Create(ctx, outside)
 	g.Expect(apierrors.IsInvalid(err)).To(BeTrue(), "%v", err)
@@ -65,6 +65,6 @@ func TestTheFlotillaManagerRunsThePackagesComponent(t *testing.T) {
 	}
 	g.Expect(e.Client.Create(ctx, c)).To(Succeed())
 	g.Eventually(func() error {
-		return e.Client.Get(ctx, client.ObjectKey{Namespace: packagesv1.PackagesNamespace, Name: "w9"}, &packagesv1.PackageBundleController{})
+		return e.Client.Get(ctx, ctrlclient.ObjectKey{Namespace: packagesv1.PackagesNamespace, Name: "w9"}, &packagesv1.PackageBundleController{})
 	}, timeout, interval).Should(Succeed())
 }

@@ -19,7 +19,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/tools/clientcmd"
 	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/client"
+	ctrlclient "sigs.k8s.io/controller-runtime/pkg/client"
 
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 
@@ -74,11 +74,11 @@ func startCAPIManager(t *testing.T) {
 func removeWebhookConfigurations(t *testing.T, name string) {
 	t.Helper()
 	ctx := context.Background()
-	for _, obj := range []client.Object{
+	for _, obj := range []ctrlclient.Object{
 		&admissionregistrationv1.MutatingWebhookConfiguration{ObjectMeta: metav1.ObjectMeta{Name: name}},
 		&admissionregistrationv1.ValidatingWebhookConfiguration{ObjectMeta: metav1.ObjectMeta{Name: name}},
 	} {
-		if err := env.Client.Delete(ctx, obj); client.IgnoreNotFound(err) != nil {
+		if err := env.Client.Delete(ctx, obj); ctrlclient.IgnoreNotFound(err) != nil {
 			t.Errorf("deleting %T: %v", obj, err)
 		}
 	}
@@ -89,10 +89,10 @@ func removeWebhookConfigurations(t *testing.T, name string) {
 		},
 	}
 	err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
-		return env.Client.Create(ctx, probe.DeepCopy(), client.DryRunAll) == nil, nil
+		return env.Client.Create(ctx, probe.DeepCopy(), ctrlclient.DryRunAll) == nil, nil
 	})
 	if err != nil {
-		t.Errorf("the API server still calls the webhooks of %s: %v", name, env.Client.Create(ctx, probe.DeepCopy(), client.DryRunAll))
+		t.Errorf("the API server still calls the webhooks of %s: %v", name, env.Client.Create(ctx, probe.DeepCopy(), ctrlclient.DryRunAll))
 	}
 }
 
@@ -122,7 +122,7 @@ func TestAPacketClusterBootsItsDevicesFromTheirKubeadmCloudInitBecomesReadyAndDe
 	ns := env.NewNamespace(t)
 	project := string(uuid.NewUUID())
 	// What `flotilla create cluster -f metal.yaml` applies: the Packet configs, then the Cluster.
-	objs := []client.Object{
+	objs := []ctrlclient.Object{
 		&infrav1.PacketDatacenterConfig{
 			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "metal"},
 			Spec:       infrav1.PacketDatacenterConfigSpec{APIURL: url, ProjectID: project, Metro: "da"},
@@ -191,7 +191,7 @@ func TestAPacketClusterBootsItsDevicesFromTheirKubeadmCloudInitBecomesReadyAndDe
 	g.Expect(cpDevice.Userdata).To(ContainSubstring(sshKey))
 	g.Eventually(func(g Gomega) {
 		machines := &clusterv1.MachineList{}
-		g.Expect(env.Client.List(ctx, machines, client.InNamespace(ns), client.MatchingLabels{clusterv1.MachineControlPlaneLabel: ""})).To(Succeed())
+		g.Expect(env.Client.List(ctx, machines, ctrlclient.InNamespace(ns), ctrlclient.MatchingLabels{clusterv1.MachineControlPlaneLabel: ""})).To(Succeed())
 		g.Expect(machines.Items).To(HaveLen(1))
 		bootstrap := get(g, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: *machines.Items[0].Spec.Bootstrap.DataSecretName}})
 		g.Expect(string(bootstrap.Data["value"])).To(Equal(cpDevice.Userdata), "the bootstrap data Secret is the device's userdata")
@@ -215,11 +215,11 @@ func TestAPacketClusterBootsItsDevicesFromTheirKubeadmCloudInitBecomesReadyAndDe
 	kubeconfig := get(g, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "metal-kubeconfig"}})
 	restConfig, err := clientcmd.RESTConfigFromKubeConfig(kubeconfig.Data["value"])
 	g.Expect(err).NotTo(HaveOccurred())
-	workload, err := client.New(restConfig, client.Options{})
+	workload, err := ctrlclient.New(restConfig, ctrlclient.Options{})
 	g.Expect(err).NotTo(HaveOccurred())
-	g.Expect(workload.Get(ctx, client.ObjectKey{Namespace: "kube-system", Name: "kubeadm-config"}, &corev1.ConfigMap{})).To(Succeed())
+	g.Expect(workload.Get(ctx, ctrlclient.ObjectKey{Namespace: "kube-system", Name: "kubeadm-config"}, &corev1.ConfigMap{})).To(Succeed())
 	machines := &clusterv1.MachineList{}
-	g.Expect(env.Client.List(ctx, machines, client.InNamespace(ns))).To(Succeed())
+	g.Expect(env.Client.List(ctx, machines, ctrlclient.InNamespace(ns))).To(Succeed())
 	g.Expect(machines.Items).To(HaveLen(2))
 	nodes := &corev1.NodeList{}
 	g.Expect(workload.List(ctx, nodes)).To(Succeed())
@@ -239,7 +239,7 @@ func TestAPacketClusterBootsItsDevicesFromTheirKubeadmCloudInitBecomesReadyAndDe
 	g.Eventually(func(g Gomega) {
 		g.Expect(booting.Devices(project)).To(BeEmpty())
 		g.Expect(booting.IPReservations(project)).To(BeEmpty())
-		g.Expect(apierrors.IsNotFound(env.Client.Get(ctx, client.ObjectKeyFromObject(cluster), &flotillav1.Cluster{}))).To(BeTrue(), "the Flotilla Cluster is gone")
+		g.Expect(apierrors.IsNotFound(env.Client.Get(ctx, ctrlclient.ObjectKeyFromObject(cluster), &flotillav1.Cluster{}))).To(BeTrue(), "the Flotilla Cluster is gone")
 		g.Expect(devices.Running()).To(BeEmpty(), "every device shut down")
 	}, 2*time.Minute).Should(Succeed())
 	_, err = net.DialTimeout("tcp", net.JoinHostPort(endpoint, "6443"), time.Second)

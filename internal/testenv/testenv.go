@@ -13,7 +13,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/rest"
-	"sigs.k8s.io/controller-runtime/pkg/client"
+	ctrlclient "sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 	"sigs.k8s.io/controller-runtime/pkg/webhook"
 
@@ -47,7 +47,7 @@ type Environment struct {
 	// Scheme holds client-go's, apiextensions', Cluster API's and Flotilla's types.
 	Scheme *runtime.Scheme
 	// Client is an uncached client using Scheme.
-	Client client.Client
+	Client ctrlclient.Client
 	// Kubeconfig is Config as a kubeconfig file's contents, for processes a test starts.
 	Kubeconfig []byte
 	// BinaryDir is the directory of the kube-apiserver and etcd binaries in use.
@@ -105,7 +105,7 @@ func Start(opts Options) (*Environment, error) {
 		return nil, fmt.Errorf("starting the test API server from %s: %w", set.Dir, err)
 	}
 	e := &Environment{Config: cfg, Kubeconfig: env.KubeConfig, Scheme: s, BinaryDir: set.Dir, env: env}
-	e.Client, err = client.New(cfg, client.Options{Scheme: s})
+	e.Client, err = ctrlclient.New(cfg, ctrlclient.Options{Scheme: s})
 	if err != nil {
 		_ = e.Stop()
 		return nil, fmt.Errorf("creating client: %w", err)
@@ -197,7 +197,7 @@ func (e *Environment) NewNamespace(t testing.TB) string {
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		defer cancel()
-		if err := e.Client.Delete(ctx, ns); err != nil && !errors.Is(err, context.Canceled) && client.IgnoreNotFound(err) != nil {
+		if err := e.Client.Delete(ctx, ns); err != nil && !errors.Is(err, context.Canceled) && ctrlclient.IgnoreNotFound(err) != nil {
 			t.Errorf("deleting test namespace %s: %v", ns.Name, err)
 		}
 	})

@@ -12,7 +12,7 @@ import (
 	"k8s.io/client-go/discovery"
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/client"
+	ctrlclient "sigs.k8s.io/controller-runtime/pkg/client"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
@@ -61,10 +61,10 @@ func TestObjectsOfClusterAPIAndFlotillaCanBeStoredAndRead(t *testing.T) {
 		Spec:       clusterv1.ClusterSpec{ControlPlaneEndpoint: clusterv1.APIEndpoint{Host: "127.0.0.1", Port: 6443}},
 	}
 	g.Expect(env.Client.Create(ctx, capiCluster)).To(Succeed())
-	g.Expect(env.Client.Get(ctx, client.ObjectKeyFromObject(capiCluster), &clusterv1.Cluster{})).To(Succeed())
+	g.Expect(env.Client.Get(ctx, ctrlclient.ObjectKeyFromObject(capiCluster), &clusterv1.Cluster{})).To(Succeed())
 
 	list := &flotillav1.ClusterList{}
-	g.Expect(env.Client.List(ctx, list, client.InNamespace(ns))).To(Succeed())
+	g.Expect(env.Client.List(ctx, list, ctrlclient.InNamespace(ns))).To(Succeed())
 	g.Expect(list.Items).To(BeEmpty())
 }
 

@@ -13,7 +13,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"sigs.k8s.io/controller-runtime/pkg/client"
+	ctrlclient "sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/flotilla-dev/flotilla/internal/charttest"
 	"github.com/flotilla-dev/flotilla/internal/testenv"
@@ -67,12 +67,12 @@ func TestTheCatalogInstallsFromItsBundle(t *testing.T) {
 			}
 		}
 		crd := &apiextensionsv1.CustomResourceDefinition{ObjectMeta: metav1.ObjectMeta{Name: "greetings.greeter.flotilla.dev"}}
-		if err := env.Client.Delete(ctx, crd); client.IgnoreNotFound(err) != nil {
+		if err := env.Client.Delete(ctx, crd); ctrlclient.IgnoreNotFound(err) != nil {
 			t.Errorf("deleting %s: %v", crd.Name, err)
 			return
 		}
 		g.Eventually(func() bool {
-			return apierrors.IsNotFound(env.Client.Get(ctx, client.ObjectKeyFromObject(crd), crd))
+			return apierrors.IsNotFound(env.Client.Get(ctx, ctrlclient.ObjectKeyFromObject(crd), crd))
 		}, time.Minute, 100*time.Millisecond).Should(BeTrue(), "%s is deleted", crd.Name)
 	})
 	hello, _ := s.Bundle.Package("hello-flotilla")
@@ -94,7 +94,7 @@ func TestTheCatalogInstallsFromItsBundle(t *testing.T) {
 
 	g.Expect(install("hello-flotilla", "hello-flotilla", map[string]any{"message": "Hello, w1", "replicas": 2})).To(Succeed())
 	var dep appsv1.Deployment
-	g.Expect(env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "hello-flotilla"}, &dep)).To(Succeed())
+	g.Expect(env.Client.Get(ctx, ctrlclient.ObjectKey{Namespace: ns, Name: "hello-flotilla"}, &dep)).To(Succeed())
 	g.Expect(*dep.Spec.Replicas).To(Equal(int32(2)))
 
 	stack, _ := s.Bundle.Package("hello-stack")
@@ -106,8 +106,8 @@ func TestTheCatalogInstallsFromItsBundle(t *testing.T) {
 	g.Expect(install("hello-stack", "stack", nil)).To(Succeed())
 	greeting := &unstructured.Unstructured{}
 	greeting.SetGroupVersionKind(schema.GroupVersionKind{Group: "greeter.flotilla.dev", Version: "v1alpha1", Kind: "Greeting"})
-	g.Expect(env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "stack"}, greeting)).To(Succeed())
-	g.Expect(env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "greeter-example"}, greeting.DeepCopy())).To(Succeed())
-	g.Expect(env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "stack-hello-flotilla"}, &appsv1.Deployment{})).To(Succeed(),
+	g.Expect(env.Client.Get(ctx, ctrlclient.ObjectKey{Namespace: ns, Name: "stack"}, greeting)).To(Succeed())
+	g.Expect(env.Client.Get(ctx, ctrlclient.ObjectKey{Namespace: ns, Name: "greeter-example"}, greeting.DeepCopy())).To(Succeed())
+	g.Expect(env.Client.Get(ctx, ctrlclient.ObjectKey{Namespace: ns, Name: "stack-hello-flotilla"}, &appsv1.Deployment{})).To(Succeed(),
 		"the vendored subchart is part of the hello-stack release")
 }
