@@ -18,7 +18,7 @@ import (
 	"sigs.k8s.io/cluster-api/core/setup"
 	"sigs.k8s.io/cluster-api/util/index"
 	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/client"
+	ctrlclient "sigs.k8s.io/controller-runtime/pkg/client"
 	ctrlconfig "sigs.k8s.io/controller-runtime/pkg/config"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
@@ -94,7 +94,9 @@ type Manager struct {
 	webhookURL   string
 	certDir      string
 	removeCerts  bool
-	directClient client.Client
+	directClient ctrlclient.Client
+	// readyChecks are the checks of the readiness probe (/readyz), which Ready runs too.
+	readyChecks []healthz.Checker
 }
 
 // New builds a manager for the cluster at restConfig and sets up the selected components; Run
@@ -128,7 +130,7 @@ func New(ctx context.Context, restConfig *rest.Config, opts Options) (_ *Manager
 	if err != nil {
 		return nil, fmt.Errorf("creating manager: %w", err)
 	}
-	m.directClient, err = client.New(restConfig, client.Options{Scheme: s, HTTPClient: m.mgr.GetHTTPClient()})
+	m.directClient, err = ctrlclient.New(restConfig, ctrlclient.Options{Scheme: s, HTTPClient: m.mgr.GetHTTPClient()})
 	if err != nil {
 		return nil, fmt.Errorf("creating client: %w", err)
 	}
@@ -256,6 +258,7 @@ func (m *Manager) setup(ctx context.Context, deps Deps) error {
 		add := mgr.AddHealthzCheck
 		if c.ready {
 			add = mgr.AddReadyzCheck
+			m.readyChecks = append(m.readyChecks, c.checker)
 		}
 		if err := add(c.name, c.checker); err != nil {
 			return fmt.Errorf("adding %s check: %w", c.name, err)
@@ -314,6 +317,17 @@ func (m *Manager) Run(ctx context.Context) error {
 	log.Info("Starting manager", "id", m.id, "version", m.version, "components", names, "webhookURL", m.webhookURL)
 	if err := m.mgr.Start(ctx); err != nil {
 		return fmt.Errorf("running manager: %w", err)
+	}
+	return nil
+}
+
+// Ready returns nil when the manager is ready, as its readiness probe (/readyz) says: its
+// webhook server listens and its webhook configurations are registered with the API server.
+func (m *Manager) Ready() error {
+	for _, check := range m.readyChecks {
+		if err := check(nil); err != nil {
+			return err
+		}
 	}
 	return nil
 }

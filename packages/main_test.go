@@ -14,7 +14,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/client"
+	ctrlclient "sigs.k8s.io/controller-runtime/pkg/client"
 
 	flotillav1 "github.com/flotilla-dev/flotilla/api/cluster/v1alpha1"
 	packagesv1 "github.com/flotilla-dev/flotilla/api/packages/v1alpha1"
@@ -44,7 +44,7 @@ var (
 	// signingKey signs bundles; its public key is in package-defaults.
 	signingKey *ecdsa.PrivateKey
 	// configs reaches the workload clusters by Cluster key.
-	configs = &restConfigs{configs: map[client.ObjectKey]*rest.Config{}}
+	configs = &restConfigs{configs: map[ctrlclient.ObjectKey]*rest.Config{}}
 	// engine is the Helm engine the running manager uses; chartCache its chart cache.
 	engine     *helm.Engine
 	chartCache string
@@ -101,10 +101,10 @@ const (
 // restConfigs stands in for CAPI's ClusterCache: configs by Cluster key, an error for others.
 type restConfigs struct {
 	mu      sync.Mutex
-	configs map[client.ObjectKey]*rest.Config
+	configs map[ctrlclient.ObjectKey]*rest.Config
 }
 
-func (r *restConfigs) GetRESTConfig(_ context.Context, key client.ObjectKey) (*rest.Config, error) {
+func (r *restConfigs) GetRESTConfig(_ context.Context, key ctrlclient.ObjectKey) (*rest.Config, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if cfg, ok := r.configs[key]; ok {
@@ -113,7 +113,7 @@ func (r *restConfigs) GetRESTConfig(_ context.Context, key client.ObjectKey) (*r
 	return nil, errors.New("connection to the workload cluster is down")
 }
 
-func (r *restConfigs) set(key client.ObjectKey, cfg *rest.Config) {
+func (r *restConfigs) set(key ctrlclient.ObjectKey, cfg *rest.Config) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.configs[key] = cfg

@@ -7,7 +7,7 @@ import (
 
 	. "github.com/onsi/gomega"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"sigs.k8s.io/controller-runtime/pkg/client"
+	ctrlclient "sigs.k8s.io/controller-runtime/pkg/client"
 
 	packagesv1 "github.com/flotilla-dev/flotilla/api/packages/v1alpha1"
 	"github.com/flotilla-dev/flotilla/packages/bundle"
@@ -28,7 +28,7 @@ func TestABundleWhoseSpecChangedIsNotUsedUntilVerifiedAgain(t *testing.T) {
 	}
 	g.Expect(mgmt.Client.Create(ctx, pbc)).To(Succeed())
 	c := newCluster(t, "w-reverify", "1.36")
-	configs.set(client.ObjectKeyFromObject(c), workload.Config)
+	configs.set(ctrlclient.ObjectKeyFromObject(c), workload.Config)
 	p := newPackage("w-reverify", "hello", "hello", "")
 	p.Spec.TargetNamespace = "reverify"
 	// The cluster's packages namespace comes with its PackageBundleController's first check.
@@ -47,7 +47,7 @@ func TestABundleWhoseSpecChangedIsNotUsedUntilVerifiedAgain(t *testing.T) {
 	signed, err := bundle.Sign(edited, signingKey)
 	g.Expect(err).NotTo(HaveOccurred())
 	b := &packagesv1.PackageBundle{}
-	key := client.ObjectKey{Namespace: packagesv1.PackagesNamespace, Name: name}
+	key := ctrlclient.ObjectKey{Namespace: packagesv1.PackagesNamespace, Name: name}
 	g.Expect(mgmt.Client.Get(ctx, key, b)).To(Succeed())
 	b.Spec.Packages[0].Versions = append([]packagesv1.PackageVersion{{Version: hello2.Version, Digest: hello2.Digest, Schema: hello2.Schema}},
 		b.Spec.Packages[0].Versions...)

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"path/filepath"
 	"strconv"
@@ -151,6 +152,13 @@ func (c *Client) EnsureRegistry(ctx context.Context, o RegistryOptions) (Registr
 		return RegistryInfo{}, err
 	}
 	sup := c.registrySupervisor()
+	if _, running := sup.Running(registryProcess); !running {
+		// Another program listening on the address would answer for ours, which then fails to
+		// bind it and exits: on a busy machine, later than the check below waits for.
+		if err := canListen(o.Listen); err != nil {
+			return RegistryInfo{}, fmt.Errorf("starting the registry: another program listens on %s (%w): stop it, or choose another address", o.Listen, err)
+		}
+	}
 	p, err := sup.Ensure(ctx, process.Spec{Name: registryProcess, Path: c.Executable, Args: o.serveArgs()})
 	if err != nil {
 		return RegistryInfo{}, fmt.Errorf("starting the registry: %w", err)
@@ -185,6 +193,15 @@ func (c *Client) EnsureRegistry(ctx context.Context, o RegistryOptions) (Registr
 		return info, fmt.Errorf("the registry exited (is another program listening on %s?); its log:\n%s", o.Listen, sup.LogTail(registryProcess, 20))
 	}
 	return info, nil
+}
+
+// canListen returns nil when address (host:port) is free to listen on.
+func canListen(address string) error {
+	l, err := net.Listen("tcp", address)
+	if err != nil {
+		return err
+	}
+	return l.Close()
 }
 
 // RegistryStatus returns the running embedded registry, or false when none runs.

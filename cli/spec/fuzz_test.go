@@ -6,9 +6,9 @@ import (
 	"testing"
 
 	"k8s.io/apimachinery/pkg/api/equality"
-	"sigs.k8s.io/controller-runtime/pkg/client"
+	ctrlclient "sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/flotilla-dev/flotilla/cluster/gitops"
+	gitopsrepo "github.com/flotilla-dev/flotilla/cluster/gitops"
 )
 
 // FuzzParse feeds arbitrary bytes to the spec file decoder and validator (the seeds, in
@@ -39,9 +39,9 @@ func FuzzParse(f *testing.F) {
 		}
 		objs := s.Objects
 		if s.GitOpsConfig != nil {
-			objs = append([]client.Object{s.GitOpsConfig}, objs...)
+			objs = append([]ctrlclient.Object{s.GitOpsConfig}, objs...)
 		}
-		rendered, err := gitops.RenderSpec("written again", objs)
+		rendered, err := gitopsrepo.RenderSpec("written again", objs)
 		if err != nil {
 			t.Fatalf("rendering an accepted spec: %v", err)
 		}

@@ -6,10 +6,10 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
-	"sigs.k8s.io/controller-runtime/pkg/client"
+	ctrlclient "sigs.k8s.io/controller-runtime/pkg/client"
 
 	flotillav1 "github.com/flotilla-dev/flotilla/api/cluster/v1alpha1"
-	"github.com/flotilla-dev/flotilla/cluster/gitops"
+	gitopsrepo "github.com/flotilla-dev/flotilla/cluster/gitops"
 )
 
 // MinGitOpsInterval is the shortest pull interval a GitOpsConfig may ask for.
@@ -19,7 +19,7 @@ const MinGitOpsInterval = time.Second
 // provider.
 var gitOpsConfigKind = kind{
 	gvk:       flotillav1.GroupVersion.WithKind(flotillav1.GitOpsConfigKind),
-	newObject: func() client.Object { return &flotillav1.GitOpsConfig{} },
+	newObject: func() ctrlclient.Object { return &flotillav1.GitOpsConfig{} },
 }
 
 // checkGitOps finds the file's GitOpsConfig, defaults and validates it, and checks
@@ -85,10 +85,10 @@ func (a *assembler) validateGitOpsConfig(d *document, config *flotillav1.GitOpsC
 	if spec.Repository == "" {
 		a.p.doc(d, "spec.repository", "missing; set a Git URL (https://..., ssh://..., git@host:path) "+
 			"or the absolute path of a repository on the management cluster's machine")
-	} else if err := gitops.ValidateURL(spec.Repository); err != nil {
+	} else if err := gitopsrepo.ValidateURL(spec.Repository); err != nil {
 		a.p.doc(d, "spec.repository", "%v", err)
 	}
-	if err := gitops.ValidateBranch(spec.Branch); err != nil {
+	if err := gitopsrepo.ValidateBranch(spec.Branch); err != nil {
 		a.p.doc(d, "spec.branch", "%v", err)
 	}
 	if spec.Interval.Duration < MinGitOpsInterval {

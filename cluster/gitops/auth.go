@@ -6,7 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net"
-	neturl "net/url"
+	"net/url"
 	"strings"
 
 	"github.com/go-git/go-git/v5/plumbing/transport"
@@ -88,13 +88,13 @@ var ErrCredentialsOverHTTP = errors.New("credentials are never sent over plain h
 // CheckCredentialsTransport refuses a plain http:// URL to a host other than a loopback one
 // (localhost, 127.0.0.0/8, ::1): a password sent there crosses the network in clear text, where
 // anyone on the path reads it. Over https://, SSH, or to this machine, credentials may go.
-func CheckCredentialsTransport(url string) error {
-	if !strings.HasPrefix(strings.ToLower(url), "http://") {
+func CheckCredentialsTransport(repository string) error {
+	if !strings.HasPrefix(strings.ToLower(repository), "http://") {
 		return nil
 	}
-	u, err := neturl.Parse(url)
+	u, err := url.Parse(repository)
 	if err != nil {
-		var urlErr *neturl.Error
+		var urlErr *url.Error
 		if errors.As(err, &urlErr) {
 			err = urlErr.Err // without the URL, which may hold a password
 		}

@@ -4,7 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	neturl "net/url"
+	"net/url"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -143,7 +143,7 @@ func (r Repository) branchRef() plumbing.ReferenceName {
 // password written into the URL is left out.
 func (r Repository) String() string {
 	shown := r.URL
-	if u, err := neturl.Parse(r.URL); err == nil && u.User != nil {
+	if u, err := url.Parse(r.URL); err == nil && u.User != nil {
 		shown = u.Redacted()
 	}
 	return fmt.Sprintf("%s (branch %s)", shown, r.branch())

@@ -12,7 +12,7 @@ import (
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/tools/clientcmd"
-	"sigs.k8s.io/controller-runtime/pkg/client"
+	ctrlclient "sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/flotilla-dev/flotilla/pkg/registryconn"
 )
@@ -69,7 +69,7 @@ func TestAnInstallWhoseProcessWasKilledConverges(t *testing.T) {
 	g.Eventually(func(g Gomega) {
 		g.Expect(releaseSecrets(g, ctx, ns, "killed")).To(ConsistOf(
 			HaveField("Labels", HaveKeyWithValue("status", "pending-install"))))
-		g.Expect(env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "killed-config"}, &corev1.ConfigMap{})).To(Succeed())
+		g.Expect(env.Client.Get(ctx, ctrlclient.ObjectKey{Namespace: ns, Name: "killed-config"}, &corev1.ConfigMap{})).To(Succeed())
 	}, 20*time.Second, 50*time.Millisecond).Should(Succeed())
 	g.Expect(helper.Process.Kill()).To(Succeed())
 	g.Expect(<-exited).To(HaveOccurred(), "the helper was killed")

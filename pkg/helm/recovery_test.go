@@ -6,7 +6,7 @@ import (
 	. "github.com/onsi/gomega"
 	rcommon "helm.sh/helm/v4/pkg/release/common"
 	corev1 "k8s.io/api/core/v1"
-	"sigs.k8s.io/controller-runtime/pkg/client"
+	ctrlclient "sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/flotilla-dev/flotilla/pkg/registryconn"
 )
@@ -59,7 +59,7 @@ func TestReleasesLeftStuckByADeadProcessAreRecovered(t *testing.T) {
 			if tt.objectsLost {
 				cm := &corev1.ConfigMap{}
 				cm.Namespace, cm.Name = ns, "stuck-config"
-				g.Expect(client.IgnoreNotFound(env.Client.Delete(ctx, cm))).To(Succeed())
+				g.Expect(ctrlclient.IgnoreNotFound(env.Client.Delete(ctx, cm))).To(Succeed())
 			}
 
 			// Same inputs again: the engine does not give up on the stuck record.

@@ -10,7 +10,7 @@ import (
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"sigs.k8s.io/controller-runtime/pkg/client"
+	ctrlclient "sigs.k8s.io/controller-runtime/pkg/client"
 
 	flotillav1 "github.com/flotilla-dev/flotilla/api/cluster/v1alpha1"
 	gitopsrepo "github.com/flotilla-dev/flotilla/cluster/gitops"
@@ -47,7 +47,7 @@ func TestAHungGitServerHoldsUpOnlyTheSyncOfItsOwnGitOpsConfig(t *testing.T) {
 	}, timeout, interval).Should(Succeed())
 	// The hung sync is still waiting for its server, well within its timeout.
 	current := &flotillav1.GitOpsConfig{}
-	g.Expect(env.Client.Get(context.Background(), client.ObjectKeyFromObject(hungConfig), current)).To(Succeed())
+	g.Expect(env.Client.Get(context.Background(), ctrlclient.ObjectKeyFromObject(hungConfig), current)).To(Succeed())
 	g.Expect(current.Status.LastAppliedCommit).To(BeEmpty())
 }
 

@@ -14,7 +14,7 @@ import (
 	"k8s.io/klog/v2"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
-	"sigs.k8s.io/controller-runtime/pkg/client"
+	ctrlclient "sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
@@ -50,7 +50,7 @@ const (
 // Reconciler reconciles a LocalControlPlane.
 type Reconciler struct {
 	// Client reads and writes objects in the management cluster.
-	Client client.Client
+	Client ctrlclient.Client
 	// Home is $FLOTILLA_HOME: control planes keep their data in Home/clusters/<cluster>.
 	Home string
 	// BinRoot is the binary cache holding <version>/kube-apiserver, etcd, ... (binaries.DefaultRoot()).
@@ -203,7 +203,7 @@ func (r *Reconciler) owningCluster(ctx context.Context, lcp *controlplanev1.Loca
 		return nil, nil
 	}
 	cluster = &clusterv1.Cluster{}
-	if err := r.Client.Get(ctx, client.ObjectKey{Namespace: lcp.Namespace, Name: name}, cluster); err != nil {
+	if err := r.Client.Get(ctx, ctrlclient.ObjectKey{Namespace: lcp.Namespace, Name: name}, cluster); err != nil {
 		if apierrors.IsNotFound(err) {
 			return nil, nil
 		}
@@ -218,7 +218,7 @@ func (r *Reconciler) owningCluster(ctx context.Context, lcp *controlplanev1.Loca
 }
 
 // clusterToLocalControlPlane maps a Cluster to the LocalControlPlane it references.
-func clusterToLocalControlPlane(_ context.Context, o client.Object) []reconcile.Request {
+func clusterToLocalControlPlane(_ context.Context, o ctrlclient.Object) []reconcile.Request {
 	cluster, ok := o.(*clusterv1.Cluster)
 	if !ok {
 		return nil
@@ -227,7 +227,7 @@ func clusterToLocalControlPlane(_ context.Context, o client.Object) []reconcile.
 	if !ref.IsDefined() || ref.APIGroup != controlplanev1.GroupVersion.Group || ref.Kind != "LocalControlPlane" {
 		return nil
 	}
-	return []reconcile.Request{{NamespacedName: client.ObjectKey{Namespace: cluster.Namespace, Name: ref.Name}}}
+	return []reconcile.Request{{NamespacedName: ctrlclient.ObjectKey{Namespace: cluster.Namespace, Name: ref.Name}}}
 }
 
 // rememberPIDs records the process IDs of a LocalControlPlane. It returns the processes this

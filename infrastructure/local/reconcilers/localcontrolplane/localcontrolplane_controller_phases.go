@@ -12,7 +12,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/client"
+	ctrlclient "sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
@@ -30,7 +30,7 @@ import (
 const defaultHost = "127.0.0.1"
 
 // fieldOwner is the server-side apply field manager of the Secrets this reconciler writes.
-const fieldOwner = client.FieldOwner("flotilla-localcontrolplane")
+const fieldOwner = ctrlclient.FieldOwner("flotilla-localcontrolplane")
 
 // scope holds what one reconcile learns about a LocalControlPlane; the status setters turn it
 // into status fields and conditions.
@@ -81,7 +81,7 @@ func (r *Reconciler) dir(s *scope) string {
 // data directory, in which case this control plane neither starts nor deletes anything.
 func (r *Reconciler) reconcileNameConflict(ctx context.Context, s *scope) (ctrl.Result, error) {
 	list := &controlplanev1.LocalControlPlaneList{}
-	if err := r.Client.List(ctx, list, client.MatchingLabels{clusterv1.ClusterNameLabel: s.clusterName}); err != nil {
+	if err := r.Client.List(ctx, list, ctrlclient.MatchingLabels{clusterv1.ClusterNameLabel: s.clusterName}); err != nil {
 		return ctrl.Result{}, fmt.Errorf("listing LocalControlPlanes of clusters named %s: %w", s.clusterName, err)
 	}
 	for i := range list.Items {
@@ -174,7 +174,7 @@ func (r *Reconciler) reconcileProcesses(ctx context.Context, s *scope) (ctrl.Res
 		return ctrl.Result{}, nil
 	}
 	caSecret := &corev1.Secret{}
-	err := r.Client.Get(ctx, client.ObjectKey{Namespace: s.lcp.Namespace, Name: secret.Name(s.clusterName, secret.ClusterCA)}, caSecret)
+	err := r.Client.Get(ctx, ctrlclient.ObjectKey{Namespace: s.lcp.Namespace, Name: secret.Name(s.clusterName, secret.ClusterCA)}, caSecret)
 	switch {
 	case err == nil:
 		s.caSecret = caSecret
@@ -204,7 +204,7 @@ func (r *Reconciler) reconcileProcesses(ctx context.Context, s *scope) (ctrl.Res
 // restarted ones (they had stopped, or Ensure replaced them because their version, flags or
 // certificates changed), and adopted ones (found running after a manager start).
 func (r *Reconciler) recordProcessEvents(ctx context.Context, s *scope) {
-	unseen, previous := r.rememberPIDs(client.ObjectKeyFromObject(s.lcp), s.processes.Processes)
+	unseen, previous := r.rememberPIDs(ctrlclient.ObjectKeyFromObject(s.lcp), s.processes.Processes)
 	var started, restarted, adopted []string
 	for _, p := range unseen {
 		description := p.Name + " (pid " + strconv.Itoa(p.PID) + ")"
@@ -270,7 +270,7 @@ func (r *Reconciler) reconcileCASecret(ctx context.Context, s *scope) error {
 	if s.caSecret != nil && secretUpToDate(s.caSecret, desired) {
 		return nil
 	}
-	if err := r.Client.Apply(ctx, secretApplyConfiguration(desired), fieldOwner, client.ForceOwnership); err != nil {
+	if err := r.Client.Apply(ctx, secretApplyConfiguration(desired), fieldOwner, ctrlclient.ForceOwnership); err != nil {
 		return fmt.Errorf("writing Secret %s: %w", desired.Name, err)
 	}
 	ctrl.LoggerFrom(ctx).Info("Wrote the CA Secret", "Secret", desired.Name)
@@ -284,7 +284,7 @@ func (r *Reconciler) reconcileCASecret(ctx context.Context, s *scope) error {
 func (r *Reconciler) reconcileKubeconfigSecret(ctx context.Context, s *scope) error {
 	server := serverURL(s.lcp.Spec.ControlPlaneEndpoint)
 	existing := &corev1.Secret{}
-	err := r.Client.Get(ctx, client.ObjectKey{Namespace: s.lcp.Namespace, Name: secret.Name(s.clusterName, secret.Kubeconfig)}, existing)
+	err := r.Client.Get(ctx, ctrlclient.ObjectKey{Namespace: s.lcp.Namespace, Name: secret.Name(s.clusterName, secret.Kubeconfig)}, existing)
 	switch {
 	case apierrors.IsNotFound(err):
 		existing = nil
@@ -308,7 +308,7 @@ func (r *Reconciler) reconcileKubeconfigSecret(ctx context.Context, s *scope) er
 		return err
 	}
 	desired := kubeconfigSecret(s.lcp, s.clusterName, data)
-	if err := r.Client.Apply(ctx, secretApplyConfiguration(desired), fieldOwner, client.ForceOwnership); err != nil {
+	if err := r.Client.Apply(ctx, secretApplyConfiguration(desired), fieldOwner, ctrlclient.ForceOwnership); err != nil {
 		return fmt.Errorf("writing Secret %s: %w", desired.Name, err)
 	}
 	ctrl.LoggerFrom(ctx).Info("Wrote the kubeconfig Secret", "Secret", desired.Name)
@@ -350,7 +350,7 @@ func (r *Reconciler) reconcileDelete(ctx context.Context, s *scope) (ctrl.Result
 	}
 	if _, moved := s.lcp.Annotations[clusterctlv1.DeleteForMoveAnnotation]; moved {
 		log.Info("Deleted by clusterctl move, leaving the processes to the moved copy")
-		r.forgetPIDs(client.ObjectKeyFromObject(s.lcp))
+		r.forgetPIDs(ctrlclient.ObjectKeyFromObject(s.lcp))
 		controllerutil.RemoveFinalizer(s.lcp, controlplanev1.LocalControlPlaneFinalizer)
 		return ctrl.Result{}, nil
 	}
@@ -368,7 +368,7 @@ func (r *Reconciler) reconcileDelete(ctx context.Context, s *scope) (ctrl.Result
 		log.Info("Stopped the control plane and removed its data", "dir", dir)
 		r.recorder.Eventf(s.lcp, nil, corev1.EventTypeNormal, "Deleted", "Delete", "Stopped every process and removed %s", dir)
 	}
-	r.forgetPIDs(client.ObjectKeyFromObject(s.lcp))
+	r.forgetPIDs(ctrlclient.ObjectKeyFromObject(s.lcp))
 	controllerutil.RemoveFinalizer(s.lcp, controlplanev1.LocalControlPlaneFinalizer)
 	return ctrl.Result{}, nil
 }
