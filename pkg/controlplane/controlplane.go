@@ -12,6 +12,7 @@ import (
 	"io/fs"
 	"net/http"
 	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"time"
@@ -42,14 +43,25 @@ type Status struct {
 	Processes []ProcessStatus
 }
 
-// ProcessStatus is one process of a control plane.
+// ProcessStatus is one process of a control plane, or another process recorded in its
+// directory (the manager of a management cluster).
 type ProcessStatus struct {
-	// Name is the program: etcd, kube-apiserver, kube-controller-manager, kube-scheduler, kwok.
+	// Name is the program: etcd, kube-apiserver, kube-controller-manager, kube-scheduler, kwok,
+	// or the other process's name.
 	Name string
-	// PID is its process id.
+	// PID is its process id; 0 when it does not run because it waits out its back-off after
+	// exiting (History says why and until when).
 	PID int
 	// Adopted is true when it was already running, false when Ensure started it.
 	Adopted bool
+	// Restarted is true when Ensure started it again after it had exited.
+	Restarted bool
+	// Started is when it last started.
+	Started time.Time
+	// History counts its exits and restarts (package process).
+	History process.History
+	// Log is its log file.
+	Log string
 }
 
 // Ensure makes the control plane of cfg run, without waiting for it to be ready (see
@@ -63,7 +75,8 @@ func Ensure(ctx context.Context, cfg Config) (*Status, error) {
 		return nil, err
 	}
 	l := layout(cfg.Dir)
-	unlock, err := lockDir(ctx, l)
+	sup := l.supervisor()
+	unlock, err := sup.Lock(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -74,7 +87,6 @@ func Ensure(ctx context.Context, cfg Config) (*Status, error) {
 			return nil, fmt.Errorf("creating %s: %w", dir, err)
 		}
 	}
-	sup := l.supervisor()
 	st, err := loadState(l.state())
 	if err != nil {
 		return nil, err
@@ -82,6 +94,9 @@ func Ensure(ctx context.Context, cfg Config) (*Status, error) {
 	desired, err := choosePorts(cfg, sup, st)
 	if err != nil {
 		return nil, err
+	}
+	if cfg.ManagedBy != "" {
+		desired.ManagedBy = cfg.ManagedBy
 	}
 	if desired != st {
 		if err := saveState(l.state(), desired); err != nil {
@@ -104,13 +119,13 @@ func Ensure(ctx context.Context, cfg Config) (*Status, error) {
 	if err := stopChanged(ctx, cfg, l, st, sup); err != nil {
 		return nil, err
 	}
-	if _, running := sup.Running(binaries.KubeAPIServer); !running && !waitPortFree(ctx, st.Host, st.APIServerPort) {
-		return nil, fmt.Errorf("cannot start kube-apiserver of %s: %s is in use by another program; stop that program, or give the control plane another port (set Config.APIServerPort, or remove %s to pick a free one)",
-			cfg.Name, hostPort(st.Host, st.APIServerPort), l.state())
-	}
-
 	processes, err := ensureProcesses(ctx, cfg, l, st, sup)
 	if err != nil {
+		var inUse *process.PortInUseError
+		if errors.As(err, &inUse) && inUse.Name == binaries.KubeAPIServer {
+			return nil, fmt.Errorf("cannot start kube-apiserver of %s: %s is in use by another program; stop that program, or give the control plane another port (set Config.APIServerPort, or remove %s to pick a free one)",
+				cfg.Name, inUse.Address, l.state())
+		}
 		return nil, err
 	}
 	status := &Status{Host: st.Host, Port: st.APIServerPort, Server: server, CA: *ca, Processes: processes}
@@ -180,10 +195,17 @@ func choosePorts(cfg Config, sup process.Supervisor, st state) (state, error) {
 }
 
 // ensureProcesses runs every enabled component in start order (adopting what runs, restarting
-// what changed) and stops the disabled ones.
+// what changed, starting again what exited unless it waits out its back-off), stops the disabled
+// ones, and reports every other process recorded in the directory (a management cluster's
+// manager) after them.
 func ensureProcesses(ctx context.Context, cfg Config, l layout, st state, sup process.Supervisor) ([]ProcessStatus, error) {
+	if err := checkPorts(ctx, cfg, l, st, sup); err != nil {
+		return nil, err
+	}
 	var out []ProcessStatus
+	ours := map[string]bool{}
 	for _, c := range components {
+		ours[c.name] = true
 		if !c.enabled(cfg) {
 			if err := sup.Stop(ctx, c.name, StopTimeout); err != nil {
 				return nil, err
@@ -198,12 +220,47 @@ func ensureProcesses(ctx context.Context, cfg Config, l layout, st state, sup pr
 		if err != nil {
 			return nil, fmt.Errorf("%w (see %s)", err, sup.LogPath(c.name))
 		}
-		if !p.Adopted {
-			ctrl.LoggerFrom(ctx).Info("Started control plane process", "cluster", cfg.Name, "process", p.Name, "pid", p.PID)
+		switch {
+		case p.PID == 0:
+			ctrl.LoggerFrom(ctx).Info("Control plane process waits out its back-off", "cluster", cfg.Name, "process", p.Name,
+				"failures", p.History.Failures, "lastExit", p.History.LastExit, "nextStart", time.Until(p.History.NextStart).Round(100*time.Millisecond).String())
+		case !p.Adopted:
+			ctrl.LoggerFrom(ctx).Info("Started control plane process", "cluster", cfg.Name, "process", p.Name, "pid", p.PID, "restarted", p.Restarted)
 		}
-		out = append(out, ProcessStatus{Name: p.Name, PID: p.PID, Adopted: p.Adopted})
+		out = append(out, processStatus(p, sup))
+	}
+	names, err := sup.Names()
+	if err != nil {
+		return nil, err
+	}
+	for _, name := range names {
+		if p, recorded := sup.Inspect(name); recorded && !ours[name] {
+			out = append(out, processStatus(p, sup))
+		}
 	}
 	return out, nil
+}
+
+// checkPorts checks, before anything starts, that the ports of every enabled component that does
+// not run are free, so that a taken port leaves nothing half-started.
+func checkPorts(ctx context.Context, cfg Config, l layout, st state, sup process.Supervisor) error {
+	for _, c := range components {
+		if !c.enabled(cfg) {
+			continue
+		}
+		if _, running := sup.Running(c.name); running {
+			continue
+		}
+		if err := process.CheckPorts(ctx, c.spec(cfg, l, st)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// processStatus describes p.
+func processStatus(p process.Process, sup process.Supervisor) ProcessStatus {
+	return ProcessStatus{Name: p.Name, PID: p.PID, Adopted: p.Adopted, Restarted: p.Restarted, Started: p.Started, History: p.History, Log: sup.LogPath(p.Name)}
 }
 
 // Ready checks once whether kube-apiserver answers /readyz with ok, and returns its version
@@ -270,14 +327,14 @@ func WaitReady(ctx context.Context, cfg Config) error {
 
 // Stop stops every process of the control plane in dir: kwok, the scheduler and the controller
 // manager first, kube-apiserver, then etcd; each gets SIGTERM and its grace (StopTimeout, or
-// less for kube-apiserver) before SIGKILL.
-// Data and PKI stay, so Ensure starts the same cluster again.
+// less for kube-apiserver) before SIGKILL. Their records go, so no supervisor starts them
+// again. Data and PKI stay, so Ensure starts the same cluster again.
 func Stop(ctx context.Context, dir string) error {
 	l := layout(dir)
 	if _, err := os.Stat(dir); errors.Is(err, fs.ErrNotExist) {
 		return nil
 	}
-	unlock, err := lockDir(ctx, l)
+	unlock, err := l.supervisor().Lock(ctx)
 	if err != nil {
 		return err
 	}
@@ -305,7 +362,7 @@ func Delete(ctx context.Context, dir string) error {
 	if !looksLikeControlPlane(l) {
 		return fmt.Errorf("refusing to delete %s: it holds no control plane (no state.json, pki/ or run/)", dir)
 	}
-	unlock, err := lockDir(ctx, l)
+	unlock, err := l.supervisor().Lock(ctx)
 	if err != nil {
 		return err
 	}
@@ -317,6 +374,29 @@ func Delete(ctx context.Context, dir string) error {
 		return fmt.Errorf("removing %s: %w", dir, err)
 	}
 	return nil
+}
+
+// Info is what a control plane directory records about its cluster.
+type Info struct {
+	// Dir is the directory; Name, its base name, the cluster's name.
+	Dir, Name string
+	// Server is kube-apiserver's URL, https://host:port.
+	Server string
+	// KubernetesVersion is the version of the binaries last started.
+	KubernetesVersion string
+	// ManagedBy is Config.ManagedBy as last given.
+	ManagedBy string
+}
+
+// Describe returns what the control plane in dir recorded in its state.json; an error when it
+// has not chosen its endpoint yet.
+func Describe(dir string) (Info, error) {
+	_, st, err := endpoint(Config{Name: filepath.Base(dir), Dir: dir})
+	if err != nil {
+		return Info{}, err
+	}
+	return Info{Dir: dir, Name: filepath.Base(dir), Server: "https://" + hostPort(st.Host, st.APIServerPort),
+		KubernetesVersion: st.KubernetesVersion, ManagedBy: st.ManagedBy}, nil
 }
 
 func looksLikeControlPlane(l layout) bool {
