@@ -290,8 +290,10 @@ func Ready(ctx context.Context, cfg Config) (string, error) {
 	return info.GitVersion, nil
 }
 
-// WaitReady waits until Ready succeeds, the context ends (DefaultReadyTimeout without a
-// deadline), or kube-apiserver or etcd exits, in which case the error carries the end of its log.
+// WaitReady waits until Ready succeeds or the context ends (DefaultReadyTimeout without a
+// deadline). Meanwhile it keeps etcd and kube-apiserver running as the supervisor does
+// (process.Supervisor.Keep, under the directory's lock), and fails early, with the end of the
+// log, when one of them crash loops or is no longer recorded (stopped, deleted).
 func WaitReady(ctx context.Context, cfg Config) error {
 	if _, ok := ctx.Deadline(); !ok {
 		var cancel context.CancelFunc
@@ -301,8 +303,7 @@ func WaitReady(ctx context.Context, cfg Config) error {
 	if cfg.Dir == "" {
 		cfg.Dir = ClusterDir(HomeDir(), cfg.Name)
 	}
-	l := layout(cfg.Dir)
-	sup := l.supervisor()
+	sup := layout(cfg.Dir).supervisor()
 	var lastErr error
 	for delay := 50 * time.Millisecond; ; delay = min(delay*2, 250*time.Millisecond) {
 		attempt, cancel := context.WithTimeout(ctx, 2*time.Second)
@@ -311,10 +312,8 @@ func WaitReady(ctx context.Context, cfg Config) error {
 		if lastErr == nil {
 			return nil
 		}
-		for _, name := range []string{binaries.Etcd, binaries.KubeAPIServer} {
-			if _, running := sup.Running(name); !running {
-				return fmt.Errorf("%s of %s is not running; the end of %s:\n%s", name, cfg.Name, sup.LogPath(name), sup.LogTail(name, 20))
-			}
+		if err := keepServing(ctx, cfg.Name, sup); err != nil {
+			return err
 		}
 		select {
 		case <-ctx.Done():
@@ -323,6 +322,39 @@ func WaitReady(ctx context.Context, cfg Config) error {
 		case <-time.After(delay):
 		}
 	}
+}
+
+// keepServing starts etcd and kube-apiserver again when they exited, and returns an error with
+// the end of its log for the first that crash loops or is not recorded.
+func keepServing(ctx context.Context, cluster string, sup process.Supervisor) error {
+	for _, name := range []string{binaries.Etcd, binaries.KubeAPIServer} {
+		if _, running := sup.Running(name); running {
+			continue
+		}
+		p, err := keepLocked(ctx, sup, name)
+		if err == nil && !p.History.CrashLooping(p.PID != 0, p.Started, time.Now()) {
+			continue
+		}
+		why := "is not running"
+		if err == nil {
+			why = fmt.Sprintf("keeps exiting (%d times in a row, last: %s)", p.History.Failures, p.History.LastExit)
+		}
+		return fmt.Errorf("%s of %s %s; the end of %s:\n%s", name, cluster, why, sup.LogPath(name), sup.LogTail(name, 20))
+	}
+	return nil
+}
+
+// keepLocked is process.Supervisor.Keep under the directory's lock.
+func keepLocked(ctx context.Context, sup process.Supervisor, name string) (process.Process, error) {
+	unlock, ok, err := sup.LockExisting(ctx)
+	if err != nil {
+		return process.Process{}, err
+	}
+	if !ok {
+		return process.Process{}, fmt.Errorf("%s was removed", sup.RunDir)
+	}
+	defer unlock()
+	return sup.Keep(ctx, name)
 }
 
 // Stop stops every process of the control plane in dir: kwok, the scheduler and the controller
