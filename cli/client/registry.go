@@ -12,7 +12,6 @@ import (
 	"strings"
 	"time"
 
-	"k8s.io/apimachinery/pkg/util/wait"
 
 	"github.com/flotilla-dev/flotilla/packages/bundle"
 	"github.com/flotilla-dev/flotilla/packages/bundle/publish"
@@ -30,7 +29,9 @@ const (
 )
 
 // RegistryHome is where the embedded registry and the signing key live: <home>/registry.
-func (c *Client) RegistryHome() string { return filepath.Join(c.Home, "registry") }
+func (c *Client) RegistryHome() string { return registryHome(c.Home) }
+
+func registryHome(home string) string { return filepath.Join(home, "registry") }
 
 // DefaultRegistryDataDir is the embedded registry's default data directory.
 func (c *Client) DefaultRegistryDataDir() string { return filepath.Join(c.RegistryHome(), "data") }
@@ -84,29 +85,23 @@ func (c *Client) EnsureRegistry(ctx context.Context, o RegistryOptions) (Registr
 	}
 	sup := c.registrySupervisor()
 	spec := process.Spec{
-		Name: registryProcess,
-		Path: c.Executable,
-		Args: []string{"registry", "serve", "--listen", o.Listen, "--dir", dir},
+		Name:  registryProcess,
+		Path:  c.Executable,
+		Args:  []string{"registry", "serve", "--listen", o.Listen, "--dir", dir},
+		Ports: []string{o.Listen},
 	}
-	p, err := sup.Ensure(ctx, spec)
+	p, err := ensureLocked(ctx, sup, spec)
 	if err != nil {
 		return RegistryInfo{}, fmt.Errorf("starting the registry: %w", err)
 	}
+	if err := c.EnsureSupervisor(ctx); err != nil {
+		return RegistryInfo{}, err
+	}
 	info := RegistryInfo{Address: o.Listen, Dir: dir, PID: p.PID, Log: sup.LogPath(registryProcess), Started: !p.Adopted}
-	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-	defer cancel()
-	var lastErr error
-	err = wait.PollUntilContextCancel(ctx, 100*time.Millisecond, true, func(ctx context.Context) (bool, error) {
-		if _, ok := sup.Running(registryProcess); !ok {
-			return false, fmt.Errorf("the registry exited; its log:\n%s", sup.LogTail(registryProcess, 20))
-		}
-		lastErr = RegistryReady(ctx, o.Listen)
-		return lastErr == nil, nil
+	err = waitProcess(ctx, sup, registryProcess, "the registry", 30*time.Second, 100*time.Millisecond, func(ctx context.Context) error {
+		return RegistryReady(ctx, o.Listen)
 	})
 	if err != nil {
-		if lastErr != nil && errors.Is(err, context.DeadlineExceeded) {
-			return info, fmt.Errorf("the registry at %s does not answer after 30s (%v); see %s", o.Listen, lastErr, info.Log)
-		}
 		return info, err
 	}
 	// Another program answering on the address while ours fails to bind it would pass for it:
@@ -118,35 +113,38 @@ func (c *Client) EnsureRegistry(ctx context.Context, o RegistryOptions) (Registr
 	if _, ok := sup.Running(registryProcess); !ok {
 		return info, fmt.Errorf("the registry exited (is another program listening on %s?); its log:\n%s", o.Listen, sup.LogTail(registryProcess, 20))
 	}
+	info.PID, _ = sup.Running(registryProcess)
 	return info, nil
 }
 
 // RegistryStatus returns the running embedded registry, or false when none runs.
 func (c *Client) RegistryStatus() (RegistryInfo, bool) {
 	sup := c.registrySupervisor()
-	pid, ok := sup.Running(registryProcess)
-	if !ok {
+	p, recorded := sup.Inspect(registryProcess)
+	if !recorded || p.PID == 0 {
 		return RegistryInfo{}, false
 	}
-	info := RegistryInfo{PID: pid, Log: sup.LogPath(registryProcess)}
 	// The command line is the record of where it serves.
-	if cmdline, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid)); err == nil {
-		args := strings.Split(strings.TrimRight(string(cmdline), "\x00"), "\x00")
-		for i := 0; i+1 < len(args); i++ {
-			switch args[i] {
-			case "--listen":
-				info.Address = args[i+1]
-			case "--dir":
-				info.Dir = args[i+1]
-			}
-		}
-	}
-	return info, true
+	address, dir := registryFlags(p.Argv)
+	return RegistryInfo{PID: p.PID, Log: sup.LogPath(registryProcess), Address: address, Dir: dir}, true
 }
 
-// StopRegistry stops the embedded registry if it runs.
+// registryFlags returns the --listen and --dir of a `flotilla registry serve` command line.
+func registryFlags(argv []string) (address, dir string) {
+	for i := 0; i+1 < len(argv); i++ {
+		switch argv[i] {
+		case "--listen":
+			address = argv[i+1]
+		case "--dir":
+			dir = argv[i+1]
+		}
+	}
+	return address, dir
+}
+
+// StopRegistry stops the embedded registry if it runs; the supervisor does not start it again.
 func (c *Client) StopRegistry(ctx context.Context) error {
-	if err := c.registrySupervisor().Stop(ctx, registryProcess, process.DefaultStopTimeout); err != nil {
+	if err := stopLocked(ctx, c.registrySupervisor(), registryProcess); err != nil {
 		return fmt.Errorf("stopping the registry: %w", err)
 	}
 	return nil

@@ -84,6 +84,8 @@ Create one with 'flotilla create cluster -f FILE'; create workload clusters from
 		NewVersionCmd(streams),
 		NewManagerCmd(streams),
 		NewRegistryCmd(streams, global),
+		NewSupervisorCmd(streams, global),
+		NewStartCmd(streams, global),
 		NewDevCmd(streams, global),
 		NewAddonsCmd(streams, global),
 	)

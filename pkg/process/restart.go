@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net"
+	"strings"
 	"sync"
 	"time"
 )
@@ -48,6 +49,26 @@ type History struct {
 	NextStart time.Time `json:"nextStart,omitzero"`
 }
 
+// Ended says in words how the process last ended: "exited" when that is not known,
+// "exited (signal: killed)", or "could not be started (<why>)".
+func (h History) Ended() string {
+	switch {
+	case h.LastExit == "" || h.LastExit == exitedUnknown:
+		return exitedUnknown
+	case strings.HasPrefix(h.LastExit, notStarted):
+		return "could not be started (" + strings.TrimPrefix(h.LastExit, notStarted) + ")"
+	}
+	return "exited (" + h.LastExit + ")"
+}
+
+// LastExit prefixes.
+const (
+	// exitedUnknown is the LastExit of a process that was not the noticing program's child.
+	exitedUnknown = "exited"
+	// notStarted prefixes the LastExit of a start that failed.
+	notStarted = "not started: "
+)
+
 // BackOff is the wait before the next start of a process that failed failures times in a row:
 // none after an accident, then InitialBackOff, doubling up to MaxBackOff.
 func BackOff(failures int) time.Duration {
@@ -79,7 +100,7 @@ func (h History) exited(how string, ran time.Duration, now time.Time) History {
 // startFailed returns h after a start that failed with err at now.
 func (h History) startFailed(err error, now time.Time) History {
 	h.Failures++
-	h.LastExit, h.PortInUse, h.ExitedAt = "not started: "+err.Error(), "", now
+	h.LastExit, h.PortInUse, h.ExitedAt = notStarted+err.Error(), "", now
 	if pe, ok := err.(*PortInUseError); ok { //nolint:errorlint // returned unwrapped by start
 		h.PortInUse = pe.Address
 	}
@@ -149,13 +170,13 @@ type child struct {
 func exitOf(pid int) string {
 	v, ok := children.LoadAndDelete(pid)
 	if !ok {
-		return "exited"
+		return exitedUnknown
 	}
 	c := v.(*child)
 	select {
 	case <-c.done:
 		return c.how
 	case <-time.After(time.Second):
-		return "exited"
+		return exitedUnknown
 	}
 }

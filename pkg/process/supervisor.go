@@ -69,6 +69,8 @@ type Process struct {
 	Adopted bool
 	// Restarted is true when this call started the process again after it had exited.
 	Restarted bool
+	// Argv is the command line it was started with, the program first.
+	Argv []string
 	// Started is when the process last started.
 	Started time.Time
 	// History counts its exits and restarts.
@@ -192,7 +194,7 @@ func (s Supervisor) restart(ctx context.Context, spec Spec, rec record) (Process
 		log.Info("Process exited", "process", spec.Name, "pid", rec.PID, "exit", h.LastExit, "failures", h.Failures, "nextStart", h.NextStart.Sub(now).Round(time.Millisecond).String())
 	}
 	if now.Before(h.NextStart) {
-		return Process{Name: spec.Name, Started: rec.started(), History: h}, nil
+		return Process{Name: spec.Name, Argv: rec.Argv, Started: rec.started(), History: h}, nil
 	}
 	next := h
 	next.Restarts++
@@ -203,7 +205,7 @@ func (s Supervisor) restart(ctx context.Context, spec Spec, rec record) (Process
 		if werr := s.writeRecord(spec.Name, rec); werr != nil {
 			return Process{}, errors.Join(err, werr)
 		}
-		return Process{Name: spec.Name, Started: rec.started(), History: rec.History}, err
+		return Process{Name: spec.Name, Argv: rec.Argv, Started: rec.started(), History: rec.History}, err
 	}
 	p.Restarted = true
 	return p, nil
@@ -211,7 +213,7 @@ func (s Supervisor) restart(ctx context.Context, spec Spec, rec record) (Process
 
 // process returns the Process rec describes.
 func (rec record) process(name string, adopted bool) Process {
-	return Process{Name: name, PID: rec.PID, Adopted: adopted, Started: rec.started(), History: rec.History}
+	return Process{Name: name, PID: rec.PID, Adopted: adopted, Argv: rec.Argv, Started: rec.started(), History: rec.History}
 }
 
 // Differs reports whether Ensure would restart spec: a process of ours runs under spec.Name,
@@ -297,7 +299,7 @@ func (s Supervisor) start(ctx context.Context, spec Spec, h History) (Process, e
 		return Process{}, err
 	}
 	ctrl.LoggerFrom(ctx).V(1).Info("Started process", "process", spec.Name, "pid", pid, "log", s.LogPath(spec.Name))
-	return Process{Name: spec.Name, PID: pid, Started: started, History: h}, nil
+	return Process{Name: spec.Name, PID: pid, Argv: spec.argv(), Started: started, History: h}, nil
 }
 
 // waitExec waits, up to a second, until pid shows argv as its command line or exits.

@@ -279,7 +279,7 @@ const restartedRecently = time.Minute
 func describeRestart(p controlplane.ProcessStatus) string {
 	description := fmt.Sprintf("%s (pid %d", p.Name, p.PID)
 	if p.History.Restarts > 0 {
-		description += fmt.Sprintf(", restart %d after it %s", p.History.Restarts, exitPhrase(p.History.LastExit))
+		description += fmt.Sprintf(", restart %d after it %s", p.History.Restarts, p.History.Ended())
 	}
 	return description + ")"
 }
@@ -291,18 +291,7 @@ func describeExit(p controlplane.ProcessStatus) string {
 		return fmt.Sprintf("%s cannot start: %s is in use by another program; trying again in %s", p.Name, h.PortInUse, untilNext(h))
 	}
 	return fmt.Sprintf("%s %s, %d time(s) in a row within %s of its start; starting it again in %s (see %s)",
-		p.Name, exitPhrase(h.LastExit), h.Failures, process.StableAfter, untilNext(h), p.Log)
-}
-
-// exitPhrase turns a process.History.LastExit into words: "exited (signal: killed)".
-func exitPhrase(lastExit string) string {
-	switch {
-	case lastExit == "" || lastExit == "exited":
-		return "exited"
-	case strings.HasPrefix(lastExit, "not started"):
-		return "could not be started (" + strings.TrimPrefix(lastExit, "not started: ") + ")"
-	}
-	return "exited (" + lastExit + ")"
+		p.Name, h.Ended(), h.Failures, process.StableAfter, untilNext(h), p.Log)
 }
 
 // untilNext renders the wait before the next start.

@@ -105,7 +105,7 @@ func setProcessesRunningCondition(s *scope) {
 		}
 		names = append(names, p.Name)
 		if p.History.Restarts > 0 {
-			restarts = append(restarts, fmt.Sprintf("%s %d time(s) (last: %s)", p.Name, p.History.Restarts, exitPhrase(p.History.LastExit)))
+			restarts = append(restarts, fmt.Sprintf("%s %d time(s) (last: %s)", p.Name, p.History.Restarts, p.History.Ended()))
 		}
 	}
 	if len(down) > 0 {
