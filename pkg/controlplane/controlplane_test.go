@@ -213,7 +213,10 @@ func TestControlPlaneLifecycle(t *testing.T) {
 	go func() {
 		supervised <- supervisor.Run(superCtx, supervisor.Options{Home: home, Dirs: []string{controlplane.ClusterDir(home, "*")}})
 	}()
-	defer func() { stopSupervisor(); <-supervised }()
+	defer func() {
+		stopSupervisor()
+		g.Expect(<-supervised).To(Succeed())
+	}()
 	apiserver := pids(first)[binaries.KubeAPIServer]
 	g.Expect(syscall.Kill(apiserver, syscall.SIGKILL)).To(Succeed())
 	start = time.Now()

@@ -3,6 +3,7 @@ package supervisor
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -27,7 +28,7 @@ const testInterval = 100 * time.Millisecond
 func TestMain(m *testing.M) {
 	if home := os.Getenv(homeEnv); home != "" {
 		if err := Run(context.Background(), testOptions(home)); err != nil {
-			os.Stderr.WriteString(err.Error() + "\n")
+			fmt.Fprintln(os.Stderr, err)
 			os.Exit(1)
 		}
 		os.Exit(0)
@@ -77,7 +78,9 @@ func run(t *testing.T, ctx context.Context, o Options) <-chan error {
 	}()
 	t.Cleanup(func() {
 		cancel()
-		<-done
+		if err := <-done; err != nil {
+			t.Errorf("supervisor: %v", err)
+		}
 	})
 	return done
 }

@@ -1,0 +1,430 @@
+//go:build chaos
+
+package e2e
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"text/tabwriter"
+	"time"
+
+	. "github.com/onsi/gomega"
+	"k8s.io/utils/ptr"
+
+	"github.com/flotilla-dev/flotilla/cli/client"
+	"github.com/flotilla-dev/flotilla/cli/spec"
+	"github.com/flotilla-dev/flotilla/packages/bundle"
+	"github.com/flotilla-dev/flotilla/pkg/controlplane"
+	"github.com/flotilla-dev/flotilla/pkg/process"
+	"github.com/flotilla-dev/flotilla/pkg/supervisor"
+)
+
+// TestChaos is `make chaos`, the fault-injection suite of issue 16. On a management cluster with
+// five workload clusters, the embedded registry and the curated catalog, it runs each operation
+// (a workload cluster create, an upgrade, a package install, an addon rollout to the five
+// clusters) once undisturbed, then FLOTILLA_CHAOS_RUNS times (20) while it kills (SIGKILL) at
+// random moments, once each per run, the manager, the workload kube-apiserver and etcd the
+// operation works on, and the registry. Every disturbed run must converge without a user action
+// (the command succeeds, the end state comes), reach the same end state as the undisturbed run,
+// create no duplicate Helm revision and no duplicate Machine, and leave no process that the
+// supervisor does not know. FLOTILLA_CHAOS_OPS (create,upgrade,package,addon) picks operations;
+// FLOTILLA_CHAOS_SEED repeats a run's kill moments.
+func TestChaos(t *testing.T) {
+	g := NewWithT(t)
+	runs := envInt(t, "FLOTILLA_CHAOS_RUNS", 20)
+	seed := uint64(time.Now().UnixNano())
+	if s := os.Getenv("FLOTILLA_CHAOS_SEED"); s != "" {
+		var err error
+		seed, err = strconv.ParseUint(s, 10, 64)
+		g.Expect(err).NotTo(HaveOccurred(), "FLOTILLA_CHAOS_SEED")
+	}
+	t.Logf("seed %d (FLOTILLA_CHAOS_SEED repeats it), %d disturbed runs per operation, load %s", seed, runs, loadAverage())
+
+	ch := newChaos(t, rand.New(rand.NewPCG(seed, seed>>1)))
+	selected := strings.Split(os.Getenv("FLOTILLA_CHAOS_OPS"), ",")
+	var results []opResult
+	for _, op := range ch.operations() {
+		if selected[0] != "" && !slices.Contains(selected, op.name) {
+			continue
+		}
+		t.Run(op.name, func(t *testing.T) {
+			results = append(results, ch.runOperation(t, op, runs))
+		})
+	}
+	report := ch.report(results)
+	t.Logf("load at the end %s\n%s", loadAverage(), report)
+	fmt.Print(report)
+	ch.teardown(t)
+}
+
+// killTargets are what a disturbed run kills, each once.
+var killTargets = []string{"manager", "kube-apiserver", "etcd", "registry"}
+
+// chaos is the fleet the suite disturbs.
+type chaos struct {
+	f        *fleet
+	c        *client.Client
+	out      string
+	rng      *rand.Rand
+	registry string
+	// addonClusters get the addon; the first has the package controller.
+	addonClusters []string
+	// expected is how long the undisturbed run of each operation took.
+	expected map[string]time.Duration
+}
+
+// operation is one kind of operation the suite runs again and again.
+type operation struct {
+	name string
+	// prepare readies run i, undisturbed (the cluster an upgrade upgrades).
+	prepare func(ctx context.Context, i int) error
+	// do is the operation, as the CLI runs it; it must succeed.
+	do func(ctx context.Context, i int) error
+	// cluster is the workload cluster whose kube-apiserver and etcd run i kills.
+	cluster func(i int) string
+	// state is the end state of run i, with names that differ between runs left out.
+	state func(ctx context.Context, i int) (string, error)
+	// revisions lists the Helm revisions or the Machines of run i that exist now; the suite
+	// looks at them all along the run, and counts every one it saw, to find duplicates.
+	revisions func(ctx context.Context, i int) ([]string, error)
+	// cleanup undoes run i, undisturbed.
+	cleanup func(ctx context.Context, i int) error
+}
+
+// runResult is one run of an operation.
+type runResult struct {
+	took      time.Duration
+	kills     map[string]int
+	err       error
+	state     string
+	revisions int
+	leaks     []string
+}
+
+// opResult sums up the runs of an operation.
+type opResult struct {
+	name                                 string
+	baseline                             runResult
+	runs                                 []runResult
+	kills                                map[string]int
+	notConverged, duplicates, leaks, off int
+}
+
+func newChaos(t *testing.T, rng *rand.Rand) *chaos {
+	g := NewWithT(t)
+	ctx := t.Context()
+	f := newFleet(t)
+	ch := &chaos{f: f, out: t.TempDir(), rng: rng, expected: map[string]time.Duration{}}
+	var progress syncBuffer
+	ch.c = newClient(t, f.home, &bytes.Buffer{})
+	ch.c.Out = &progress
+
+	ch.registry = freeAddress(t)
+	_, err := ch.c.EnsureRegistry(ctx, client.RegistryOptions{Listen: ch.registry})
+	g.Expect(err).NotTo(HaveOccurred())
+	published, err := ch.c.Publish(ctx, client.PublishOptions{Registry: ch.registry, Connection: bundle.Registry{PlainHTTP: true}})
+	g.Expect(err).NotTo(HaveOccurred())
+	publicKey, err := os.ReadFile(published.PublicKey)
+	g.Expect(err).NotTo(HaveOccurred())
+
+	for i := 1; i <= 5; i++ {
+		name := fmt.Sprintf("ca%d", i)
+		ch.addonClusters = append(ch.addonClusters, name)
+		g.Expect(ch.createCluster(ctx, name, "1.36", 1)).To(Succeed(), progress.String())
+	}
+	_, err = ch.c.InstallPackageController(ctx, f.kubeconfig, client.PackageControllerOptions{
+		Cluster: ch.addonClusters[0], Registry: ch.registry, Repository: published.Repository, PublicKey: publicKey, PlainHTTP: ptr.To(true),
+	})
+	g.Expect(err).NotTo(HaveOccurred())
+	return ch
+}
+
+// createCluster creates workload cluster name at a Kubernetes minor with workers.
+func (ch *chaos) createCluster(ctx context.Context, name, minor string, workers int32) error {
+	file := filepath.Join(ch.out, name+".yaml")
+	data, err := spec.Generate(spec.GenerateOptions{Name: name, Provider: spec.ProviderLocal, KubernetesVersion: minor, Workers: workers})
+	if err != nil {
+		return err
+	}
+	if err := os.WriteFile(file, data, 0o600); err != nil {
+		return err
+	}
+	return ch.c.CreateWorkloadCluster(ctx, client.CreateWorkloadClusterOptions{File: file, Kubeconfig: ch.f.kubeconfig, OutDir: ch.out})
+}
+
+// deleteCluster deletes workload cluster name.
+func (ch *chaos) deleteCluster(ctx context.Context, name string) error {
+	return ch.c.DeleteWorkloadCluster(ctx, client.DeleteWorkloadClusterOptions{Name: name, Namespace: "default", Kubeconfig: ch.f.kubeconfig, OutDir: ch.out})
+}
+
+// runOperation runs op undisturbed, then runs times with kills, and checks every run.
+func (ch *chaos) runOperation(t *testing.T, op operation, runs int) opResult {
+	res := opResult{name: op.name, kills: map[string]int{}}
+	res.baseline = ch.runOnce(t, op, 0, false)
+	if res.baseline.err != nil {
+		t.Fatalf("the undisturbed run of %s failed: %v", op.name, res.baseline.err)
+	}
+	t.Logf("%s undisturbed: %s; end state:\n%s", op.name, res.baseline.took.Round(100*time.Millisecond), res.baseline.state)
+	for i := 1; i <= runs; i++ {
+		r := ch.runOnce(t, op, i, true)
+		res.runs = append(res.runs, r)
+		for target, n := range r.kills {
+			res.kills[target] += n
+		}
+		switch {
+		case r.err != nil:
+			res.notConverged++
+			t.Errorf("%s run %d did not converge: %v", op.name, i, r.err)
+		case r.state != res.baseline.state:
+			res.off++
+			t.Errorf("%s run %d ended elsewhere than the undisturbed run:\n%s\nwant:\n%s", op.name, i, r.state, res.baseline.state)
+		}
+		if r.revisions > res.baseline.revisions {
+			res.duplicates++
+			t.Errorf("%s run %d created %d Helm revisions or Machines, the undisturbed run %d", op.name, i, r.revisions, res.baseline.revisions)
+		}
+		if len(r.leaks) > 0 {
+			res.leaks++
+			t.Errorf("%s run %d leaked processes: %v", op.name, i, r.leaks)
+		}
+		t.Logf("%s run %d: %s, kills %v, load %s", op.name, i, r.took.Round(100*time.Millisecond), r.kills, loadAverage())
+	}
+	return res
+}
+
+// runOnce prepares run i, runs it (killing each target once at a random moment when disturbed),
+// waits for its end state, checks it, and cleans up.
+func (ch *chaos) runOnce(t *testing.T, op operation, i int, disturbed bool) runResult {
+	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Minute)
+	defer cancel()
+	r := runResult{kills: map[string]int{}}
+	if op.prepare != nil {
+		if r.err = op.prepare(ctx, i); r.err != nil {
+			r.err = fmt.Errorf("preparing: %w", r.err)
+			return r
+		}
+	}
+	done := make(chan struct{})
+	var kills sync.WaitGroup
+	var mu sync.Mutex
+	if disturbed {
+		// The moments fall in the first 80% of an undisturbed run, so that each lands during it.
+		window := max(ch.expected[op.name], 5*time.Second) * 8 / 10
+		for _, target := range killTargets {
+			at := time.Duration(ch.rng.Int64N(int64(window)))
+			kills.Go(func() {
+				if ch.kill(ctx, done, at, target, op.cluster(i)) {
+					mu.Lock()
+					r.kills[target]++
+					mu.Unlock()
+				}
+			})
+		}
+	}
+	seen := map[string]bool{}
+	observed := make(chan struct{})
+	var observer sync.WaitGroup
+	observe := func() {
+		ids, err := op.revisions(ctx, i)
+		if err != nil {
+			return
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		for _, id := range ids {
+			seen[id] = true
+		}
+	}
+	observer.Go(func() {
+		for {
+			observe()
+			select {
+			case <-observed:
+				return
+			case <-time.After(500 * time.Millisecond):
+			}
+		}
+	})
+	start := time.Now()
+	r.err = op.do(ctx, i)
+	r.took = time.Since(start)
+	close(done)
+	kills.Wait()
+	if r.err == nil {
+		r.state, r.err = ch.settle(ctx, op, i)
+	}
+	close(observed)
+	observer.Wait()
+	observe()
+	r.revisions = len(seen)
+	if err := op.cleanup(ctx, i); err != nil && r.err == nil {
+		r.err = fmt.Errorf("cleaning up: %w", err)
+	}
+	r.leaks = ch.leaks()
+	if !disturbed {
+		ch.expected[op.name] = r.took
+	}
+	return r
+}
+
+// settle waits up to two minutes for the end state to stop changing, and returns it.
+func (ch *chaos) settle(ctx context.Context, op operation, i int) (string, error) {
+	deadline := time.Now().Add(2 * time.Minute)
+	var last string
+	stable := 0
+	for time.Now().Before(deadline) {
+		state, err := op.state(ctx, i)
+		if err == nil && state == last {
+			if stable++; stable >= 3 {
+				return state, nil
+			}
+		} else {
+			stable = 0
+		}
+		last = state
+		time.Sleep(time.Second)
+	}
+	return last, fmt.Errorf("the end state did not settle within 2 minutes; last:\n%s", last)
+}
+
+// kill kills target at after the start of a run, unless the run is done by then: the manager,
+// the registry, or the kube-apiserver or etcd of cluster (waiting for them to exist, as a
+// cluster being created gets them later). It reports whether it killed.
+func (ch *chaos) kill(ctx context.Context, done <-chan struct{}, after time.Duration, target, cluster string) bool {
+	select {
+	case <-done:
+		return false
+	case <-ctx.Done():
+		return false
+	case <-time.After(after):
+	}
+	dir := filepath.Join(ch.f.home, "clusters", cluster)
+	sup := process.Supervisor{RunDir: filepath.Join(dir, "run"), LogDir: filepath.Join(dir, "logs")}
+	name := target
+	switch target {
+	case "manager":
+		dir = filepath.Join(ch.f.home, "clusters", "mgmt")
+		sup = process.Supervisor{RunDir: filepath.Join(dir, "run"), LogDir: filepath.Join(dir, "logs")}
+	case "registry":
+		sup = process.Supervisor{RunDir: filepath.Join(ch.c.RegistryHome(), "run"), LogDir: filepath.Join(ch.c.RegistryHome(), "logs")}
+	}
+	for {
+		if pid, running := sup.Running(name); running {
+			return syscall.Kill(pid, syscall.SIGKILL) == nil
+		}
+		select {
+		case <-done:
+			return false
+		case <-ctx.Done():
+			return false
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+}
+
+// leaks returns the processes whose command line names the home and that no record of the home
+// describes, nor the supervisor: a duplicate, or a process of a deleted cluster.
+func (ch *chaos) leaks() []string {
+	known := map[int]bool{}
+	if pid, ok := supervisor.PID(ch.f.home); ok {
+		known[pid] = true
+	}
+	for _, dir := range append(mustGlob(controlplane.ClusterDir(ch.f.home, "*")), ch.c.RegistryHome()) {
+		sup := process.Supervisor{RunDir: filepath.Join(dir, "run"), LogDir: filepath.Join(dir, "logs")}
+		names, _ := sup.Names()
+		for _, name := range names {
+			if pid, ok := sup.Running(name); ok {
+				known[pid] = true
+			}
+		}
+	}
+	var leaked []string
+	for _, path := range mustGlob("/proc/[0-9]*/cmdline") {
+		pid, err := strconv.Atoi(filepath.Base(filepath.Dir(path)))
+		if err != nil || known[pid] || !process.Alive(pid) {
+			continue
+		}
+		argv, err := process.Cmdline(pid)
+		if err == nil && strings.Contains(strings.Join(argv, " "), ch.f.home) {
+			leaked = append(leaked, fmt.Sprintf("pid %d: %s", pid, strings.Join(argv, " ")))
+		}
+	}
+	return leaked
+}
+
+// teardown deletes what the suite created and checks that no process of the home is left.
+func (ch *chaos) teardown(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	for _, name := range ch.addonClusters {
+		g.Expect(ch.deleteCluster(ctx, name)).To(Succeed())
+	}
+	g.Expect(ch.c.StopRegistry(ctx)).To(Succeed())
+	g.Expect(ch.f.c.DeleteManagementCluster(ctx, client.DeleteManagementClusterOptions{Name: "mgmt", OutDir: ch.f.out})).To(Succeed())
+	g.Eventually(func() bool { return supervisor.Running(ch.f.home) }).WithTimeout(30 * time.Second).Should(BeFalse())
+	g.Expect(ch.leaks()).To(BeEmpty())
+}
+
+// report renders the results as a table.
+func (ch *chaos) report(results []opResult) string {
+	var b strings.Builder
+	w := tabwriter.NewWriter(&b, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(w, "OPERATION\tRUNS\tKILLS (manager/apiserver/etcd/registry)\tNOT CONVERGED\tOTHER END STATE\tDUPLICATES\tLEAKS\tUNDISTURBED\tMEDIAN\tMAX")
+	for _, r := range results {
+		var took []time.Duration
+		for _, run := range r.runs {
+			took = append(took, run.took)
+		}
+		slices.Sort(took)
+		median, longest := time.Duration(0), time.Duration(0)
+		if len(took) > 0 {
+			median, longest = took[len(took)/2], took[len(took)-1]
+		}
+		total := 0
+		for _, n := range r.kills {
+			total += n
+		}
+		fmt.Fprintf(w, "%s\t%d\t%d (%d/%d/%d/%d)\t%d\t%d\t%d\t%d\t%s\t%s\t%s\n", r.name, len(r.runs), total,
+			r.kills["manager"], r.kills["kube-apiserver"], r.kills["etcd"], r.kills["registry"],
+			r.notConverged, r.off, r.duplicates, r.leaks,
+			r.baseline.took.Round(100*time.Millisecond), median.Round(100*time.Millisecond), longest.Round(100*time.Millisecond))
+	}
+	_ = w.Flush()
+	return b.String()
+}
+
+func envInt(t *testing.T, name string, def int) int {
+	v := os.Getenv(name)
+	if v == "" {
+		return def
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n < 0 {
+		t.Fatalf("%s=%q: a number of runs", name, v)
+	}
+	return n
+}
+
+func mustGlob(pattern string) []string {
+	paths, _ := filepath.Glob(pattern)
+	return paths
+}
+
+// loadAverage is the machine's load, from /proc/loadavg.
+func loadAverage() string {
+	data, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return "unknown"
+	}
+	return strings.Join(strings.Fields(string(data))[:3], " ")
+}
