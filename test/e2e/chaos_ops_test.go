@@ -84,7 +84,8 @@ func (ch *chaos) upgradeOperation() operation {
 func (ch *chaos) packageOperation() operation {
 	cluster := ch.addonClusters[0]
 	return operation{
-		name: "package",
+		name:  "package",
+		setUp: ch.setUpAddonClusters,
 		do: func(ctx context.Context, _ int) error {
 			if _, err := ch.c.InstallPackage(ctx, ch.f.kubeconfig, client.InstallPackageOptions{Cluster: cluster, Package: chaosPackage}); err != nil {
 				return err
@@ -123,7 +124,8 @@ func (ch *chaos) packageOperation() operation {
 func (ch *chaos) addonOperation() operation {
 	file := filepath.Join(ch.out, chaosAddon+".yaml")
 	return operation{
-		name: "addon",
+		name:  "addon",
+		setUp: ch.setUpAddonClusters,
 		do: func(ctx context.Context, _ int) error {
 			example, err := os.ReadFile(filepath.Join("..", "..", "docs", "examples", "hello-addon.yaml"))
 			if err != nil {

@@ -61,9 +61,8 @@ func TestChaos(t *testing.T) {
 			results = append(results, ch.runOperation(t, op, runs))
 		})
 	}
-	report := ch.report(results)
-	t.Logf("load at the end %s\n%s", loadAverage(), report)
-	fmt.Print(report)
+	t.Logf("load at the end %s", loadAverage())
+	fmt.Print(ch.report(results))
 	ch.teardown(t)
 }
 
@@ -77,8 +76,12 @@ type chaos struct {
 	out      string
 	rng      *rand.Rand
 	registry string
-	// addonClusters get the addon; the first has the package controller.
-	addonClusters []string
+	// published is the curated catalog in the registry.
+	published client.PublishResult
+	// addonClusters get the addon; the first has the package controller. addonClustersUp says
+	// they were created.
+	addonClusters   []string
+	addonClustersUp bool
 	// expected is how long the undisturbed run of each operation took.
 	expected map[string]time.Duration
 }
@@ -86,6 +89,8 @@ type chaos struct {
 // operation is one kind of operation the suite runs again and again.
 type operation struct {
 	name string
+	// setUp readies the operation once, before its first run.
+	setUp func(ctx context.Context) error
 	// prepare readies run i, undisturbed (the cluster an upgrade upgrades).
 	prepare func(ctx context.Context, i int) error
 	// do is the operation, as the CLI runs it; it must succeed.
@@ -132,21 +137,34 @@ func newChaos(t *testing.T, rng *rand.Rand) *chaos {
 	ch.registry = freeAddress(t)
 	_, err := ch.c.EnsureRegistry(ctx, client.RegistryOptions{Listen: ch.registry})
 	g.Expect(err).NotTo(HaveOccurred())
-	published, err := ch.c.Publish(ctx, client.PublishOptions{Registry: ch.registry, Connection: bundle.Registry{PlainHTTP: true}})
+	ch.published, err = ch.c.Publish(ctx, client.PublishOptions{Registry: ch.registry, Connection: bundle.Registry{PlainHTTP: true}})
 	g.Expect(err).NotTo(HaveOccurred())
-	publicKey, err := os.ReadFile(published.PublicKey)
-	g.Expect(err).NotTo(HaveOccurred())
-
 	for i := 1; i <= 5; i++ {
-		name := fmt.Sprintf("ca%d", i)
-		ch.addonClusters = append(ch.addonClusters, name)
-		g.Expect(ch.createCluster(ctx, name, "1.36", 1)).To(Succeed(), progress.String())
+		ch.addonClusters = append(ch.addonClusters, fmt.Sprintf("ca%d", i))
 	}
-	_, err = ch.c.InstallPackageController(ctx, f.kubeconfig, client.PackageControllerOptions{
-		Cluster: ch.addonClusters[0], Registry: ch.registry, Repository: published.Repository, PublicKey: publicKey, PlainHTTP: ptr.To(true),
-	})
-	g.Expect(err).NotTo(HaveOccurred())
 	return ch
+}
+
+// setUpAddonClusters creates, once, the five clusters the package and addon operations work on,
+// the first with a package controller.
+func (ch *chaos) setUpAddonClusters(ctx context.Context) error {
+	if ch.addonClustersUp {
+		return nil
+	}
+	for _, name := range ch.addonClusters {
+		if err := ch.createCluster(ctx, name, "1.36", 1); err != nil {
+			return err
+		}
+	}
+	publicKey, err := os.ReadFile(ch.published.PublicKey)
+	if err != nil {
+		return err
+	}
+	_, err = ch.c.InstallPackageController(ctx, ch.f.kubeconfig, client.PackageControllerOptions{
+		Cluster: ch.addonClusters[0], Registry: ch.registry, Repository: ch.published.Repository, PublicKey: publicKey, PlainHTTP: ptr.To(true),
+	})
+	ch.addonClustersUp = err == nil
+	return err
 }
 
 // createCluster creates workload cluster name at a Kubernetes minor with workers.
@@ -170,6 +188,11 @@ func (ch *chaos) deleteCluster(ctx context.Context, name string) error {
 // runOperation runs op undisturbed, then runs times with kills, and checks every run.
 func (ch *chaos) runOperation(t *testing.T, op operation, runs int) opResult {
 	res := opResult{name: op.name, kills: map[string]int{}}
+	if op.setUp != nil {
+		if err := op.setUp(t.Context()); err != nil {
+			t.Fatalf("setting up %s: %v", op.name, err)
+		}
+	}
 	res.baseline = ch.runOnce(t, op, 0, false)
 	if res.baseline.err != nil {
 		t.Fatalf("the undisturbed run of %s failed: %v", op.name, res.baseline.err)
@@ -366,8 +389,10 @@ func (ch *chaos) leaks() []string {
 func (ch *chaos) teardown(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
-	for _, name := range ch.addonClusters {
-		g.Expect(ch.deleteCluster(ctx, name)).To(Succeed())
+	if ch.addonClustersUp {
+		for _, name := range ch.addonClusters {
+			g.Expect(ch.deleteCluster(ctx, name)).To(Succeed())
+		}
 	}
 	g.Expect(ch.c.StopRegistry(ctx)).To(Succeed())
 	g.Expect(ch.f.c.DeleteManagementCluster(ctx, client.DeleteManagementClusterOptions{Name: "mgmt", OutDir: ch.f.out})).To(Succeed())
