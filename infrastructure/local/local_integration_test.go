@@ -3,8 +3,10 @@ package local_test
 import (
 	"context"
 	"errors"
+	"net"
 	"os"
 	"path/filepath"
+	"strconv"
 	"syscall"
 	"testing"
 	"time"
@@ -361,6 +363,73 @@ func TestARestartedManagerAdoptsTheRunningControlPlane(t *testing.T) {
 	for process, pid := range after {
 		g.Expect(processAlive(pid)).To(BeFalse(), "%s (pid %d) stopped", process, pid)
 	}
+}
+
+// issue 11: a control plane process whose port another program took is reported as such, tried
+// again with a back-off rather than every 500 ms, and runs again once the port is free.
+func TestATakenPortIsReportedAndTheControlPlaneComesBackOnceItIsFree(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	home := newHome(t)
+	startManager(t, home)
+	namespace := env.NewNamespace(t)
+	dumpOnFailure(t, namespace)
+	const name = "taken"
+
+	create(ctx, g, clusterObjects(namespace, name)...)
+	lcpKey := client.ObjectKey{Namespace: namespace, Name: name}
+	lcp := &controlplanev1.LocalControlPlane{}
+	g.Eventually(func(g Gomega) {
+		g.Expect(env.Client.Get(ctx, lcpKey, lcp)).To(Succeed())
+		g.Expect(conditions.IsTrue(lcp, controlplanev1.AvailableCondition)).To(BeTrue())
+	}).WithTimeout(time.Minute).WithPolling(250 * time.Millisecond).Should(Succeed())
+	before := controlPlanePIDs(g, home, name)
+	address := net.JoinHostPort(lcp.Spec.ControlPlaneEndpoint.Host, strconv.Itoa(int(lcp.Spec.ControlPlaneEndpoint.Port)))
+
+	// kube-apiserver dies, and another program takes its port before it is started again.
+	takenAt := time.Now()
+	g.Expect(syscall.Kill(before["kube-apiserver"], syscall.SIGKILL)).To(Succeed())
+	var squatter net.Listener
+	g.Eventually(func() (err error) {
+		squatter, err = net.Listen("tcp", address)
+		return err
+	}).WithTimeout(10 * time.Second).WithPolling(20 * time.Millisecond).Should(Succeed())
+	patch := client.MergeFrom(lcp.DeepCopy())
+	lcp.Annotations = map[string]string{"test.flotilla.dev/touched": takenAt.Format(time.RFC3339Nano)}
+	g.Expect(env.Client.Patch(ctx, lcp, patch)).To(Succeed())
+
+	g.Eventually(func(g Gomega) {
+		g.Expect(env.Client.Get(ctx, lcpKey, lcp)).To(Succeed())
+		running := conditions.Get(lcp, controlplanev1.ProcessesRunningCondition)
+		g.Expect(running).NotTo(BeNil())
+		g.Expect(running.Status).To(Equal(metav1.ConditionFalse))
+		g.Expect(running.Reason).To(Equal(controlplanev1.PortInUseReason))
+		g.Expect(running.Message).To(ContainSubstring("kube-apiserver cannot start: " + address + " is in use by another program; trying again in"))
+	}).WithTimeout(30 * time.Second).WithPolling(250 * time.Millisecond).Should(Succeed())
+	g.Expect(eventReasons(ctx, g, namespace, name, takenAt)).To(ContainElement("ProcessExited"))
+
+	// Tried again with a growing wait: a few attempts in 8 s, not sixteen.
+	time.Sleep(8 * time.Second)
+	p, recorded := process.Supervisor{RunDir: filepath.Join(controlplane.ClusterDir(home, name), "run")}.Inspect("kube-apiserver")
+	g.Expect(recorded).To(BeTrue())
+	g.Expect(p.PID).To(BeZero())
+	g.Expect(p.History.PortInUse).To(Equal(address))
+	g.Expect(p.History.Failures).To(BeNumerically("<=", 5), "attempts back off")
+
+	g.Expect(squatter.Close()).To(Succeed())
+	g.Eventually(func(g Gomega) {
+		g.Expect(env.Client.Get(ctx, lcpKey, lcp)).To(Succeed())
+		g.Expect(conditions.IsTrue(lcp, controlplanev1.ProcessesRunningCondition)).To(BeTrue())
+		g.Expect(conditions.IsTrue(lcp, controlplanev1.AvailableCondition)).To(BeTrue())
+	}).WithTimeout(2 * time.Minute).WithPolling(250 * time.Millisecond).Should(Succeed())
+	after := controlPlanePIDs(g, home, name)
+	g.Expect(after["kube-apiserver"]).NotTo(Equal(before["kube-apiserver"]))
+	g.Expect(after["etcd"]).To(Equal(before["etcd"]), "etcd was left alone")
+
+	g.Expect(env.Client.Delete(ctx, &clusterv1.Cluster{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name}})).To(Succeed())
+	g.Eventually(func() bool {
+		return apierrors.IsNotFound(env.Client.Get(ctx, lcpKey, &controlplanev1.LocalControlPlane{}))
+	}).WithTimeout(time.Minute).Should(BeTrue())
 }
 
 // clusterctl move copies a cluster's objects to the new management cluster and deletes them from

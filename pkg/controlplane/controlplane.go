@@ -217,6 +217,12 @@ func ensureProcesses(ctx context.Context, cfg Config, l layout, st state, sup pr
 			return nil, fmt.Errorf("preparing %s: %w", c.name, err)
 		}
 		p, err := sup.Ensure(ctx, spec)
+		var inUse *process.PortInUseError
+		if errors.As(err, &inUse) && p.Name != "" {
+			// A process that ran found its port taken when it was to start again: recorded in its
+			// history, with a back-off, and reported like any process that waits (PID 0).
+			err = nil
+		}
 		if err != nil {
 			return nil, fmt.Errorf("%w (see %s)", err, sup.LogPath(c.name))
 		}
@@ -241,14 +247,15 @@ func ensureProcesses(ctx context.Context, cfg Config, l layout, st state, sup pr
 	return out, nil
 }
 
-// checkPorts checks, before anything starts, that the ports of every enabled component that does
-// not run are free, so that a taken port leaves nothing half-started.
+// checkPorts checks, before anything starts, that the ports of every enabled component that was
+// never started are free, so that a taken port leaves nothing half-started. (A component that ran
+// before and finds its port taken when it starts again waits out a back-off instead.)
 func checkPorts(ctx context.Context, cfg Config, l layout, st state, sup process.Supervisor) error {
 	for _, c := range components {
 		if !c.enabled(cfg) {
 			continue
 		}
-		if _, running := sup.Running(c.name); running {
+		if _, recorded := sup.Inspect(c.name); recorded {
 			continue
 		}
 		if err := process.CheckPorts(ctx, c.spec(cfg, l, st)); err != nil {

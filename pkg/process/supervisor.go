@@ -151,8 +151,9 @@ func (s Supervisor) Ensure(ctx context.Context, spec Spec) (Process, error) {
 // Keep makes the process recorded under name run again when it has exited, from its record,
 // under the restart policy: a process that ran for StableAfter is started at once; one that
 // failed waits BackOff(failures) after it was noticed, and until then Keep returns it with PID 0.
-// A start that fails (a port in use, a program gone) counts as a failure too, and its error is
-// returned. A running process is returned as adopted. Callers that share RunDir with another
+// A start that fails (a port in use, a program gone) counts as a failure too: its error is
+// returned with the process, PID 0 and the failure in its history. A running process is returned
+// as adopted. Callers that share RunDir with another
 // program hold Lock.
 func (s Supervisor) Keep(ctx context.Context, name string) (Process, error) {
 	rec, why := s.check(name)
