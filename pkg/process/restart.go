@@ -160,18 +160,22 @@ var children sync.Map
 
 // child is an entry of children.
 type child struct {
-	done chan struct{}
-	how  string
+	// startTime is the kernel start time of the process, which tells it from a later process
+	// with the same pid.
+	startTime uint64
+	done      chan struct{}
+	how       string
 }
 
-// exitOf returns, and forgets, how pid ended when it was this program's child, or "exited" when
-// that cannot be known (another program started it). A child that was just seen dying may not be
-// reaped yet: it waits a moment for that.
-func exitOf(pid int) string {
-	v, ok := children.LoadAndDelete(pid)
-	if !ok {
+// exitOf returns, and forgets, how the process rec describes ended when it was this program's
+// child, or "exited" when that cannot be known (another program started it). A child that was
+// just seen dying may not be reaped yet: it waits a moment for that.
+func exitOf(rec record) string {
+	v, ok := children.Load(rec.PID)
+	if !ok || v.(*child).startTime != rec.StartTime {
 		return exitedUnknown
 	}
+	children.Delete(rec.PID)
 	c := v.(*child)
 	select {
 	case <-c.done:

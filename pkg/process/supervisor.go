@@ -187,7 +187,7 @@ func (s Supervisor) restart(ctx context.Context, spec Spec, rec record) (Process
 	now := time.Now().UTC().Round(0) // as read back from the record: no monotonic reading
 	h := rec.History
 	if h.ExitedAt.IsZero() {
-		h = h.exited(exitOf(rec.PID), now.Sub(rec.started()), now)
+		h = h.exited(exitOf(rec), now.Sub(rec.started()), now)
 		rec.History = h
 		if err := s.writeRecord(spec.Name, rec); err != nil {
 			return Process{}, err
@@ -279,7 +279,6 @@ func (s Supervisor) start(ctx context.Context, spec Spec, h History) (Process, e
 	// Reap the child when it exits so that it does not stay a zombie while we live, and keep
 	// how it ended for the restart that notices.
 	c := &child{done: make(chan struct{})}
-	children.Store(pid, c)
 	go func() {
 		_ = cmd.Wait()
 		c.how = cmd.ProcessState.String()
@@ -295,6 +294,8 @@ func (s Supervisor) start(ctx context.Context, spec Spec, h History) (Process, e
 	if st, err := readStat(pid); err == nil {
 		rec.StartTime = st.StartTime
 	}
+	c.startTime = rec.StartTime
+	children.Store(pid, c)
 	if err := s.writeRecord(spec.Name, rec); err != nil {
 		_ = signalGroup(pid, syscall.SIGKILL)
 		return Process{}, err
