@@ -34,7 +34,8 @@ import (
 // (a workload cluster create, an upgrade, a package install, an addon rollout to the five
 // clusters) once undisturbed, then FLOTILLA_CHAOS_RUNS times (20) while it kills (SIGKILL) at
 // random moments, once each per run, the manager, the workload kube-apiserver and etcd the
-// operation works on, and the registry. Every disturbed run must converge without a user action
+// operation works on, and the registry; a run that ended before one of its kills is followed by
+// more runs, until each target was killed FLOTILLA_CHAOS_RUNS times. Every disturbed run must converge without a user action
 // (the command succeeds, the end state comes), reach the same end state as the undisturbed run,
 // create no duplicate Helm revision and no duplicate Machine, and leave no process that the
 // supervisor does not know. FLOTILLA_CHAOS_OPS (create,upgrade,package,addon) picks operations;
@@ -198,7 +199,9 @@ func (ch *chaos) runOperation(t *testing.T, op operation, runs int) opResult {
 		t.Fatalf("the undisturbed run of %s failed: %v", op.name, res.baseline.err)
 	}
 	t.Logf("%s undisturbed: %s; end state:\n%s", op.name, res.baseline.took.Round(100*time.Millisecond), res.baseline.state)
-	for i := 1; i <= runs; i++ {
+	// A kill meant for a moment after a run ended does not happen: runs go on, up to three times
+	// as many, until each target was killed runs times.
+	for i := 1; i <= 3*runs && (i <= runs || fewestKills(res.kills) < runs); i++ {
 		r := ch.runOnce(t, op, i, true)
 		res.runs = append(res.runs, r)
 		for target, n := range r.kills {
@@ -241,8 +244,8 @@ func (ch *chaos) runOnce(t *testing.T, op operation, i int, disturbed bool) runR
 	var kills sync.WaitGroup
 	var mu sync.Mutex
 	if disturbed {
-		// The moments fall in the first 80% of an undisturbed run, so that each lands during it.
-		window := max(ch.expected[op.name], 5*time.Second) * 8 / 10
+		// The moments fall in the first 90% of an undisturbed run, so that most land during it.
+		window := max(ch.expected[op.name]*9/10, 300*time.Millisecond)
 		for _, target := range killTargets {
 			at := time.Duration(ch.rng.Int64N(int64(window)))
 			kills.Go(func() {
@@ -426,6 +429,17 @@ func (ch *chaos) report(results []opResult) string {
 	}
 	_ = w.Flush()
 	return b.String()
+}
+
+// fewestKills is the number of kills of the target killed least often.
+func fewestKills(kills map[string]int) int {
+	fewest := -1
+	for _, target := range killTargets {
+		if fewest < 0 || kills[target] < fewest {
+			fewest = kills[target]
+		}
+	}
+	return fewest
 }
 
 func envInt(t *testing.T, name string, def int) int {
