@@ -175,6 +175,34 @@ func workloadClientset(ctx context.Context, g Gomega, namespace, cluster string)
 	return clientset
 }
 
+// availableControlPlane creates a Cluster with its LocalCluster and LocalControlPlane and returns
+// the LocalControlPlane once it is Available.
+func availableControlPlane(ctx context.Context, g Gomega, namespace, name string) *controlplanev1.LocalControlPlane {
+	create(ctx, g, clusterObjects(namespace, name)...)
+	lcp := &controlplanev1.LocalControlPlane{}
+	g.Eventually(func(g Gomega) {
+		g.Expect(env.Client.Get(ctx, client.ObjectKey{Namespace: namespace, Name: name}, lcp)).To(Succeed())
+		g.Expect(conditions.IsTrue(lcp, controlplanev1.AvailableCondition)).To(BeTrue())
+	}).WithTimeout(time.Minute).WithPolling(250 * time.Millisecond).Should(Succeed())
+	return lcp
+}
+
+// touch changes an annotation of lcp, which brings a reconcile rather than waiting for the 30 s
+// health check.
+func touch(ctx context.Context, g Gomega, lcp *controlplanev1.LocalControlPlane, at time.Time) {
+	patch := client.MergeFrom(lcp.DeepCopy())
+	lcp.Annotations = map[string]string{"test.flotilla.dev/touched": at.Format(time.RFC3339Nano)}
+	g.Expect(env.Client.Patch(ctx, lcp, patch)).To(Succeed())
+}
+
+// deleteCluster deletes the Cluster namespace/name and waits until its LocalControlPlane is gone.
+func deleteCluster(ctx context.Context, g Gomega, namespace, name string) {
+	g.Expect(env.Client.Delete(ctx, &clusterv1.Cluster{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name}})).To(Succeed())
+	g.Eventually(func() bool {
+		return apierrors.IsNotFound(env.Client.Get(ctx, client.ObjectKey{Namespace: namespace, Name: name}, &controlplanev1.LocalControlPlane{}))
+	}).WithTimeout(time.Minute).Should(BeTrue())
+}
+
 // controlPlanePIDs returns the pid of every process of the cluster's control plane.
 func controlPlanePIDs(g Gomega, home, cluster string) map[string]int {
 	dir := controlplane.ClusterDir(home, cluster)
@@ -313,13 +341,7 @@ func TestARestartedManagerAdoptsTheRunningControlPlane(t *testing.T) {
 	dumpOnFailure(t, namespace)
 	const name = "adopted"
 
-	create(ctx, g, clusterObjects(namespace, name)...)
-	lcpKey := client.ObjectKey{Namespace: namespace, Name: name}
-	g.Eventually(func(g Gomega) {
-		lcp := &controlplanev1.LocalControlPlane{}
-		g.Expect(env.Client.Get(ctx, lcpKey, lcp)).To(Succeed())
-		g.Expect(conditions.IsTrue(lcp, controlplanev1.AvailableCondition)).To(BeTrue())
-	}).WithTimeout(time.Minute).WithPolling(250 * time.Millisecond).Should(Succeed())
+	lcpKey := client.ObjectKeyFromObject(availableControlPlane(ctx, g, namespace, name))
 	before := controlPlanePIDs(g, home, name)
 
 	stopFirst()
@@ -341,9 +363,7 @@ func TestARestartedManagerAdoptsTheRunningControlPlane(t *testing.T) {
 	killedAt := time.Now()
 	g.Expect(syscall.Kill(before["kwok"], syscall.SIGKILL)).To(Succeed())
 	g.Eventually(func() bool { return processAlive(before["kwok"]) }).WithTimeout(10 * time.Second).Should(BeFalse())
-	patch := client.MergeFrom(lcp.DeepCopy())
-	lcp.Annotations = map[string]string{"test.flotilla.dev/touched": killedAt.Format(time.RFC3339Nano)}
-	g.Expect(env.Client.Patch(ctx, lcp, patch)).To(Succeed())
+	touch(ctx, g, lcp, killedAt)
 	g.Eventually(func() []string {
 		return eventReasons(ctx, g, namespace, name, killedAt)
 	}).WithTimeout(30 * time.Second).WithPolling(250 * time.Millisecond).Should(ContainElement("ProcessRestarted"))
@@ -356,10 +376,7 @@ func TestARestartedManagerAdoptsTheRunningControlPlane(t *testing.T) {
 	g.Expect(env.Client.Get(ctx, lcpKey, lcp)).To(Succeed())
 	g.Expect(conditions.IsTrue(lcp, controlplanev1.ProcessesRunningCondition)).To(BeTrue())
 
-	g.Expect(env.Client.Delete(ctx, &clusterv1.Cluster{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name}})).To(Succeed())
-	g.Eventually(func() bool {
-		return apierrors.IsNotFound(env.Client.Get(ctx, lcpKey, &controlplanev1.LocalControlPlane{}))
-	}).WithTimeout(time.Minute).Should(BeTrue())
+	deleteCluster(ctx, g, namespace, name)
 	for process, pid := range after {
 		g.Expect(processAlive(pid)).To(BeFalse(), "%s (pid %d) stopped", process, pid)
 	}
@@ -376,13 +393,8 @@ func TestATakenPortIsReportedAndTheControlPlaneComesBackOnceItIsFree(t *testing.
 	dumpOnFailure(t, namespace)
 	const name = "taken"
 
-	create(ctx, g, clusterObjects(namespace, name)...)
-	lcpKey := client.ObjectKey{Namespace: namespace, Name: name}
-	lcp := &controlplanev1.LocalControlPlane{}
-	g.Eventually(func(g Gomega) {
-		g.Expect(env.Client.Get(ctx, lcpKey, lcp)).To(Succeed())
-		g.Expect(conditions.IsTrue(lcp, controlplanev1.AvailableCondition)).To(BeTrue())
-	}).WithTimeout(time.Minute).WithPolling(250 * time.Millisecond).Should(Succeed())
+	lcp := availableControlPlane(ctx, g, namespace, name)
+	lcpKey := client.ObjectKeyFromObject(lcp)
 	before := controlPlanePIDs(g, home, name)
 	address := net.JoinHostPort(lcp.Spec.ControlPlaneEndpoint.Host, strconv.Itoa(int(lcp.Spec.ControlPlaneEndpoint.Port)))
 
@@ -394,9 +406,7 @@ func TestATakenPortIsReportedAndTheControlPlaneComesBackOnceItIsFree(t *testing.
 		squatter, err = net.Listen("tcp", address)
 		return err
 	}).WithTimeout(10 * time.Second).WithPolling(20 * time.Millisecond).Should(Succeed())
-	patch := client.MergeFrom(lcp.DeepCopy())
-	lcp.Annotations = map[string]string{"test.flotilla.dev/touched": takenAt.Format(time.RFC3339Nano)}
-	g.Expect(env.Client.Patch(ctx, lcp, patch)).To(Succeed())
+	touch(ctx, g, lcp, takenAt)
 
 	g.Eventually(func(g Gomega) {
 		g.Expect(env.Client.Get(ctx, lcpKey, lcp)).To(Succeed())
@@ -426,10 +436,7 @@ func TestATakenPortIsReportedAndTheControlPlaneComesBackOnceItIsFree(t *testing.
 	g.Expect(after["kube-apiserver"]).NotTo(Equal(before["kube-apiserver"]))
 	g.Expect(after["etcd"]).To(Equal(before["etcd"]), "etcd was left alone")
 
-	g.Expect(env.Client.Delete(ctx, &clusterv1.Cluster{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name}})).To(Succeed())
-	g.Eventually(func() bool {
-		return apierrors.IsNotFound(env.Client.Get(ctx, lcpKey, &controlplanev1.LocalControlPlane{}))
-	}).WithTimeout(time.Minute).Should(BeTrue())
+	deleteCluster(ctx, g, namespace, name)
 }
 
 // clusterctl move copies a cluster's objects to the new management cluster and deletes them from
@@ -444,13 +451,8 @@ func TestALocalControlPlaneDeletedByClusterctlMoveLeavesItsProcessesRunning(t *t
 	dumpOnFailure(t, namespace)
 	const name = "moved"
 
-	create(ctx, g, clusterObjects(namespace, name)...)
-	lcpKey := client.ObjectKey{Namespace: namespace, Name: name}
-	lcp := &controlplanev1.LocalControlPlane{}
-	g.Eventually(func(g Gomega) {
-		g.Expect(env.Client.Get(ctx, lcpKey, lcp)).To(Succeed())
-		g.Expect(conditions.IsTrue(lcp, controlplanev1.AvailableCondition)).To(BeTrue())
-	}).WithTimeout(time.Minute).WithPolling(250 * time.Millisecond).Should(Succeed())
+	lcp := availableControlPlane(ctx, g, namespace, name)
+	lcpKey := client.ObjectKeyFromObject(lcp)
 	before := controlPlanePIDs(g, home, name)
 
 	patch := client.MergeFrom(lcp.DeepCopy())
