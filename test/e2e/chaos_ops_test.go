@@ -50,7 +50,9 @@ func (ch *chaos) createOperation() operation {
 		name:      "create",
 		do:        func(ctx context.Context, i int) error { return ch.createCluster(ctx, name(i), "1.36", 2) },
 		cluster:   name,
-		state:     func(ctx context.Context, i int) (string, error) { return ch.clusterState(ctx, name(i), "v1.36.3", 2) },
+		state: func(ctx context.Context, i int) (string, bool, error) {
+			return ch.clusterState(ctx, name(i), "v1.36.3", 2)
+		},
 		revisions: func(ctx context.Context, i int) ([]string, error) { return ch.machines(ctx, name(i)) },
 		cleanup:   func(ctx context.Context, i int) error { return ch.deleteCluster(ctx, name(i)) },
 	}
@@ -74,7 +76,9 @@ func (ch *chaos) upgradeOperation() operation {
 			return ch.c.UpgradeWorkloadCluster(ctx, client.UpgradeWorkloadClusterOptions{File: file, Kubeconfig: ch.f.kubeconfig, OutDir: ch.out})
 		},
 		cluster:   name,
-		state:     func(ctx context.Context, i int) (string, error) { return ch.clusterState(ctx, name(i), "v1.36.3", 2) },
+		state: func(ctx context.Context, i int) (string, bool, error) {
+			return ch.clusterState(ctx, name(i), "v1.36.3", 2)
+		},
 		revisions: func(ctx context.Context, i int) ([]string, error) { return ch.machines(ctx, name(i)) },
 		cleanup:   func(ctx context.Context, i int) error { return ch.deleteCluster(ctx, name(i)) },
 	}
@@ -94,18 +98,20 @@ func (ch *chaos) packageOperation() operation {
 			return err
 		},
 		cluster: func(int) string { return cluster },
-		state: func(ctx context.Context, _ int) (string, error) {
+		state: func(ctx context.Context, _ int) (string, bool, error) {
 			packages, err := ch.c.GetPackages(ctx, ch.f.kubeconfig, cluster)
 			if err != nil {
-				return "", err
+				return "", false, err
 			}
 			var lines []string
+			complete := len(packages) > 0
 			for _, p := range packages {
-				lines = append(lines, fmt.Sprintf("package %s Ready=%t version %s", p.Name,
-					meta.IsStatusConditionTrue(p.Status.Conditions, packagesv1.ReadyCondition), p.Status.CurrentVersion))
+				ready := meta.IsStatusConditionTrue(p.Status.Conditions, packagesv1.ReadyCondition)
+				complete = complete && ready
+				lines = append(lines, fmt.Sprintf("package %s Ready=%t version %s", p.Name, ready, p.Status.CurrentVersion))
 			}
-			deployments, err := ch.deployments(ctx, cluster, packagesv1.DefaultTargetNamespace)
-			return strings.Join(append(lines, deployments...), "\n"), err
+			deployments, available, err := ch.deployments(ctx, cluster, packagesv1.DefaultTargetNamespace)
+			return strings.Join(append(lines, deployments...), "\n"), complete && available, err
 		},
 		revisions: func(ctx context.Context, _ int) ([]string, error) {
 			return ch.releaseRevisions(ctx, cluster, packagesv1.DefaultTargetNamespace)
@@ -138,27 +144,30 @@ func (ch *chaos) addonOperation() operation {
 			return err
 		},
 		cluster: func(i int) string { return ch.addonClusters[i%len(ch.addonClusters)] },
-		state: func(ctx context.Context, _ int) (string, error) {
+		state: func(ctx context.Context, _ int) (string, bool, error) {
 			addons, err := ch.c.GetAddons(ctx, ch.f.kubeconfig, "default")
 			if err != nil {
-				return "", err
+				return "", false, err
 			}
 			var lines []string
+			complete := len(addons.Releases) == len(ch.addonClusters)
 			for _, r := range addons.Releases {
-				lines = append(lines, fmt.Sprintf("release on %s Ready=%t", r.Spec.ClusterName,
-					meta.IsStatusConditionTrue(r.Status.Conditions, addonsv1.ReadyCondition)))
+				ready := meta.IsStatusConditionTrue(r.Status.Conditions, addonsv1.ReadyCondition)
+				complete = complete && ready
+				lines = append(lines, fmt.Sprintf("release on %s Ready=%t", r.Spec.ClusterName, ready))
 			}
 			for _, cluster := range ch.addonClusters {
-				deployments, err := ch.deployments(ctx, cluster, addonNamespace)
+				deployments, available, err := ch.deployments(ctx, cluster, addonNamespace)
 				if err != nil {
-					return "", err
+					return "", false, err
 				}
+				complete = complete && available
 				for _, d := range deployments {
 					lines = append(lines, cluster+": "+d)
 				}
 			}
 			slices.Sort(lines)
-			return strings.Join(lines, "\n"), nil
+			return strings.Join(lines, "\n"), complete, nil
 		},
 		revisions: func(ctx context.Context, _ int) ([]string, error) {
 			var all []string
@@ -190,20 +199,20 @@ func (ch *chaos) addonOperation() operation {
 }
 
 // clusterState describes a workload cluster without its name: Ready, its control plane, its
-// Machines and Nodes at version, and its processes.
-func (ch *chaos) clusterState(ctx context.Context, name, version string, workers int) (string, error) {
+// Machines and Nodes at version, and its processes; complete when each is as asked.
+func (ch *chaos) clusterState(ctx context.Context, name, version string, workers int) (string, bool, error) {
 	key := ctrlclient.ObjectKey{Namespace: "default", Name: name}
 	fc := &flotillav1.Cluster{}
 	if err := ch.f.admin.Get(ctx, key, fc); err != nil {
-		return "", err
+		return "", false, err
 	}
 	lcp := &controlplanev1.LocalControlPlane{}
 	if err := ch.f.admin.Get(ctx, key, lcp); err != nil {
-		return "", err
+		return "", false, err
 	}
 	machines := &clusterv1.MachineList{}
 	if err := ch.f.admin.List(ctx, machines, ctrlclient.InNamespace("default"), ctrlclient.MatchingLabels{clusterv1.ClusterNameLabel: name}); err != nil {
-		return "", err
+		return "", false, err
 	}
 	running := 0
 	for _, m := range machines.Items {
@@ -213,11 +222,11 @@ func (ch *chaos) clusterState(ctx context.Context, name, version string, workers
 	}
 	wc, err := ch.workloadClient(name)
 	if err != nil {
-		return "", err
+		return "", false, err
 	}
 	nodes := &corev1.NodeList{}
 	if err := wc.List(ctx, nodes); err != nil {
-		return "", err
+		return "", false, err
 	}
 	ready := 0
 	for _, n := range nodes.Items {
@@ -231,7 +240,7 @@ func (ch *chaos) clusterState(ctx context.Context, name, version string, workers
 	sup := process.Supervisor{RunDir: filepath.Join(dir, "run"), LogDir: filepath.Join(dir, "logs")}
 	names, err := sup.Names()
 	if err != nil {
-		return "", err
+		return "", false, err
 	}
 	var runningProcesses []string
 	for _, n := range names {
@@ -239,13 +248,17 @@ func (ch *chaos) clusterState(ctx context.Context, name, version string, workers
 			runningProcesses = append(runningProcesses, n)
 		}
 	}
+	clusterReady := meta.IsStatusConditionTrue(fc.Status.Conditions, flotillav1.ReadyCondition) && fc.Status.ObservedGeneration == fc.Generation
+	available := conditions.IsTrue(lcp, controlplanev1.AvailableCondition) && lcp.Status.Version == version
+	complete := clusterReady && available && len(machines.Items) == workers && running == workers &&
+		len(nodes.Items) == workers && ready == workers && len(runningProcesses) == len(names)
 	return strings.Join([]string{
-		fmt.Sprintf("cluster Ready=%t (generation observed: %t)", meta.IsStatusConditionTrue(fc.Status.Conditions, flotillav1.ReadyCondition), fc.Status.ObservedGeneration == fc.Generation),
-		fmt.Sprintf("control plane %s Available=%t", lcp.Status.Version, conditions.IsTrue(lcp, controlplanev1.AvailableCondition)),
+		fmt.Sprintf("cluster Ready=%t", clusterReady),
+		fmt.Sprintf("control plane %s Available=%t", lcp.Status.Version, available),
 		fmt.Sprintf("machines %d, %d Running at %s (want %d)", len(machines.Items), running, version, workers),
 		fmt.Sprintf("nodes %d, %d Ready at %s", len(nodes.Items), ready, version),
 		"processes " + strings.Join(runningProcesses, ", ") + " of " + strings.Join(names, ", "),
-	}, "\n"), nil
+	}, "\n"), complete, nil
 }
 
 // machines returns the UIDs of the Machines of cluster name.
@@ -294,22 +307,25 @@ func (ch *chaos) waitNoRelease(ctx context.Context, name, namespace string) erro
 	}
 }
 
-// deployments describes the Deployments in namespace of workload cluster name.
-func (ch *chaos) deployments(ctx context.Context, name, namespace string) ([]string, error) {
+// deployments describes the Deployments in namespace of workload cluster name, and reports
+// whether there are some and every one is available.
+func (ch *chaos) deployments(ctx context.Context, name, namespace string) ([]string, bool, error) {
 	wc, err := ch.workloadClient(name)
 	if err != nil {
-		return nil, err
+		return nil, false, err
 	}
 	list := &appsv1.DeploymentList{}
 	if err := wc.List(ctx, list, ctrlclient.InNamespace(namespace)); err != nil {
-		return nil, err
+		return nil, false, err
 	}
 	var lines []string
+	available := len(list.Items) > 0
 	for _, d := range list.Items {
+		available = available && d.Status.Replicas > 0 && d.Status.AvailableReplicas == d.Status.Replicas
 		lines = append(lines, fmt.Sprintf("deployment %s %d/%d available", d.Name, d.Status.AvailableReplicas, d.Status.Replicas))
 	}
 	slices.Sort(lines)
-	return lines, nil
+	return lines, available, nil
 }
 
 // workloadClient returns a client of workload cluster name, from the kubeconfig create wrote.

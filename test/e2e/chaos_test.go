@@ -98,8 +98,9 @@ type operation struct {
 	do func(ctx context.Context, i int) error
 	// cluster is the workload cluster whose kube-apiserver and etcd run i kills.
 	cluster func(i int) string
-	// state is the end state of run i, with names that differ between runs left out.
-	state func(ctx context.Context, i int) (string, error)
+	// state is the state of run i, with names that differ between runs left out, and whether it
+	// is complete: what the operation asked for is there (Ready, available, running).
+	state func(ctx context.Context, i int) (state string, complete bool, err error)
 	// revisions lists the Helm revisions or the Machines of run i that exist now; the suite
 	// looks at them all along the run, and counts every one it saw, to find duplicates.
 	revisions func(ctx context.Context, i int) ([]string, error)
@@ -303,25 +304,29 @@ func (ch *chaos) runOnce(t *testing.T, op operation, i int, disturbed bool) runR
 	return r
 }
 
-// settle waits up to two minutes for the end state to stop changing, and returns it.
+// settle waits up to settleTimeout for the state of run i to be complete, and returns it.
 func (ch *chaos) settle(ctx context.Context, op operation, i int) (string, error) {
-	deadline := time.Now().Add(2 * time.Minute)
+	deadline := time.Now().Add(settleTimeout)
 	var last string
-	stable := 0
-	for time.Now().Before(deadline) {
-		state, err := op.state(ctx, i)
-		if err == nil && state == last {
-			if stable++; stable >= 3 {
-				return state, nil
-			}
-		} else {
-			stable = 0
+	for {
+		state, complete, err := op.state(ctx, i)
+		if err == nil && complete {
+			return state, nil
+		}
+		if err != nil {
+			state = err.Error()
 		}
 		last = state
-		time.Sleep(time.Second)
+		if time.Now().After(deadline) {
+			return last, fmt.Errorf("not complete %s after the command returned; last:\n%s", settleTimeout, last)
+		}
+		time.Sleep(500 * time.Millisecond)
 	}
-	return last, fmt.Errorf("the end state did not settle within 2 minutes; last:\n%s", last)
 }
+
+// settleTimeout bounds how long a run's end state may take to be complete after its command
+// returned.
+const settleTimeout = 3 * time.Minute
 
 // kill kills target at after the start of a run, unless the run is done by then: the manager,
 // the registry, or the kube-apiserver or etcd of cluster (waiting for them to exist, as a
