@@ -83,7 +83,7 @@ type chaos struct {
 	// they were created.
 	addonClusters   []string
 	addonClustersUp bool
-	// expected is how long the undisturbed run of each operation took.
+	// expected is the shortest time a run of each operation took: kills fall within it.
 	expected map[string]time.Duration
 }
 
@@ -245,8 +245,9 @@ func (ch *chaos) runOnce(t *testing.T, op operation, i int, disturbed bool) runR
 	var kills sync.WaitGroup
 	var mu sync.Mutex
 	if disturbed {
-		// The moments fall in the first 90% of an undisturbed run, so that most land during it.
-		window := max(ch.expected[op.name]*9/10, 300*time.Millisecond)
+		// The moments fall in the first 90% of the shortest run so far, so that most land during
+		// the run (a kill makes it longer).
+		window := max(ch.expected[op.name]*9/10, 50*time.Millisecond)
 		for _, target := range killTargets {
 			at := time.Duration(ch.rng.Int64N(int64(window)))
 			kills.Go(func() {
@@ -298,7 +299,7 @@ func (ch *chaos) runOnce(t *testing.T, op operation, i int, disturbed bool) runR
 		r.err = fmt.Errorf("cleaning up: %w", err)
 	}
 	r.leaks = ch.leaks()
-	if !disturbed {
+	if expected, ok := ch.expected[op.name]; r.err == nil && (!ok || r.took < expected) {
 		ch.expected[op.name] = r.took
 	}
 	return r
