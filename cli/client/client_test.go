@@ -3,6 +3,8 @@ package client
 import (
 	"context"
 	"errors"
+	"os"
+	"path/filepath"
 	"testing"
 
 	. "github.com/onsi/gomega"
@@ -35,4 +37,22 @@ func TestWritesAreRetriedOnlyWhileTheWebhooksCannotBeCalled(t *testing.T) {
 	cancel()
 	err = retryWebhook(cancelled, func() error { return unreachable })
 	g.Expect(err).To(Equal(error(unreachable)))
+}
+
+func TestTheSystemdUnitRunsTheSupervisorOfTheHomeAndStopsOnlyIt(t *testing.T) {
+	g := NewWithT(t)
+	exe := filepath.Join(t.TempDir(), "flotilla")
+	g.Expect(os.WriteFile(exe, nil, 0o700)).To(Succeed())
+	c := &Client{Home: "/home/me/.flotilla", Executable: exe}
+
+	unit, err := c.SystemdUnit()
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(unit).To(ContainSubstring("\nExecStart=" + exe + " supervisor --home /home/me/.flotilla --idle-exit 0\n"))
+	g.Expect(unit).To(ContainSubstring("\nRestart=always\n"))
+	g.Expect(unit).To(ContainSubstring("\nKillMode=process\n"), "stopping the unit leaves the clusters running")
+	g.Expect(unit).To(ContainSubstring("\nWantedBy=default.target\n"))
+
+	c.Home = "/home/me/my flotilla"
+	_, err = c.SystemdUnit()
+	g.Expect(err).To(MatchError(ContainSubstring(`"/home/me/my flotilla": systemd units need paths without spaces`)))
 }

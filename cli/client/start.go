@@ -121,7 +121,8 @@ func (c *Client) StartLocal(ctx context.Context) error {
 // systemdUnit is the unit SystemdUnit writes.
 var systemdUnit = template.Must(template.New("unit").Parse(`# The supervisor of the Flotilla home {{.Home}}: at boot it starts again every local cluster
 # (control planes, managers) and the registry recorded there, and keeps them running.
-# Written by 'flotilla start --print-systemd-unit'. As a unit of your user:
+# Written by 'flotilla start --print-systemd-unit' (see docs/local-provider.md). As a unit of
+# your user:
 #
 #   mkdir -p ~/.config/systemd/user
 #   flotilla start --print-systemd-unit > ~/.config/systemd/user/flotilla.service
@@ -132,7 +133,6 @@ var systemdUnit = template.Must(template.New("unit").Parse(`# The supervisor of 
 # owner under [Service], and WantedBy=multi-user.target under [Install].
 [Unit]
 Description=Flotilla supervisor of {{.Home}}
-Documentation=https://github.com/flotilla-dev/flotilla/blob/main/docs/local-provider.md
 
 [Service]
 Type=simple
