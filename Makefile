@@ -20,13 +20,15 @@ help: ## List the targets.
 build: ## Build bin/flotilla.
 	go build -o bin/flotilla ./cmd/flotilla
 
+# The control plane binaries are built by `flotilla binaries build` (pkg/binaries), which carries
+# the Go modules they are built from: a user with only the flotilla binary builds them the same way.
 .PHONY: controlplane-binaries
 controlplane-binaries: ## Build kube-apiserver, etcd, kwok... for K8S_VERSION into the machine cache (once).
-	hack/build-controlplane.sh $(K8S_VERSION)
+	go run ./cmd/flotilla binaries build $(K8S_VERSION)
 
 .PHONY: controlplane-binaries-all
 controlplane-binaries-all: ## Build the control plane binaries of every supported Kubernetes version.
-	hack/build-controlplane.sh
+	go run ./cmd/flotilla binaries build --all
 
 $(CONTROLLER_GEN):
 	mkdir -p $(TOOLS_CACHE)

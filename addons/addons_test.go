@@ -24,8 +24,8 @@ import (
 	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	"github.com/flotilla-dev/flotilla/addons"
+	"github.com/flotilla-dev/flotilla/addons/desired"
 	"github.com/flotilla-dev/flotilla/addons/engine"
-	"github.com/flotilla-dev/flotilla/addons/reconcilers/helmchartproxy"
 	addonsv1 "github.com/flotilla-dev/flotilla/api/addons/v1alpha1"
 	"github.com/flotilla-dev/flotilla/internal/testenv"
 	"github.com/flotilla-dev/flotilla/pkg/helm"
@@ -282,7 +282,7 @@ func proxy(ns, name string) *addonsv1.HelmChartProxy {
 
 func getHRP(g Gomega, ns, proxyName, cluster string) *addonsv1.HelmReleaseProxy {
 	hrp := &addonsv1.HelmReleaseProxy{}
-	g.Expect(env.Client.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: helmchartproxy.ReleaseProxyName(proxyName, cluster)}, hrp)).To(Succeed())
+	g.Expect(env.Client.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: desired.ReleaseProxyName(proxyName, cluster)}, hrp)).To(Succeed())
 	return hrp
 }
 
@@ -364,7 +364,7 @@ func TestAProxyInstallsItsChartIntoEverySelectedClusterAndOnlyThere(t *testing.T
 	patchLabels(g, w3, map[string]string{"env": "prod"})
 	eventuallyReady(g, ns, "hello", "w3")
 	g.Eventually(func() bool {
-		err := env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: helmchartproxy.ReleaseProxyName("hello", "w2")}, &addonsv1.HelmReleaseProxy{})
+		err := env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: desired.ReleaseProxyName("hello", "w2")}, &addonsv1.HelmReleaseProxy{})
 		return apierrors.IsNotFound(err)
 	}, timeout, interval).Should(BeTrue(), "the HelmReleaseProxy of a cluster that stopped matching is deleted")
 	_, _, ok = fakeRelease(ns, "w2", "hello", "hello")
@@ -524,7 +524,7 @@ func TestATemplateFailingForOneClusterDoesNotHoldBackTheOthers(t *testing.T) {
 		g.Expect(condition(p.Status.Conditions, addonsv1.ReadyCondition).Status).To(Equal(metav1.ConditionFalse))
 		g.Expect(p.Status.ReadyClusters).To(BeEquivalentTo(1))
 	}, timeout, interval).Should(Succeed())
-	g.Expect(apierrors.IsNotFound(env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: helmchartproxy.ReleaseProxyName("tmpl", "w2")}, &addonsv1.HelmReleaseProxy{}))).To(BeTrue())
+	g.Expect(apierrors.IsNotFound(env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: desired.ReleaseProxyName("tmpl", "w2")}, &addonsv1.HelmReleaseProxy{}))).To(BeTrue())
 }
 
 func TestHelmsErrorIsTheReadyMessageAndOtherClustersGoOn(t *testing.T) {

@@ -5,11 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"path/filepath"
 	"sync/atomic"
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/leaderelection/resourcelock"
 	"k8s.io/utils/ptr"
@@ -27,6 +27,8 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 	"sigs.k8s.io/controller-runtime/pkg/webhook"
 
+	flotillav1 "github.com/flotilla-dev/flotilla/api/cluster/v1alpha1"
+	"github.com/flotilla-dev/flotilla/internal/version"
 	"github.com/flotilla-dev/flotilla/manager/scheme"
 	"github.com/flotilla-dev/flotilla/pkg/binaries"
 	"github.com/flotilla-dev/flotilla/pkg/controlplane"
@@ -35,7 +37,7 @@ import (
 
 // Namespace is where Flotilla's manager keeps its state: the leader election Lease, the version
 // ConfigMap, infrastructure credentials.
-const Namespace = "flotilla-system"
+const Namespace = flotillav1.SystemNamespace
 
 // fieldOwner is the server-side apply field manager of what the manager applies.
 const fieldOwner = "flotilla-manager"
@@ -98,8 +100,8 @@ type Manager struct {
 }
 
 // New builds a manager for the cluster at restConfig and sets up the selected components; Run
-// starts it. New does not contact the API server.
-func New(ctx context.Context, restConfig *rest.Config, opts Options) (*Manager, error) {
+// starts it. New does not contact the API server. When it fails, it leaves nothing behind.
+func New(ctx context.Context, restConfig *rest.Config, opts Options) (_ *Manager, err error) {
 	available := Components()
 	selected, err := selectComponents(available, opts.Components)
 	if err != nil {
@@ -107,8 +109,40 @@ func New(ctx context.Context, restConfig *rest.Config, opts Options) (*Manager, 
 	}
 	m := &Manager{components: selected, id: managerID(available, selected), version: opts.Version}
 	if m.version == "" {
-		m.version = "unknown"
+		m.version = version.Unknown
 	}
+	defer func() {
+		if err != nil {
+			m.cleanup()
+		}
+	}()
+	deps := newDeps(opts)
+	s, err := newScheme()
+	if err != nil {
+		return nil, err
+	}
+	server, caBundle, err := m.newWebhookServer(opts)
+	if err != nil {
+		return nil, err
+	}
+	restConfig = managerRESTConfig(restConfig, m.id)
+	m.mgr, err = ctrl.NewManager(restConfig, managerOptions(opts, m.id, s, server))
+	if err != nil {
+		return nil, fmt.Errorf("creating manager: %w", err)
+	}
+	m.directClient, err = client.New(restConfig, client.Options{Scheme: s, HTTPClient: m.mgr.GetHTTPClient()})
+	if err != nil {
+		return nil, fmt.Errorf("creating client: %w", err)
+	}
+	m.registrar = &webhookRegistrar{client: m.directClient, server: server, name: m.id, baseURL: m.webhookURL, caBundle: caBundle}
+	if err := m.setup(ctx, deps); err != nil {
+		return nil, err
+	}
+	return m, nil
+}
+
+// newDeps fills in what the components share from opts and the defaults.
+func newDeps(opts Options) Deps {
 	deps := Deps{Home: opts.Home, BinRoot: opts.BinRoot}
 	if deps.Home == "" {
 		deps.Home = controlplane.HomeDir()
@@ -116,9 +150,13 @@ func New(ctx context.Context, restConfig *rest.Config, opts Options) (*Manager, 
 	if deps.BinRoot == "" {
 		deps.BinRoot = binaries.DefaultRoot()
 	}
-	deps.Helm = &helm.Engine{ChartCache: filepath.Join(deps.Home, "cache", "charts")}
+	deps.Helm = &helm.Engine{ChartCache: helm.ChartCacheDir(deps.Home)}
 	reportEngine(deps.Helm)
+	return deps
+}
 
+// newScheme is the manager's scheme: Flotilla's, with Cluster API's v1beta1 types besides.
+func newScheme() (*runtime.Scheme, error) {
 	s, err := scheme.New()
 	if err != nil {
 		return nil, err
@@ -128,27 +166,33 @@ func New(ctx context.Context, restConfig *rest.Config, opts Options) (*Manager, 
 	if err := clusterv1beta1.AddToScheme(s); err != nil {
 		return nil, fmt.Errorf("building scheme: %w", err)
 	}
+	return s, nil
+}
 
+// newWebhookServer chooses the webhook port and writes a serving certificate for it, into
+// opts.WebhookCertDir or a temporary directory that cleanup removes, and returns the server with
+// the certificate's CA bundle.
+func (m *Manager) newWebhookServer(opts Options) (*recordingServer, []byte, error) {
 	port := opts.WebhookPort
 	if port == 0 {
 		p, err := controlplane.PickPort(webhookHost)
 		if err != nil {
-			return nil, fmt.Errorf("choosing the webhook port: %w", err)
+			return nil, nil, fmt.Errorf("choosing the webhook port: %w", err)
 		}
 		port = int(p)
 	}
 	m.webhookURL = webhookBaseURL(port)
 	m.certDir = opts.WebhookCertDir
 	if m.certDir == "" {
-		if m.certDir, err = os.MkdirTemp("", "flotilla-webhook-certs-"); err != nil {
-			return nil, fmt.Errorf("creating webhook certificate directory: %w", err)
+		dir, err := os.MkdirTemp("", "flotilla-webhook-certs-")
+		if err != nil {
+			return nil, nil, fmt.Errorf("creating webhook certificate directory: %w", err)
 		}
-		m.removeCerts = true
+		m.certDir, m.removeCerts = dir, true
 	}
 	caBundle, err := writeServingCert(m.certDir)
 	if err != nil {
-		m.cleanup()
-		return nil, err
+		return nil, nil, err
 	}
 	server := newRecordingServer(webhook.NewServer(webhook.Options{
 		Host:     webhookHost,
@@ -157,9 +201,14 @@ func New(ctx context.Context, restConfig *rest.Config, opts Options) (*Manager, 
 		CertName: webhookCertName,
 		KeyName:  webhookKeyName,
 	}))
+	return server, caBundle, nil
+}
 
+// managerRESTConfig is a copy of restConfig for the manager's clients: named after the manager
+// (id) in the API server's logs and audit, and not rate-limited on the client side.
+func managerRESTConfig(restConfig *rest.Config, id string) *rest.Config {
 	restConfig = rest.CopyConfig(restConfig)
-	restConfig.UserAgent = remote.DefaultClusterAPIUserAgent(m.id)
+	restConfig.UserAgent = remote.DefaultClusterAPIUserAgent(id)
 	if restConfig.QPS == 0 {
 		// Left at zero, client-go limits every client of the manager to 5 requests/s with bursts
 		// of 10, shared by all controllers: each step of a cluster's creation then waits its
@@ -167,45 +216,29 @@ func New(ctx context.Context, restConfig *rest.Config, opts Options) (*Manager, 
 		// priority and fairness.
 		restConfig.QPS = -1
 	}
+	return restConfig
+}
 
-	healthAddr := orDefault(opts.HealthProbeBindAddress, DefaultHealthProbeBindAddress)
-	metricsAddr := orDefault(opts.MetricsBindAddress, DefaultMetricsBindAddress)
-	mgr, err := ctrl.NewManager(restConfig, ctrl.Options{
+// managerOptions are the controller-runtime manager's options.
+func managerOptions(opts Options, id string, s *runtime.Scheme, server webhook.Server) ctrl.Options {
+	return ctrl.Options{
 		Scheme: s,
 		// Secrets are cached only when labelled with a cluster name (kubeconfig and CA Secrets);
 		// the manager's client reads Secrets and ConfigMaps from the API server.
-		Cache:  setup.ManagerCacheOptions(s, informerName(m.id), "", syncPeriod),
+		Cache:  setup.ManagerCacheOptions(s, informerName(id), "", syncPeriod),
 		Client: setup.ManagerClientOptions(),
 		Controller: ctrlconfig.Controller{
 			SkipNameValidation: ptr.To(opts.SkipControllerNameValidation),
 		},
-		HealthProbeBindAddress:        healthAddr,
-		Metrics:                       metricsserver.Options{BindAddress: metricsAddr},
+		HealthProbeBindAddress:        orDefault(opts.HealthProbeBindAddress, DefaultHealthProbeBindAddress),
+		Metrics:                       metricsserver.Options{BindAddress: orDefault(opts.MetricsBindAddress, DefaultMetricsBindAddress)},
 		LeaderElection:                opts.LeaderElection,
-		LeaderElectionID:              m.id,
+		LeaderElectionID:              id,
 		LeaderElectionNamespace:       Namespace,
 		LeaderElectionResourceLock:    resourcelock.LeasesResourceLock,
 		LeaderElectionReleaseOnCancel: true,
 		WebhookServer:                 server,
-	})
-	if err != nil {
-		m.cleanup()
-		return nil, fmt.Errorf("creating manager: %w", err)
 	}
-	m.mgr = mgr
-
-	m.directClient, err = client.New(restConfig, client.Options{Scheme: s, HTTPClient: mgr.GetHTTPClient()})
-	if err != nil {
-		m.cleanup()
-		return nil, fmt.Errorf("creating client: %w", err)
-	}
-	m.registrar = &webhookRegistrar{client: m.directClient, server: server, name: m.id, baseURL: m.webhookURL, caBundle: caBundle}
-
-	if err := m.setup(ctx, deps); err != nil {
-		m.cleanup()
-		return nil, err
-	}
-	return m, nil
 }
 
 // setup adds probes, indexes, the cluster cache, the webhook registrar and the components.
@@ -273,7 +306,7 @@ func (m *Manager) Run(ctx context.Context) error {
 	if err := waitForAPIServer(ctx, func() error { return ensureNamespace(ctx, m.directClient) }); err != nil {
 		return err
 	}
-	if err := recordVersion(ctx, m.directClient, m.version); err != nil {
+	if err := version.Record(ctx, m.directClient, fieldOwner, m.version); err != nil {
 		return err
 	}
 	names := make([]string, 0, len(m.components))

@@ -22,6 +22,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/flotilla-dev/flotilla/internal/testenv"
+	"github.com/flotilla-dev/flotilla/internal/version"
 	"github.com/flotilla-dev/flotilla/manager"
 )
 
@@ -90,7 +91,7 @@ func TestManagerRunsClusterAPIAndServesWebhooksOnLoopback(t *testing.T) {
 
 	t.Run("the manager records its version in flotilla-system", func(t *testing.T) {
 		g := NewWithT(t)
-		g.Expect(manager.RecordedVersion(ctx, env.Client)).To(Equal("v0.0.0-test"))
+		g.Expect(version.Recorded(ctx, env.Client)).To(Equal("v0.0.0-test"))
 	})
 
 	t.Run("the manager holds its leader election lease in flotilla-system", func(t *testing.T) {

@@ -1,6 +1,7 @@
 package packages_test
 
 import (
+	"bytes"
 	"context"
 	"io"
 	"os"
@@ -18,7 +19,6 @@ import (
 	packagesv1 "github.com/flotilla-dev/flotilla/api/packages/v1alpha1"
 	cliclient "github.com/flotilla-dev/flotilla/cli/client"
 	"github.com/flotilla-dev/flotilla/internal/version"
-	"github.com/flotilla-dev/flotilla/manager"
 	"github.com/flotilla-dev/flotilla/packages/defaults"
 )
 
@@ -35,8 +35,8 @@ func kubeconfigFile(t *testing.T, data []byte) string {
 func markManagement(t *testing.T) {
 	t.Helper()
 	cm := &corev1.ConfigMap{
-		ObjectMeta: metav1.ObjectMeta{Name: manager.VersionConfigMapName, Namespace: manager.PublicVersionNamespace},
-		Data:       map[string]string{manager.VersionKey: version.Get().Version},
+		ObjectMeta: metav1.ObjectMeta{Name: version.ConfigMapName, Namespace: version.PublicNamespace},
+		Data:       map[string]string{version.ConfigMapKey: version.Get().Version},
 	}
 	if err := mgmt.Client.Create(context.Background(), cm); err != nil && !apierrors.IsAlreadyExists(err) {
 		t.Fatal(err)
@@ -85,11 +85,29 @@ func TestTheCLIManagesPackagesThroughTheManagementCluster(t *testing.T) {
 		g.Expect(d.Username).To(Equal("robot"))
 		g.Expect(d.Password).To(Equal("s3cret"))
 		g.Expect(d.PublicKey).NotTo(BeNil(), "the key written before is kept")
-		// Back to anonymous for the other tests.
+		// Back to the registry's credentials for the other tests.
 		cm := &corev1.ConfigMap{}
 		g.Expect(mgmt.Client.Get(ctx, defaults.Key, cm)).To(Succeed())
-		delete(cm.Data, packagesv1.DefaultsCredentialsSecretKey)
+		cm.Data[packagesv1.DefaultsCredentialsSecretKey] = credentialsSecret
 		g.Expect(mgmt.Client.Update(ctx, cm)).To(Succeed())
+	})
+
+	t.Run("install packagecontroller reaches a registry on this machine over plain HTTP and says so", func(t *testing.T) {
+		g := NewWithT(t)
+		d, err := defaults.Read(ctx, mgmt.Client)
+		g.Expect(err).NotTo(HaveOccurred())
+		g.Expect(d.Source).NotTo(BeNil())
+		var out bytes.Buffer
+		loud := &cliclient.Client{Out: &out}
+		// The source the other tests use, written again: only the plain HTTP default is new.
+		_, err = loud.InstallPackageController(ctx, mgmtKubeconfig, cliclient.PackageControllerOptions{
+			Cluster: "w-cli", Registry: d.Source.Registry, Repository: d.Source.Repository,
+		})
+		g.Expect(err).NotTo(HaveOccurred())
+		g.Expect(out.String()).To(Equal("Registry " + d.Source.Registry + " is on this machine: reaching it over plain HTTP (--plain-http=false for TLS)\n"))
+		cm := &corev1.ConfigMap{}
+		g.Expect(mgmt.Client.Get(ctx, defaults.Key, cm)).To(Succeed())
+		g.Expect(cm.Data).To(HaveKeyWithValue(packagesv1.DefaultsPlainHTTPKey, "true"))
 	})
 
 	t.Run("generate package prints a manifest with the schema as comments", func(t *testing.T) {

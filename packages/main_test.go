@@ -24,18 +24,23 @@ import (
 	"github.com/flotilla-dev/flotilla/packages"
 	"github.com/flotilla-dev/flotilla/packages/bundle"
 	"github.com/flotilla-dev/flotilla/pkg/helm"
+	"github.com/flotilla-dev/flotilla/pkg/registryconn"
 )
 
 // The tests run the packages component (packages.Setup: the lifecycle, PBC and Package
 // reconcilers and the Package webhook) in a real manager against a real management API server,
 // with the real bundle source reading signed bundles from an in-process OCI registry and the real
 // Helm engine installing charts from it into a second real API server, the workload cluster.
+// The registry is Flotilla's as it serves other machines, over TLS to one user: the manager reaches
+// it with the credentials and CA of the Secret package-defaults names.
 
 var (
 	// mgmt is the management cluster; workload the cluster Packages are installed into.
 	mgmt, workload *testenv.Environment
-	// regHost is the host:port of the OCI registry (plain HTTP, loopback).
+	// reg is the OCI registry (TLS, one user); regHost its host:port, regConn how to reach it.
+	reg     *charttest.SecureRegistry
 	regHost string
+	regConn registryconn.Config
 	// signingKey signs bundles; its public key is in package-defaults.
 	signingKey *ecdsa.PrivateKey
 	// configs reaches the workload clusters by Cluster key.
@@ -52,6 +57,8 @@ const (
 	interval = 100 * time.Millisecond
 	// bundleRepository is the default source's repository of bundles.
 	bundleRepository = "flotilla/bundles"
+	// credentialsSecret holds the registry's credentials and CA; package-defaults names it.
+	credentialsSecret = "test-registry-credentials"
 )
 
 // restConfigs stands in for CAPI's ClusterCache: configs by Cluster key, an error for others.
@@ -80,10 +87,14 @@ func TestMain(m *testing.M) {
 }
 
 func run(m *testing.M) int {
-	var stopRegistry func()
-	regHost, stopRegistry = charttest.StartRegistry()
-	defer stopRegistry()
 	var err error
+	if reg, err = charttest.StartSecureRegistry(); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	defer reg.Close()
+	regHost = reg.Host
+	regConn = registryconn.Config{Username: reg.Username, Password: reg.Password, CAData: reg.CAPEM}
 	if signingKey, err = bundle.GenerateKey(); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
@@ -146,8 +157,8 @@ func startManager(o testenv.ManagerOptions) error {
 	return nil
 }
 
-// writeDefaults creates flotilla-packages and package-defaults: the test registry, plain HTTP,
-// the signing key's public half.
+// writeDefaults creates flotilla-packages and package-defaults: the test registry, over TLS with
+// the credentials and CA of credentialsSecret, and the signing key's public half.
 func writeDefaults(ctx context.Context) error {
 	pub, err := bundle.EncodePublicKey(&signingKey.PublicKey)
 	if err != nil {
@@ -157,13 +168,23 @@ func writeDefaults(ctx context.Context) error {
 	if err := mgmt.Client.Create(ctx, ns); err != nil {
 		return err
 	}
+	if err := mgmt.Client.Create(ctx, &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Name: credentialsSecret, Namespace: packagesv1.PackagesNamespace},
+		Data: map[string][]byte{
+			packagesv1.CredentialsUsernameKey: []byte(reg.Username),
+			packagesv1.CredentialsPasswordKey: []byte(reg.Password),
+			packagesv1.CredentialsCAKey:       reg.CAPEM,
+		},
+	}); err != nil {
+		return err
+	}
 	return mgmt.Client.Create(ctx, &corev1.ConfigMap{
 		ObjectMeta: metav1.ObjectMeta{Name: packagesv1.DefaultsConfigMapName, Namespace: packagesv1.PackagesNamespace},
 		Data: map[string]string{
-			packagesv1.DefaultsRegistryKey:   regHost,
-			packagesv1.DefaultsRepositoryKey: bundleRepository,
-			packagesv1.DefaultsPublicKeyKey:  string(pub),
-			packagesv1.DefaultsPlainHTTPKey:  "true",
+			packagesv1.DefaultsRegistryKey:          regHost,
+			packagesv1.DefaultsRepositoryKey:        bundleRepository,
+			packagesv1.DefaultsPublicKeyKey:         string(pub),
+			packagesv1.DefaultsCredentialsSecretKey: credentialsSecret,
 		},
 	})
 }
@@ -180,7 +201,7 @@ func helloChart(name, version string) chart {
 // with schema or, when that is empty, the chart's own.
 func (c chart) push(t testing.TB, schema string) bundle.Version {
 	t.Helper()
-	digest := charttest.Push(t, regHost+"/charts", c.Chart)
+	digest := reg.Push(t, regHost+"/charts", c.Chart)
 	if schema == "" {
 		schema = c.Files["values.schema.json"]
 	}
@@ -203,7 +224,7 @@ func pushBundle(t testing.TB, repository, minor string, build int, key *ecdsa.Pr
 		s, err = bundle.Sign(b, key)
 		must(t, err)
 	}
-	opts, err := bundle.RemoteOptions(bundle.Registry{PlainHTTP: true})
+	opts, err := bundle.RemoteOptions(regConn)
 	must(t, err)
 	must(t, bundle.Push(context.Background(), regHost+"/"+repository, s, opts...))
 	return name

@@ -23,6 +23,6 @@
 // keys), so whitespace-only differences do not count as changes.
 //
 // The valuesFrom sources (ConfigMaps and Secrets) are read by FromSources and merged in order;
-// Merge lays the rendered template over them. Hash is the digest a release records to tell
-// whether its values changed.
+// Merge lays the rendered template over them. The digest a release records to tell whether its
+// values changed is the Helm engine's (pkg/helm's ValuesHash).
 package values

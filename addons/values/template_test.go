@@ -2,7 +2,6 @@ package values
 
 import (
 	"fmt"
-	"strings"
 	"sync"
 	"testing"
 
@@ -209,21 +208,6 @@ func TestMergeLeavesItsInputsAlone(t *testing.T) {
 	base := map[string]any{"m": map[string]any{"x": 1}}
 	Merge(base, map[string]any{"m": map[string]any{"x": 2}})
 	g.Expect(base).To(Equal(map[string]any{"m": map[string]any{"x": 1}}))
-}
-
-func TestHashIgnoresHowValuesWereWritten(t *testing.T) {
-	g := NewWithT(t)
-	a, err := Parse("b: 1\na: {x: true}\n")
-	g.Expect(err).NotTo(HaveOccurred())
-	b, err := Parse("a:\n  x: true\nb: 1")
-	g.Expect(err).NotTo(HaveOccurred())
-	ha, _ := Hash(a)
-	hb, _ := Hash(b)
-	g.Expect(ha).To(Equal(hb))
-	g.Expect(ha).To(HavePrefix("sha256:"))
-	hc, _ := Hash(map[string]any{"b": 2})
-	g.Expect(hc).NotTo(Equal(ha))
-	g.Expect(strings.TrimPrefix(ha, "sha256:")).To(HaveLen(64))
 }
 
 func TestATemplateParsedOnceRendersEachClustersValuesConcurrently(t *testing.T) {

@@ -112,14 +112,20 @@ func (c *Client) CreateWorkloadCluster(ctx context.Context, opts CreateWorkloadC
 	return nil
 }
 
-// setupAndValidateWorkload checks that --kubeconfig points at a management cluster and that the
-// name is free there.
+// setupAndValidateWorkload checks that --kubeconfig points at a management cluster, that the
+// control plane programs of a local cluster's version are built when that management cluster
+// runs on this machine, and that the name is free there.
 func setupAndValidateWorkload(ctx context.Context, r *workloadRun) error {
 	mgmt, err := managementClusterOf(ctx, r.kc, r.opts.Kubeconfig, r.spec.Cluster.Namespace)
 	if err != nil {
 		return err
 	}
 	r.management = mgmt
+	if r.spec.Provider == spec.ProviderLocal {
+		if err := r.c.checkLocalBinaries(mgmt, r.opts.Kubeconfig, r.spec.KubernetesVersion); err != nil {
+			return err
+		}
+	}
 	existing := &flotillav1.Cluster{}
 	err = r.kc.Get(ctx, ctrlclient.ObjectKeyFromObject(r.spec.Cluster), existing)
 	switch {

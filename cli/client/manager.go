@@ -13,7 +13,6 @@ import (
 	"strconv"
 	"time"
 
-
 	"github.com/flotilla-dev/flotilla/pkg/atomicfile"
 	"github.com/flotilla-dev/flotilla/pkg/controlplane"
 	"github.com/flotilla-dev/flotilla/pkg/process"

@@ -17,7 +17,8 @@ import (
 	flotillav1 "github.com/flotilla-dev/flotilla/api/cluster/v1alpha1"
 	packagesv1 "github.com/flotilla-dev/flotilla/api/packages/v1alpha1"
 	"github.com/flotilla-dev/flotilla/packages/defaults"
-	"github.com/flotilla-dev/flotilla/packages/reconcilers/packagebundlecontroller"
+	"github.com/flotilla-dev/flotilla/pkg/kubeversion"
+	"github.com/flotilla-dev/flotilla/pkg/netaddr"
 )
 
 // packagesRequestTimeout bounds each packages command's requests to the management cluster.
@@ -88,7 +89,10 @@ func (c *Client) ListPackages(ctx context.Context, kubeconfig, cluster, kubeVers
 		_, b, err := activeBundle(ctx, kc, cluster)
 		return b, err
 	}
-	minor := packagebundlecontroller.KubernetesMinor(&flotillav1.Cluster{Spec: flotillav1.ClusterSpec{KubernetesVersion: kubeVersion}})
+	minor, err := kubeversion.Minor(kubeVersion)
+	if err != nil {
+		return nil, fmt.Errorf("--kube-version: %w", err)
+	}
 	bundles, err := c.getBundles(ctx, kc)
 	if err != nil {
 		return nil, err
@@ -313,7 +317,9 @@ type PackageControllerOptions struct {
 	Registry, Repository string
 	// PublicKey is the PEM public key bundles are verified with; left as it is when empty.
 	PublicKey []byte
-	// PlainHTTP, when set, says whether registries are reached over plain HTTP.
+	// PlainHTTP, when set, says whether registries are reached over plain HTTP. When it is not,
+	// a registry on this machine (netaddr.IsLoopback) is reached over plain HTTP, as Flotilla's
+	// embedded registry speaks it, and InstallPackageController says so.
 	PlainHTTP *bool
 	// Source, when set, is the PBC's own source (spec.source).
 	Source *packagesv1.BundleSource
@@ -332,6 +338,15 @@ const CredentialsSecretName = "package-registry-credentials"
 // refuses a cluster that is not a Flotilla management cluster, and a cluster name it does not
 // manage.
 func (c *Client) InstallPackageController(ctx context.Context, kubeconfig string, o PackageControllerOptions) (*packagesv1.PackageBundleController, error) {
+	registry := o.Registry
+	if o.Source != nil {
+		registry = o.Source.Registry
+	}
+	if o.PlainHTTP == nil && netaddr.IsLoopback(registry) {
+		plain := true
+		o.PlainHTTP = &plain
+		_, _ = fmt.Fprintf(c.Out, "Registry %s is on this machine: reaching it over plain HTTP (--plain-http=false for TLS)\n", registry)
+	}
 	ctx, cancel := context.WithTimeout(ctx, packagesRequestTimeout)
 	defer cancel()
 	kc, err := c.packagesCluster(ctx, kubeconfig, Mutating)

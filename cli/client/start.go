@@ -105,10 +105,10 @@ func (c *Client) StartLocal(ctx context.Context) error {
 		}
 	}
 	if hasRegistry {
-		address, _ := registryFlags(registry.Argv)
-		step("registry at "+address, func() error {
+		serving := registryServing(registry.Argv)
+		step("registry at "+serving.Address, func() error {
 			return waitProcess(ctx, c.registrySupervisor(), registryProcess, "the registry", time.Minute, 100*time.Millisecond,
-				func(ctx context.Context) error { return RegistryReady(ctx, address) })
+				func(ctx context.Context) error { return RegistryReady(ctx, serving.Address, serving.TLS) })
 		})
 	}
 	if err := errors.Join(errs...); err != nil {

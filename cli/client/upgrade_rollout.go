@@ -3,7 +3,6 @@ package client
 import (
 	"context"
 	"fmt"
-	"strings"
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -14,6 +13,7 @@ import (
 
 	flotillav1 "github.com/flotilla-dev/flotilla/api/cluster/v1alpha1"
 	controlplanev1 "github.com/flotilla-dev/flotilla/api/controlplane/v1alpha1"
+	"github.com/flotilla-dev/flotilla/pkg/kubeversion"
 )
 
 // waitRollout waits until the upgraded workload cluster runs its spec (see waitForRollout). Should
@@ -141,7 +141,7 @@ func newRolloutStatus(version string, fc *flotillav1.Cluster, lcp *controlplanev
 			continue
 		}
 		st.machines++
-		if sameVersion(m.Spec.Version, version) {
+		if kubeversion.Equal(m.Spec.Version, version) {
 			st.atVersion++
 		}
 		if meta.IsStatusConditionTrue(m.Status.Conditions, clusterv1.MachineReadyCondition) {
@@ -156,7 +156,7 @@ func newRolloutStatus(version string, fc *flotillav1.Cluster, lcp *controlplanev
 // current generation.
 func (s rolloutStatus) done() bool {
 	return s.observed && s.ready &&
-		sameVersion(s.controlPlane, s.version) && s.available &&
+		kubeversion.Equal(s.controlPlane, s.version) && s.available &&
 		s.machines == int(s.desired) && s.atVersion == s.machines && s.readyMachines == s.machines && s.deleting == 0
 }
 
@@ -179,7 +179,7 @@ func (s rolloutStatus) summary() string {
 	switch {
 	case s.controlPlane == "":
 		cp = "control plane starting"
-	case !sameVersion(s.controlPlane, s.version):
+	case !kubeversion.Equal(s.controlPlane, s.version):
 		cp = fmt.Sprintf("control plane %s → %s", s.controlPlane, s.version)
 	default:
 		cp = "control plane " + s.controlPlane
@@ -203,17 +203,4 @@ func (s rolloutStatus) summary() string {
 		}
 	}
 	return cp + " · " + workers + " · " + cluster
-}
-
-// sameVersion compares Kubernetes versions without the "v" and any suffix: "v1.36.3-dirty" is
-// v1.36.3.
-func sameVersion(a, b string) bool {
-	core := func(v string) string {
-		v = strings.TrimPrefix(strings.TrimSpace(v), "v")
-		if i := strings.IndexAny(v, "-+"); i >= 0 {
-			v = v[:i]
-		}
-		return v
-	}
-	return a != "" && core(a) == core(b)
 }

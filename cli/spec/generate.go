@@ -6,7 +6,9 @@ import (
 	"strings"
 	"text/template"
 
+	clustervalidation "github.com/flotilla-dev/flotilla/cluster/validation"
 	"github.com/flotilla-dev/flotilla/pkg/binaries"
+	"github.com/flotilla-dev/flotilla/pkg/kubeversion"
 )
 
 // DefaultWorkerGroup is the name of the worker node group a generated spec has.
@@ -45,29 +47,30 @@ func Generate(o GenerateOptions) ([]byte, error) {
 	if !ok {
 		return nil, fmt.Errorf("unknown provider %q: supported providers are %s", o.Provider, strings.Join(Providers(), ", "))
 	}
-	if msg := dnsLabelProblem(o.Name); msg != "" {
+	if msg := clustervalidation.DNSLabelProblem(o.Name, clustervalidation.MaxClusterNameLength); msg != "" {
 		return nil, fmt.Errorf("%q is not a valid cluster name: %s", o.Name, msg)
 	}
 	if o.Workers < 0 {
 		return nil, fmt.Errorf("the number of workers (%d) is negative; use 0 or more", o.Workers)
 	}
 	if o.KubernetesVersion == "" {
-		o.KubernetesVersion = SupportedMinors()[0]
+		o.KubernetesVersion = binaries.SupportedMinors()[0]
 	}
 	full, err := binaries.ResolveMinor(o.KubernetesVersion)
+	minor, _ := kubeversion.Minor(full)
 	switch {
 	case err != nil:
 		return nil, fmt.Errorf("--kubernetes-version %q is not supported: use one of %s",
-			o.KubernetesVersion, strings.Join(SupportedMinors(), ", "))
+			o.KubernetesVersion, strings.Join(binaries.SupportedMinors(), ", "))
 	case strings.Count(o.KubernetesVersion, ".") != 1:
-		return nil, fmt.Errorf("--kubernetes-version %q is a full version: use the minor version %q", o.KubernetesVersion, minorOf(full))
+		return nil, fmt.Errorf("--kubernetes-version %q is a full version: use the minor version %q", o.KubernetesVersion, minor)
 	}
-	o.KubernetesVersion = minorOf(full)
+	o.KubernetesVersion = minor
 
 	data := templateData{
 		GenerateOptions: o,
 		Command:         generateCommand(o),
-		Supported:       strings.Join(SupportedMinors(), ", "),
+		Supported:       strings.Join(binaries.SupportedMinors(), ", "),
 		WorkerGroup:     DefaultWorkerGroup,
 	}
 	tmpl, err := template.New(prov.name).Option("missingkey=error").Parse(prov.template)

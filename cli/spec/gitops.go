@@ -44,11 +44,8 @@ func (a *assembler) checkGitOps(c *flotillav1.Cluster, s *Spec) {
 	case ref == nil && doc != nil:
 		a.p.cluster(path, "missing; the file has GitOpsConfig %q: set gitOpsRef to {kind: %s, name: %s}, or remove the GitOpsConfig",
 			doc.obj.GetName(), flotillav1.GitOpsConfigKind, doc.obj.GetName())
-	case ref == nil:
-	case ref.Kind != flotillav1.GitOpsConfigKind:
-		a.p.cluster(path.Child("kind"), "%q is not supported; use %s", ref.Kind, flotillav1.GitOpsConfigKind)
-	case ref.Name == "":
-		a.p.cluster(path.Child("name"), "missing; name the GitOpsConfig")
+	case ref == nil, ref.Kind != flotillav1.GitOpsConfigKind, ref.Name == "":
+		// Nothing to resolve, or cluster/validation reports what is wrong with the ref.
 	case doc != nil && doc.obj.GetName() != ref.Name:
 		a.p.cluster(path.Child("name"), "GitOpsConfig %q not found in %s (the file has %q); fix the name", ref.Name, a.file, doc.obj.GetName())
 	case doc == nil && c.Spec.Management:

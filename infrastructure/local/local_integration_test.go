@@ -487,7 +487,7 @@ func TestMissingBinariesAreReportedWithTheCommandThatBuildsThem(t *testing.T) {
 			g.Expect(conditions.GetReason(lcp, c)).To(Equal(controlplanev1.BinariesMissingReason), c)
 			g.Expect(conditions.IsFalse(lcp, c)).To(BeTrue(), c)
 		}
-		g.Expect(conditions.GetMessage(lcp, controlplanev1.AvailableCondition)).To(ContainSubstring("make controlplane-binaries K8S_VERSION=v1.30.99"))
+		g.Expect(conditions.GetMessage(lcp, controlplanev1.AvailableCondition)).To(ContainSubstring("run: flotilla binaries build v1.30.99"))
 	}).WithTimeout(30 * time.Second).WithPolling(250 * time.Millisecond).Should(Succeed())
 	g.Expect(eventReasons(ctx, g, namespace, name, time.Time{})).To(ContainElement(controlplanev1.BinariesMissingReason))
 	_, err := os.Stat(controlplane.ClusterDir(home, name))

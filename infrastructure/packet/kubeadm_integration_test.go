@@ -34,6 +34,9 @@ import (
 
 // startCAPIManager runs Cluster API's core and kubeadm reconcilers and Flotilla's Cluster
 // reconciler (the Packet reconcilers run in the package's manager) until the test ends.
+// sshKey is the public key of a throwaway key pair: a PacketMachineConfig takes only public keys.
+const sshKey = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIA/PTutyBcbXNghTZ1PTvpKHkNIVjATBzT+fFLUh46QV test@example.com"
+
 func startCAPIManager(t *testing.T) {
 	t.Helper()
 	ctx, cancel := context.WithCancel(ctrl.LoggerInto(context.Background(), ctrl.Log))
@@ -108,7 +111,7 @@ func TestAPacketClusterBootsItsDevicesFromTheirKubeadmCloudInitBecomesReadyAndDe
 		},
 		&infrav1.PacketMachineConfig{
 			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "metal-cp"},
-			Spec:       infrav1.PacketMachineConfigSpec{Plan: "c3.small.x86", SSHAuthorizedKeys: []string{"ssh-ed25519 AAAA test"}},
+			Spec:       infrav1.PacketMachineConfigSpec{Plan: "c3.small.x86", SSHAuthorizedKeys: []string{sshKey}},
 		},
 		&infrav1.PacketMachineConfig{
 			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "metal-workers"},
@@ -167,7 +170,7 @@ func TestAPacketClusterBootsItsDevicesFromTheirKubeadmCloudInitBecomesReadyAndDe
 	g.Expect(cpDevice.Userdata).To(ContainSubstring("kubeadm init"))
 	g.Expect(cpDevice.Userdata).To(ContainSubstring("/etc/kubernetes/pki/ca.crt"))
 	g.Expect(cpDevice.Userdata).To(ContainSubstring("kubelet=1.36.3-*"))
-	g.Expect(cpDevice.Userdata).To(ContainSubstring("ssh-ed25519 AAAA test"))
+	g.Expect(cpDevice.Userdata).To(ContainSubstring(sshKey))
 	g.Eventually(func(g Gomega) {
 		machines := &clusterv1.MachineList{}
 		g.Expect(env.Client.List(ctx, machines, client.InNamespace(ns), client.MatchingLabels{clusterv1.MachineControlPlaneLabel: ""})).To(Succeed())

@@ -278,7 +278,7 @@ func TestFailuresShowInTheReadyCondition(t *testing.T) {
 				g.Expect(c.Reason).To(Equal(tt.wantReason))
 				g.Expect(c.Message).To(ContainSubstring(tt.wantMsg))
 				if tt.wantReason == infrav1.DeviceFailedReason {
-					// CAPI's patch helper writes conditions before the rest of the status.
+					// The condition and the instance state it speaks of come in one status write (package objectpatch).
 					g.Expect(pm.Status.InstanceState).To(Equal(metal.DeviceStateFailed))
 				}
 			}, timeout).Should(Succeed())

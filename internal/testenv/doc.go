@@ -1,6 +1,6 @@
 // Package testenv runs integration tests against a real kube-apiserver and etcd: the binaries
-// Flotilla builds from source (`make controlplane-binaries`), started by controller-runtime's
-// envtest. There is no fake API server in Flotilla's tests.
+// Flotilla builds from source (`make controlplane-binaries`, which runs `flotilla binaries
+// build`), started by controller-runtime's envtest. There is no fake API server in Flotilla's tests.
 //
 // Start one Environment per test package from TestMain; it installs Flotilla's and Cluster API's
 // CRDs (package config) and returns a rest.Config, a Scheme holding every API group Flotilla works

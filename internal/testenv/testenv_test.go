@@ -118,5 +118,5 @@ func TestWebhooksCallTheTestsWebhookServer(t *testing.T) {
 func TestStartSaysHowToBuildMissingBinaries(t *testing.T) {
 	g := NewWithT(t)
 	_, err := testenv.Start(testenv.Options{BinRoot: t.TempDir()})
-	g.Expect(err).To(MatchError(ContainSubstring("make controlplane-binaries K8S_VERSION=v1.36.3")))
+	g.Expect(err).To(MatchError(ContainSubstring("run: flotilla binaries build v1.36.3")))
 }

@@ -301,7 +301,7 @@ func TestEnsureNamesTheBuildCommandWhenABinaryIsMissing(t *testing.T) {
 
 	_, err := controlplane.Ensure(testContext(t), cfg)
 	g.Expect(err).To(MatchError(binaries.ErrMissing))
-	g.Expect(err.Error()).To(ContainSubstring("make controlplane-binaries K8S_VERSION=v1.36.3"))
+	g.Expect(err.Error()).To(ContainSubstring("run: flotilla binaries build v1.36.3"))
 }
 
 func TestConfigIsValidated(t *testing.T) {

@@ -42,7 +42,7 @@
 //     flags, binaries (a Kubernetes upgrade) or input files (certificates, kubeconfigs) changed,
 //     and stops the optional ones Config no longer asks for. It never starts a duplicate;
 //   - fails with an instruction when it cannot go on, before it starts anything: a missing
-//     program ("run: make controlplane-binaries K8S_VERSION=v1.36.3"), kube-apiserver's port
+//     program ("run: flotilla binaries build v1.36.3"), kube-apiserver's port
 //     held by another program (every process declares its ports, and they are checked first).
 //
 // Status.Processes lists the components, then any other process recorded in the directory (the

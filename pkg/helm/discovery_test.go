@@ -12,6 +12,8 @@ import (
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
+
+	"github.com/flotilla-dev/flotilla/pkg/registryconn"
 )
 
 // Helm alone discovers the cluster again for every install and upgrade; the engine keeps what it
@@ -36,7 +38,7 @@ func TestDiscoveryIsKeptPerClusterAndRefreshedAfterAFailure(t *testing.T) {
 	cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper { return discoveryCounter{rt, &discoveries} })
 	e := newEngine(t)
 	hello := func(name string) Release {
-		return Release{Name: name, Namespace: ns, Registry: Registry{PlainHTTP: true},
+		return Release{Name: name, Namespace: ns, Registry: registryconn.Config{PlainHTTP: true},
 			Chart: ChartRef{RepoURL: "oci://" + ociHost + "/discovery/hello", Version: "0.1.0"}}
 	}
 	_, err := e.InstallOrUpgrade(ctx, cfg, hello("first"))
@@ -49,7 +51,7 @@ func TestDiscoveryIsKeptPerClusterAndRefreshedAfterAFailure(t *testing.T) {
 
 	// A chart of a kind the cluster does not serve fails; another tool adds the kind; the retry
 	// finds it.
-	rel := Release{Name: "gadgets", Namespace: ns, Registry: Registry{PlainHTTP: true},
+	rel := Release{Name: "gadgets", Namespace: ns, Registry: registryconn.Config{PlainHTTP: true},
 		Chart: ChartRef{RepoURL: "oci://" + ociHost + "/discovery/gadgets", Version: "1.0.0"}}
 	_, err = e.InstallOrUpgrade(ctx, cfg, rel)
 	g.Expect(err).To(MatchError(ContainSubstring("Gadget")))

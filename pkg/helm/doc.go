@@ -24,8 +24,9 @@
 // cached needs no network at all. A pinned digest is verified after every pull, and a chart
 // whose content does not match is refused (ErrDigestMismatch). Stats counts pulls and source
 // lookups, so callers can prove that a resync pulled nothing. Registry credentials, CA and TLS
-// settings come from Registry only, never from the Helm or Docker credential files of the user
-// running Flotilla, and a classic repository's credentials are sent to its own host only.
+// settings come from Release.Registry (a registryconn.Config) only, never from the Helm or
+// Docker credential files of the user running Flotilla, and a classic repository's credentials
+// are sent to its own host only.
 //
 // # Releases
 //

@@ -17,6 +17,8 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/flotilla-dev/flotilla/pkg/registryconn"
 )
 
 // newEngine returns an Engine whose chart cache directory does not exist yet.
@@ -54,7 +56,7 @@ func TestAReleaseGoesThroughItsWholeLife(t *testing.T) {
 	rel := Release{
 		Name: "web", Namespace: ns,
 		Chart:      ChartRef{RepoURL: "oci://" + ociHost + "/life", Name: "hello", Version: "0.1.0"},
-		Registry:   Registry{PlainHTTP: true},
+		Registry:   registryconn.Config{PlainHTTP: true},
 		Values:     map[string]any{"greeting": "ahoy"},
 		MaxHistory: 3,
 		Labels:     map[string]string{"owner.flotilla.dev/name": "p1"},
@@ -172,7 +174,7 @@ func TestChartsWithDependenciesAndCRDsInstall(t *testing.T) {
 	res, err := e.InstallOrUpgrade(ctx, cluster, Release{
 		Name: "family", Namespace: ns, CreateNamespace: true,
 		Chart:    ChartRef{RepoURL: "oci://" + ociHost + "/deps/parent", Version: "1.0.0"},
-		Registry: Registry{PlainHTTP: true},
+		Registry: registryconn.Config{PlainHTTP: true},
 	})
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(res.Status).To(Equal("deployed"))
@@ -182,7 +184,7 @@ func TestChartsWithDependenciesAndCRDsInstall(t *testing.T) {
 	res, err = e.InstallOrUpgrade(ctx, cluster, Release{
 		Name: "widgets", Namespace: ns,
 		Chart:    ChartRef{RepoURL: "oci://" + ociHost + "/deps", Name: "widgets", Version: "1.0.0"},
-		Registry: Registry{PlainHTTP: true},
+		Registry: registryconn.Config{PlainHTTP: true},
 	})
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(res.Status).To(Equal("deployed"))
@@ -206,13 +208,13 @@ func TestWaitAndAtomic(t *testing.T) {
 	e := newEngine(t)
 
 	res, err := e.InstallOrUpgrade(ctx, cluster, Release{Name: "ready", Namespace: ns, Wait: true, Timeout: 20 * time.Second,
-		Chart: ChartRef{RepoURL: "oci://" + ociHost + "/wait/config", Version: "0.1.0"}, Registry: Registry{PlainHTTP: true}})
+		Chart: ChartRef{RepoURL: "oci://" + ociHost + "/wait/config", Version: "0.1.0"}, Registry: registryconn.Config{PlainHTTP: true}})
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(res.Status).To(Equal("deployed"))
 
 	start := time.Now()
 	_, err = e.InstallOrUpgrade(ctx, cluster, Release{Name: "never", Namespace: ns, Wait: true, Atomic: true, Timeout: 2 * time.Second,
-		Chart: ChartRef{RepoURL: "oci://" + ociHost + "/wait/hello", Version: "0.1.0"}, Registry: Registry{PlainHTTP: true}})
+		Chart: ChartRef{RepoURL: "oci://" + ociHost + "/wait/hello", Version: "0.1.0"}, Registry: registryconn.Config{PlainHTTP: true}})
 	g.Expect(err).To(HaveOccurred())
 	t.Log(err)
 	g.Expect(time.Since(start)).To(BeNumerically("<", 15*time.Second), "the timeout bounds the wait")
@@ -232,7 +234,7 @@ func TestAnInvalidObjectIsRefusedWithTheServersMessage(t *testing.T) {
 		"templates/cm.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: invalid\ndatta:\n  a: b\n",
 	}}.push(t, "invalid")
 	_, err := newEngine(t).InstallOrUpgrade(ctx, cluster, Release{Name: "invalid", Namespace: ns,
-		Chart: ChartRef{RepoURL: "oci://" + ociHost + "/invalid/invalid", Version: "0.1.0"}, Registry: Registry{PlainHTTP: true}})
+		Chart: ChartRef{RepoURL: "oci://" + ociHost + "/invalid/invalid", Version: "0.1.0"}, Registry: registryconn.Config{PlainHTTP: true}})
 	g.Expect(err).To(MatchError(ContainSubstring(".datta: field not declared in schema")))
 }
 
@@ -249,7 +251,7 @@ func TestSkipCRDsLeavesTheCRDsOut(t *testing.T) {
 	}
 	gadgets.push(t, "skipcrds")
 	_, err := newEngine(t).InstallOrUpgrade(ctx, cluster, Release{Name: "gadgets", Namespace: ns, SkipCRDs: true,
-		Chart: ChartRef{RepoURL: "oci://" + ociHost + "/skipcrds/gadgets", Version: "1.0.0"}, Registry: Registry{PlainHTTP: true}})
+		Chart: ChartRef{RepoURL: "oci://" + ociHost + "/skipcrds/gadgets", Version: "1.0.0"}, Registry: registryconn.Config{PlainHTTP: true}})
 	g.Expect(err).To(MatchError(ContainSubstring(`no matches for kind "Gadget"`)))
 	crd := &unstructured.Unstructured{}
 	crd.SetGroupVersionKind(schema.GroupVersionKind{Group: "apiextensions.k8s.io", Version: "v1", Kind: "CustomResourceDefinition"})
@@ -266,7 +268,7 @@ func TestConcurrentCallsForOneReleaseInstallItOnce(t *testing.T) {
 	helloChart("0.1.0").push(t, "sameone")
 	e := newEngine(t)
 	rel := Release{Name: "once", Namespace: ns, Chart: ChartRef{RepoURL: "oci://" + ociHost + "/sameone/hello", Version: "0.1.0"},
-		Registry: Registry{PlainHTTP: true}}
+		Registry: registryconn.Config{PlainHTTP: true}}
 	results := make(chan Result, 4)
 	errs := make(chan error, 4)
 	var wg sync.WaitGroup

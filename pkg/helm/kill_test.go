@@ -13,6 +13,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/flotilla-dev/flotilla/pkg/registryconn"
 )
 
 // helperEnv makes the test binary run helperMain instead of the tests: a process that installs
@@ -35,7 +37,7 @@ func helperMain() int {
 	e := &Engine{ChartCache: os.Getenv(helperEnv + "_CACHE")}
 	_, err = e.InstallOrUpgrade(context.Background(), cfg, Release{
 		Name: "killed", Namespace: os.Getenv(helperEnv + "_NAMESPACE"), Wait: true, Timeout: 5 * time.Minute,
-		Chart: ChartRef{RepoURL: os.Getenv(helperEnv + "_REPO"), Version: "0.1.0"}, Registry: Registry{PlainHTTP: true},
+		Chart: ChartRef{RepoURL: os.Getenv(helperEnv + "_REPO"), Version: "0.1.0"}, Registry: registryconn.Config{PlainHTTP: true},
 	})
 	fmt.Fprintln(os.Stderr, "install returned:", err)
 	return 1
@@ -74,7 +76,7 @@ func TestAnInstallWhoseProcessWasKilledConverges(t *testing.T) {
 
 	e := newEngine(t)
 	res, err := e.InstallOrUpgrade(ctx, cluster, Release{Name: "killed", Namespace: ns,
-		Chart: ChartRef{RepoURL: repoURL, Version: "0.1.0"}, Registry: Registry{PlainHTTP: true}})
+		Chart: ChartRef{RepoURL: repoURL, Version: "0.1.0"}, Registry: registryconn.Config{PlainHTTP: true}})
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(res.Status).To(Equal("deployed"))
 	g.Expect(res.Revision).To(Equal(1), "the killed install is done again, not followed by an upgrade")
@@ -82,7 +84,7 @@ func TestAnInstallWhoseProcessWasKilledConverges(t *testing.T) {
 	secrets := releaseSecrets(g, ctx, ns, "killed")
 	g.Expect(secrets).To(HaveLen(1), "one revision for one install")
 	res, err = e.InstallOrUpgrade(ctx, cluster, Release{Name: "killed", Namespace: ns,
-		Chart: ChartRef{RepoURL: repoURL, Version: "0.1.0"}, Registry: Registry{PlainHTTP: true}})
+		Chart: ChartRef{RepoURL: repoURL, Version: "0.1.0"}, Registry: registryconn.Config{PlainHTTP: true}})
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(res.Action).To(Equal(ActionUnchanged))
 }

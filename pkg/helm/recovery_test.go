@@ -7,6 +7,8 @@ import (
 	rcommon "helm.sh/helm/v4/pkg/release/common"
 	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/flotilla-dev/flotilla/pkg/registryconn"
 )
 
 // TestReleasesLeftStuckByADeadProcessAreRecovered leaves a release in each state a killed
@@ -39,7 +41,7 @@ func TestReleasesLeftStuckByADeadProcessAreRecovered(t *testing.T) {
 			g := NewWithT(t)
 			ns := env.NewNamespace(t)
 			e := newEngine(t)
-			rel := Release{Name: "stuck", Namespace: ns, Chart: chartRef, Registry: Registry{PlainHTTP: true},
+			rel := Release{Name: "stuck", Namespace: ns, Chart: chartRef, Registry: registryconn.Config{PlainHTTP: true},
 				Values: map[string]any{"greeting": "v0"}}
 			_, err := e.InstallOrUpgrade(ctx, cluster, rel)
 			g.Expect(err).NotTo(HaveOccurred())

@@ -176,14 +176,13 @@ func (s *store) replay(inner http.Handler) error {
 	return nil
 }
 
-// diskBlobs keeps blobs in <dir>/<algorithm>/<hex>. go-containerregistry checks an upload's
-// digest while Put reads it, and Put renames the file into place only when the whole upload was
-// read without error, so a blob file always has the digest it is named after.
+// diskBlobs keeps blobs in <dir>/<algorithm>/<hex>. Uploads (uploads.go) write a blob to a file
+// of their own and commit it here once its digest is checked, so a blob file always has the
+// digest it is named after.
 type diskBlobs struct{ dir string }
 
 var (
 	_ registry.BlobStatHandler   = (*diskBlobs)(nil)
-	_ registry.BlobPutHandler    = (*diskBlobs)(nil)
 	_ registry.BlobDeleteHandler = (*diskBlobs)(nil)
 )
 
@@ -208,29 +207,16 @@ func (d *diskBlobs) Get(_ context.Context, _ string, h v1.Hash) (io.ReadCloser, 
 	return f, err
 }
 
-func (d *diskBlobs) Put(_ context.Context, _ string, h v1.Hash, rc io.ReadCloser) (err error) {
-	defer func() { _ = rc.Close() }()
-	dir := filepath.Join(d.dir, h.Algorithm)
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return err
+// commit moves the file at path, whose content has digest h, into the store. A blob already
+// stored is replaced by the same bytes.
+func (d *diskBlobs) commit(h v1.Hash, path string) error {
+	if err := os.MkdirAll(filepath.Join(d.dir, h.Algorithm), 0o700); err != nil {
+		return fmt.Errorf("storing blob %s: %w", h, err)
 	}
-	f, err := os.CreateTemp(dir, ".upload-*")
-	if err != nil {
-		return err
+	if err := os.Rename(path, d.path(h)); err != nil {
+		return fmt.Errorf("storing blob %s: %w", h, err)
 	}
-	defer func() {
-		if err != nil {
-			_ = os.Remove(f.Name())
-		}
-	}()
-	if _, err := io.Copy(f, rc); err != nil {
-		_ = f.Close()
-		return err
-	}
-	if err := f.Close(); err != nil {
-		return err
-	}
-	return os.Rename(f.Name(), d.path(h))
+	return nil
 }
 
 func (d *diskBlobs) Delete(_ context.Context, _ string, h v1.Hash) error {

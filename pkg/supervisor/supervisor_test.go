@@ -113,13 +113,13 @@ func TestAKilledProcessIsStartedAgainFromItsRecord(t *testing.T) {
 	g.Eventually(func() int {
 		again, _ = s.Inspect("sleeper")
 		return again.PID
-	}).WithTimeout(5*time.Second).WithPolling(10*time.Millisecond).ShouldNot(Or(BeZero(), Equal(first.PID)))
+	}).WithTimeout(5 * time.Second).WithPolling(10 * time.Millisecond).ShouldNot(Or(BeZero(), Equal(first.PID)))
 	t.Logf("killed -> running again in %s", time.Since(killed).Round(time.Millisecond))
 	g.Expect(again.History.Restarts).To(Equal(1))
 	g.Expect(again.History.LastExit).To(Equal("signal: killed"))
 	g.Expect(process.Cmdline(again.PID)).To(Equal([]string{sleepSpec(t, "").Path, "1000"}))
 	g.Consistently(func() int { p, _ := s.Inspect("sleeper"); return p.PID }).
-		WithTimeout(5 * testInterval).Should(Equal(again.PID), "one start, no duplicate")
+		WithTimeout(5*testInterval).Should(Equal(again.PID), "one start, no duplicate")
 }
 
 func TestAStoppedProcessAndARemovedDirectoryStayStopped(t *testing.T) {
@@ -173,7 +173,7 @@ func TestACrashLoopBacksOff(t *testing.T) {
 	g.Expect(p.History.NextStart.Sub(p.History.ExitedAt)).To(Equal(process.BackOff(p.History.Failures)))
 	restarts := p.History.Restarts
 	g.Consistently(func() int { p, _ := s.Inspect("crasher"); return p.History.Restarts }).
-		WithTimeout(2 * time.Second).Should(Equal(restarts), "no start during the back-off")
+		WithTimeout(2*time.Second).Should(Equal(restarts), "no start during the back-off")
 }
 
 func TestOneSupervisorPerHomeAndAStandbyTakesOver(t *testing.T) {
@@ -187,7 +187,7 @@ func TestOneSupervisorPerHomeAndAStandbyTakesOver(t *testing.T) {
 	firstDone := run(t, firstCtx, testOptions(home))
 	g.Eventually(func() bool { return Running(home) }).WithTimeout(2 * time.Second).Should(BeTrue())
 	secondDone := run(t, ctx, testOptions(home))
-	g.Consistently(secondDone).WithTimeout(3 * testInterval).ShouldNot(Receive(), "the second one waits")
+	g.Consistently(secondDone).WithTimeout(3*testInterval).ShouldNot(Receive(), "the second one waits")
 
 	stopFirst()
 	g.Eventually(firstDone).Should(Receive(BeNil()))
@@ -232,7 +232,7 @@ func TestEnsureStartsOneSupervisorThatExitsWhenNothingIsLeft(t *testing.T) {
 	// It keeps the process running, and exits a second after the last record is gone.
 	g.Expect(syscall.Kill(p.PID, syscall.SIGKILL)).To(Succeed())
 	g.Eventually(func() int { q, _ := s.Inspect("sleeper"); return q.PID }).
-		WithTimeout(5*time.Second).ShouldNot(Or(BeZero(), Equal(p.PID)))
+		WithTimeout(5 * time.Second).ShouldNot(Or(BeZero(), Equal(p.PID)))
 	unlock, err := s.Lock(ctx)
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(s.StopAll(ctx, time.Second)).To(Succeed())

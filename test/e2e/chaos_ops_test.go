@@ -47,9 +47,9 @@ func (ch *chaos) operations() []operation {
 func (ch *chaos) createOperation() operation {
 	name := func(i int) string { return fmt.Sprintf("cc%d", i) }
 	return operation{
-		name:      "create",
-		do:        func(ctx context.Context, i int) error { return ch.createCluster(ctx, name(i), "1.36", 2) },
-		cluster:   name,
+		name:    "create",
+		do:      func(ctx context.Context, i int) error { return ch.createCluster(ctx, name(i), "1.36", 2) },
+		cluster: name,
 		state: func(ctx context.Context, i int) (string, bool, error) {
 			return ch.clusterState(ctx, name(i), "v1.36.3", 2)
 		},
@@ -75,7 +75,7 @@ func (ch *chaos) upgradeOperation() operation {
 			}
 			return ch.c.UpgradeWorkloadCluster(ctx, client.UpgradeWorkloadClusterOptions{File: file, Kubeconfig: ch.f.kubeconfig, OutDir: ch.out})
 		},
-		cluster:   name,
+		cluster: name,
 		state: func(ctx context.Context, i int) (string, bool, error) {
 			return ch.clusterState(ctx, name(i), "v1.36.3", 2)
 		},

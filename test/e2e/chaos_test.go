@@ -23,9 +23,9 @@ import (
 
 	"github.com/flotilla-dev/flotilla/cli/client"
 	"github.com/flotilla-dev/flotilla/cli/spec"
-	"github.com/flotilla-dev/flotilla/packages/bundle"
 	"github.com/flotilla-dev/flotilla/pkg/controlplane"
 	"github.com/flotilla-dev/flotilla/pkg/process"
+	"github.com/flotilla-dev/flotilla/pkg/registryconn"
 	"github.com/flotilla-dev/flotilla/pkg/supervisor"
 )
 
@@ -139,7 +139,7 @@ func newChaos(t *testing.T, rng *rand.Rand) *chaos {
 	ch.registry = freeAddress(t)
 	_, err := ch.c.EnsureRegistry(ctx, client.RegistryOptions{Listen: ch.registry})
 	g.Expect(err).NotTo(HaveOccurred())
-	ch.published, err = ch.c.Publish(ctx, client.PublishOptions{Registry: ch.registry, Connection: bundle.Registry{PlainHTTP: true}})
+	ch.published, err = ch.c.Publish(ctx, client.PublishOptions{Registry: ch.registry, Connection: registryconn.Config{PlainHTTP: true}})
 	g.Expect(err).NotTo(HaveOccurred())
 	for i := 1; i <= 5; i++ {
 		ch.addonClusters = append(ch.addonClusters, fmt.Sprintf("ca%d", i))

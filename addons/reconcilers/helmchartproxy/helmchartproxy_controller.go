@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"time"
 
-	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/klog/v2"
@@ -15,12 +14,12 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
-	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	addonsv1 "github.com/flotilla-dev/flotilla/api/addons/v1alpha1"
+	"github.com/flotilla-dev/flotilla/pkg/objectpatch"
 )
 
 // FieldOwner is the server-side apply field manager of the HelmReleaseProxies the reconciler
@@ -104,7 +103,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (result ct
 	if err := r.Client.Get(ctx, req.NamespacedName, hcp); err != nil {
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
-	s := &scope{proxy: hcp, statusBase: hcp.Status.DeepCopy(), renderErrors: map[string]error{}, requeueAfter: r.ResyncInterval}
+	s := &scope{proxy: hcp, patch: objectpatch.New(r.Client, hcp), renderErrors: map[string]error{}, requeueAfter: r.ResyncInterval}
 	defer func() {
 		if err := r.patchStatus(ctx, s); err != nil {
 			if apierrors.IsConflict(err) && reterr == nil {
@@ -118,12 +117,8 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (result ct
 	if !hcp.DeletionTimestamp.IsZero() {
 		return r.reconcileDelete(ctx, s)
 	}
-	if !controllerutil.ContainsFinalizer(hcp, addonsv1.HelmChartProxyFinalizer) {
-		before := hcp.DeepCopy()
-		controllerutil.AddFinalizer(hcp, addonsv1.HelmChartProxyFinalizer)
-		if err := r.Client.Patch(ctx, hcp, client.MergeFromWithOptions(before, client.MergeFromWithOptimisticLock{})); err != nil {
-			return requeueOnConflict(fmt.Errorf("adding finalizer to HelmChartProxy %s: %w", klog.KObj(hcp), err))
-		}
+	if _, err := s.patch.EnsureFinalizer(ctx, addonsv1.HelmChartProxyFinalizer); err != nil {
+		return objectpatch.RequeueOnConflict(err, conflictRetry)
 	}
 	if _, paused := hcp.Annotations[clusterv1.PausedAnnotation]; paused {
 		s.paused = true
@@ -138,7 +133,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (result ct
 	}
 	for _, phase := range phases {
 		if err := phase(ctx, s); err != nil || s.invalid != nil {
-			return requeueOnConflict(err)
+			return objectpatch.RequeueOnConflict(err, conflictRetry)
 		}
 	}
 	return ctrl.Result{RequeueAfter: min(r.ResyncInterval, s.requeueAfter)}, nil
@@ -147,8 +142,8 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (result ct
 // scope holds what one reconcile learns about a HelmChartProxy; setStatus turns it into status.
 type scope struct {
 	proxy *addonsv1.HelmChartProxy
-	// statusBase is the status as read, the base of the status patch.
-	statusBase *addonsv1.HelmChartProxyStatus
+	// patch writes the proxy back: its finalizer and its status.
+	patch *objectpatch.Patch
 
 	// invalid is set when the spec cannot be acted on (an invalid selector).
 	invalid error
@@ -172,32 +167,20 @@ type scope struct {
 	requeueAfter time.Duration
 }
 
-// patchStatus computes the status from the scope and patches it when it changed.
+// patchStatus computes the status from the scope and writes it when it changed.
 func (r *Reconciler) patchStatus(ctx context.Context, s *scope) error {
 	if s.gone {
 		return nil
 	}
 	setStatus(s)
-	if equality.Semantic.DeepEqual(*s.statusBase, s.proxy.Status) {
-		return nil
-	}
 	return r.persistStatus(ctx, s)
 }
 
-// persistStatus patches the status as it is in the scope now, with an optimistic lock (the
-// rollout's state must not be overwritten by a reconcile that read an older proxy), and makes
-// it the base of the next patch.
+// persistStatus writes the status as it is in the scope now, when it changed, with an
+// optimistic lock: the rollout's state must not be overwritten by a reconcile that read an
+// older proxy.
 func (r *Reconciler) persistStatus(ctx context.Context, s *scope) error {
-	if equality.Semantic.DeepEqual(*s.statusBase, s.proxy.Status) {
-		return nil
-	}
-	base := s.proxy.DeepCopy()
-	base.Status = *s.statusBase
-	if err := r.Client.Status().Patch(ctx, s.proxy, client.MergeFromWithOptions(base, client.MergeFromWithOptimisticLock{})); err != nil {
-		return client.IgnoreNotFound(fmt.Errorf("patching status of HelmChartProxy %s: %w", klog.KObj(s.proxy), err))
-	}
-	s.statusBase = s.proxy.Status.DeepCopy()
-	return nil
+	return s.patch.Write(ctx, objectpatch.WithOptimisticLock())
 }
 
 // proxiesInNamespace maps a Cluster to every HelmChartProxy of its namespace: any of them may
@@ -213,12 +196,4 @@ func (r *Reconciler) proxiesInNamespace(ctx context.Context, obj client.Object) 
 		requests = append(requests, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&list.Items[i])})
 	}
 	return requests
-}
-
-// requeueOnConflict turns an optimistic-lock conflict into a quiet, short requeue.
-func requeueOnConflict(err error) (ctrl.Result, error) {
-	if err != nil && apierrors.IsConflict(err) {
-		return ctrl.Result{RequeueAfter: conflictRetry}, nil
-	}
-	return ctrl.Result{}, err
 }

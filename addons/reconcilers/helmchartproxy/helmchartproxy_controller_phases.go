@@ -8,7 +8,6 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/klog/v2"
@@ -19,8 +18,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
-	"github.com/flotilla-dev/flotilla/addons/values"
+	"github.com/flotilla-dev/flotilla/addons/desired"
 	addonsv1 "github.com/flotilla-dev/flotilla/api/addons/v1alpha1"
+	"github.com/flotilla-dev/flotilla/pkg/objectpatch"
 )
 
 // Event reasons.
@@ -74,26 +74,26 @@ func (r *Reconciler) listReleaseProxies(ctx context.Context, s *scope) error {
 // template fails keeps its HelmReleaseProxy as it is.
 func (r *Reconciler) applyReleaseProxies(ctx context.Context, s *scope) error {
 	hcp := s.proxy
-	desired := map[string]*addonsv1.HelmReleaseProxy{}
+	proxies := map[string]*addonsv1.HelmReleaseProxy{}
 	for _, name := range sortedKeys(s.clusters) {
 		cluster := s.clusters[name]
 		if clusterPaused(cluster) {
 			continue
 		}
-		rendered, err := Render(ctx, r.Client, r.Client.RESTMapper(), hcp, cluster)
+		rendered, err := desired.RenderValues(ctx, r.Client, r.Client.RESTMapper(), hcp, cluster)
 		if err != nil {
 			s.renderErrors[name] = err
 			r.Recorder.Eventf(hcp, cluster, corev1.EventTypeWarning, templateFailedEvent, "Render", "Cluster %s: %v", name, err)
 			continue
 		}
-		desired[name] = DesiredReleaseProxy(hcp, cluster, rendered)
+		proxies[name] = desired.ReleaseProxy(hcp, cluster, rendered)
 	}
 	if hcp.Spec.Rollout != nil {
-		return r.rollout(ctx, s, desired)
+		return r.rollout(ctx, s, proxies)
 	}
 	hcp.Status.Rollout = nil
-	for _, name := range sortedKeys(desired) {
-		if err := r.applyReleaseProxy(ctx, s, name, desired[name]); err != nil {
+	for _, name := range sortedKeys(proxies) {
+		if err := r.applyReleaseProxy(ctx, s, name, proxies[name]); err != nil {
 			return err
 		}
 	}
@@ -115,19 +115,6 @@ func (r *Reconciler) applyReleaseProxy(ctx context.Context, s *scope, cluster st
 	}
 	s.releaseProxies[cluster] = hrp
 	return nil
-}
-
-// Render renders the proxy's valuesTemplate for cluster, reading the cluster's control plane
-// and infrastructure objects through c.
-func Render(ctx context.Context, c client.Reader, mapper meta.RESTMapper, hcp *addonsv1.HelmChartProxy, cluster *clusterv1.Cluster) (string, error) {
-	if hcp.Spec.ValuesTemplate == "" {
-		return "", nil
-	}
-	data, err := values.ForCluster(ctx, c, mapper, cluster)
-	if err != nil {
-		return "", err
-	}
-	return values.Render(hcp.Spec.ValuesTemplate, data)
 }
 
 // apply server-side applies hrp as FieldOwner; on success hrp holds what the API server
@@ -204,10 +191,8 @@ func (r *Reconciler) reconcileDelete(ctx context.Context, s *scope) (ctrl.Result
 	if s.remaining = len(s.releaseProxies); s.remaining > 0 {
 		return ctrl.Result{}, nil // the deletion of each HelmReleaseProxy brings us back
 	}
-	before := s.proxy.DeepCopy()
-	controllerutil.RemoveFinalizer(s.proxy, addonsv1.HelmChartProxyFinalizer)
-	if err := r.Client.Patch(ctx, s.proxy, client.MergeFrom(before)); client.IgnoreNotFound(err) != nil {
-		return ctrl.Result{}, fmt.Errorf("removing finalizer from HelmChartProxy %s: %w", klog.KObj(s.proxy), err)
+	if err := s.patch.RemoveFinalizer(ctx, addonsv1.HelmChartProxyFinalizer); err != nil {
+		return objectpatch.RequeueOnConflict(err, conflictRetry)
 	}
 	s.gone = true
 	return ctrl.Result{}, nil

@@ -10,6 +10,7 @@ import (
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/flotilla-dev/flotilla/addons/desired"
 	"github.com/flotilla-dev/flotilla/addons/drift"
 	addonsv1 "github.com/flotilla-dev/flotilla/api/addons/v1alpha1"
 )
@@ -79,7 +80,7 @@ func (r *Reconciler) correctDrift(ctx context.Context, s *scope, cfg *rest.Confi
 		if obj == nil {
 			continue
 		}
-		if err := r.Drift.Restore(ctx, cfg, obj, rules, hrp.Spec.ReleaseName, releaseNamespace(hrp)); err != nil {
+		if err := r.Drift.Restore(ctx, cfg, obj, rules, hrp.Spec.ReleaseName, desired.ReleaseNamespace(hrp)); err != nil {
 			s.driftErr = err
 			r.Recorder.Eventf(hrp, nil, corev1.EventTypeWarning, driftCorrectedEvent, "CorrectDrift", "Restoring %s: %v", describe(d), err)
 			continue

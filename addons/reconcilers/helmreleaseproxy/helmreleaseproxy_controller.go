@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"time"
 
-	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/client-go/rest"
@@ -18,7 +17,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
-	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
@@ -27,6 +25,7 @@ import (
 	"github.com/flotilla-dev/flotilla/addons/drift"
 	"github.com/flotilla-dev/flotilla/addons/engine"
 	addonsv1 "github.com/flotilla-dev/flotilla/api/addons/v1alpha1"
+	"github.com/flotilla-dev/flotilla/pkg/objectpatch"
 )
 
 // FieldOwner is the field manager of everything the reconciler writes.
@@ -41,8 +40,6 @@ const (
 	DefaultResyncInterval = 10 * time.Minute
 	// unreachableRetry is how soon an unreachable cluster is tried again.
 	unreachableRetry = 15 * time.Second
-	// conflictRetry is how soon a reconcile that lost an optimistic-lock race tries again.
-	conflictRetry = time.Second
 )
 
 // RESTConfigGetter returns a REST config for a workload cluster, named by its CAPI Cluster.
@@ -169,7 +166,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 	}
 	ctx = ctrl.LoggerInto(ctx, ctrl.LoggerFrom(ctx).WithValues("cluster", hrp.Spec.ClusterName))
 
-	s := &scope{hrp: hrp, statusBase: hrp.Status.DeepCopy()}
+	s := &scope{hrp: hrp, patch: objectpatch.New(r.Client, hrp)}
 	defer func() {
 		if err := r.patchStatus(ctx, s); err != nil {
 			reterr = errors.Join(reterr, err)
@@ -179,12 +176,11 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 	if !hrp.DeletionTimestamp.IsZero() {
 		return r.reconcileDelete(ctx, s)
 	}
-	if !controllerutil.ContainsFinalizer(hrp, addonsv1.HelmReleaseProxyFinalizer) {
-		before := hrp.DeepCopy()
-		controllerutil.AddFinalizer(hrp, addonsv1.HelmReleaseProxyFinalizer)
-		if err := r.Client.Patch(ctx, hrp, client.MergeFromWithOptions(before, client.MergeFromWithOptimisticLock{})); err != nil {
-			return requeueOnConflict(fmt.Errorf("adding finalizer to HelmReleaseProxy %s: %w", klog.KObj(hrp), err))
-		}
+	added, err := s.patch.EnsureFinalizer(ctx, addonsv1.HelmReleaseProxyFinalizer)
+	if err != nil {
+		return objectpatch.RequeueOnConflict(err, objectpatch.ConflictRetry)
+	}
+	if added {
 		r.writes.wrote(hrp)
 	}
 	return r.reconcileNormal(ctx, s)
@@ -193,8 +189,8 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 // scope holds what one reconcile learns about a HelmReleaseProxy; setStatus turns it into status.
 type scope struct {
 	hrp *addonsv1.HelmReleaseProxy
-	// statusBase is the status as read, the base of the status patch.
-	statusBase *addonsv1.HelmReleaseProxyStatus
+	// patch writes the HelmReleaseProxy back: its finalizer and its status.
+	patch *objectpatch.Patch
 
 	// cluster is the CAPI Cluster; nil when it does not exist.
 	cluster *clusterv1.Cluster
@@ -236,21 +232,16 @@ func (s *scope) fail(reason, format string, args ...any) {
 	s.notReady = &notReady{reason: reason, message: fmt.Sprintf(format, args...)}
 }
 
-// patchStatus computes the status from the scope and patches it when it changed.
+// patchStatus computes the status from the scope and writes it when it changed.
 func (r *Reconciler) patchStatus(ctx context.Context, s *scope) error {
 	if s.gone {
 		return nil
 	}
 	setStatus(s)
-	if equality.Semantic.DeepEqual(*s.statusBase, s.hrp.Status) {
-		return nil
+	if err := s.patch.Write(ctx); err != nil {
+		return err
 	}
-	base := s.hrp.DeepCopy()
-	base.Status = *s.statusBase
-	if err := r.Client.Status().Patch(ctx, s.hrp, client.MergeFrom(base)); err != nil {
-		return client.IgnoreNotFound(fmt.Errorf("patching status of HelmReleaseProxy %s: %w", klog.KObj(s.hrp), err))
-	}
-	r.writes.wrote(s.hrp)
+	r.writes.wrote(s.hrp) // the resourceVersion of the write, or of the read when nothing changed
 	return nil
 }
 
@@ -268,12 +259,4 @@ func (r *Reconciler) proxiesOfCluster(ctx context.Context, obj client.Object) []
 		requests = append(requests, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&list.Items[i])})
 	}
 	return requests
-}
-
-// requeueOnConflict turns an optimistic-lock conflict into a quiet, short requeue.
-func requeueOnConflict(err error) (ctrl.Result, error) {
-	if err != nil && apierrors.IsConflict(err) {
-		return ctrl.Result{RequeueAfter: conflictRetry}, nil
-	}
-	return ctrl.Result{}, err
 }

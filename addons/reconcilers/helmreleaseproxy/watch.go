@@ -24,6 +24,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
+	"github.com/flotilla-dev/flotilla/addons/desired"
 	"github.com/flotilla-dev/flotilla/addons/drift"
 	addonsv1 "github.com/flotilla-dev/flotilla/api/addons/v1alpha1"
 )
@@ -48,7 +49,7 @@ func indexRelease(obj client.Object) []string {
 	if !ok {
 		return nil
 	}
-	keys := []string{releaseKey(hrp.Spec.ClusterName, releaseNamespace(hrp), hrp.Spec.ReleaseName)}
+	keys := []string{releaseKey(hrp.Spec.ClusterName, desired.ReleaseNamespace(hrp), hrp.Spec.ReleaseName)}
 	if inst := hrp.Status.Installed; inst != nil {
 		if k := releaseKey(hrp.Spec.ClusterName, inst.Namespace, inst.ReleaseName); k != keys[0] {
 			keys = append(keys, k)

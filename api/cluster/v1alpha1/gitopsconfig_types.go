@@ -10,7 +10,7 @@ const GitOpsConfigKind = "GitOpsConfig"
 // GitOpsCredentialsNamespace is the namespace of the Secret a GitOpsConfig's spec.secretRef
 // names: credentials stay in the management cluster's system namespace, out of reach of the
 // people who create clusters.
-const GitOpsCredentialsNamespace = "flotilla-system"
+const GitOpsCredentialsNamespace = SystemNamespace
 
 // Defaults of a GitOpsConfig's spec, set by the API server (CRD defaults) and by spec files.
 const (

@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/klog/v2"
@@ -28,7 +29,7 @@ func (r *Reconciler) apply(ctx context.Context, c *flotillav1.Cluster, obj clien
 		err = runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, obj)
 	}
 	if err != nil {
-		if !isConflict(err) {
+		if !apierrors.IsConflict(err) {
 			r.Recorder.Eventf(c, obj, corev1.EventTypeWarning, eventApplyFailed, "Apply", "Applying %s %s: %v", kind, obj.GetName(), err)
 		}
 		return fmt.Errorf("applying %s %s: %w", kind, klog.KObj(obj), err)

@@ -4,10 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/klog/v2"
@@ -24,13 +22,11 @@ import (
 	flotillav1 "github.com/flotilla-dev/flotilla/api/cluster/v1alpha1"
 	controlplanev1 "github.com/flotilla-dev/flotilla/api/controlplane/v1alpha1"
 	infrav1 "github.com/flotilla-dev/flotilla/api/infrastructure/v1alpha1"
+	"github.com/flotilla-dev/flotilla/pkg/objectpatch"
 )
 
 // FieldOwner is the server-side apply field manager of everything the reconciler writes.
 const FieldOwner = "flotilla-cluster-controller"
-
-// conflictRetry is how soon a reconcile that lost an optimistic-lock race tries again.
-const conflictRetry = time.Second
 
 // +kubebuilder:rbac:groups=cluster.flotilla.dev,resources=clusters,verbs=get;list;watch;update;patch
 // +kubebuilder:rbac:groups=cluster.flotilla.dev,resources=clusters/status;clusters/finalizers,verbs=get;update;patch
@@ -41,8 +37,9 @@ const conflictRetry = time.Second
 // +kubebuilder:rbac:groups="",resources=secrets,verbs=create;update;patch
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
 
-// Reconciler turns a Flotilla Cluster into the Cluster API objects of the local provider and
-// reports their state back in the Cluster's status.
+// Reconciler turns a Flotilla Cluster into the Cluster API objects of its provider (local or
+// Packet, by the kind of spec.datacenterRef) and reports their state back in the Cluster's
+// status.
 type Reconciler struct {
 	// Client reads through the manager's cache and writes to the API server.
 	Client client.Client
@@ -109,7 +106,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
 
-	s := &scope{cluster: c, statusBase: c.Status.DeepCopy()}
+	s := &scope{cluster: c, patch: objectpatch.New(r.Client, c)}
 	// The version is resolved up front so status can compare against it on every path; an
 	// unsupported version is reported as invalid spec by resolveInputs.
 	s.version, _ = r.ResolveVersion(c.Spec.KubernetesVersion)
@@ -122,8 +119,8 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 	if !c.DeletionTimestamp.IsZero() {
 		return r.reconcileDelete(ctx, s)
 	}
-	if err := r.ensureFinalizer(ctx, c); err != nil {
-		return requeueOnConflict(err)
+	if _, err := s.patch.EnsureFinalizer(ctx, flotillav1.ClusterFinalizer); err != nil {
+		return objectpatch.RequeueOnConflict(err, objectpatch.ConflictRetry)
 	}
 
 	if err := r.observe(ctx, s); err != nil {
@@ -138,7 +135,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 	// must stand aside for (a move), even when a reference has since become invalid.
 	if s.capiCluster != nil {
 		if err := r.reconcileCAPICluster(ctx, s); err != nil || s.pause != notPaused {
-			return requeueOnConflict(err)
+			return objectpatch.RequeueOnConflict(err, objectpatch.ConflictRetry)
 		}
 	}
 
@@ -158,7 +155,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 	}
 	for _, phase := range phases {
 		if err := phase(ctx, s); err != nil || s.pause != notPaused {
-			return requeueOnConflict(err)
+			return objectpatch.RequeueOnConflict(err, objectpatch.ConflictRetry)
 		}
 	}
 	return ctrl.Result{}, nil
@@ -167,8 +164,8 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 // scope holds what one reconcile learns about a Cluster. Phases fill it in; setStatus reads it.
 type scope struct {
 	cluster *flotillav1.Cluster
-	// statusBase is the status as read, the base of the status patch.
-	statusBase *flotillav1.ClusterStatus
+	// patch writes the Cluster back: its finalizer, its move annotations, its status.
+	patch *objectpatch.Patch
 
 	// version is the full Kubernetes version the spec asks for; empty when unsupported.
 	version string
@@ -204,29 +201,13 @@ type scope struct {
 	machineTemplates   map[string]*infrav1.LocalMachineTemplate
 }
 
-// patchStatus computes the status from the scope and patches it when it changed.
+// patchStatus computes the status from the scope and writes it when it changed.
 func (r *Reconciler) patchStatus(ctx context.Context, s *scope) error {
 	if s.gone {
 		return nil
 	}
 	setStatus(s)
-	if equality.Semantic.DeepEqual(*s.statusBase, s.cluster.Status) {
-		return nil
-	}
-	base := s.cluster.DeepCopy()
-	base.Status = *s.statusBase
-	if err := r.Client.Status().Patch(ctx, s.cluster, client.MergeFrom(base)); err != nil {
-		return client.IgnoreNotFound(fmt.Errorf("patching status of Cluster %s: %w", klog.KObj(s.cluster), err))
-	}
-	return nil
-}
-
-// requeueOnConflict turns an optimistic-lock conflict into a quiet, short requeue.
-func requeueOnConflict(err error) (ctrl.Result, error) {
-	if isConflict(err) {
-		return ctrl.Result{RequeueAfter: conflictRetry}, nil
-	}
-	return ctrl.Result{}, err
+	return s.patch.Write(ctx)
 }
 
 // clusterFromLabel maps an object Flotilla created to its Flotilla Cluster through the

@@ -5,12 +5,12 @@ import (
 	"fmt"
 
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/klog/v2"
 	"k8s.io/utils/ptr"
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 	clusterctlv1 "sigs.k8s.io/cluster-api/cmd/clusterctl/api/v1alpha3"
 	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	flotillav1 "github.com/flotilla-dev/flotilla/api/cluster/v1alpha1"
 )
@@ -71,13 +71,13 @@ const (
 // Flotilla itself had paused.
 func pauseStateOf(c *flotillav1.Cluster, capi *clusterv1.Cluster) pauseState {
 	switch {
-	case hasAnnotation(c, clusterctlv1.DeleteForMoveAnnotation):
+	case metav1.HasAnnotation(c.ObjectMeta, clusterctlv1.DeleteForMoveAnnotation):
 		return pausedByCAPI
-	case hasAnnotation(c, clusterv1.PausedAnnotation):
+	case metav1.HasAnnotation(c.ObjectMeta, clusterv1.PausedAnnotation):
 		return pausedByAnnotation
-	case hasAnnotation(c, flotillav1.MovingAnnotation):
+	case metav1.HasAnnotation(c.ObjectMeta, flotillav1.MovingAnnotation):
 		return pausedForMove
-	case hasAnnotation(c, flotillav1.CAPIPausedAnnotation) && (capi == nil || capiPaused(capi)):
+	case metav1.HasAnnotation(c.ObjectMeta, flotillav1.CAPIPausedAnnotation) && (capi == nil || capiPaused(capi)):
 		return pausedByCAPI
 	default:
 		return notPaused
@@ -95,7 +95,7 @@ func (r *Reconciler) paused(s *scope) bool {
 // already alone.
 func (r *Reconciler) reconcilePaused(ctx context.Context, s *scope) error {
 	if s.pause == pausedForMove {
-		return r.setMoveAnnotations(ctx, s.cluster, true)
+		return setMoveAnnotations(ctx, s, true)
 	}
 	capi := s.capiCluster
 	if s.pause != pausedByAnnotation || capi == nil || ptr.Deref(capi.Spec.Paused, false) {
@@ -114,13 +114,13 @@ func (r *Reconciler) reconcilePaused(ctx context.Context, s *scope) error {
 // setMoveAnnotations puts the Cluster's move annotations in the state for hold: holding means
 // cluster.flotilla.dev/capi-paused and no block-move; active means block-move and no
 // capi-paused.
-func (r *Reconciler) setMoveAnnotations(ctx context.Context, c *flotillav1.Cluster, hold bool) error {
+func setMoveAnnotations(ctx context.Context, s *scope, hold bool) error {
+	c := s.cluster
 	_, blocking := c.Annotations[clusterctlv1.BlockMoveAnnotation]
-	holding := hasAnnotation(c, flotillav1.CAPIPausedAnnotation)
+	holding := metav1.HasAnnotation(c.ObjectMeta, flotillav1.CAPIPausedAnnotation)
 	if holding == hold && blocking == !hold {
 		return nil
 	}
-	before := c.DeepCopy()
 	if c.Annotations == nil {
 		c.Annotations = map[string]string{}
 	}
@@ -131,18 +131,13 @@ func (r *Reconciler) setMoveAnnotations(ctx context.Context, c *flotillav1.Clust
 		c.Annotations[clusterctlv1.BlockMoveAnnotation] = FieldOwner
 		delete(c.Annotations, flotillav1.CAPIPausedAnnotation)
 	}
-	if err := r.Client.Patch(ctx, c, client.MergeFrom(before)); err != nil {
-		return fmt.Errorf("setting move annotations on Cluster %s: %w", klog.KObj(c), err)
+	if err := s.patch.Write(ctx); err != nil {
+		return fmt.Errorf("setting move annotations: %w", err)
 	}
 	return nil
 }
 
 // capiPaused reports whether a CAPI Cluster is paused, the way CAPI's controllers see it.
 func capiPaused(capi *clusterv1.Cluster) bool {
-	return ptr.Deref(capi.Spec.Paused, false) || hasAnnotation(capi, clusterv1.PausedAnnotation)
-}
-
-func hasAnnotation(obj client.Object, key string) bool {
-	_, ok := obj.GetAnnotations()[key]
-	return ok
+	return ptr.Deref(capi.Spec.Paused, false) || metav1.HasAnnotation(capi.ObjectMeta, clusterv1.PausedAnnotation)
 }

@@ -7,6 +7,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/klog/v2"
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
@@ -19,6 +20,7 @@ import (
 	controlplanev1 "github.com/flotilla-dev/flotilla/api/controlplane/v1alpha1"
 	infrav1 "github.com/flotilla-dev/flotilla/api/infrastructure/v1alpha1"
 	"github.com/flotilla-dev/flotilla/infrastructure/packet/clusterspec"
+	"github.com/flotilla-dev/flotilla/pkg/objectpatch"
 )
 
 // Event reasons.
@@ -192,7 +194,7 @@ func (r *Reconciler) reconcileCAPICluster(ctx context.Context, s *scope) error {
 		r.Recorder.Eventf(c, capi, corev1.EventTypeNormal, eventCreated, "Create", "Created CAPI Cluster %s", capi.Name)
 	}
 	hold := capiPaused(capi)
-	if err := r.setMoveAnnotations(ctx, c, hold); err != nil {
+	if err := setMoveAnnotations(ctx, s, hold); err != nil {
 		return err
 	}
 	if hold {
@@ -297,12 +299,12 @@ func (r *Reconciler) reconcileDelete(ctx context.Context, s *scope) (ctrl.Result
 	}
 	if _, moved := c.Annotations[clusterctlv1.DeleteForMoveAnnotation]; moved {
 		s.deletingForMove = true
-		return requeueOnConflict(r.removeFinalizer(ctx, s))
+		return objectpatch.RequeueOnConflict(r.removeFinalizer(ctx, s), objectpatch.ConflictRetry)
 	}
 	if err := r.observe(ctx, s); err != nil {
 		return ctrl.Result{}, err
 	}
-	if hasAnnotation(c, clusterv1.PausedAnnotation) {
+	if metav1.HasAnnotation(c.ObjectMeta, clusterv1.PausedAnnotation) {
 		s.pause = pausedByAnnotation
 		return ctrl.Result{}, nil
 	}
@@ -317,32 +319,16 @@ func (r *Reconciler) reconcileDelete(ctx context.Context, s *scope) (ctrl.Result
 		return ctrl.Result{}, nil
 	}
 	if err := r.removeFinalizer(ctx, s); err != nil {
-		return requeueOnConflict(err)
+		return objectpatch.RequeueOnConflict(err, objectpatch.ConflictRetry)
 	}
 	r.Recorder.Eventf(c, nil, corev1.EventTypeNormal, eventDeleted, "Delete", "Deleted: the CAPI Cluster %s is gone", c.Name)
 	return ctrl.Result{}, nil
 }
 
-// ensureFinalizer adds the Cluster's finalizer.
-func (r *Reconciler) ensureFinalizer(ctx context.Context, c *flotillav1.Cluster) error {
-	if controllerutil.ContainsFinalizer(c, flotillav1.ClusterFinalizer) {
-		return nil
-	}
-	before := c.DeepCopy()
-	controllerutil.AddFinalizer(c, flotillav1.ClusterFinalizer)
-	if err := r.Client.Patch(ctx, c, client.MergeFromWithOptions(before, client.MergeFromWithOptimisticLock{})); err != nil {
-		return fmt.Errorf("adding finalizer to Cluster %s: %w", klog.KObj(c), err)
-	}
-	return nil
-}
-
 // removeFinalizer lets the Cluster go.
 func (r *Reconciler) removeFinalizer(ctx context.Context, s *scope) error {
-	c := s.cluster
-	before := c.DeepCopy()
-	controllerutil.RemoveFinalizer(c, flotillav1.ClusterFinalizer)
-	if err := r.Client.Patch(ctx, c, client.MergeFromWithOptions(before, client.MergeFromWithOptimisticLock{})); client.IgnoreNotFound(err) != nil {
-		return fmt.Errorf("removing finalizer from Cluster %s: %w", klog.KObj(c), err)
+	if err := s.patch.RemoveFinalizer(ctx, flotillav1.ClusterFinalizer); err != nil {
+		return err
 	}
 	s.gone = true
 	return nil
@@ -357,8 +343,4 @@ func (r *Reconciler) get(ctx context.Context, key client.ObjectKey, obj client.O
 		return false, fmt.Errorf("reading %T %s: %w", obj, key, err)
 	}
 	return true, nil
-}
-
-func isConflict(err error) bool {
-	return err != nil && apierrors.IsConflict(err)
 }

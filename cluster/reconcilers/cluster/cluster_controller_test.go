@@ -500,7 +500,7 @@ func TestWebhookThroughTheAPIServer(t *testing.T) {
 			name:       "creating a cluster with an unsupported version is rejected naming the field",
 			create:     func(c *flotillav1.Cluster) { c.Spec.KubernetesVersion = "1.20" },
 			wantField:  "spec.kubernetesVersion",
-			wantDetail: "supported minor versions are",
+			wantDetail: "is not supported; use one of",
 		},
 		{
 			name:       "changing the datacenter of a cluster is rejected naming the field",

@@ -1,9 +1,12 @@
 // Package cluster reconciles Flotilla Clusters (cluster.flotilla.dev/v1alpha1) into Cluster API
-// objects of the local provider, and reports their state back.
+// objects, and reports their state back. The kind of spec.datacenterRef picks the provider: a
+// LocalDatacenterConfig makes a cluster of the local provider (a hosted control plane of local
+// processes, simulated Nodes), a PacketDatacenterConfig one of the Packet provider (Equinix Metal
+// devices bootstrapped by Cluster API's kubeadm providers; packet.go, packet_status.go).
 //
 // # What a Cluster becomes
 //
-// For a Cluster named NAME the reconciler server-side applies, as field manager
+// For a local Cluster named NAME the reconciler server-side applies, as field manager
 // "flotilla-cluster-controller":
 //
 //	Cluster.cluster.x-k8s.io            NAME             infrastructureRef -> LocalCluster NAME,
@@ -26,30 +29,40 @@
 // MachineDeployment is gone. Workers follow the control plane on upgrades: a MachineDeployment
 // moves to a new version only once the LocalControlPlane reports that it runs it.
 //
+// A Packet Cluster becomes the CAPI Cluster NAME, pointing at the PacketCluster NAME and the
+// KubeadmControlPlane NAME, with the objects infrastructure/packet/clusterspec builds from the
+// PacketDatacenterConfig and PacketMachineConfigs: the PacketCluster, the KubeadmControlPlane and
+// its PacketMachineTemplate NAME-control-plane, and per worker node group a
+// PacketMachineTemplate, a KubeadmConfigTemplate and a MachineDeployment, each NAME-GROUP.
+//
 // # Ownership, deletion and clusterctl move
 //
 // The Flotilla Cluster is the controller owner of the CAPI Cluster, the bootstrap Secret and the
-// LocalMachineTemplates. It does not own the LocalCluster, the LocalControlPlane or the
-// MachineDeployments: CAPI makes the CAPI Cluster their owner, and deletes them in order (workers
+// machine templates (LocalMachineTemplates; PacketMachineTemplates and KubeadmConfigTemplates).
+// It does not own the infrastructure cluster, the control plane or the MachineDeployments: CAPI
+// makes the CAPI Cluster their owner (a Packet cluster's PacketCluster and KubeadmControlPlane are
+// created with that owner reference already, packet.go), and deletes them in order (workers
 // first, then the control plane) when the CAPI Cluster is deleted. Deleting a Flotilla Cluster
 // therefore deletes its CAPI Cluster and waits, behind the cluster.flotilla.dev/cluster
 // finalizer, until it is gone; garbage collection then removes the Secret and the templates.
 //
 // This gives clusterctl move one tree to follow: the Flotilla Cluster (its CRD has the
 // move-hierarchy label) -> the CAPI Cluster -> everything CAPI owns, plus the Secret and the
-// templates; LocalDatacenterConfigs and LocalMachineConfigs move on their own (their CRDs have the
-// move label), and nothing Flotilla creates owns them, so deleting a cluster never deletes a
-// config another cluster shares. How the reconciler stands aside while a move is under way is
+// templates; the datacenter and machine configs move on their own (their CRDs have the move
+// label), and nothing Flotilla creates owns them, so deleting a cluster never deletes a config
+// another cluster shares. How the reconciler stands aside while a move is under way is
 // described in cluster_controller_pause.go.
 //
 // # Status
 //
 // Conditions: ControlPlaneReady (the LocalControlPlane is Available and runs the requested
-// version), WorkersReady (every group's MachineDeployment has count machines, up to date and
-// ready), Ready (both), Paused; each with a reason and a message that says what is being waited
-// for. An invalid reference (a datacenterRef or machineGroupRef that names an unknown kind or a
-// missing object) or an unsupported version stops the reconcile with a terminal error and an
-// InvalidSpec reason whose message names the field; the configs are watched, so creating the
-// missing one resumes it. status.phase, status.kubernetesVersion (what the control plane runs)
+// version; for a Packet cluster, the KubeadmControlPlane is initialized and runs it on healthy
+// Nodes, see packet_status.go), WorkersReady (every group's MachineDeployment has count machines,
+// up to date and ready), Ready (both), Paused; each with a reason and a message that says what is
+// being waited for. An invalid reference (a datacenterRef or machineGroupRef that names an
+// unknown kind or a missing object) or an unsupported version stops the reconcile with a terminal
+// error and an InvalidSpec reason whose message names the field. The local provider's configs are
+// watched, so creating the missing one resumes it; the Packet configs are not, and a Packet
+// Cluster waiting for one resumes only when the Cluster itself changes. status.phase, status.kubernetesVersion (what the control plane runs)
 // and status.workers (desired and ready) summarise it.
 package cluster

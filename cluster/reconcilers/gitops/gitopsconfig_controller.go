@@ -6,10 +6,10 @@ import (
 	"fmt"
 	"time"
 
-	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/client-go/tools/events"
-	"k8s.io/klog/v2"
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
+	"sigs.k8s.io/cluster-api/util/annotations"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -19,14 +19,12 @@ import (
 
 	flotillav1 "github.com/flotilla-dev/flotilla/api/cluster/v1alpha1"
 	gitopsrepo "github.com/flotilla-dev/flotilla/cluster/gitops"
+	"github.com/flotilla-dev/flotilla/pkg/objectpatch"
 )
 
 // FieldOwner is the server-side apply field manager of everything the reconciler applies from
 // Git.
 const FieldOwner = "flotilla-gitops-controller"
-
-// conflictRetry is how soon a sync that lost an optimistic-lock race tries again.
-const conflictRetry = time.Second
 
 // +kubebuilder:rbac:groups=cluster.flotilla.dev,resources=gitopsconfigs,verbs=get;list;watch
 // +kubebuilder:rbac:groups=cluster.flotilla.dev,resources=gitopsconfigs/status,verbs=get;update;patch
@@ -97,7 +95,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 	if !config.DeletionTimestamp.IsZero() {
 		return ctrl.Result{}, nil
 	}
-	s := &scope{config: config, statusBase: config.Status.DeepCopy()}
+	s := &scope{config: config, statusBase: config.Status.DeepCopy(), patch: objectpatch.New(r.Client, config)}
 	defer func() {
 		if err := r.patchStatus(ctx, s); err != nil {
 			reterr = errors.Join(reterr, err)
@@ -105,7 +103,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 	}()
 	next := ctrl.Result{RequeueAfter: interval(config)}
 
-	if pausedByAnnotation(config) {
+	if annotations.HasPaused(config) {
 		s.paused = fmt.Sprintf("the GitOpsConfig has the %s annotation", clusterv1.PausedAnnotation)
 		return next, nil
 	}
@@ -119,8 +117,8 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 	}
 	for _, phase := range phases {
 		err := phase(ctx, s)
-		if isConflict(err) {
-			return ctrl.Result{RequeueAfter: conflictRetry}, nil
+		if apierrors.IsConflict(err) {
+			return ctrl.Result{RequeueAfter: objectpatch.ConflictRetry}, nil
 		}
 		if err != nil {
 			// The condition, a Warning Event and the log say what failed (once, while the
@@ -141,17 +139,13 @@ func interval(config *flotillav1.GitOpsConfig) time.Duration {
 	return d
 }
 
-// pausedByAnnotation reports whether obj carries cluster.x-k8s.io/paused.
-func pausedByAnnotation(obj client.Object) bool {
-	_, ok := obj.GetAnnotations()[clusterv1.PausedAnnotation]
-	return ok
-}
-
 // scope holds what one sync learns. Phases fill it in; setStatus reads it.
 type scope struct {
 	config *flotillav1.GitOpsConfig
-	// statusBase is the status as read, the base of the status patch.
+	// statusBase is the status as read.
 	statusBase *flotillav1.GitOpsConfigStatus
+	// patch writes the status back.
+	patch *objectpatch.Patch
 
 	// management is the management Cluster whose directory is synced; nil while there is none.
 	management *flotillav1.Cluster
@@ -174,19 +168,11 @@ type scope struct {
 }
 
 // patchStatus computes the status from the scope, records an Event for what happened, and
-// patches the status when it changed.
+// writes the status when it changed.
 func (r *Reconciler) patchStatus(ctx context.Context, s *scope) error {
 	setStatus(s)
 	r.recordEvents(ctx, s)
-	if equality.Semantic.DeepEqual(*s.statusBase, s.config.Status) {
-		return nil
-	}
-	base := s.config.DeepCopy()
-	base.Status = *s.statusBase
-	if err := r.Client.Status().Patch(ctx, s.config, client.MergeFrom(base)); err != nil {
-		return client.IgnoreNotFound(fmt.Errorf("patching status of GitOpsConfig %s: %w", klog.KObj(s.config), err))
-	}
-	return nil
+	return s.patch.Write(ctx)
 }
 
 // allConfigs maps a management Cluster to every GitOpsConfig: which of them sync its

@@ -16,6 +16,7 @@ import (
 	"k8s.io/klog/v2"
 	"k8s.io/utils/ptr"
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
+	"sigs.k8s.io/cluster-api/util/annotations"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -74,7 +75,7 @@ func (r *Reconciler) findManagement(ctx context.Context, s *scope) error {
 	switch {
 	case !m.DeletionTimestamp.IsZero():
 		s.paused = fmt.Sprintf("management cluster %s is being deleted", m.Name)
-	case pausedByAnnotation(m):
+	case annotations.HasPaused(m):
 		s.paused = fmt.Sprintf("management cluster %s is paused (%s)", m.Name, clusterv1.PausedAnnotation)
 	case holding:
 		s.paused = fmt.Sprintf("management cluster %s is being moved (its Cluster API Cluster is paused)", m.Name)
@@ -251,8 +252,4 @@ func short(commit string) string {
 		return commit[:7]
 	}
 	return commit
-}
-
-func isConflict(err error) bool {
-	return err != nil && apierrors.IsConflict(err)
 }

@@ -17,6 +17,7 @@ import (
 
 	flotillav1 "github.com/flotilla-dev/flotilla/api/cluster/v1alpha1"
 	infrav1 "github.com/flotilla-dev/flotilla/api/infrastructure/v1alpha1"
+	"github.com/flotilla-dev/flotilla/pkg/kubeversion"
 )
 
 // Kinds of the Packet provider's configs, valid in a Flotilla Cluster's refs.
@@ -297,8 +298,8 @@ func nodeRegistration(nodeLabels map[string]string) bootstrapv1.NodeRegistration
 func installCommands(version string) []string {
 	v := strings.TrimPrefix(version, "v")
 	minor := v
-	if parts := strings.SplitN(v, ".", 3); len(parts) >= 2 {
-		minor = parts[0] + "." + parts[1]
+	if parsed, err := kubeversion.Parse(version); err == nil {
+		minor = parsed.MinorString()
 	}
 	repo := "https://pkgs.k8s.io/core:/stable:/v" + minor + "/deb/"
 	return []string{

@@ -2,9 +2,7 @@ package publish_test
 
 import (
 	"context"
-	"net/http/httptest"
 	"os"
-	"strings"
 	"testing"
 	"time"
 
@@ -14,11 +12,12 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/flotilla-dev/flotilla/internal/charttest"
 	"github.com/flotilla-dev/flotilla/internal/testenv"
 	"github.com/flotilla-dev/flotilla/packages/bundle"
 	"github.com/flotilla-dev/flotilla/packages/bundle/publish"
 	"github.com/flotilla-dev/flotilla/pkg/helm"
-	"github.com/flotilla-dev/flotilla/pkg/ociregistry"
+	"github.com/flotilla-dev/flotilla/pkg/registryconn"
 )
 
 // env is a real API server standing in for a workload cluster.
@@ -30,33 +29,43 @@ func TestMain(m *testing.M) {
 
 // TestTheCatalogInstallsFromItsBundle installs the published catalog as the package driver does:
 // verify the bundle, then install each package's chart by the digest the bundle pins, through
-// the one Helm engine, dependencies first.
+// the one Helm engine, dependencies first. The registry serves TLS and wants a user, so
+// publishing and installing both authenticate.
 func TestTheCatalogInstallsFromItsBundle(t *testing.T) {
 	g := NewWithT(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	h, err := ociregistry.NewHandler(t.TempDir(), nil)
+	// Flotilla's registry as it serves other machines: TLS, and only its user.
+	reg, err := charttest.StartSecureRegistry()
 	g.Expect(err).NotTo(HaveOccurred())
-	srv := httptest.NewServer(h)
-	defer srv.Close()
-	host := strings.TrimPrefix(srv.URL, "http://")
+	defer reg.Close()
+	host := reg.Host
+	conn := registryconn.Config{Username: reg.Username, Password: reg.Password, CAData: reg.CAPEM}
 	key, err := bundle.GenerateKey()
 	g.Expect(err).NotTo(HaveOccurred())
 	_, err = publish.Publish(ctx, publish.Options{Registry: host, Repository: "flotilla", // the embedded catalog
-		KubernetesMinors: []string{"1.36"}, Key: key, Connection: bundle.Registry{PlainHTTP: true}})
+		KubernetesMinors: []string{"1.36"}, Key: key, Connection: conn})
 	g.Expect(err).NotTo(HaveOccurred())
-	s, err := bundle.Pull(ctx, host+"/flotilla:v1-36-1")
+	remoteOpts, err := bundle.RemoteOptions(conn)
+	g.Expect(err).NotTo(HaveOccurred())
+	s, err := bundle.Pull(ctx, host+"/flotilla:v1-36-1", remoteOpts...)
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(bundle.Verify(s, &key.PublicKey)).To(Succeed())
 
 	engine := &helm.Engine{ChartCache: t.TempDir()}
 	ns := env.NewNamespace(t)
+	hello, _ := s.Bundle.Package("hello-flotilla")
+	_, err = (&helm.Engine{ChartCache: t.TempDir()}).InstallOrUpgrade(ctx, env.Config, helm.Release{
+		Name: "anonymous", Namespace: ns, Registry: registryconn.Config{CAData: conn.CAData},
+		Chart: helm.ChartRef{RepoURL: hello.ChartURL(), Name: hello.Name, Version: hello.Versions[0].Version, Digest: hello.Versions[0].Digest},
+	})
+	g.Expect(err).To(MatchError(ContainSubstring("credential")), "no chart without the registry's user")
 	install := func(pkg, release string, values map[string]any) error {
 		p, ok := s.Bundle.Package(pkg)
 		g.Expect(ok).To(BeTrue(), pkg)
 		v := p.Versions[0]
 		_, err := engine.InstallOrUpgrade(ctx, env.Config, helm.Release{
-			Name: release, Namespace: ns, Values: values, Registry: helm.Registry{PlainHTTP: true},
+			Name: release, Namespace: ns, Values: values, Registry: conn,
 			Chart: helm.ChartRef{RepoURL: p.ChartURL(), Name: p.Name, Version: v.Version, Digest: v.Digest},
 		})
 		return err

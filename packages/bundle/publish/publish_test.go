@@ -27,6 +27,7 @@ import (
 	"github.com/flotilla-dev/flotilla/packages/bundle"
 	"github.com/flotilla-dev/flotilla/packages/bundle/publish"
 	"github.com/flotilla-dev/flotilla/pkg/ociregistry"
+	"github.com/flotilla-dev/flotilla/pkg/registryconn"
 )
 
 // chartsDir is the repository's curated catalog.
@@ -165,7 +166,7 @@ func TestPackagingIsReproducible(t *testing.T) {
 func TestPublishThenHelmPullsTheChartTheBundleLists(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
-	h, err := ociregistry.NewHandler(t.TempDir(), nil)
+	h, err := ociregistry.NewHandler(ociregistry.Options{Dir: t.TempDir()})
 	g.Expect(err).NotTo(HaveOccurred())
 	srv := httptest.NewServer(h)
 	defer srv.Close()
@@ -174,7 +175,7 @@ func TestPublishThenHelmPullsTheChartTheBundleLists(t *testing.T) {
 	g.Expect(err).NotTo(HaveOccurred())
 	dir := copyCharts(t)
 	opts := publish.Options{ChartsDir: dir, Registry: host, Repository: "flotilla", Key: key,
-		Connection: bundle.Registry{PlainHTTP: true}}
+		Connection: registryconn.Config{PlainHTTP: true}}
 
 	res, err := publish.Publish(ctx, opts)
 	g.Expect(err).NotTo(HaveOccurred())

@@ -18,6 +18,7 @@ import (
 
 	flotillav1 "github.com/flotilla-dev/flotilla/api/cluster/v1alpha1"
 	packagesv1 "github.com/flotilla-dev/flotilla/api/packages/v1alpha1"
+	"github.com/flotilla-dev/flotilla/pkg/objectpatch"
 )
 
 // FieldOwner names the reconciler in managed fields and events.
@@ -69,8 +70,8 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if !c.DeletionTimestamp.IsZero() {
 		return r.reconcileDelete(ctx, c)
 	}
-	if err := r.ensureFinalizer(ctx, c); err != nil {
-		return ctrl.Result{}, client.IgnoreNotFound(err)
+	if _, err := objectpatch.New(r.Client, c).EnsureFinalizer(ctx, packagesv1.ClusterCleanupFinalizer); err != nil {
+		return objectpatch.RequeueOnConflict(client.IgnoreNotFound(err), objectpatch.ConflictRetry)
 	}
 	shared := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: packagesv1.PackagesNamespace}}
 	for _, obj := range []client.Object{shared, desiredNamespace(c), desiredPBC(c)} {
@@ -90,7 +91,7 @@ func (r *Reconciler) reconcileDelete(ctx context.Context, c *flotillav1.Cluster)
 	}
 	if _, moved := c.Annotations[clusterctlv1.DeleteForMoveAnnotation]; moved {
 		if err := r.removeFinalizer(ctx, c); err != nil {
-			return ctrl.Result{}, err
+			return objectpatch.RequeueOnConflict(err, objectpatch.ConflictRetry)
 		}
 		r.Recorder.Eventf(c, nil, corev1.EventTypeNormal, "Released", "Delete",
 			"Moved to another management cluster: its packages stay installed")
@@ -124,7 +125,7 @@ func (r *Reconciler) reconcileDelete(ctx context.Context, c *flotillav1.Cluster)
 		}
 	}
 	if err := r.removeFinalizer(ctx, c); err != nil {
-		return ctrl.Result{}, err
+		return objectpatch.RequeueOnConflict(err, objectpatch.ConflictRetry)
 	}
 	r.Recorder.Eventf(c, nil, corev1.EventTypeNormal, "Deleted", "Delete",
 		"Packages uninstalled; deleted namespace %s and PackageBundleController %s/%s", ns, packagesv1.PackagesNamespace, c.Name)
@@ -159,25 +160,10 @@ func kindOf(obj client.Object) string {
 	return "PackageBundleController"
 }
 
-func (r *Reconciler) ensureFinalizer(ctx context.Context, c *flotillav1.Cluster) error {
-	if controllerutil.ContainsFinalizer(c, packagesv1.ClusterCleanupFinalizer) {
-		return nil
-	}
-	before := c.DeepCopy()
-	controllerutil.AddFinalizer(c, packagesv1.ClusterCleanupFinalizer)
-	if err := r.Client.Patch(ctx, c, client.MergeFromWithOptions(before, client.MergeFromWithOptimisticLock{})); err != nil {
-		return fmt.Errorf("adding finalizer to Cluster %s: %w", klog.KObj(c), err)
-	}
-	return nil
-}
-
+// removeFinalizer lets the Cluster go, as far as packages are concerned. c is as read: nothing
+// else of it was written.
 func (r *Reconciler) removeFinalizer(ctx context.Context, c *flotillav1.Cluster) error {
-	before := c.DeepCopy()
-	controllerutil.RemoveFinalizer(c, packagesv1.ClusterCleanupFinalizer)
-	if err := r.Client.Patch(ctx, c, client.MergeFromWithOptions(before, client.MergeFromWithOptimisticLock{})); client.IgnoreNotFound(err) != nil {
-		return fmt.Errorf("removing finalizer from Cluster %s: %w", klog.KObj(c), err)
-	}
-	return nil
+	return objectpatch.New(r.Client, c).RemoveFinalizer(ctx, packagesv1.ClusterCleanupFinalizer)
 }
 
 // labels mark an object as belonging to Cluster c.

@@ -7,7 +7,6 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/client-go/rest"
@@ -26,6 +25,7 @@ import (
 	packagesv1 "github.com/flotilla-dev/flotilla/api/packages/v1alpha1"
 	"github.com/flotilla-dev/flotilla/packages/catalog"
 	"github.com/flotilla-dev/flotilla/pkg/helm"
+	"github.com/flotilla-dev/flotilla/pkg/objectpatch"
 )
 
 // FieldOwner names the reconciler in managed fields and events.
@@ -114,8 +114,9 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 
 // scope is what one reconcile learns about a Package.
 type scope struct {
-	pkg        *packagesv1.Package
-	statusBase *packagesv1.PackageStatus
+	pkg *packagesv1.Package
+	// patch writes the Package back: its finalizer and its status.
+	patch *objectpatch.Patch
 
 	clusterName string
 	// cluster is the Flotilla Cluster; nil when gone.
@@ -146,7 +147,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 	if err := r.Client.Get(ctx, req.NamespacedName, p); err != nil {
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
-	s := &scope{pkg: p, statusBase: p.Status.DeepCopy()}
+	s := &scope{pkg: p, patch: objectpatch.New(r.Client, p)}
 	defer func() {
 		if err := r.patchStatus(ctx, s); err != nil {
 			reterr = errors.Join(reterr, err)
@@ -162,8 +163,8 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 	if len(s.invalid) > 0 {
 		return ctrl.Result{}, r.terminal(s)
 	}
-	if err := r.ensureFinalizer(ctx, p); err != nil {
-		return ctrl.Result{}, client.IgnoreNotFound(err)
+	if _, err := s.patch.EnsureFinalizer(ctx, packagesv1.PackageFinalizer); err != nil {
+		return objectpatch.RequeueOnConflict(client.IgnoreNotFound(err), objectpatch.ConflictRetry)
 	}
 	if s.resolve(); len(s.invalid) > 0 {
 		return ctrl.Result{}, r.terminal(s)
@@ -197,16 +198,7 @@ func (r *Reconciler) patchStatus(ctx context.Context, s *scope) error {
 		return nil
 	}
 	setStatus(s)
-	if equality.Semantic.DeepEqual(*s.statusBase, s.pkg.Status) {
-		return nil
-	}
-	base := s.pkg.DeepCopy()
-	base.Status = *s.statusBase
-	if err := r.Client.Status().Patch(ctx, s.pkg, client.MergeFrom(base)); err != nil {
-		return client.IgnoreNotFound(fmt.Errorf("patching status of Package %s: %w", klog.KObj(s.pkg), err))
-	}
-	s.statusBase = s.pkg.Status.DeepCopy()
-	return nil
+	return s.patch.Write(ctx)
 }
 
 func (r *Reconciler) helmTimeout() time.Duration {

@@ -23,6 +23,8 @@ import (
 	"github.com/flotilla-dev/flotilla/packages/catalog"
 	"github.com/flotilla-dev/flotilla/packages/defaults"
 	"github.com/flotilla-dev/flotilla/pkg/helm"
+	"github.com/flotilla-dev/flotilla/pkg/objectpatch"
+	"github.com/flotilla-dev/flotilla/pkg/registryconn"
 )
 
 // eventUninstalled is the reason of the Event of an uninstall; an install's or upgrade's is
@@ -220,7 +222,7 @@ func desiredRelease(p *packagesv1.Package, res *catalog.Resolved, d defaults.Def
 			Version: res.Version.Version,
 			Digest:  res.Version.Digest,
 		},
-		Registry: helm.Registry{Username: d.Username, Password: d.Password, CAData: d.CAData, PlainHTTP: d.PlainHTTP},
+		Registry: registryconn.Config{Username: d.Username, Password: d.Password, CAData: d.CAData, PlainHTTP: d.PlainHTTP},
 		Values:   res.Values,
 		Labels:   map[string]string{ReleaseLabelPackage: p.Namespace + "." + p.Name},
 	}
@@ -317,25 +319,11 @@ func (r *Reconciler) reconcileDelete(ctx context.Context, s *scope) (ctrl.Result
 		}
 		r.Recorder.Eventf(p, nil, corev1.EventTypeNormal, eventUninstalled, "Uninstall", "Uninstalled %s from cluster %s", p.Name, s.clusterName)
 	}
-	before := p.DeepCopy()
-	controllerutil.RemoveFinalizer(p, packagesv1.PackageFinalizer)
-	if err := r.Client.Patch(ctx, p, client.MergeFromWithOptions(before, client.MergeFromWithOptimisticLock{})); client.IgnoreNotFound(err) != nil {
-		return ctrl.Result{}, fmt.Errorf("removing finalizer from Package %s: %w", klog.KObj(p), err)
+	if err := s.patch.RemoveFinalizer(ctx, packagesv1.PackageFinalizer); err != nil {
+		return objectpatch.RequeueOnConflict(err, objectpatch.ConflictRetry)
 	}
 	s.gone = true
 	return ctrl.Result{}, nil
-}
-
-func (r *Reconciler) ensureFinalizer(ctx context.Context, p *packagesv1.Package) error {
-	if controllerutil.ContainsFinalizer(p, packagesv1.PackageFinalizer) {
-		return nil
-	}
-	before := p.DeepCopy()
-	controllerutil.AddFinalizer(p, packagesv1.PackageFinalizer)
-	if err := r.Client.Patch(ctx, p, client.MergeFromWithOptions(before, client.MergeFromWithOptimisticLock{})); err != nil {
-		return fmt.Errorf("adding finalizer to Package %s: %w", klog.KObj(p), err)
-	}
-	return nil
 }
 
 // verbosity is the log level of a message normally logged at level for the cluster of pbc:

@@ -7,11 +7,9 @@ import (
 	"fmt"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/events"
-	"k8s.io/klog/v2"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -22,6 +20,7 @@ import (
 
 	packagesv1 "github.com/flotilla-dev/flotilla/api/packages/v1alpha1"
 	"github.com/flotilla-dev/flotilla/packages/defaults"
+	"github.com/flotilla-dev/flotilla/pkg/objectpatch"
 )
 
 // FieldOwner names the reconciler in managed fields and events.
@@ -109,17 +108,15 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		invalid = r.Verifier.Verify(b, d.PublicKey)
 	}
 
-	base := b.DeepCopy()
-	wasValid := b.Status.State == packagesv1.BundleValid
+	patch := objectpatch.New(r.Client, b)
+	was := b.Status.State
 	SetValidity(b, invalid)
-	if equality.Semantic.DeepEqual(base.Status, b.Status) {
-		return ctrl.Result{}, nil
+	if err := patch.Write(ctx); err != nil {
+		return ctrl.Result{}, err
 	}
-	if err := r.Client.Status().Patch(ctx, b, client.MergeFrom(base)); err != nil {
-		return ctrl.Result{}, client.IgnoreNotFound(fmt.Errorf("patching status of PackageBundle %s: %w", klog.KObj(b), err))
-	}
+	wasValid := was == packagesv1.BundleValid
 	switch {
-	case invalid != nil && (wasValid || base.Status.State == ""):
+	case invalid != nil && (wasValid || was == ""):
 		r.Recorder.Eventf(b, nil, corev1.EventTypeWarning, packagesv1.InvalidSignatureReason, "Verify", "Bundle %s is invalid and will not be used: %v", b.Name, invalid)
 	case invalid == nil && !wasValid:
 		r.Recorder.Eventf(b, nil, corev1.EventTypeNormal, packagesv1.SignatureVerifiedReason, "Verify", "Bundle %s verified", b.Name)

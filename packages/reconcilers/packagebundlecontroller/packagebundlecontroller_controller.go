@@ -7,9 +7,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/client-go/tools/events"
-	"k8s.io/klog/v2"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -20,6 +18,7 @@ import (
 	flotillav1 "github.com/flotilla-dev/flotilla/api/cluster/v1alpha1"
 	packagesv1 "github.com/flotilla-dev/flotilla/api/packages/v1alpha1"
 	"github.com/flotilla-dev/flotilla/packages/defaults"
+	"github.com/flotilla-dev/flotilla/pkg/objectpatch"
 )
 
 // FieldOwner names the reconciler in managed fields and events.
@@ -86,8 +85,11 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 
 // scope is what one reconcile learns.
 type scope struct {
-	pbc        *packagesv1.PackageBundleController
+	pbc *packagesv1.PackageBundleController
+	// statusBase is the status as read.
 	statusBase *packagesv1.PackageBundleControllerStatus
+	// patch writes the PackageBundleController back: spec.activeBundle and the status.
+	patch *objectpatch.Patch
 
 	// ignored says why the PBC belongs to no cluster; empty when it does.
 	ignored string
@@ -116,7 +118,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 	if !pbc.DeletionTimestamp.IsZero() {
 		return ctrl.Result{}, nil
 	}
-	s := &scope{pbc: pbc, statusBase: pbc.Status.DeepCopy()}
+	s := &scope{pbc: pbc, statusBase: pbc.Status.DeepCopy(), patch: objectpatch.New(r.Client, pbc)}
 	defer func() {
 		if err := r.patchStatus(ctx, s); err != nil {
 			reterr = errors.Join(reterr, err)
@@ -160,7 +162,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 		return ctrl.Result{}, err
 	}
 	if err := r.setActiveBundle(ctx, s); err != nil {
-		return ctrl.Result{}, err
+		return objectpatch.RequeueOnConflict(err, objectpatch.ConflictRetry)
 	}
 	_, wait := r.checkDue(s)
 	return ctrl.Result{RequeueAfter: wait}, nil
@@ -169,15 +171,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 // patchStatus writes the status the setters compute from s, when it changed.
 func (r *Reconciler) patchStatus(ctx context.Context, s *scope) error {
 	setStatus(s, r.now())
-	if equality.Semantic.DeepEqual(*s.statusBase, s.pbc.Status) {
-		return nil
-	}
-	base := s.pbc.DeepCopy()
-	base.Status = *s.statusBase
-	if err := r.Client.Status().Patch(ctx, s.pbc, client.MergeFrom(base)); err != nil {
-		return client.IgnoreNotFound(fmt.Errorf("patching status of PackageBundleController %s: %w", klog.KObj(s.pbc), err))
-	}
-	return nil
+	return s.patch.Write(ctx)
 }
 
 func (r *Reconciler) now() time.Time {

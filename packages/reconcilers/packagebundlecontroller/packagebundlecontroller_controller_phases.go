@@ -1,24 +1,25 @@
 package packagebundlecontroller
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"slices"
 	"sort"
-	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/klog/v2"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	flotillav1 "github.com/flotilla-dev/flotilla/api/cluster/v1alpha1"
 	packagesv1 "github.com/flotilla-dev/flotilla/api/packages/v1alpha1"
 	"github.com/flotilla-dev/flotilla/packages/bundle"
 	"github.com/flotilla-dev/flotilla/packages/defaults"
+	"github.com/flotilla-dev/flotilla/pkg/kubeversion"
+	"github.com/flotilla-dev/flotilla/pkg/objectpatch"
 )
 
 // defaultRegistryTimeout bounds one check of a source.
@@ -68,22 +69,9 @@ func (r *Reconciler) findCluster(ctx context.Context, s *scope) error {
 			return nil
 		}
 	}
-	s.minor = KubernetesMinor(s.cluster)
+	// The minor the cluster runs, else the one it asks for. An unparsable one matches no bundle.
+	s.minor, _ = kubeversion.Minor(cmp.Or(s.cluster.Status.KubernetesVersion, s.cluster.Spec.KubernetesVersion))
 	return nil
-}
-
-// KubernetesMinor is the Kubernetes minor ("1.36") a cluster runs, else the one it asks for.
-func KubernetesMinor(c *flotillav1.Cluster) string {
-	v := c.Status.KubernetesVersion
-	if v == "" {
-		v = c.Spec.KubernetesVersion
-	}
-	v = strings.TrimPrefix(v, "v")
-	parts := strings.SplitN(v, ".", 3)
-	if len(parts) < 2 {
-		return v
-	}
-	return parts[0] + "." + parts[1]
 }
 
 // interval is spec.upgradeCheckInterval or its default.
@@ -233,10 +221,9 @@ func (r *Reconciler) setActiveBundle(ctx context.Context, s *scope) error {
 		return nil
 	}
 	latest := s.bundles[len(s.bundles)-1]
-	before := pbc.DeepCopy()
 	pbc.Spec.ActiveBundle = latest.Name
-	if err := r.Client.Patch(ctx, pbc, client.MergeFromWithOptions(before, client.MergeFromWithOptimisticLock{})); err != nil {
-		return fmt.Errorf("setting the active bundle of PackageBundleController %s: %w", klog.KObj(pbc), err)
+	if err := s.patch.Write(ctx, objectpatch.WithOptimisticLock()); err != nil {
+		return fmt.Errorf("setting the active bundle: %w", err)
 	}
 	s.active = latest
 	r.Recorder.Eventf(pbc, latest, corev1.EventTypeNormal, "ActiveBundleSet", "Activate", "Active bundle set to %s", latest.Name)

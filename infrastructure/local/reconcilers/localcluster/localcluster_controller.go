@@ -17,12 +17,12 @@ import (
 
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 	"sigs.k8s.io/cluster-api/util"
-	"sigs.k8s.io/cluster-api/util/patch"
 	"sigs.k8s.io/cluster-api/util/paused"
 	"sigs.k8s.io/cluster-api/util/predicates"
 
 	controlplanev1 "github.com/flotilla-dev/flotilla/api/controlplane/v1alpha1"
 	infrav1 "github.com/flotilla-dev/flotilla/api/infrastructure/v1alpha1"
+	"github.com/flotilla-dev/flotilla/pkg/objectpatch"
 )
 
 // +kubebuilder:rbac:groups=infrastructure.flotilla.dev,resources=localclusters;localclusters/status,verbs=get;list;watch;update;patch
@@ -94,10 +94,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 		return ctrl.Result{}, fmt.Errorf("getting the owner Cluster: %w", err)
 	}
 
-	patchHelper, err := patch.NewHelper(localCluster, r.Client)
-	if err != nil {
-		return ctrl.Result{}, fmt.Errorf("creating patch helper: %w", err)
-	}
+	patch := objectpatch.New(r.Client, localCluster)
 	if cluster != nil {
 		ctx = ctrl.LoggerInto(ctx, ctrl.LoggerFrom(ctx).WithValues("Cluster", cluster.Name))
 		if isPaused, requeue, err := paused.EnsurePausedCondition(ctx, r.Client, cluster, localCluster); err != nil || isPaused || requeue {
@@ -114,10 +111,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 
 	defer func() {
 		setStatus(localCluster, cluster, controlPlane)
-		if err := patchHelper.Patch(ctx, localCluster, patch.WithOwnedConditions{Conditions: []string{
-			clusterv1.PausedCondition, infrav1.ReadyCondition,
-		}}); err != nil {
-			reterr = kerrors.NewAggregate([]error{reterr, fmt.Errorf("patching LocalCluster: %w", err)})
+		// One write for the whole status: see package objectpatch.
+		if err := patch.Write(ctx); err != nil {
+			reterr = kerrors.NewAggregate([]error{reterr, err})
 		}
 	}()
 	return ctrl.Result{}, nil

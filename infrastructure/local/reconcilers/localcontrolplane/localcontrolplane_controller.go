@@ -22,13 +22,12 @@ import (
 
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 	"sigs.k8s.io/cluster-api/util"
-	"sigs.k8s.io/cluster-api/util/finalizers"
-	"sigs.k8s.io/cluster-api/util/patch"
 	"sigs.k8s.io/cluster-api/util/paused"
 	"sigs.k8s.io/cluster-api/util/predicates"
 
 	controlplanev1 "github.com/flotilla-dev/flotilla/api/controlplane/v1alpha1"
 	"github.com/flotilla-dev/flotilla/pkg/controlplane"
+	"github.com/flotilla-dev/flotilla/pkg/objectpatch"
 )
 
 // Requeue intervals.
@@ -130,13 +129,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 	}
 
 	// Add the finalizer first to avoid racing a delete against starting processes.
-	if finalizerAdded, err := finalizers.EnsureFinalizer(ctx, r.Client, lcp, controlplanev1.LocalControlPlaneFinalizer); err != nil || finalizerAdded {
-		return ctrl.Result{}, err
-	}
-
-	patchHelper, err := patch.NewHelper(lcp, r.Client)
-	if err != nil {
-		return ctrl.Result{}, fmt.Errorf("creating patch helper: %w", err)
+	patch := objectpatch.New(r.Client, lcp)
+	if added, err := patch.EnsureFinalizer(ctx, controlplanev1.LocalControlPlaneFinalizer); err != nil || added {
+		return objectpatch.RequeueOnConflict(err, objectpatch.ConflictRetry)
 	}
 	if cluster != nil {
 		if isPaused, requeue, err := paused.EnsurePausedCondition(ctx, r.Client, cluster, lcp); err != nil || isPaused || requeue {
@@ -144,7 +139,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 		}
 		// Like the finalizer, the endpoint is written on its own before anything starts; the
 		// update brings the next reconcile.
-		if endpointChosen, err := r.ensureEndpoint(ctx, lcp); err != nil || endpointChosen {
+		if endpointChosen, err := r.ensureEndpoint(ctx, patch, lcp); err != nil || endpointChosen {
 			return ctrl.Result{}, err
 		}
 	}
@@ -152,17 +147,12 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 	s := &scope{lcp: lcp, cluster: cluster, clusterName: clusterName(lcp, cluster)}
 	defer func() {
 		setStatus(s)
-		options := []patch.Option{patch.WithOwnedConditions{Conditions: []string{
-			clusterv1.PausedCondition,
-			controlplanev1.AvailableCondition,
-			controlplanev1.ProcessesRunningCondition,
-			controlplanev1.CertificatesAvailableCondition,
-		}}}
 		if reterr == nil {
-			options = append(options, patch.WithStatusObservedGeneration{})
+			lcp.Status.ObservedGeneration = lcp.Generation
 		}
-		if err := patchHelper.Patch(ctx, lcp, options...); err != nil {
-			reterr = kerrors.NewAggregate([]error{reterr, fmt.Errorf("patching LocalControlPlane: %w", err)})
+		// One write for the whole status: see package objectpatch.
+		if err := patch.Write(ctx); err != nil {
+			reterr = kerrors.NewAggregate([]error{reterr, err})
 		}
 	}()
 

@@ -22,6 +22,7 @@ import (
 	controlplanev1 "github.com/flotilla-dev/flotilla/api/controlplane/v1alpha1"
 	"github.com/flotilla-dev/flotilla/pkg/binaries"
 	"github.com/flotilla-dev/flotilla/pkg/controlplane"
+	"github.com/flotilla-dev/flotilla/pkg/objectpatch"
 	"github.com/flotilla-dev/flotilla/pkg/pki"
 	"github.com/flotilla-dev/flotilla/pkg/process"
 )
@@ -114,7 +115,7 @@ func holdsDirectoryBefore(a, b *controlplanev1.LocalControlPlane) bool {
 // ensureEndpoint chooses spec.controlPlaneEndpoint once, a free port on 127.0.0.1, and writes
 // it to the spec before anything starts, so the endpoint never changes. It reports whether it
 // wrote.
-func (r *Reconciler) ensureEndpoint(ctx context.Context, lcp *controlplanev1.LocalControlPlane) (bool, error) {
+func (r *Reconciler) ensureEndpoint(ctx context.Context, patch *objectpatch.Patch, lcp *controlplanev1.LocalControlPlane) (bool, error) {
 	endpoint := lcp.Spec.ControlPlaneEndpoint
 	if !lcp.DeletionTimestamp.IsZero() || (endpoint.Host != "" && endpoint.Port != 0) {
 		return false, nil
@@ -129,9 +130,8 @@ func (r *Reconciler) ensureEndpoint(ctx context.Context, lcp *controlplanev1.Loc
 		}
 		endpoint.Port = port
 	}
-	original := lcp.DeepCopy()
 	lcp.Spec.ControlPlaneEndpoint = endpoint
-	if err := r.Client.Patch(ctx, lcp, client.MergeFrom(original)); err != nil {
+	if err := patch.Write(ctx); err != nil {
 		return false, fmt.Errorf("writing spec.controlPlaneEndpoint: %w", err)
 	}
 	ctrl.LoggerFrom(ctx).Info("Chose the control plane endpoint", "host", endpoint.Host, "port", endpoint.Port)

@@ -50,7 +50,7 @@ func TestSetStatus(t *testing.T) {
 		},
 		{
 			name:  "missing binaries block everything and say so",
-			scope: scope{cluster: cluster, binariesErr: errors.New("kube-apiserver is missing: run make controlplane-binaries K8S_VERSION=v1.36.3")},
+			scope: scope{cluster: cluster, binariesErr: errors.New("kube-apiserver is missing: run: flotilla binaries build v1.36.3")},
 			want: want{
 				available: metav1.ConditionFalse, availableReason: controlplanev1.BinariesMissingReason,
 				processes: metav1.ConditionFalse, processesReason: controlplanev1.BinariesMissingReason,

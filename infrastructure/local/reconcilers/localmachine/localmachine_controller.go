@@ -25,12 +25,11 @@ import (
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 	"sigs.k8s.io/cluster-api/controllers/clustercache"
 	"sigs.k8s.io/cluster-api/util"
-	"sigs.k8s.io/cluster-api/util/finalizers"
-	"sigs.k8s.io/cluster-api/util/patch"
 	"sigs.k8s.io/cluster-api/util/paused"
 	"sigs.k8s.io/cluster-api/util/predicates"
 
 	infrav1 "github.com/flotilla-dev/flotilla/api/infrastructure/v1alpha1"
+	"github.com/flotilla-dev/flotilla/pkg/objectpatch"
 )
 
 // Requeue intervals. Node events arrive through a watch; these are the safety nets.
@@ -122,13 +121,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 	}
 
 	// Add the finalizer first to avoid racing a delete against creating the Node.
-	if finalizerAdded, err := finalizers.EnsureFinalizer(ctx, r.Client, localMachine, infrav1.LocalMachineFinalizer); err != nil || finalizerAdded {
-		return ctrl.Result{}, err
-	}
-
-	patchHelper, err := patch.NewHelper(localMachine, r.Client)
-	if err != nil {
-		return ctrl.Result{}, fmt.Errorf("creating patch helper: %w", err)
+	patch := objectpatch.New(r.Client, localMachine)
+	if added, err := patch.EnsureFinalizer(ctx, infrav1.LocalMachineFinalizer); err != nil || added {
+		return objectpatch.RequeueOnConflict(err, objectpatch.ConflictRetry)
 	}
 	if cluster != nil {
 		if isPaused, requeue, err := paused.EnsurePausedCondition(ctx, r.Client, cluster, localMachine); err != nil || isPaused || requeue {
@@ -139,10 +134,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 	s := &scope{localMachine: localMachine, machine: machine, cluster: cluster}
 	defer func() {
 		setStatus(s)
-		if err := patchHelper.Patch(ctx, localMachine, patch.WithOwnedConditions{Conditions: []string{
-			clusterv1.PausedCondition, infrav1.ReadyCondition, infrav1.NodeReadyCondition,
-		}}); err != nil {
-			reterr = kerrors.NewAggregate([]error{reterr, fmt.Errorf("patching LocalMachine: %w", err)})
+		// One write for the whole status: see package objectpatch.
+		if err := patch.Write(ctx); err != nil {
+			reterr = kerrors.NewAggregate([]error{reterr, err})
 		}
 	}()
 

@@ -17,14 +17,13 @@ import (
 
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 	"sigs.k8s.io/cluster-api/util"
-	"sigs.k8s.io/cluster-api/util/finalizers"
 	"sigs.k8s.io/cluster-api/util/paused"
 	"sigs.k8s.io/cluster-api/util/predicates"
 
 	infrav1 "github.com/flotilla-dev/flotilla/api/infrastructure/v1alpha1"
 	"github.com/flotilla-dev/flotilla/infrastructure/packet/credentials"
 	"github.com/flotilla-dev/flotilla/infrastructure/packet/metal"
-	"github.com/flotilla-dev/flotilla/infrastructure/packet/objectpatch"
+	"github.com/flotilla-dev/flotilla/pkg/objectpatch"
 )
 
 // +kubebuilder:rbac:groups=infrastructure.flotilla.dev,resources=packetmachines;packetmachines/status;packetmachines/finalizers,verbs=get;list;watch;update;patch
@@ -108,10 +107,10 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 		ctx = ctrl.LoggerInto(ctx, ctrl.LoggerFrom(ctx).WithValues("Machine", klog.KObj(s.machine)))
 	}
 
-	if finalizerAdded, err := finalizers.EnsureFinalizer(ctx, r.Client, pm, infrav1.PacketMachineFinalizer); err != nil || finalizerAdded {
-		return ctrl.Result{}, err
+	patch := objectpatch.New(r.Client, pm)
+	if added, err := patch.EnsureFinalizer(ctx, infrav1.PacketMachineFinalizer); err != nil || added {
+		return objectpatch.RequeueOnConflict(err, objectpatch.ConflictRetry)
 	}
-	before := pm.DeepCopy()
 	if s.cluster != nil {
 		if isPaused, requeue, err := paused.EnsurePausedCondition(ctx, r.Client, s.cluster, pm); err != nil || isPaused || requeue {
 			return ctrl.Result{}, err
@@ -120,7 +119,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 	defer func() {
 		setStatus(s)
 		// One write for the whole status: see package objectpatch.
-		if err := objectpatch.Write(ctx, r.Client, before, pm); err != nil {
+		if err := patch.Write(ctx); err != nil {
 			reterr = kerrors.NewAggregate([]error{reterr, err})
 		}
 	}()

@@ -1,0 +1,224 @@
+package objectpatch
+
+import (
+	"context"
+	"fmt"
+	"reflect"
+	"slices"
+	"time"
+
+	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/klog/v2"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+)
+
+// ConflictRetry is how soon a reconcile that lost an optimistic-lock race usually tries again:
+// its copy of the object was outdated, and the cache has the newer one by then.
+const ConflictRetry = time.Second
+
+// Patch follows one object through a reconcile. New remembers the object as read; each write
+// sends what the reconcile changed since the object was read or last written, and remembers the
+// object as written.
+type Patch struct {
+	client client.Client
+	// obj is the object the reconcile changes.
+	obj client.Object
+	// base is obj as the API server holds it, as far as the reconcile knows: as read, or as
+	// last written.
+	base client.Object
+}
+
+// New starts following obj, as just read with c. Every later change to obj goes to the API
+// server through the Patch's methods, which keep obj's resourceVersion and generation those of
+// the last write.
+func New(c client.Client, obj client.Object) *Patch {
+	return &Patch{client: c, obj: obj, base: obj.DeepCopyObject().(client.Object)}
+}
+
+// Option changes how Write writes.
+type Option func(*options)
+
+type options struct {
+	optimisticLock bool
+}
+
+// WithOptimisticLock makes each patch of the write fail with a Conflict when the object changed on
+// the API server since it was read or last written: for a status that records a decision a
+// reconcile working from an outdated copy must not make again.
+func WithOptimisticLock() Option {
+	return func(o *options) { o.optimisticLock = true }
+}
+
+// Write patches what obj changed since it was read or last written: its metadata and spec with
+// one merge patch, then its whole status with one merge patch of the status subresource. Each
+// patch is sent only when something in it changed. A patch that changes the finalizers carries
+// an optimistic lock whatever the options (see the package documentation). A status write that
+// finds the object gone is not an error. After a write, obj carries the resourceVersion and the
+// generation the API server gave it.
+func (p *Patch) Write(ctx context.Context, opts ...Option) error {
+	var o options
+	for _, opt := range opts {
+		opt(&o)
+	}
+	before, err := runtime.DefaultUnstructuredConverter.ToUnstructured(p.base)
+	if err != nil {
+		return fmt.Errorf("converting %s: %w", p.describe(), err)
+	}
+	after, err := runtime.DefaultUnstructuredConverter.ToUnstructured(p.obj)
+	if err != nil {
+		return fmt.Errorf("converting %s: %w", p.describe(), err)
+	}
+	statusBefore, statusAfter := before["status"], after["status"]
+	delete(before, "status")
+	delete(after, "status")
+
+	if !equality.Semantic.DeepEqual(before, after) {
+		lock := o.optimisticLock || !slices.Equal(p.base.GetFinalizers(), p.obj.GetFinalizers())
+		written, err := p.patch(ctx, objectEndpoint, p.obj, lock)
+		if err != nil {
+			return fmt.Errorf("patching %s: %w", p.describe(), err)
+		}
+		// The API server now holds obj's metadata and spec, and still the status as read.
+		if p.base, err = withStatus(p.obj, statusBefore); err != nil {
+			return fmt.Errorf("converting %s: %w", p.describe(), err)
+		}
+		p.wrote(written)
+	}
+	if !equality.Semantic.DeepEqual(statusBefore, statusAfter) {
+		written, err := p.patch(ctx, statusEndpoint, p.obj, o.optimisticLock)
+		if apierrors.IsNotFound(err) {
+			return nil // gone, and its status with it
+		}
+		if err != nil {
+			return fmt.Errorf("patching the status of %s: %w", p.describe(), err)
+		}
+		p.base = p.obj.DeepCopyObject().(client.Object)
+		p.wrote(written)
+	}
+	return nil
+}
+
+// EnsureFinalizer adds finalizer to the object and writes it at once, alone, with an optimistic
+// lock: other changes made to obj are left for Write. It adds nothing to an object being deleted,
+// and reports whether it added the finalizer.
+func (p *Patch) EnsureFinalizer(ctx context.Context, finalizer string) (added bool, err error) {
+	if !p.obj.GetDeletionTimestamp().IsZero() || controllerutil.ContainsFinalizer(p.obj, finalizer) {
+		return false, nil
+	}
+	add := func(o client.Object) { controllerutil.AddFinalizer(o, finalizer) }
+	if err := p.writeFinalizers(ctx, add); err != nil {
+		return false, fmt.Errorf("adding finalizer %s to %s: %w", finalizer, p.describe(), err)
+	}
+	return true, nil
+}
+
+// RemoveFinalizer removes finalizer from the object and writes it at once, alone, with an
+// optimistic lock: other changes made to obj are left for Write. An object already gone is not an
+// error.
+func (p *Patch) RemoveFinalizer(ctx context.Context, finalizer string) error {
+	if !controllerutil.ContainsFinalizer(p.obj, finalizer) {
+		return nil
+	}
+	remove := func(o client.Object) { controllerutil.RemoveFinalizer(o, finalizer) }
+	err := p.writeFinalizers(ctx, remove)
+	if apierrors.IsNotFound(err) {
+		remove(p.obj) // gone: no finalizer holds it
+		remove(p.base)
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("removing finalizer %s from %s: %w", finalizer, p.describe(), err)
+	}
+	return nil
+}
+
+// writeFinalizers makes change to the finalizers of the object as last written and patches
+// that alone, with an optimistic lock; once written, it makes the change to obj too.
+func (p *Patch) writeFinalizers(ctx context.Context, change func(client.Object)) error {
+	changed := p.base.DeepCopyObject().(client.Object)
+	change(changed)
+	written, err := p.patch(ctx, objectEndpoint, changed, true)
+	if err != nil {
+		return err
+	}
+	change(p.obj)
+	change(p.base)
+	p.wrote(written)
+	return nil
+}
+
+// endpoint is where a patch goes: the object, or its status subresource.
+type endpoint int
+
+const (
+	objectEndpoint endpoint = iota
+	statusEndpoint
+)
+
+// patch sends the merge patch from the object as last written to want, and returns the
+// object as the API server wrote it. want itself is not modified.
+func (p *Patch) patch(ctx context.Context, to endpoint, want client.Object, lock bool) (client.Object, error) {
+	mergePatch := client.MergeFrom(p.base)
+	if lock {
+		mergePatch = client.MergeFromWithOptions(p.base, client.MergeFromWithOptimisticLock{})
+	}
+	written := want.DeepCopyObject().(client.Object)
+	var err error
+	if to == statusEndpoint {
+		err = p.client.Status().Patch(ctx, written, mergePatch)
+	} else {
+		err = p.client.Patch(ctx, written, mergePatch)
+	}
+	return written, err
+}
+
+// wrote records in obj, and in the base of the next write, what the API server changed on its
+// own when it wrote: the resourceVersion, and the generation after a change of the spec.
+func (p *Patch) wrote(written client.Object) {
+	for _, o := range []client.Object{p.obj, p.base} {
+		o.SetResourceVersion(written.GetResourceVersion())
+		o.SetGeneration(written.GetGeneration())
+	}
+}
+
+// describe names the object in errors: its kind and namespace/name.
+func (p *Patch) describe() string {
+	kind := fmt.Sprintf("%T", p.obj)
+	if gvk, err := apiutil.GVKForObject(p.obj, p.client.Scheme()); err == nil {
+		kind = gvk.Kind
+	}
+	return kind + " " + klog.KObj(p.obj).String()
+}
+
+// withStatus returns a copy of obj with the given status (as unstructured content; nil for
+// none).
+func withStatus(obj client.Object, status any) (client.Object, error) {
+	content, err := runtime.DefaultUnstructuredConverter.ToUnstructured(obj)
+	if err != nil {
+		return nil, err
+	}
+	delete(content, "status")
+	if status != nil {
+		content["status"] = status
+	}
+	out := reflect.New(reflect.TypeOf(obj).Elem()).Interface().(client.Object)
+	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(content, out); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// RequeueOnConflict turns an optimistic-lock conflict into a quiet requeue after retry: the
+// reconcile worked from an outdated copy of its object, which is no failure. Any other error is
+// returned as it is.
+func RequeueOnConflict(err error, retry time.Duration) (reconcile.Result, error) {
+	if apierrors.IsConflict(err) {
+		return reconcile.Result{RequeueAfter: retry}, nil
+	}
+	return reconcile.Result{}, err
+}
