@@ -85,6 +85,10 @@ test: controlplane-binaries verify-generate verify-tidy $(CLUSTERCTL) ## Run eve
 	# The end-to-end scenarios run alone: they time real clusters, which a busy machine distorts.
 	go test $(GO_TEST_FLAGS) ./test/e2e/...
 
+.PHONY: chaos
+chaos: controlplane-binaries-all $(CLUSTERCTL) ## Fault injection (not in make test; about an hour): kill the manager, API servers, etcd and the registry during operations. FLOTILLA_CHAOS_RUNS=20 FLOTILLA_CHAOS_OPS=create,upgrade,package,addon
+	set -o pipefail; go test -tags chaos -count=1 -timeout 8h -v -run '^TestChaos$$' ./test/e2e/ | grep -v '^=== \(RUN\|PAUSE\|CONT\)'
+
 .PHONY: bench
 bench: controlplane-binaries build ## Run the benchmarks and print the results table.
 	@# The table tool is built first: compiled inside the pipe, it would share the CPU with the first benchmark.

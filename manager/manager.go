@@ -2,11 +2,13 @@ package manager
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"sync/atomic"
 	"time"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/leaderelection/resourcelock"
@@ -304,7 +306,7 @@ func (m *Manager) setup(ctx context.Context, deps Deps) error {
 func (m *Manager) Run(ctx context.Context) error {
 	defer m.cleanup()
 	log := ctrl.LoggerFrom(ctx)
-	if err := ensureNamespace(ctx, m.directClient); err != nil {
+	if err := waitForAPIServer(ctx, func() error { return ensureNamespace(ctx, m.directClient) }); err != nil {
 		return err
 	}
 	if err := version.Record(ctx, m.directClient, fieldOwner, m.version); err != nil {
@@ -330,6 +332,35 @@ func (m *Manager) Ready() error {
 		}
 	}
 	return nil
+}
+
+// apiServerWait bounds how long Run waits for an API server that does not answer.
+const apiServerWait = 2 * time.Minute
+
+// waitForAPIServer runs first until it returns anything but a failure to reach the API server,
+// for up to apiServerWait. After a machine restart the supervisor of a local management cluster
+// starts its API server and its manager at once: the manager waits rather than exits (and is
+// started again with a back-off).
+func waitForAPIServer(ctx context.Context, first func() error) error {
+	ctx, cancel := context.WithTimeout(ctx, apiServerWait)
+	defer cancel()
+	logged := false
+	for delay := 100 * time.Millisecond; ; delay = min(2*delay, time.Second) {
+		err := first()
+		var status apierrors.APIStatus
+		if err == nil || errors.As(err, &status) {
+			return err
+		}
+		if !logged {
+			ctrl.LoggerFrom(ctx).Info("Waiting for the API server", "reason", err.Error())
+			logged = true
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("the API server did not answer within %s: %w", apiServerWait, err)
+		case <-time.After(delay):
+		}
+	}
 }
 
 // Manager returns the controller-runtime manager, e.g. for tests to read its client.

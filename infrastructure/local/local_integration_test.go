@@ -3,8 +3,10 @@ package local_test
 import (
 	"context"
 	"errors"
+	"net"
 	"os"
 	"path/filepath"
+	"strconv"
 	"sync"
 	"syscall"
 	"testing"
@@ -171,6 +173,34 @@ func workloadClientset(ctx context.Context, g Gomega, namespace, cluster string)
 	return clientset
 }
 
+// availableControlPlane creates a Cluster with its LocalCluster and LocalControlPlane and returns
+// the LocalControlPlane once it is Available.
+func availableControlPlane(ctx context.Context, g Gomega, namespace, name string) *controlplanev1.LocalControlPlane {
+	create(ctx, g, clusterObjects(namespace, name)...)
+	lcp := &controlplanev1.LocalControlPlane{}
+	g.Eventually(func(g Gomega) {
+		g.Expect(env.Client.Get(ctx, ctrlclient.ObjectKey{Namespace: namespace, Name: name}, lcp)).To(Succeed())
+		g.Expect(conditions.IsTrue(lcp, controlplanev1.AvailableCondition)).To(BeTrue())
+	}).WithTimeout(time.Minute).WithPolling(250 * time.Millisecond).Should(Succeed())
+	return lcp
+}
+
+// touch changes an annotation of lcp, which brings a reconcile rather than waiting for the 30 s
+// health check.
+func touch(ctx context.Context, g Gomega, lcp *controlplanev1.LocalControlPlane, at time.Time) {
+	patch := ctrlclient.MergeFrom(lcp.DeepCopy())
+	lcp.Annotations = map[string]string{"test.flotilla.dev/touched": at.Format(time.RFC3339Nano)}
+	g.Expect(env.Client.Patch(ctx, lcp, patch)).To(Succeed())
+}
+
+// deleteCluster deletes the Cluster namespace/name and waits until its LocalControlPlane is gone.
+func deleteCluster(ctx context.Context, g Gomega, namespace, name string) {
+	g.Expect(env.Client.Delete(ctx, &clusterv1.Cluster{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name}})).To(Succeed())
+	g.Eventually(func() bool {
+		return apierrors.IsNotFound(env.Client.Get(ctx, ctrlclient.ObjectKey{Namespace: namespace, Name: name}, &controlplanev1.LocalControlPlane{}))
+	}).WithTimeout(time.Minute).Should(BeTrue())
+}
+
 // controlPlanePIDs returns the pid of every process of the cluster's control plane.
 func controlPlanePIDs(g Gomega, home, cluster string) map[string]int {
 	dir := controlplane.ClusterDir(home, cluster)
@@ -309,13 +339,7 @@ func TestARestartedManagerAdoptsTheRunningControlPlane(t *testing.T) {
 	dumpOnFailure(t, namespace)
 	const name = "adopted"
 
-	create(ctx, g, clusterObjects(namespace, name)...)
-	lcpKey := ctrlclient.ObjectKey{Namespace: namespace, Name: name}
-	g.Eventually(func(g Gomega) {
-		lcp := &controlplanev1.LocalControlPlane{}
-		g.Expect(env.Client.Get(ctx, lcpKey, lcp)).To(Succeed())
-		g.Expect(conditions.IsTrue(lcp, controlplanev1.AvailableCondition)).To(BeTrue())
-	}).WithTimeout(time.Minute).WithPolling(250 * time.Millisecond).Should(Succeed())
+	lcpKey := ctrlclient.ObjectKeyFromObject(availableControlPlane(ctx, g, namespace, name))
 	before := controlPlanePIDs(g, home, name)
 
 	stopFirst()
@@ -337,9 +361,7 @@ func TestARestartedManagerAdoptsTheRunningControlPlane(t *testing.T) {
 	killedAt := time.Now()
 	g.Expect(syscall.Kill(before["kwok"], syscall.SIGKILL)).To(Succeed())
 	g.Eventually(func() bool { return processAlive(before["kwok"]) }).WithTimeout(10 * time.Second).Should(BeFalse())
-	patch := ctrlclient.MergeFrom(lcp.DeepCopy())
-	lcp.Annotations = map[string]string{"test.flotilla.dev/touched": killedAt.Format(time.RFC3339Nano)}
-	g.Expect(env.Client.Patch(ctx, lcp, patch)).To(Succeed())
+	touch(ctx, g, lcp, killedAt)
 	g.Eventually(func() []string {
 		return eventReasons(ctx, g, namespace, name, killedAt)
 	}).WithTimeout(30 * time.Second).WithPolling(250 * time.Millisecond).Should(ContainElement("ProcessRestarted"))
@@ -352,13 +374,67 @@ func TestARestartedManagerAdoptsTheRunningControlPlane(t *testing.T) {
 	g.Expect(env.Client.Get(ctx, lcpKey, lcp)).To(Succeed())
 	g.Expect(conditions.IsTrue(lcp, controlplanev1.ProcessesRunningCondition)).To(BeTrue())
 
-	g.Expect(env.Client.Delete(ctx, &clusterv1.Cluster{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name}})).To(Succeed())
-	g.Eventually(func() bool {
-		return apierrors.IsNotFound(env.Client.Get(ctx, lcpKey, &controlplanev1.LocalControlPlane{}))
-	}).WithTimeout(time.Minute).Should(BeTrue())
+	deleteCluster(ctx, g, namespace, name)
 	for process, pid := range after {
 		g.Expect(processAlive(pid)).To(BeFalse(), "%s (pid %d) stopped", process, pid)
 	}
+}
+
+// issue 11: a control plane process whose port another program took is reported as such, tried
+// again with a back-off rather than every 500 ms, and runs again once the port is free.
+func TestATakenPortIsReportedAndTheControlPlaneComesBackOnceItIsFree(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	home := newHome(t)
+	startManager(t, home)
+	namespace := env.NewNamespace(t)
+	dumpOnFailure(t, namespace)
+	const name = "taken"
+
+	lcp := availableControlPlane(ctx, g, namespace, name)
+	lcpKey := ctrlclient.ObjectKeyFromObject(lcp)
+	before := controlPlanePIDs(g, home, name)
+	address := net.JoinHostPort(lcp.Spec.ControlPlaneEndpoint.Host, strconv.Itoa(int(lcp.Spec.ControlPlaneEndpoint.Port)))
+
+	// kube-apiserver dies, and another program takes its port before it is started again.
+	takenAt := time.Now()
+	g.Expect(syscall.Kill(before["kube-apiserver"], syscall.SIGKILL)).To(Succeed())
+	var squatter net.Listener
+	g.Eventually(func() (err error) {
+		squatter, err = net.Listen("tcp", address)
+		return err
+	}).WithTimeout(10 * time.Second).WithPolling(20 * time.Millisecond).Should(Succeed())
+	touch(ctx, g, lcp, takenAt)
+
+	g.Eventually(func(g Gomega) {
+		g.Expect(env.Client.Get(ctx, lcpKey, lcp)).To(Succeed())
+		running := conditions.Get(lcp, controlplanev1.ProcessesRunningCondition)
+		g.Expect(running).NotTo(BeNil())
+		g.Expect(running.Status).To(Equal(metav1.ConditionFalse))
+		g.Expect(running.Reason).To(Equal(controlplanev1.PortInUseReason))
+		g.Expect(running.Message).To(ContainSubstring("kube-apiserver cannot start: " + address + " is in use by another program; trying again in"))
+	}).WithTimeout(30 * time.Second).WithPolling(250 * time.Millisecond).Should(Succeed())
+	g.Expect(eventReasons(ctx, g, namespace, name, takenAt)).To(ContainElement("ProcessExited"))
+
+	// Tried again with a growing wait: a few attempts in 8 s, not sixteen.
+	time.Sleep(8 * time.Second)
+	p, recorded := process.Supervisor{RunDir: filepath.Join(controlplane.ClusterDir(home, name), "run")}.Inspect("kube-apiserver")
+	g.Expect(recorded).To(BeTrue())
+	g.Expect(p.PID).To(BeZero())
+	g.Expect(p.History.PortInUse).To(Equal(address))
+	g.Expect(p.History.Failures).To(BeNumerically("<=", 5), "attempts back off")
+
+	g.Expect(squatter.Close()).To(Succeed())
+	g.Eventually(func(g Gomega) {
+		g.Expect(env.Client.Get(ctx, lcpKey, lcp)).To(Succeed())
+		g.Expect(conditions.IsTrue(lcp, controlplanev1.ProcessesRunningCondition)).To(BeTrue())
+		g.Expect(conditions.IsTrue(lcp, controlplanev1.AvailableCondition)).To(BeTrue())
+	}).WithTimeout(2 * time.Minute).WithPolling(250 * time.Millisecond).Should(Succeed())
+	after := controlPlanePIDs(g, home, name)
+	g.Expect(after["kube-apiserver"]).NotTo(Equal(before["kube-apiserver"]))
+	g.Expect(after["etcd"]).To(Equal(before["etcd"]), "etcd was left alone")
+
+	deleteCluster(ctx, g, namespace, name)
 }
 
 // clusterctl move copies a cluster's objects to the new management cluster and deletes them from
@@ -373,13 +449,8 @@ func TestALocalControlPlaneDeletedByClusterctlMoveLeavesItsProcessesRunning(t *t
 	dumpOnFailure(t, namespace)
 	const name = "moved"
 
-	create(ctx, g, clusterObjects(namespace, name)...)
-	lcpKey := ctrlclient.ObjectKey{Namespace: namespace, Name: name}
-	lcp := &controlplanev1.LocalControlPlane{}
-	g.Eventually(func(g Gomega) {
-		g.Expect(env.Client.Get(ctx, lcpKey, lcp)).To(Succeed())
-		g.Expect(conditions.IsTrue(lcp, controlplanev1.AvailableCondition)).To(BeTrue())
-	}).WithTimeout(time.Minute).WithPolling(250 * time.Millisecond).Should(Succeed())
+	lcp := availableControlPlane(ctx, g, namespace, name)
+	lcpKey := ctrlclient.ObjectKeyFromObject(lcp)
 	before := controlPlanePIDs(g, home, name)
 
 	patch := ctrlclient.MergeFrom(lcp.DeepCopy())
