@@ -18,6 +18,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 
 	"github.com/flotilla-dev/flotilla/cli/cmd"
+	"github.com/flotilla-dev/flotilla/cluster/webhooks"
 	"github.com/flotilla-dev/flotilla/internal/version"
 	"github.com/flotilla-dev/flotilla/manager"
 )
@@ -35,6 +36,8 @@ type managerOptions struct {
 	leaderElect    bool
 	home           string
 	binDir         string
+	adminUsers     []string
+	adminGroups    []string
 
 	restConfig *rest.Config
 }
@@ -77,6 +80,9 @@ For a local management cluster the CLI starts the manager itself; run it by hand
 	f.BoolVar(&o.leaderElect, "leader-elect", false, "take a Lease in "+manager.Namespace+" before running controllers, so one replica is active")
 	f.StringVar(&o.home, "home", "", "Flotilla's state directory (default: $FLOTILLA_HOME or ~/.flotilla)")
 	f.StringVar(&o.binDir, "bin-dir", "", "control plane binary cache (default: $FLOTILLA_BIN_CACHE or ~/.cache/flotilla/bin)")
+	f.StringSliceVar(&o.adminGroups, "admin-groups", webhooks.DefaultAdmins().Groups,
+		"groups whose members the webhooks trust as admins: they alone create management clusters, set a cluster's management cluster and serve local control planes off loopback (docs/security.md)")
+	f.StringSliceVar(&o.adminUsers, "admin-users", nil, "users the webhooks trust as admins, besides the members of --admin-groups")
 	return command
 }
 
@@ -126,6 +132,7 @@ func (o *managerOptions) Run(ctx context.Context) error {
 		Home:                   o.home,
 		BinRoot:                o.binDir,
 		Version:                version.Get().Version,
+		Admins:                 webhooks.Admins{Users: o.adminUsers, Groups: o.adminGroups},
 	})
 	if err != nil {
 		return err
