@@ -5,6 +5,8 @@ import (
 	"errors"
 	"net"
 	"net/http/httptest"
+	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -39,9 +41,16 @@ const sshKey = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIA/PTutyBcbXNghTZ1PTvpKHkNIV
 
 func startCAPIManager(t *testing.T) {
 	t.Helper()
+	startManager(t, "capi", "kubeadm", "cluster")
+}
+
+// startManager runs a manager with components (whose webhooks it registers with the API
+// server) until the test ends.
+func startManager(t *testing.T, components ...string) {
+	t.Helper()
 	ctx, cancel := context.WithCancel(ctrl.LoggerInto(context.Background(), ctrl.Log))
 	m, err := manager.New(ctx, env.Config, manager.Options{
-		Components:                   []string{"capi", "kubeadm", "cluster"},
+		Components:                   components,
 		HealthProbeBindAddress:       "0",
 		MetricsBindAddress:           "0",
 		Home:                         t.TempDir(),
@@ -64,12 +73,15 @@ func startCAPIManager(t *testing.T) {
 		case <-time.After(time.Minute):
 			t.Errorf("manager did not stop within a minute")
 		}
-		// The manager registered Cluster API's webhooks with the API server; with the manager
-		// gone they would refuse every CAPI object the package's other tests create.
+		// The manager registered its webhooks with the API server, in configurations named
+		// after its components; with the manager gone they would refuse what the package's
+		// other tests create.
+		sorted := slices.Sorted(slices.Values(components))
+		name := "flotilla-manager-" + strings.Join(sorted, "-")
 		ctx := context.Background()
 		for _, obj := range []client.Object{
-			&admissionregistrationv1.MutatingWebhookConfiguration{ObjectMeta: metav1.ObjectMeta{Name: "flotilla-manager-capi-cluster-kubeadm"}},
-			&admissionregistrationv1.ValidatingWebhookConfiguration{ObjectMeta: metav1.ObjectMeta{Name: "flotilla-manager-capi-cluster-kubeadm"}},
+			&admissionregistrationv1.MutatingWebhookConfiguration{ObjectMeta: metav1.ObjectMeta{Name: name}},
+			&admissionregistrationv1.ValidatingWebhookConfiguration{ObjectMeta: metav1.ObjectMeta{Name: name}},
 		} {
 			if err := env.Client.Delete(ctx, obj); client.IgnoreNotFound(err) != nil {
 				t.Errorf("deleting %T: %v", obj, err)
@@ -107,7 +119,10 @@ func TestAPacketClusterBootsItsDevicesFromTheirKubeadmCloudInitBecomesReadyAndDe
 	objs := []client.Object{
 		&infrav1.PacketDatacenterConfig{
 			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "metal"},
-			Spec:       infrav1.PacketDatacenterConfigSpec{APIURL: url, ProjectID: project, Metro: "da"},
+			Spec: infrav1.PacketDatacenterConfigSpec{
+				IdentityRef: &infrav1.PacketClusterIdentityReference{Name: newIdentity(t, ns, url, goodSecret, ns)},
+				ProjectID:   project, Metro: "da",
+			},
 		},
 		&infrav1.PacketMachineConfig{
 			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "metal-cp"},

@@ -28,7 +28,7 @@ func packetFixture(t *testing.T, g Gomega) *flotillav1.Cluster {
 	ns := env.NewNamespace(t)
 	g.Expect(env.Client.Create(ctx, &infrav1.PacketDatacenterConfig{
 		ObjectMeta: metav1.ObjectMeta{Name: "metal", Namespace: ns},
-		Spec:       infrav1.PacketDatacenterConfigSpec{APIURL: "http://127.0.0.1:1/metal/v1", ProjectID: "p", Metro: "da"},
+		Spec:       infrav1.PacketDatacenterConfigSpec{ProjectID: "p", Metro: "da"},
 	})).To(Succeed())
 	g.Expect(env.Client.Create(ctx, &infrav1.PacketMachineConfig{
 		ObjectMeta: metav1.ObjectMeta{Name: "metal", Namespace: ns},
