@@ -37,7 +37,7 @@ func TestCreatingAPacketClusterMakesTheAdminsIdentity(t *testing.T) {
 		{name: "without a key an existing identity is used as it is", identity: "cli-made", wantKey: "k2"},
 		{name: "a key for another API is refused rather than sent elsewhere than the identity says", identity: "cli-made",
 			creds: client.PacketCredentials{APIKey: "k3", APIURL: "https://metal.example.com/metal/v1"}, wantErr: "sends its key to " + simulator},
-		{name: "without a key a missing identity is an error that says how to make it", identity: "never-made", wantErr: "set PACKET_API_KEY"},
+		{name: "without a key a missing identity is an error that says how to make it", identity: "never-made", wantErr: "with the Metal API key in PACKET_API_KEY"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

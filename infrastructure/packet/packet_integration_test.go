@@ -267,7 +267,7 @@ func TestFailuresShowInTheReadyCondition(t *testing.T) {
 		wantMsg    string
 	}{
 		{name: "a wrong API key", secret: badSecret, wantReason: infrav1.CredentialsUnavailableReason, wantMsg: "Invalid authentication token"},
-		{name: "a missing credentials Secret", secret: "nope", wantReason: infrav1.CredentialsUnavailableReason, wantMsg: "flotilla-system/nope does not exist"},
+		{name: "a missing credentials Secret", secret: "nope", wantReason: infrav1.CredentialsUnavailableReason, wantMsg: "Secret flotilla-system/nope of PacketClusterIdentity"},
 		{name: "an unknown plan", secret: goodSecret, plan: "z9.huge", hostname: "demo-md-plan", wantReason: infrav1.InvalidSpecReason, wantMsg: `Plan "z9.huge" is not a valid plan`},
 		{name: "a device that fails to provision", secret: goodSecret, plan: "m3.small.x86", hostname: "demo-md-doomed", wantReason: infrav1.DeviceFailedReason, wantMsg: "failed to provision"},
 	}
