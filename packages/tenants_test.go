@@ -7,7 +7,6 @@ import (
 	. "github.com/onsi/gomega"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
-	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -16,7 +15,6 @@ import (
 
 	flotillav1 "github.com/flotilla-dev/flotilla/api/cluster/v1alpha1"
 	packagesv1 "github.com/flotilla-dev/flotilla/api/packages/v1alpha1"
-	"github.com/flotilla-dev/flotilla/config"
 )
 
 // Attack 1 of issue 11: a tenant, with nothing but the flotilla-cluster-creator role in her
@@ -132,17 +130,10 @@ func TestATenantCannotUninstallThePackagesOfASameNamedCluster(t *testing.T) {
 }
 
 // tenantClient returns a client of a new user name, authenticated by a client certificate the
-// management API server trusts, with nothing but the flotilla-cluster-creator role in namespace.
+// API server trusts, with nothing but the flotilla-cluster-creator role in namespace.
 func tenantClient(t *testing.T, namespace, name string) client.Client {
 	t.Helper()
-	ctx := context.Background()
-	must(t, config.InstallClusterCreatorRBAC(ctx, mgmt.Client))
-	must(t, mgmt.Client.Create(ctx, &rbacv1.RoleBinding{
-		ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name + "-cluster-creator"},
-		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: config.ClusterCreatorRoleName},
-		Subjects:   []rbacv1.Subject{{APIGroup: rbacv1.GroupName, Kind: rbacv1.UserKind, Name: name}},
-	}))
-	u, err := mgmt.AddUser(name)
+	u, err := mgmt.AddClusterCreator(namespace, name)
 	must(t, err)
 	c, err := client.New(u.Config, client.Options{Scheme: mgmt.Scheme})
 	must(t, err)

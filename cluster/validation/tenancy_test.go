@@ -51,7 +51,9 @@ func TestValidateClusterRequest(t *testing.T) {
 	tenant := Request{ManagementCluster: "mgmt"}
 	admin := Request{Admin: true, ManagementCluster: "mgmt"}
 	endpoint := func(host string) func(*flotillav1.Cluster) {
-		return func(c *flotillav1.Cluster) { c.Spec.ControlPlane.Endpoint = &flotillav1.Endpoint{Host: host, Port: 6443} }
+		return func(c *flotillav1.Cluster) {
+			c.Spec.ControlPlane.Endpoint = &flotillav1.Endpoint{Host: host, Port: 6443}
+		}
 	}
 	tests := []struct {
 		name       string

@@ -10,7 +10,6 @@ import (
 
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
-	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -20,7 +19,6 @@ import (
 	flotillav1 "github.com/flotilla-dev/flotilla/api/cluster/v1alpha1"
 	infrav1 "github.com/flotilla-dev/flotilla/api/infrastructure/v1alpha1"
 	"github.com/flotilla-dev/flotilla/cluster/webhooks"
-	"github.com/flotilla-dev/flotilla/config"
 	"github.com/flotilla-dev/flotilla/infrastructure/packet/metal"
 )
 
@@ -53,18 +51,11 @@ type user struct {
 }
 
 // creator returns a new user name (in groups) bound to flotilla-cluster-creator in namespace,
-// as docs/cluster-creator-role.md says to bind it.
+// with a client that collects the warnings the API server sends.
 func creator(t *testing.T, namespace, name string, groups ...string) user {
 	t.Helper()
 	g := NewWithT(t)
-	ctx := context.Background()
-	g.Expect(config.InstallClusterCreatorRBAC(ctx, env.Client)).To(Succeed())
-	g.Expect(env.Client.Create(ctx, &rbacv1.RoleBinding{
-		ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name + "-cluster-creator"},
-		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: config.ClusterCreatorRoleName},
-		Subjects:   []rbacv1.Subject{{APIGroup: rbacv1.GroupName, Kind: rbacv1.UserKind, Name: name}},
-	})).To(Succeed())
-	u, err := env.AddUser(name, groups...)
+	u, err := env.AddClusterCreator(namespace, name, groups...)
 	g.Expect(err).NotTo(HaveOccurred())
 	w := &warnings{}
 	cfg := rest.CopyConfig(u.Config)

@@ -9,7 +9,6 @@ import (
 
 	. "github.com/onsi/gomega"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
-	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -18,7 +17,6 @@ import (
 
 	flotillav1 "github.com/flotilla-dev/flotilla/api/cluster/v1alpha1"
 	infrav1 "github.com/flotilla-dev/flotilla/api/infrastructure/v1alpha1"
-	"github.com/flotilla-dev/flotilla/config"
 	"github.com/flotilla-dev/flotilla/infrastructure/packet/clusterspec"
 	"github.com/flotilla-dev/flotilla/infrastructure/packet/metal"
 	"github.com/flotilla-dev/flotilla/infrastructure/packet/metalsim"
@@ -29,14 +27,7 @@ import (
 func tenantClient(t *testing.T, namespace, name string) client.Client {
 	t.Helper()
 	g := NewWithT(t)
-	ctx := context.Background()
-	g.Expect(config.InstallClusterCreatorRBAC(ctx, env.Client)).To(Succeed())
-	g.Expect(env.Client.Create(ctx, &rbacv1.RoleBinding{
-		ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name + "-cluster-creator"},
-		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: config.ClusterCreatorRoleName},
-		Subjects:   []rbacv1.Subject{{APIGroup: rbacv1.GroupName, Kind: rbacv1.UserKind, Name: name}},
-	})).To(Succeed())
-	u, err := env.AddUser(name)
+	u, err := env.AddClusterCreator(namespace, name)
 	g.Expect(err).NotTo(HaveOccurred())
 	c, err := client.New(u.Config, client.Options{Scheme: env.Scheme})
 	g.Expect(err).NotTo(HaveOccurred())
