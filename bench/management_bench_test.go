@@ -93,7 +93,7 @@ func runManagementBenchmark(b *testing.B) {
 	defer func() {
 		if b.Failed() {
 			dir := filepath.Join(home, "clusters", "mgmt")
-			b.Logf("the end of the manager's log:\n%s", process.Supervisor{RunDir: filepath.Join(dir, "run"), LogDir: filepath.Join(dir, "logs")}.LogTail("manager", 80))
+			b.Logf("the end of the manager's log:\n%s", process.InDir(dir).LogTail("manager", 80))
 		}
 	}()
 
@@ -268,7 +268,7 @@ func deleteClusters(b *testing.B, kc ctrlclient.Client, names []string) {
 func managerRSS(b *testing.B, home string) float64 {
 	b.Helper()
 	dir := filepath.Join(home, "clusters", "mgmt")
-	pid, ok := process.Supervisor{RunDir: filepath.Join(dir, "run"), LogDir: filepath.Join(dir, "logs")}.Running("manager")
+	pid, ok := process.InDir(dir).Running("manager")
 	if !ok {
 		b.Fatal("the manager of mgmt does not run")
 	}

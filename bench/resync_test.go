@@ -44,7 +44,7 @@ func benchmarkResync(b *testing.B, c *client.Client, kc ctrlclient.Client, home 
 	}
 
 	dir := filepath.Join(home, "clusters", "mgmt")
-	supervisor := process.Supervisor{RunDir: filepath.Join(dir, "run"), LogDir: filepath.Join(dir, "logs")}
+	supervisor := process.InDir(dir)
 	if err := supervisor.Stop(ctx, "manager", process.DefaultStopTimeout); err != nil {
 		b.Fatal(err)
 	}

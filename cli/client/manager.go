@@ -30,8 +30,7 @@ type managerEndpoints struct {
 }
 
 func (c *Client) supervisor(name string) process.Supervisor {
-	dir := c.clusterDir(name)
-	return process.Supervisor{RunDir: filepath.Join(dir, "run"), LogDir: filepath.Join(dir, "logs")}
+	return process.InDir(c.clusterDir(name))
 }
 
 func (c *Client) managerEndpointsPath(name string) string {

@@ -37,7 +37,7 @@ func (c *Client) DefaultSigningKeyPath() string {
 }
 
 func (c *Client) registrySupervisor() process.Supervisor {
-	return process.Supervisor{RunDir: filepath.Join(c.RegistryHome(), "run"), LogDir: filepath.Join(c.RegistryHome(), "logs")}
+	return process.InDir(c.RegistryHome())
 }
 
 // RegistryOptions say where and how the embedded registry runs: the flags of `flotilla registry

@@ -80,6 +80,9 @@ func (c *Client) StartLocal(ctx context.Context) error {
 		return nil
 	}
 	fmt.Fprintf(c.Out, "Starting the local clusters of %s\n", c.Home)
+	if err := c.forgiveFailures(ctx); err != nil {
+		return err
+	}
 	ctx, cancel := context.WithTimeout(ctx, c.WaitTimeout)
 	defer cancel()
 	var errs []error

@@ -26,6 +26,38 @@ func SupervisorSpec(executable, home string) process.Spec {
 	return process.Spec{Path: executable, Args: []string{"supervisor", "--home", home}}
 }
 
+// forgiveFailures forgets the failures of every process recorded in the home (process.Supervisor
+// Forgive), each directory under its lock: `flotilla start` starts what exited at once, whatever
+// its back-off said, and judges it by how it runs from now on, not by the kills of a machine
+// restart or the failures that led a user to run it.
+func (c *Client) forgiveFailures(ctx context.Context) error {
+	sups, err := supervisor.Supervised(SupervisedDirs(c.Home))
+	errs := []error{err}
+	for _, sup := range sups {
+		errs = append(errs, forgiveDir(ctx, sup))
+	}
+	return errors.Join(errs...)
+}
+
+// forgiveDir forgives every process recorded by sup, under its lock; a directory removed
+// meanwhile has nothing to forgive.
+func forgiveDir(ctx context.Context, sup process.Supervisor) error {
+	unlock, ok, err := sup.LockExisting(ctx)
+	if err != nil || !ok {
+		return err
+	}
+	defer unlock()
+	names, err := sup.Names()
+	if err != nil {
+		return err
+	}
+	var errs []error
+	for _, name := range names {
+		errs = append(errs, sup.Forgive(name))
+	}
+	return errors.Join(errs...)
+}
+
 // EnsureSupervisor starts the supervisor of the home unless one runs. Commands call it after
 // they recorded (started) processes: see supervisor.Ensure.
 func (c *Client) EnsureSupervisor(ctx context.Context) error {

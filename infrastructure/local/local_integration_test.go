@@ -204,7 +204,7 @@ func deleteCluster(ctx context.Context, g Gomega, namespace, name string) {
 // controlPlanePIDs returns the pid of every process of the cluster's control plane.
 func controlPlanePIDs(g Gomega, home, cluster string) map[string]int {
 	dir := controlplane.ClusterDir(home, cluster)
-	sup := process.Supervisor{RunDir: filepath.Join(dir, "run"), LogDir: filepath.Join(dir, "logs")}
+	sup := process.InDir(dir)
 	names, err := sup.Names()
 	g.Expect(err).NotTo(HaveOccurred())
 	pids := map[string]int{}
@@ -421,7 +421,7 @@ func TestATakenPortIsReportedAndTheControlPlaneComesBackOnceItIsFree(t *testing.
 
 	// Tried again with a growing wait: a few attempts in 8 s, not sixteen.
 	time.Sleep(8 * time.Second)
-	p, recorded := process.Supervisor{RunDir: filepath.Join(controlplane.ClusterDir(home, name), "run")}.Inspect("kube-apiserver")
+	p, recorded := process.InDir(controlplane.ClusterDir(home, name)).Inspect("kube-apiserver")
 	g.Expect(recorded).To(BeTrue())
 	g.Expect(p.PID).To(BeZero())
 	g.Expect(p.History.PortInUse).To(Equal(address))

@@ -32,7 +32,7 @@ func (l layout) kwokConfig() string     { return l.path("kwok", "kwok.yaml") }
 func (l layout) kubeconfig(user string) string { return l.pki(user + ".kubeconfig") }
 
 func (l layout) supervisor() process.Supervisor {
-	return process.Supervisor{RunDir: l.path("run"), LogDir: l.path("logs")}
+	return process.InDir(string(l))
 }
 
 // PKI file names under pki/.

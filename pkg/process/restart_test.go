@@ -229,3 +229,40 @@ func TestRecordsOfAnOlderVersionAreRead(t *testing.T) {
 	g.Expect(adopted.Adopted).To(BeTrue())
 	g.Expect(adopted.Started).To(Equal(time.Date(2026, 11, 20, 10, 0, 0, 0, time.UTC)))
 }
+
+func TestAForgivenProcessStartsAtOnceAndNoLongerCrashLoops(t *testing.T) {
+	g := NewWithT(t)
+	ctx := testContext(t)
+	s := newSupervisor(t)
+	spec := sleepSpec(t, "sleeper")
+	g.Expect(s.Forgive("sleeper")).To(Succeed(), "nothing recorded is nothing to forgive")
+
+	// Three quick exits: it crash loops and waits out a back-off of four seconds.
+	p, err := s.Ensure(ctx, spec)
+	g.Expect(err).NotTo(HaveOccurred())
+	for range CrashLoopFailures {
+		killAndReap(t, p.PID)
+		p, err = s.Keep(ctx, "sleeper")
+		g.Expect(err).NotTo(HaveOccurred())
+		g.Expect(p.PID).To(BeZero())
+		g.Eventually(func() int {
+			p, err = s.Keep(ctx, "sleeper")
+			g.Expect(err).NotTo(HaveOccurred())
+			return p.PID
+		}).WithTimeout(5 * time.Second).WithPolling(50 * time.Millisecond).ShouldNot(BeZero())
+	}
+	killAndReap(t, p.PID)
+	waiting, err := s.Keep(ctx, "sleeper")
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(waiting.PID).To(BeZero())
+	g.Expect(waiting.History.CrashLooping(false, waiting.Started, time.Now())).To(BeTrue())
+
+	// Forgiven (flotilla start), it starts at the next Keep, and its restarts are still counted.
+	g.Expect(s.Forgive("sleeper")).To(Succeed())
+	again, err := s.Keep(ctx, "sleeper")
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(again.PID).NotTo(BeZero())
+	g.Expect(again.History.Failures).To(BeZero())
+	g.Expect(again.History.Restarts).To(Equal(CrashLoopFailures + 1))
+	g.Expect(again.History.CrashLooping(true, again.Started, time.Now())).To(BeFalse())
+}

@@ -86,6 +86,13 @@ type Supervisor struct {
 	LogDir string
 }
 
+// InDir returns the Supervisor of dir, which keeps its pid files and records in dir/run and its
+// logs in dir/logs: how every Flotilla directory with processes (a local cluster's, the
+// registry's, the supervisor daemon's own) lays them out.
+func InDir(dir string) Supervisor {
+	return Supervisor{RunDir: filepath.Join(dir, "run"), LogDir: filepath.Join(dir, "logs")}
+}
+
 // record is what the supervisor remembers about a process it started, in <name>.json. It stays
 // after the process exits, until Stop: it is what Keep starts again.
 type record struct {
@@ -164,6 +171,20 @@ func (s Supervisor) Keep(ctx context.Context, name string) (Process, error) {
 		return Process{}, fmt.Errorf("process %s: %s, nothing to start again", name, why)
 	}
 	return s.restart(ctx, rec.spec(name), rec)
+}
+
+// Forgive forgets the failures of the process recorded under name (History.Failures and the
+// back-off they set), so that it starts at once and does not count as crash looping until it
+// fails again: what a user's explicit start means, as `systemctl reset-failed` does. Its
+// restarts and last exit stay. Nothing recorded is nothing to forgive. Callers that share
+// RunDir with another program hold Lock.
+func (s Supervisor) Forgive(name string) error {
+	rec, _ := s.check(name)
+	if !rec.recorded() || rec.History.Failures == 0 {
+		return nil
+	}
+	rec.History.Failures, rec.History.NextStart = 0, time.Time{}
+	return s.writeRecord(name, rec)
 }
 
 // Inspect returns the process recorded under name, with PID 0 when it does not run, and false

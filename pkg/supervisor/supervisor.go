@@ -48,7 +48,7 @@ func lockPath(home string) string { return filepath.Join(Dir(home), "supervisor.
 // own is the process.Supervisor of the supervisor itself: its pid file, record and log, and the
 // lock under which clients start it.
 func own(home string) process.Supervisor {
-	return process.Supervisor{RunDir: filepath.Join(Dir(home), "run"), LogDir: filepath.Join(Dir(home), "logs")}
+	return process.InDir(Dir(home))
 }
 
 // daemon is one running supervisor.
@@ -173,18 +173,29 @@ func (d *daemon) exitIdle(ctx context.Context) bool {
 
 // supervisors returns the process supervisors of the directories Dirs match.
 func (d *daemon) supervisors() []process.Supervisor {
+	out, err := Supervised(d.o.Dirs)
+	if err != nil {
+		d.log.Error(err, "Listing supervised directories")
+	}
+	return out
+}
+
+// Supervised returns the process supervisors (process.InDir) of the directories that the glob
+// patterns match, and an error for each pattern that is malformed.
+func Supervised(patterns []string) ([]process.Supervisor, error) {
 	var out []process.Supervisor
-	for _, pattern := range d.o.Dirs {
+	var errs []error
+	for _, pattern := range patterns {
 		dirs, err := filepath.Glob(pattern)
 		if err != nil {
-			d.log.Error(err, "Listing supervised directories", "pattern", pattern)
+			errs = append(errs, fmt.Errorf("listing %s: %w", pattern, err))
 			continue
 		}
 		for _, dir := range dirs {
-			out = append(out, process.Supervisor{RunDir: filepath.Join(dir, "run"), LogDir: filepath.Join(dir, "logs")})
+			out = append(out, process.InDir(dir))
 		}
 	}
-	return out
+	return out, errors.Join(errs...)
 }
 
 // count returns how many processes are recorded.

@@ -48,7 +48,7 @@ func testContext(t *testing.T) context.Context {
 // the test ends.
 func cluster(t *testing.T, home, name string) process.Supervisor {
 	dir := filepath.Join(home, "clusters", name)
-	s := process.Supervisor{RunDir: filepath.Join(dir, "run"), LogDir: filepath.Join(dir, "logs")}
+	s := process.InDir(dir)
 	t.Cleanup(func() {
 		unlock, ok, err := s.LockExisting(context.Background())
 		if err == nil && ok {

@@ -237,7 +237,7 @@ func (ch *chaos) clusterState(ctx context.Context, name, version string, workers
 		}
 	}
 	dir := filepath.Join(ch.f.home, "clusters", name)
-	sup := process.Supervisor{RunDir: filepath.Join(dir, "run"), LogDir: filepath.Join(dir, "logs")}
+	sup := process.InDir(dir)
 	names, err := sup.Names()
 	if err != nil {
 		return "", false, err

@@ -341,14 +341,14 @@ func (ch *chaos) kill(ctx context.Context, done <-chan struct{}, after time.Dura
 	case <-time.After(after):
 	}
 	dir := filepath.Join(ch.f.home, "clusters", cluster)
-	sup := process.Supervisor{RunDir: filepath.Join(dir, "run"), LogDir: filepath.Join(dir, "logs")}
+	sup := process.InDir(dir)
 	name := target
 	switch target {
 	case "manager":
 		dir = filepath.Join(ch.f.home, "clusters", "mgmt")
-		sup = process.Supervisor{RunDir: filepath.Join(dir, "run"), LogDir: filepath.Join(dir, "logs")}
+		sup = process.InDir(dir)
 	case "registry":
-		sup = process.Supervisor{RunDir: filepath.Join(ch.c.RegistryHome(), "run"), LogDir: filepath.Join(ch.c.RegistryHome(), "logs")}
+		sup = process.InDir(ch.c.RegistryHome())
 	}
 	for {
 		if pid, running := sup.Running(name); running {
@@ -372,7 +372,7 @@ func (ch *chaos) leaks() []string {
 		known[pid] = true
 	}
 	for _, dir := range append(mustGlob(controlplane.ClusterDir(ch.f.home, "*")), ch.c.RegistryHome()) {
-		sup := process.Supervisor{RunDir: filepath.Join(dir, "run"), LogDir: filepath.Join(dir, "logs")}
+		sup := process.InDir(dir)
 		names, _ := sup.Names()
 		for _, name := range names {
 			if pid, ok := sup.Running(name); ok {

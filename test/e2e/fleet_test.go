@@ -62,7 +62,7 @@ func newFleet(t *testing.T) *fleet {
 	f.createOutput = progress.String()
 	t.Cleanup(func() {
 		if t.Failed() {
-			sup := process.Supervisor{RunDir: filepath.Join(f.home, "clusters", "mgmt", "run"), LogDir: filepath.Join(f.home, "clusters", "mgmt", "logs")}
+			sup := process.InDir(filepath.Join(f.home, "clusters", "mgmt"))
 			t.Logf("the end of the manager's log:\n%s", sup.LogTail("manager", 60))
 		}
 		// A scenario that failed before the delete scenario leaves everything running.
@@ -144,7 +144,7 @@ func clusterctlBinary(t *testing.T) string {
 // runningPIDs returns the pid of every process of the cluster whose data is in dir, by name.
 func runningPIDs(t *testing.T, dir string) map[string]int {
 	t.Helper()
-	s := process.Supervisor{RunDir: filepath.Join(dir, "run"), LogDir: filepath.Join(dir, "logs")}
+	s := process.InDir(dir)
 	names, err := s.Names()
 	if err != nil {
 		t.Fatal(err)

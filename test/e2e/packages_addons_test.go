@@ -7,6 +7,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -140,6 +141,31 @@ func testPackagesAndAddons(t *testing.T, f *fleet) {
 		}
 	})
 
+	t.Run("after a restart of the machine, flotilla start brings the cluster back with its packages and addons as they were", func(t *testing.T) {
+		g := NewWithT(t)
+		releases := helmReleases(g, workloadClient)
+		g.Expect(releases).To(HaveKey(packagesv1.DefaultTargetNamespace + "/hello-stack"))
+		restarted := &syncBuffer{}
+		restarter := newClient(t, f.home, &bytes.Buffer{})
+		restarter.Out = restarted
+		restartMachine(t, f, restarter, restarted)
+
+		_, err := c.WaitPackageReady(ctx, f.kubeconfig, workload, "hello-stack", time.Minute)
+		g.Expect(err).NotTo(HaveOccurred())
+		g.Eventually(func(g Gomega) {
+			addons, err := c.GetAddons(ctx, f.kubeconfig, "default")
+			g.Expect(err).NotTo(HaveOccurred())
+			ready := false
+			for _, r := range addons.Releases {
+				if r.Spec.ClusterName == workload {
+					ready = meta.IsStatusConditionTrue(r.Status.Conditions, addonsv1.ReadyCondition)
+				}
+			}
+			g.Expect(ready).To(BeTrue(), "the addon's release on %s is Ready", workload)
+		}).WithTimeout(time.Minute).WithPolling(time.Second).Should(Succeed())
+		g.Expect(helmReleases(g, workloadClient)).To(Equal(releases), "the same releases at the same revisions: nothing installed again")
+	})
+
 	t.Run("deleting the workload cluster takes its packages, package controller and namespace", func(t *testing.T) {
 		g := NewWithT(t)
 		g.Expect(c.DeleteWorkloadCluster(ctx, client.DeleteWorkloadClusterOptions{Name: workload, Namespace: "default", Kubeconfig: f.kubeconfig, OutDir: out})).To(Succeed())
@@ -158,6 +184,21 @@ func testPackagesAndAddons(t *testing.T, f *fleet) {
 			g.Expect(r.Spec.ClusterName).NotTo(Equal(workload))
 		}
 	})
+}
+
+// helmReleases returns the revision of every Helm release in the cluster kc reaches, by
+// namespace/name, from Helm's release Secrets.
+func helmReleases(g Gomega, kc ctrlclient.Client) map[string]int {
+	secrets := &corev1.SecretList{}
+	g.Expect(kc.List(context.Background(), secrets, ctrlclient.MatchingLabels{"owner": "helm"})).To(Succeed())
+	revisions := map[string]int{}
+	for _, s := range secrets.Items {
+		revision, err := strconv.Atoi(s.Labels["version"])
+		g.Expect(err).NotTo(HaveOccurred(), "the revision of release Secret %s/%s", s.Namespace, s.Name)
+		key := s.Namespace + "/" + s.Labels["name"]
+		revisions[key] = max(revisions[key], revision)
+	}
+	return revisions
 }
 
 // freeAddress returns a loopback address nothing listens on.
