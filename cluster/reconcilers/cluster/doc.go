@@ -1,8 +1,19 @@
 // Package cluster reconciles Flotilla Clusters (cluster.flotilla.dev/v1alpha1) into Cluster API
-// objects, and reports their state back. The kind of spec.datacenterRef picks the provider: a
-// LocalDatacenterConfig makes a cluster of the local provider (a hosted control plane of local
-// processes, simulated Nodes), a PacketDatacenterConfig one of the Packet provider (Equinix Metal
-// devices bootstrapped by Cluster API's kubeadm providers; packet.go, packet_status.go).
+// objects, and reports their state back.
+//
+// # Providers
+//
+// What a Cluster becomes depends on its infrastructure provider, and only that is behind a small
+// interface (provider.go), chosen once per reconcile from the spec: the kind of
+// spec.datacenterRef picks the provider. A LocalDatacenterConfig makes a cluster of the local
+// provider (a hosted control plane of local processes, simulated Nodes; local.go, desired.go), a
+// PacketDatacenterConfig one of the Packet provider (Equinix Metal devices bootstrapped by
+// Cluster API's kubeadm providers; packet.go, packet_status.go). A provider reads its own objects
+// (observe), checks the spec's references (resolve), says what the CAPI Cluster points at and
+// which other objects to apply and delete (pure), and turns what it read into the
+// ControlPlaneReady and WorkersReady conditions (pure). The reconcile itself — finalizer, pause
+// and move, the CAPI Cluster, applying in order, pruning removed worker node groups, deletion,
+// Ready and the phase — is the same for every provider.
 //
 // # What a Cluster becomes
 //
