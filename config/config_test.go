@@ -80,17 +80,23 @@ func TestWebhookConfigurationsOfClusterAPIAreNamedAfterTheirSource(t *testing.T)
 	g := NewWithT(t)
 	mutating, validating, err := config.WebhookConfigurations(config.ClusterAPIWebhooks)
 	g.Expect(err).NotTo(HaveOccurred())
-	g.Expect(mutating).To(HaveLen(1))
-	g.Expect(validating).To(HaveLen(1))
-	g.Expect(mutating[0].Name).To(Equal("capi-mutating-webhook-configuration"))
-	g.Expect(validating[0].Name).To(Equal("capi-validating-webhook-configuration"))
-
-	var paths []string
-	for _, wh := range validating[0].Webhooks {
-		g.Expect(wh.ClientConfig.Service).NotTo(BeNil())
-		paths = append(paths, *wh.ClientConfig.Service.Path)
+	var mutatingNames, validatingNames, paths []string
+	for _, cfg := range mutating {
+		mutatingNames = append(mutatingNames, cfg.Name)
 	}
-	g.Expect(paths).To(ContainElement("/validate-cluster-x-k8s-io-v1beta2-cluster"))
+	for _, cfg := range validating {
+		validatingNames = append(validatingNames, cfg.Name)
+		for _, wh := range cfg.Webhooks {
+			g.Expect(wh.ClientConfig.Service).NotTo(BeNil())
+			paths = append(paths, *wh.ClientConfig.Service.Path)
+		}
+	}
+	// The core's, and the kubeadm bootstrap and control plane providers'.
+	g.Expect(mutatingNames).To(ConsistOf("capi-mutating-webhook-configuration",
+		"capi-kubeadm-bootstrap-mutating-webhook-configuration", "capi-kubeadm-controlplane-mutating-webhook-configuration"))
+	g.Expect(validatingNames).To(ConsistOf("capi-validating-webhook-configuration",
+		"capi-kubeadm-bootstrap-validating-webhook-configuration", "capi-kubeadm-controlplane-validating-webhook-configuration"))
+	g.Expect(paths).To(ContainElements("/validate-cluster-x-k8s-io-v1beta2-cluster", "/validate-controlplane-cluster-x-k8s-io-v1beta2-kubeadmcontrolplane"))
 
 	_, _, err = config.WebhookConfigurations("nonsense")
 	g.Expect(err).To(MatchError(ContainSubstring(`unknown webhook source "nonsense"`)))

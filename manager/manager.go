@@ -12,7 +12,10 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/leaderelection/resourcelock"
 	"k8s.io/utils/ptr"
-	clusterv1beta1 "sigs.k8s.io/cluster-api/api/core/v1beta1" //nolint:staticcheck // CAPI's webhooks convert v1beta1 <-> v1beta2
+	capiaddonsv1beta1 "sigs.k8s.io/cluster-api/api/addons/v1beta1"                        //nolint:staticcheck // CAPI's webhooks convert v1beta1 <-> v1beta2
+	bootstrapv1beta1 "sigs.k8s.io/cluster-api/api/bootstrap/kubeadm/v1beta1"              //nolint:staticcheck // CAPI's webhooks convert v1beta1 <-> v1beta2
+	kubeadmcontrolplanev1beta1 "sigs.k8s.io/cluster-api/api/controlplane/kubeadm/v1beta1" //nolint:staticcheck // CAPI's webhooks convert v1beta1 <-> v1beta2
+	clusterv1beta1 "sigs.k8s.io/cluster-api/api/core/v1beta1"                             //nolint:staticcheck // CAPI's webhooks convert v1beta1 <-> v1beta2
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 	"sigs.k8s.io/cluster-api/controllers/clustercache"
 	"sigs.k8s.io/cluster-api/controllers/remote"
@@ -158,10 +161,15 @@ func newScheme() (*runtime.Scheme, error) {
 	if err != nil {
 		return nil, err
 	}
-	// Cluster API's webhooks register v1beta1 <-> v1beta2 converters, which need both versions
-	// in the scheme; the CRDs serve only v1beta2, so the converters are never called.
-	if err := clusterv1beta1.AddToScheme(s); err != nil {
-		return nil, fmt.Errorf("building scheme: %w", err)
+	// Cluster API's webhooks (the core's and the kubeadm providers') register v1beta1 <-> v1beta2
+	// converters, which need both versions in the scheme; the CRDs serve only v1beta2, so the
+	// converters are never called.
+	for _, add := range []func(*runtime.Scheme) error{
+		clusterv1beta1.AddToScheme, capiaddonsv1beta1.AddToScheme, bootstrapv1beta1.AddToScheme, kubeadmcontrolplanev1beta1.AddToScheme,
+	} {
+		if err := add(s); err != nil {
+			return nil, fmt.Errorf("building scheme: %w", err)
+		}
 	}
 	return s, nil
 }

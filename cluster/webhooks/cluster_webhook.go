@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 
+	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
@@ -121,10 +122,12 @@ func (w *Cluster) managementClusterName(ctx context.Context) (string, error) {
 }
 
 // ValidateCreate checks a new Cluster.
-func (w *Cluster) ValidateCreate(_ context.Context, c *flotillav1.Cluster) (admission.Warnings, error) {
+func (w *Cluster) ValidateCreate(ctx context.Context, c *flotillav1.Cluster) (admission.Warnings, error) {
 	errs := validateName(c)
 	errs = append(errs, w.validateVersion(c)...)
 	errs = append(errs, validateRefs(c)...)
+	errs = append(errs, validateTopologyShape(c)...) // topology.go
+	errs = append(errs, w.validateTopologyClass(ctx, nil, c)...)
 	errs = append(errs, validateWorkerNodeGroups(c)...)
 	errs = append(errs, w.validateWorkerVersions(c)...)
 	errs = append(errs, validateClusterNetwork(c)...)
@@ -135,8 +138,13 @@ func (w *Cluster) ValidateCreate(_ context.Context, c *flotillav1.Cluster) (admi
 // ValidateUpdate checks a change. Immutable fields may not change; other rules apply only to
 // the fields that changed, so a Cluster created under older rules can still be updated (and its
 // finalizer removed).
-func (w *Cluster) ValidateUpdate(_ context.Context, oldC, newC *flotillav1.Cluster) (admission.Warnings, error) {
+func (w *Cluster) ValidateUpdate(ctx context.Context, oldC, newC *flotillav1.Cluster) (admission.Warnings, error) {
 	errs := validateImmutable(oldC, newC)
+	errs = append(errs, validateTopologyImmutable(oldC, newC)...)
+	if newC.Spec.Topology != nil && !equality.Semantic.DeepEqual(oldC.Spec, newC.Spec) {
+		errs = append(errs, validateTopologyShape(newC)...)
+		errs = append(errs, w.validateTopologyClass(ctx, oldC, newC)...)
+	}
 	if oldC.Spec.KubernetesVersion != newC.Spec.KubernetesVersion {
 		errs = append(errs, w.validateVersion(newC)...)
 		errs = append(errs, validateVersionChange(oldC.Spec.KubernetesVersion, newC.Spec.KubernetesVersion)...)
@@ -223,6 +231,12 @@ func parseMinor(v string) (major, minor int, ok bool) {
 // config kind of that datacenter's provider, and gitOpsRef names a GitOpsConfig.
 func validateRefs(c *flotillav1.Cluster) field.ErrorList {
 	var errs field.ErrorList
+	if ref := c.Spec.GitOpsRef; ref != nil && ref.Kind != flotillav1.GitOpsConfigKind {
+		errs = append(errs, field.NotSupported(spec.Child("gitOpsRef", "kind"), ref.Kind, []string{flotillav1.GitOpsConfigKind}))
+	}
+	if c.Spec.Topology != nil {
+		return errs // the ClusterClass provides the rest: validateTopologyShape
+	}
 	dc := spec.Child("datacenterRef")
 	machineKind, known := machineConfigKinds[c.Spec.DatacenterRef.Kind]
 	if !known {
@@ -244,9 +258,6 @@ func validateRefs(c *flotillav1.Cluster) field.ErrorList {
 	}
 	for i, group := range c.Spec.WorkerNodeGroups {
 		checkMachineRef(spec.Child("workerNodeGroups").Index(i).Child("machineGroupRef"), group.MachineGroupRef)
-	}
-	if ref := c.Spec.GitOpsRef; ref != nil && ref.Kind != flotillav1.GitOpsConfigKind {
-		errs = append(errs, field.NotSupported(spec.Child("gitOpsRef", "kind"), ref.Kind, []string{flotillav1.GitOpsConfigKind}))
 	}
 	return errs
 }
@@ -413,7 +424,7 @@ func rangesUnchanged(oldRanges, newRanges []string, def string) bool {
 }
 
 func sameGroup(a, b flotillav1.WorkerNodeGroup) bool {
-	return a.Name == b.Name && a.MachineGroupRef == b.MachineGroupRef
+	return a.Name == b.Name && a.MachineGroupRef == b.MachineGroupRef && a.Class == b.Class
 }
 
 // warnings: what is allowed but does not do what it may seem to.

@@ -23,6 +23,13 @@
 // again only to the fields that changed, so an old Cluster can always have its finalizer removed;
 // a worker node group's version (pinned, else the cluster's) never goes down, and a cluster
 // upgrade that would leave a pinned group too far behind is refused.
+// A Cluster of a ClusterClass (spec.topology, topology.go) leaves out datacenterRef, every
+// machineGroupRef, the control plane endpoint and the groups' version pins, names a worker class
+// for every group, and is a workload cluster; its topology is validated against the ClusterClass
+// with Cluster API's own rules (core/webhooks/admission, through package topology): the class
+// exists in the Cluster's namespace, every variable holds a value its schema accepts (the cause
+// names spec.topology.variables[NAME]), every group's class is a worker class of the ClusterClass.
+// Its class is immutable, and the topology is validated again whenever the spec changes.
 // Every rejection is an Invalid status whose causes name the fields.
 //
 // The rules are small functions over the old and new Cluster.

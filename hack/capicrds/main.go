@@ -76,7 +76,13 @@ var crdSources = []source{
 	},
 }
 
-var webhookSource = filepath.Join("core", "config", "webhook", "manifests.yaml")
+// webhookSources are the admission webhook manifests copied, by the file name they get: the
+// core's, and those of the kubeadm bootstrap and control plane providers.
+var webhookSources = []struct{ path, name string }{
+	{filepath.Join("core", "config", "webhook", "manifests.yaml"), "manifests.yaml"},
+	{filepath.Join("bootstrap", "kubeadm", "config", "webhook", "manifests.yaml"), "kubeadm-bootstrap.yaml"},
+	{filepath.Join("controlplane", "kubeadm", "config", "webhook", "manifests.yaml"), "kubeadm-controlplane.yaml"},
+}
 
 func main() {
 	capiDir := flag.String("capi-dir", "", "root of the sigs.k8s.io/cluster-api module (go list -m -f '{{.Dir}}' sigs.k8s.io/cluster-api)")
@@ -115,11 +121,16 @@ func run(capiDir, capiVersion, crdOut, webhookOut string) error {
 	if err := clearYAML(webhookOut); err != nil {
 		return err
 	}
-	in, err := os.ReadFile(filepath.Join(capiDir, webhookSource))
-	if err != nil {
-		return fmt.Errorf("reading webhook manifest: %w", err)
+	for _, src := range webhookSources {
+		in, err := os.ReadFile(filepath.Join(capiDir, src.path))
+		if err != nil {
+			return fmt.Errorf("reading webhook manifest: %w", err)
+		}
+		if err := write(filepath.Join(webhookOut, src.name), capiVersion, src.path, in); err != nil {
+			return err
+		}
 	}
-	return write(filepath.Join(webhookOut, "manifests.yaml"), capiVersion, webhookSource, in)
+	return nil
 }
 
 // reduceCRD keeps only the storage version of a CRD, which must be want, drops the conversion

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/validation/field"
@@ -88,6 +89,8 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		Watches(&clusterv1.Machine{}, handler.EnqueueRequestsFromMapFunc(clusterOfPacketMachine)).
 		Watches(&infrav1.LocalDatacenterConfig{}, byRef).
 		Watches(&infrav1.LocalMachineConfig{}, byRef).
+		// A ClusterClass cluster waits for its class (clusterclass.go).
+		Watches(&clusterv1.ClusterClass{}, handler.EnqueueRequestsFromMapFunc(r.clustersOfClass)).
 		WithOptions(controller.Options{MaxConcurrentReconciles: concurrency}).
 		Complete(r)
 	if err != nil {
@@ -156,7 +159,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 			return objectpatch.RequeueOnConflict(err, objectpatch.ConflictRetry)
 		}
 	}
-	return ctrl.Result{}, nil
+	return ctrl.Result{RequeueAfter: s.requeueAfter}, nil
 }
 
 // scope holds what one reconcile learns about a Cluster. Phases fill it in; setStatus reads it.
@@ -174,6 +177,9 @@ type scope struct {
 	groupVersions map[string]string
 	// invalid lists what is wrong with the spec, each error naming its field.
 	invalid field.ErrorList
+	// requeueAfter, when set, has the Cluster looked at again after that long: a provider waits
+	// for something no watch reports.
+	requeueAfter time.Duration
 
 	// pause says whether and why reconciliation stands still.
 	pause pauseState

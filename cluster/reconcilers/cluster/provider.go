@@ -47,12 +47,16 @@ type provider interface {
 	setStatus(s *scope)
 }
 
-// providerFor picks the provider of a Cluster: the Packet provider for a PacketDatacenterConfig
-// (packet.go), the local provider otherwise (local.go; an unknown datacenter kind is reported by
-// its resolve).
+// providerFor picks the provider of a Cluster: a ClusterClass when spec.topology names one
+// (clusterclass.go), the Packet provider for a PacketDatacenterConfig (packet.go), the local
+// provider otherwise (local.go; an unknown datacenter kind is reported by its resolve).
 func (r *Reconciler) providerFor(c *flotillav1.Cluster) provider {
-	if c.Spec.DatacenterRef.Kind == clusterspec.DatacenterConfigKind {
+	switch {
+	case c.Spec.Topology != nil:
+		return &clusterClassProvider{r: r}
+	case c.Spec.DatacenterRef.Kind == clusterspec.DatacenterConfigKind:
 		return &packetProvider{r: r}
+	default:
+		return &localProvider{r: r}
 	}
-	return &localProvider{r: r}
 }

@@ -1,0 +1,158 @@
+package webhooks
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+	"k8s.io/apimachinery/pkg/util/wait"
+	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
+	coreadmission "sigs.k8s.io/cluster-api/core/webhooks/admission"
+	"sigs.k8s.io/cluster-api/util/conditions"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	flotillav1 "github.com/flotilla-dev/flotilla/api/cluster/v1alpha1"
+	"github.com/flotilla-dev/flotilla/cluster/topology"
+)
+
+// classReconcileWait bounds how long validation waits for Cluster API to reconcile a ClusterClass
+// (to learn its variables' schemas) that was created or changed a moment ago.
+const classReconcileWait = 5 * time.Second
+
+// validateTopologyShape: a Cluster of a ClusterClass leaves out what the class provides (the
+// datacenter and machine configs, the control plane endpoint), names a worker class for every
+// group, lets every group follow the cluster's version, and is a workload cluster; a Cluster of a
+// Flotilla provider names no worker class.
+func validateTopologyShape(c *flotillav1.Cluster) field.ErrorList {
+	var errs field.ErrorList
+	groups := spec.Child("workerNodeGroups")
+	if c.Spec.Topology == nil {
+		for i, g := range c.Spec.WorkerNodeGroups {
+			if g.Class != "" {
+				errs = append(errs, field.Forbidden(groups.Index(i).Child("class"), "names a worker class of a ClusterClass: set spec.topology, or name a machine config in machineGroupRef instead"))
+			}
+		}
+		return errs
+	}
+	if c.Spec.DatacenterRef != (flotillav1.Ref{}) {
+		errs = append(errs, field.Forbidden(spec.Child("datacenterRef"), "a cluster of a ClusterClass (spec.topology) takes its infrastructure from the class: remove datacenterRef"))
+	}
+	if c.Spec.ControlPlane.MachineGroupRef != nil {
+		errs = append(errs, field.Forbidden(spec.Child("controlPlane", "machineGroupRef"), "a cluster of a ClusterClass takes its control plane machines from the class: remove it"))
+	}
+	if c.Spec.ControlPlane.Endpoint != nil {
+		errs = append(errs, field.Forbidden(spec.Child("controlPlane", "endpoint"), "the provider of a ClusterClass chooses the endpoint: remove it"))
+	}
+	if c.Spec.Management {
+		errs = append(errs, field.Forbidden(spec.Child("management"), "a management cluster runs on the local provider: a cluster of a ClusterClass is a workload cluster"))
+	}
+	for i, g := range c.Spec.WorkerNodeGroups {
+		path := groups.Index(i)
+		if g.Class == "" {
+			errs = append(errs, field.Required(path.Child("class"), "names the ClusterClass's worker class (a MachineDeployment class) the group's machines are made from"))
+		}
+		if g.MachineGroupRef != (flotillav1.Ref{}) {
+			errs = append(errs, field.Forbidden(path.Child("machineGroupRef"), "a group of a ClusterClass cluster names a worker class in class instead: remove it"))
+		}
+		if g.KubernetesVersion != "" {
+			errs = append(errs, field.Forbidden(path.Child("kubernetesVersion"), "the workers of a ClusterClass cluster follow spec.kubernetesVersion: remove it"))
+		}
+	}
+	return errs
+}
+
+// validateTopologyClass validates the topology of a Cluster against its ClusterClass with
+// Cluster API's own rules (core/webhooks/admission): the ClusterClass exists in the Cluster's
+// namespace, every variable holds a value its schema accepts (the error names the variable),
+// every worker node group names a worker class of the class, and the version is one the class
+// allows. oldC is nil on create.
+func (w *Cluster) validateTopologyClass(ctx context.Context, oldC, newC *flotillav1.Cluster) field.ErrorList {
+	if newC.Spec.Topology == nil {
+		return nil
+	}
+	path := spec.Child("topology", "class")
+	version, err := w.resolve(newC.Spec.KubernetesVersion)
+	if err != nil {
+		return nil // validateVersion reports it
+	}
+	if w.Reader == nil {
+		return field.ErrorList{field.InternalError(path, errors.New("the webhook has no client to read ClusterClasses"))}
+	}
+	class, err := w.reconciledClass(ctx, newC)
+	switch {
+	case apierrors.IsNotFound(err):
+		return field.ErrorList{field.NotFound(path, fmt.Sprintf("%s: no ClusterClass of that name in namespace %q; name one an admin provides there (kubectl get clusterclasses -n %s)",
+			newC.Spec.Topology.Class, newC.Namespace, newC.Namespace))}
+	case errors.Is(err, errClassNotReconciled):
+		return field.ErrorList{field.Invalid(path, newC.Spec.Topology.Class, fmt.Sprintf(
+			"Cluster API has not reconciled ClusterClass %s yet, so its variables cannot be checked: retry in a moment, and if it persists see the class's conditions (kubectl get clusterclass %s -n %s -o yaml)",
+			class.Name, class.Name, class.Namespace))}
+	case err != nil:
+		return field.ErrorList{field.InternalError(path, err)}
+	}
+
+	capi := capiClusterOf(newC, version)
+	var oldCAPI *clusterv1.Cluster
+	if oldC != nil && oldC.Spec.Topology != nil {
+		if oldVersion, err := w.resolve(oldC.Spec.KubernetesVersion); err == nil {
+			oldCAPI = capiClusterOf(oldC, oldVersion)
+		}
+	}
+	capiWebhook := &coreadmission.Cluster{Client: w.Reader}
+	errs := capiWebhook.DefaultAndValidateVariables(ctx, capi, oldCAPI, class)
+	errs = append(errs, coreadmission.ValidateClusterForClusterClass(capi, class)...)
+	return topology.FlotillaErrors(errs)
+}
+
+// errClassNotReconciled: the ClusterClass's status does not describe its current spec yet.
+var errClassNotReconciled = errors.New("ClusterClass not reconciled")
+
+// reconciledClass reads the ClusterClass c names, waiting up to classReconcileWait for Cluster
+// API to have reconciled it: its status then holds the schemas of its variables. The error is
+// NotFound when there is no such class, errClassNotReconciled (with the class) when the wait
+// ran out.
+func (w *Cluster) reconciledClass(ctx context.Context, c *flotillav1.Cluster) (*clusterv1.ClusterClass, error) {
+	class := &clusterv1.ClusterClass{}
+	key := client.ObjectKey{Namespace: c.Namespace, Name: c.Spec.Topology.Class}
+	var lastErr error
+	_ = wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, classReconcileWait, true, func(ctx context.Context) (bool, error) {
+		lastErr = w.Reader.Get(ctx, key, class)
+		switch {
+		case apierrors.IsNotFound(lastErr):
+			return true, nil
+		case lastErr != nil:
+			return false, nil //nolint:nilerr // a failed read is retried until the wait runs out
+		case class.Status.ObservedGeneration != class.Generation || !conditions.IsTrue(class, clusterv1.ClusterClassVariablesReadyCondition):
+			lastErr = errClassNotReconciled
+			return false, nil
+		}
+		return true, nil
+	})
+	if lastErr != nil {
+		return class, lastErr
+	}
+	return class, nil
+}
+
+// capiClusterOf is the CAPI Cluster the reconciler makes of c, as far as its topology goes.
+func capiClusterOf(c *flotillav1.Cluster, version string) *clusterv1.Cluster {
+	return &clusterv1.Cluster{
+		ObjectMeta: metav1.ObjectMeta{Name: c.Name, Namespace: c.Namespace},
+		Spec:       clusterv1.ClusterSpec{Topology: topology.Of(c, version)},
+	}
+}
+
+// validateTopologyImmutable: a cluster keeps its ClusterClass, and cannot gain or lose one.
+func validateTopologyImmutable(oldC, newC *flotillav1.Cluster) field.ErrorList {
+	switch {
+	case (oldC.Spec.Topology == nil) != (newC.Spec.Topology == nil):
+		return field.ErrorList{field.Forbidden(spec.Child("topology"), "is immutable: a cluster cannot move between a Flotilla provider and a ClusterClass")}
+	case oldC.Spec.Topology != nil && oldC.Spec.Topology.Class != newC.Spec.Topology.Class:
+		return field.ErrorList{field.Forbidden(spec.Child("topology", "class"), "is immutable: a cluster keeps the ClusterClass it was created from")}
+	}
+	return nil
+}
