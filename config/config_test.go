@@ -47,6 +47,8 @@ func TestCRDsHoldClusterAPIAndFlotilla(t *testing.T) {
 		"extensionconfigs.runtime.cluster.x-k8s.io", "providers.clusterctl.cluster.x-k8s.io",
 		"clusters.cluster.flotilla.dev", "localcontrolplanes.controlplane.flotilla.dev",
 		"localmachines.infrastructure.flotilla.dev",
+		"devclusters.infrastructure.cluster.x-k8s.io", "devmachines.infrastructure.cluster.x-k8s.io",
+		"devclustertemplates.infrastructure.cluster.x-k8s.io", "devmachinetemplates.infrastructure.cluster.x-k8s.io",
 	} {
 		g.Expect(byName).To(HaveKey(name))
 	}
@@ -71,6 +73,12 @@ func TestClusterAPICRDsServeOnlyTheirStorageVersionWithoutConversion(t *testing.
 			g.Expect(crd.Spec.Versions[0].Name).To(Equal("v1beta2"))
 			// clusterctl move discovers the types to move by this label.
 			g.Expect(crd.Labels).To(HaveKeyWithValue("clusterctl.cluster.x-k8s.io", ""))
+			if crd.Spec.Group == "infrastructure.cluster.x-k8s.io" {
+				// Cluster API's in-memory provider, a provider of its own, with its contract.
+				g.Expect(crd.Labels).To(HaveKeyWithValue("cluster.x-k8s.io/provider", "infrastructure-in-memory"))
+				g.Expect(crd.Labels).To(HaveKeyWithValue("cluster.x-k8s.io/v1beta2", "v1beta2"))
+				return
+			}
 			g.Expect(crd.Labels).To(HaveKeyWithValue("cluster.x-k8s.io/provider", "cluster-api"))
 		})
 	}

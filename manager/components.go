@@ -14,6 +14,7 @@ import (
 	"github.com/flotilla-dev/flotilla/cluster"
 	"github.com/flotilla-dev/flotilla/cluster/reconcilers/gitops"
 	"github.com/flotilla-dev/flotilla/cluster/reconcilers/kubeconfigaccess"
+	"github.com/flotilla-dev/flotilla/infrastructure/inmemory"
 	"github.com/flotilla-dev/flotilla/infrastructure/local"
 	"github.com/flotilla-dev/flotilla/infrastructure/packet"
 	"github.com/flotilla-dev/flotilla/packages"
@@ -42,6 +43,8 @@ type Deps struct {
 	// Helm is the one Helm engine of the process, shared by packages and addons: it serialises
 	// the actions on each release and keeps one chart cache under Home.
 	Helm *helm.Engine
+	// Executable is the flotilla binary (Options.Executable).
+	Executable string
 }
 
 // AllComponents selects every component.
@@ -59,6 +62,10 @@ func Components() []Component {
 		}},
 		{Name: "packet", Setup: func(ctx context.Context, mgr ctrl.Manager, _ Deps) error {
 			return packet.Setup(ctx, mgr, packet.Options{})
+		}},
+		// Cluster API's in-memory provider, a provider Flotilla did not write, as its own process.
+		{Name: "inmemory", Setup: func(ctx context.Context, mgr ctrl.Manager, deps Deps) error {
+			return inmemory.Setup(ctx, mgr, inmemory.Options{Executable: deps.Executable, Home: deps.Home})
 		}},
 		{Name: "cluster", Setup: func(ctx context.Context, mgr ctrl.Manager, _ Deps) error {
 			return cluster.Setup(ctx, mgr)

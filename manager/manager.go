@@ -17,6 +17,7 @@ import (
 	kubeadmcontrolplanev1beta1 "sigs.k8s.io/cluster-api/api/controlplane/kubeadm/v1beta1" //nolint:staticcheck // CAPI's webhooks convert v1beta1 <-> v1beta2
 	clusterv1beta1 "sigs.k8s.io/cluster-api/api/core/v1beta1"                             //nolint:staticcheck // CAPI's webhooks convert v1beta1 <-> v1beta2
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
+	runtimev1 "sigs.k8s.io/cluster-api/api/runtime/v1beta2"
 	"sigs.k8s.io/cluster-api/controllers/clustercache"
 	"sigs.k8s.io/cluster-api/controllers/remote"
 	"sigs.k8s.io/cluster-api/core/setup"
@@ -78,6 +79,9 @@ type Options struct {
 	Home string
 	// BinRoot is the control plane binary cache; binaries.DefaultRoot() when empty.
 	BinRoot string
+	// Executable is the flotilla binary, which the "inmemory" component runs Cluster API's
+	// in-memory provider with (its hidden inmemory-provider command); empty, it runs none.
+	Executable string
 	// Version is recorded in the ConfigMap flotilla-system/flotilla-version.
 	Version string
 	// SkipControllerNameValidation lets one process run several managers with the same
@@ -143,7 +147,7 @@ func New(ctx context.Context, restConfig *rest.Config, opts Options) (_ *Manager
 
 // newDeps fills in what the components share from opts and the defaults.
 func newDeps(opts Options) Deps {
-	deps := Deps{Home: opts.Home, BinRoot: opts.BinRoot}
+	deps := Deps{Home: opts.Home, BinRoot: opts.BinRoot, Executable: opts.Executable}
 	if deps.Home == "" {
 		deps.Home = controlplane.HomeDir()
 	}
@@ -155,7 +159,8 @@ func newDeps(opts Options) Deps {
 	return deps
 }
 
-// newScheme is the manager's scheme: Flotilla's, with Cluster API's v1beta1 types besides.
+// newScheme is the manager's scheme: Flotilla's, with Cluster API's v1beta1 types and its
+// runtime extension types besides.
 func newScheme() (*runtime.Scheme, error) {
 	s, err := scheme.New()
 	if err != nil {
@@ -164,8 +169,11 @@ func newScheme() (*runtime.Scheme, error) {
 	// Cluster API's webhooks (the core's and the kubeadm providers') register v1beta1 <-> v1beta2
 	// converters, which need both versions in the scheme; the CRDs serve only v1beta2, so the
 	// converters are never called.
+	// The ClusterClass reconciler watches ExtensionConfigs (runtime extensions that discover
+	// variables), of which Flotilla has none.
 	for _, add := range []func(*runtime.Scheme) error{
 		clusterv1beta1.AddToScheme, capiaddonsv1beta1.AddToScheme, bootstrapv1beta1.AddToScheme, kubeadmcontrolplanev1beta1.AddToScheme,
+		runtimev1.AddToScheme,
 	} {
 		if err := add(s); err != nil {
 			return nil, fmt.Errorf("building scheme: %w", err)

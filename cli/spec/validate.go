@@ -48,10 +48,14 @@ func assemble(file string, docs []*document, p *problems) *Spec {
 		// add confusing follow-up problems.
 		return nil
 	}
+	c := a.cluster.obj.(*flotillav1.Cluster)
+	if c.Spec.Topology != nil {
+		return a.assembleTopology(c)
+	}
 	a.findDatacenter()
 	a.collectMachineConfigs()
+	a.rejectClassDocuments() // topology.go
 
-	c := a.cluster.obj.(*flotillav1.Cluster)
 	s := &Spec{File: file, Cluster: c, MachineConfigs: map[string]client.Object{}}
 	a.defaultCluster(c)
 	a.validateCluster(c, s)
@@ -82,11 +86,36 @@ func assemble(file string, docs []*document, p *problems) *Spec {
 		}
 	}
 	s.Objects = append(s.Objects, c)
-	for _, obj := range s.Objects {
-		d := a.documentOf(obj)
-		obj.GetObjectKind().SetGroupVersionKind(d.kind.gvk)
-	}
+	a.setKinds(s.Objects)
 	return s
+}
+
+// assembleTopology validates a ClusterClass cluster's file (topology.go) and applies defaults.
+func (a *assembler) assembleTopology(c *flotillav1.Cluster) *Spec {
+	docs := a.collectClass()
+	s := &Spec{File: a.file, Cluster: c, Provider: ProviderClusterClass, MachineConfigs: map[string]client.Object{}}
+	a.defaultCluster(c)
+	a.validateCluster(c, s)
+	a.checkGitOps(c, s)
+	a.validateTopology(c, docs)
+	for _, d := range a.docs {
+		if d.provider != nil {
+			a.p.doc(d, "kind", "%s belongs to the %s provider, and a cluster of a ClusterClass takes its infrastructure from the class; remove it", d.kind.gvk.Kind, d.provider.name)
+		}
+	}
+	if len(a.p.list) > 0 {
+		return nil
+	}
+	s.Objects = topologyObjects(c, docs)
+	a.setKinds(s.Objects)
+	return s
+}
+
+// setKinds sets the apiVersion and kind of each object from its document.
+func (a *assembler) setKinds(objs []client.Object) {
+	for _, obj := range objs {
+		obj.GetObjectKind().SetGroupVersionKind(a.documentOf(obj).kind.gvk)
+	}
 }
 
 func (a *assembler) documentOf(obj client.Object) *document {
@@ -96,6 +125,11 @@ func (a *assembler) documentOf(obj client.Object) *document {
 		}
 	}
 	return nil
+}
+
+// topology reports whether the file's Cluster is of a ClusterClass.
+func (a *assembler) topology() bool {
+	return a.cluster.obj.(*flotillav1.Cluster).Spec.Topology != nil
 }
 
 // findCluster finds the one Cluster of the file.
@@ -279,7 +313,7 @@ func (a *assembler) validateControlPlane(path *field.Path, cp flotillav1.Control
 	if cp.Count < 0 {
 		a.p.cluster(path.Child("count"), "%d is negative; a cluster has at least one control plane instance", cp.Count)
 	}
-	if cp.MachineGroupRef != nil {
+	if cp.MachineGroupRef != nil && !a.topology() { // a ClusterClass cluster's is topology.ValidateShape's
 		a.checkMachineRef(path.Child("machineGroupRef"), *cp.MachineGroupRef)
 	}
 	if ep := cp.Endpoint; ep != nil {
@@ -311,7 +345,9 @@ func (a *assembler) validateWorkerGroups(path *field.Path, groups []flotillav1.W
 		if g.Count < 0 {
 			a.p.cluster(group.Child("count"), "%d is negative; use 0 or more", g.Count)
 		}
-		a.checkMachineRef(group.Child("machineGroupRef"), g.MachineGroupRef)
+		if !a.topology() { // a ClusterClass cluster's groups name a class: topology.ValidateShape
+			a.checkMachineRef(group.Child("machineGroupRef"), g.MachineGroupRef)
+		}
 		for _, err := range metav1validation.ValidateLabels(g.Labels, group.Child("labels")) {
 			a.p.doc(a.cluster, err.Field, "%q is not a valid label key or value: %s", err.BadValue, err.Detail)
 		}

@@ -19,6 +19,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
 	flotillav1 "github.com/flotilla-dev/flotilla/api/cluster/v1alpha1"
+	"github.com/flotilla-dev/flotilla/cluster/topology"
 	"github.com/flotilla-dev/flotilla/infrastructure/packet/clusterspec"
 	"github.com/flotilla-dev/flotilla/pkg/binaries"
 )
@@ -126,7 +127,7 @@ func (w *Cluster) ValidateCreate(ctx context.Context, c *flotillav1.Cluster) (ad
 	errs := validateName(c)
 	errs = append(errs, w.validateVersion(c)...)
 	errs = append(errs, validateRefs(c)...)
-	errs = append(errs, validateTopologyShape(c)...) // topology.go
+	errs = append(errs, topology.ValidateShape(c)...)
 	errs = append(errs, w.validateTopologyClass(ctx, nil, c)...)
 	errs = append(errs, validateWorkerNodeGroups(c)...)
 	errs = append(errs, w.validateWorkerVersions(c)...)
@@ -142,7 +143,7 @@ func (w *Cluster) ValidateUpdate(ctx context.Context, oldC, newC *flotillav1.Clu
 	errs := validateImmutable(oldC, newC)
 	errs = append(errs, validateTopologyImmutable(oldC, newC)...)
 	if newC.Spec.Topology != nil && !equality.Semantic.DeepEqual(oldC.Spec, newC.Spec) {
-		errs = append(errs, validateTopologyShape(newC)...)
+		errs = append(errs, topology.ValidateShape(newC)...)
 		errs = append(errs, w.validateTopologyClass(ctx, oldC, newC)...)
 	}
 	if oldC.Spec.KubernetesVersion != newC.Spec.KubernetesVersion {
@@ -235,7 +236,7 @@ func validateRefs(c *flotillav1.Cluster) field.ErrorList {
 		errs = append(errs, field.NotSupported(spec.Child("gitOpsRef", "kind"), ref.Kind, []string{flotillav1.GitOpsConfigKind}))
 	}
 	if c.Spec.Topology != nil {
-		return errs // the ClusterClass provides the rest: validateTopologyShape
+		return errs // the ClusterClass provides the rest: topology.ValidateShape
 	}
 	dc := spec.Child("datacenterRef")
 	machineKind, known := machineConfigKinds[c.Spec.DatacenterRef.Kind]

@@ -5,6 +5,7 @@ import (
 	"slices"
 	"strings"
 
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/utils/ptr"
@@ -39,6 +40,40 @@ func (p *clusterClassProvider) setStatus(s *scope) {
 	}
 	setTopologyControlPlaneReady(c, s.version, s.capiCluster, notServed, controlPlaneErrors(s.invalid))
 	setWorkersReady(c, s.version, nil, s.machineDeployments, workerErrors(s.invalid))
+	holdTopologyWorkers(c, s.version, s.capiCluster)
+}
+
+// holdTopologyWorkers keeps WorkersReady False while Cluster API still moves workers to the
+// topology: while a worker Machine runs another version than the spec asks for (the CAPI
+// Cluster's status.workers.versions), or while the topology controller reports an upgrade or a
+// creation under way (TopologyReconciled False). A MachineDeployment alone can look done between
+// two steps of a rollout.
+func holdTopologyWorkers(c *flotillav1.Cluster, version string, capi *clusterv1.Cluster) {
+	cond := meta.FindStatusCondition(c.Status.Conditions, flotillav1.WorkersReadyCondition)
+	if capi == nil || cond == nil || cond.Status != metav1.ConditionTrue {
+		return
+	}
+	held := *cond
+	held.Status = metav1.ConditionFalse
+	var workers clusterv1.WorkersStatus
+	if capi.Status.Workers != nil {
+		workers = *capi.Status.Workers
+	}
+	topologyReconciled := conditions.Get(capi, clusterv1.ClusterTopologyReconciledCondition)
+	switch {
+	case version != "" && (len(workers.Versions) > 1 || (len(workers.Versions) == 1 && !sameVersion(workers.Versions[0].Version, version))):
+		held.Reason = flotillav1.UpgradingReason
+		held.Message = fmt.Sprintf("workers run %s, rolling out %s", versionsString(workers.Versions), version)
+	case topologyReconciled != nil && topologyReconciled.Status == metav1.ConditionFalse:
+		held.Reason = flotillav1.WaitingForWorkersReason
+		if strings.Contains(topologyReconciled.Reason, "Upgrad") {
+			held.Reason = flotillav1.UpgradingReason
+		}
+		held.Message = "Cluster API's topology controller: " + reasonAndMessage(topologyReconciled)
+	default:
+		return
+	}
+	setCondition(c, held)
 }
 
 // setTopologyControlPlaneReady: see the comment at the top of this file. notServed, when not
