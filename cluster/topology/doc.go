@@ -17,5 +17,6 @@
 //	  .name, .class, .count                 name, class, replicas
 //	  .labels                               metadata.labels, with the labels Flotilla finds the
 //	                                        MachineDeployment by (cluster.flotilla.dev/cluster-name
-//	                                        and cluster.flotilla.dev/worker-node-group)
+//	                                        and cluster.flotilla.dev/worker-node-group); annotated
+//	                                        to skip the ControlPlaneIsStable preflight check (Of)
 package topology

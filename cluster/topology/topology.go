@@ -14,6 +14,13 @@ import (
 
 // Of builds the topology of the Cluster API Cluster of c, a Cluster with spec.topology; version
 // is the full Kubernetes version spec.kubernetesVersion resolves to. It is pure.
+//
+// Every MachineDeployment skips the MachineSet's ControlPlaneIsStable preflight check. Cluster
+// API's topology controller creates the workers with the control plane, and the check puts
+// their scale up on hold while the control plane is provisioning and looks again only 15 s
+// later, so a new cluster's workers came up to 15 s after its control plane; they wait for its
+// initialization anyway (their bootstrap data needs it). Upgrades stay ordered: the topology
+// controller moves the workers to a new version only once the control plane runs it.
 func Of(c *flotillav1.Cluster, version string) clusterv1.Topology {
 	t := clusterv1.Topology{
 		ClassRef:     clusterv1.ClusterClassRef{Name: c.Spec.Topology.Class},
@@ -34,7 +41,9 @@ func Of(c *flotillav1.Cluster, version string) clusterv1.Topology {
 		labels[flotillav1.ClusterNameLabel] = c.Name
 		labels[flotillav1.WorkerNodeGroupLabel] = g.Name
 		t.Workers.MachineDeployments = append(t.Workers.MachineDeployments, clusterv1.MachineDeploymentTopology{
-			Metadata: clusterv1.ObjectMeta{Labels: labels},
+			Metadata: clusterv1.ObjectMeta{Labels: labels, Annotations: map[string]string{
+				clusterv1.MachineSetSkipPreflightChecksAnnotation: string(clusterv1.MachineSetPreflightCheckControlPlaneIsStable),
+			}},
 			Class:    g.Class,
 			Name:     g.Name,
 			Replicas: ptr.To(g.Count),

@@ -120,6 +120,7 @@ func TestClusterClassClusterBecomesACAPIClusterWithATopology(t *testing.T) {
 	g.Expect(md.Replicas).To(Equal(ptr.To[int32](2)))
 	g.Expect(md.Metadata.Labels).To(Equal(map[string]string{"tier": "web",
 		flotillav1.ClusterNameLabel: "c1", flotillav1.WorkerNodeGroupLabel: "md-0"}))
+	g.Expect(md.Metadata.Annotations).To(HaveKeyWithValue(clusterv1.MachineSetSkipPreflightChecksAnnotation, "ControlPlaneIsStable"))
 
 	t.Run("until Cluster API reports on it, the control plane is awaited", func(t *testing.T) {
 		g := NewWithT(t)
