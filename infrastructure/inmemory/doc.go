@@ -36,5 +36,15 @@
 // had, and each DevMachine's cloud machine, Node, etcd member and API server. Cluster API's
 // objects are never created twice: the provider creates none of them, it only reconciles the
 // Machines Cluster API created. What the workload clusters held beyond that (objects Helm
-// installed) is gone, and the controllers that own it (packages, addons) install it again.
+// installed) is gone until its owner installs it again (an addon at its HelmReleaseProxy's next
+// reconcile).
+//
+// # What the gateway adds to the in-memory API server
+//
+// Cluster API's in-memory API server serves what Cluster API needs. The gateway serves what Helm
+// and Flotilla's controllers need besides (extensions.go): /version and health endpoints,
+// server-side apply (apply.go), metadata-only gets, lists and watches (metadata.go), unconditional
+// updates, a Status for a deletion, ReplicaSets as an empty read-only collection
+// (replicasets.go), and workloads that become available (workloads.go). docs/providers.md lists
+// them with what is still not served.
 package inmemory

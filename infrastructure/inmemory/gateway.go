@@ -41,6 +41,8 @@ type gateway struct {
 	mux    *inmemoryserver.WorkloadClustersMux
 	reader client.Reader
 	host   *hostNetwork
+	// x holds the extensions' state, which goes with a cluster (forgetCluster).
+	x *extensions
 	// handler serves every cluster; it finds the cluster by the request's Host, which
 	// endpoint.serve sets to the endpoint's own address.
 	handler http.Handler
@@ -54,13 +56,14 @@ type gateway struct {
 
 // endpoint is one workload cluster's endpoint.
 type endpoint struct {
-	port   string
-	server *http.Server
+	name, port string
+	server     *http.Server
 }
 
 func newGateway(mux *inmemoryserver.WorkloadClustersMux, memory inmemoryruntime.Manager, reader client.Reader, host *hostNetwork) *gateway {
 	g := &gateway{mux: mux, reader: reader, host: host, endpoints: map[string]*endpoint{}, listeners: map[string]string{}}
-	g.handler = inmemoryapi.NewAPIServerHandler(memory, ctrl.Log.WithName("inmemory-apiserver"), g.resourceGroup)
+	g.x = newExtensions(memory, g.resourceGroup, inmemoryapi.NewAPIServerHandler(memory, ctrl.Log.WithName("inmemory-apiserver"), g.resourceGroup))
+	g.handler = g.x.handler()
 	return g
 }
 
@@ -128,6 +131,9 @@ func (g *gateway) sync(ctx context.Context) map[string]error {
 	g.mu.Unlock()
 	for _, ep := range stale {
 		_ = ep.server.Close()
+		if group, err := g.mux.ResourceGroupByWorkloadCluster(ep.name); err == nil {
+			g.x.forgetApplied(group + "|")
+		}
 	}
 
 	errs := map[string]error{}
@@ -156,7 +162,7 @@ func (g *gateway) serve(ctx context.Context, name, port string) error {
 		return fmt.Errorf("listening on 127.0.0.1:%s: %w", port, err)
 	}
 	address := l.Addr().String()
-	ep := &endpoint{port: port, server: &http.Server{
+	ep := &endpoint{name: name, port: port, server: &http.Server{
 		Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			if r.TLS == nil || len(r.TLS.PeerCertificates) == 0 {
 				unauthorized(w)

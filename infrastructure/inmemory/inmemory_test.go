@@ -94,7 +94,7 @@ func startManager() (stop func(), err error) {
 		return nil, err
 	}
 	m, err := manager.New(ctx, env.Config, manager.Options{
-		Components:             []string{"capi", "kubeadm", "cluster", "inmemory"},
+		Components:             []string{"capi", "kubeadm", "cluster", "inmemory", "addons"},
 		HealthProbeBindAddress: "0",
 		MetricsBindAddress:     "0",
 		Home:                   home,
