@@ -1,6 +1,7 @@
 package topology
 
 import (
+	"fmt"
 	"maps"
 	"strings"
 
@@ -129,4 +130,16 @@ func ValidateShape(c *flotillav1.Cluster) field.ErrorList {
 		}
 	}
 	return errs
+}
+
+// ClassNotFound is the error of a Cluster whose spec.topology.class (at path) names no
+// ClusterClass of its namespace.
+func ClassNotFound(path *field.Path, c *flotillav1.Cluster) *field.Error {
+	return &field.Error{
+		Type:     field.ErrorTypeNotFound,
+		Field:    path.String(),
+		BadValue: c.Spec.Topology.Class,
+		Detail: fmt.Sprintf("no ClusterClass of that name in namespace %q; name one an admin provides there (kubectl get clusterclasses -n %s)",
+			c.Namespace, c.Namespace),
+	}
 }

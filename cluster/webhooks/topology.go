@@ -43,8 +43,7 @@ func (w *Cluster) validateTopologyClass(ctx context.Context, oldC, newC *flotill
 	class, err := w.reconciledClass(ctx, newC)
 	switch {
 	case apierrors.IsNotFound(err):
-		return field.ErrorList{field.NotFound(path, fmt.Sprintf("%s: no ClusterClass of that name in namespace %q; name one an admin provides there (kubectl get clusterclasses -n %s)",
-			newC.Spec.Topology.Class, newC.Namespace, newC.Namespace))}
+		return field.ErrorList{topology.ClassNotFound(path, newC)}
 	case errors.Is(err, errClassNotReconciled):
 		return field.ErrorList{field.Invalid(path, newC.Spec.Topology.Class, fmt.Sprintf(
 			"Cluster API has not reconciled ClusterClass %s yet, so its variables cannot be checked: retry in a moment, and if it persists see the class's conditions (kubectl get clusterclass %s -n %s -o yaml)",

@@ -63,8 +63,7 @@ func (p *clusterClassProvider) resolve(ctx context.Context, s *scope, errs *fiel
 		return err
 	}
 	if !found {
-		*errs = append(*errs, field.NotFound(path, fmt.Sprintf("%s: no ClusterClass of that name in namespace %q; "+
-			"name one an admin provides there (kubectl get clusterclasses -n %s)", c.Spec.Topology.Class, c.Namespace, c.Namespace)))
+		*errs = append(*errs, topology.ClassNotFound(path, c))
 		return nil
 	}
 	p.class = cc
