@@ -11,6 +11,7 @@ import (
 	"github.com/flotilla-dev/flotilla/addons/engine"
 	"github.com/flotilla-dev/flotilla/addons/reconcilers/helmchartproxy"
 	"github.com/flotilla-dev/flotilla/addons/reconcilers/helmreleaseproxy"
+	"github.com/flotilla-dev/flotilla/pkg/helm"
 )
 
 // Options configure the addons component.
@@ -46,7 +47,7 @@ func Setup(ctx context.Context, mgr ctrl.Manager, opts Options) error {
 		Engine:           opts.Engine,
 		ClusterCache:     opts.ClusterCache,
 		Recorder:         mgr.GetEventRecorder(helmreleaseproxy.FieldOwner),
-		Drift:            &drift.Checker{FieldManager: engine.HelmFieldManager()},
+		Drift:            &drift.Checker{FieldManager: helm.FieldManager()},
 		UninstallTimeout: opts.UninstallTimeout,
 		ResyncInterval:   opts.ResyncInterval,
 	}

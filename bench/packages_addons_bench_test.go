@@ -19,8 +19,8 @@ import (
 
 	addonsv1 "github.com/flotilla-dev/flotilla/api/addons/v1alpha1"
 	"github.com/flotilla-dev/flotilla/cli/client"
-	"github.com/flotilla-dev/flotilla/packages/bundle"
 	"github.com/flotilla-dev/flotilla/pkg/controlplane"
+	"github.com/flotilla-dev/flotilla/pkg/registryconn"
 )
 
 // benchmarkPackagesAndAddons measures curated packages and Helm addons on the management
@@ -44,7 +44,7 @@ func benchmarkPackagesAndAddons(b *testing.B, c *client.Client, kc ctrlclient.Cl
 		b.Fatal(err)
 	}
 	defer func() { _ = c.StopRegistry(context.Background()) }()
-	published, err := c.Publish(ctx, client.PublishOptions{Registry: addr, Connection: bundle.Registry{PlainHTTP: true}})
+	published, err := c.Publish(ctx, client.PublishOptions{Registry: addr, Connection: registryconn.Config{PlainHTTP: true}})
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -7,11 +7,12 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 
 	clusterreconciler "github.com/flotilla-dev/flotilla/cluster/reconcilers/cluster"
-	"github.com/flotilla-dev/flotilla/cluster/webhooks"
+	clusterwebhooks "github.com/flotilla-dev/flotilla/cluster/webhooks"
 	"github.com/flotilla-dev/flotilla/pkg/binaries"
 )
 
-// Setup registers the Cluster reconciler and the Cluster webhooks with mgr. The webhooks are
+// Setup registers the Cluster reconciler, the Cluster webhooks and the validating webhooks of
+// the provider configs with mgr. The webhooks are
 // served by mgr's webhook server; the manager registers their configurations with the API server.
 func Setup(_ context.Context, mgr ctrl.Manager) error {
 	r := &clusterreconciler.Reconciler{
@@ -22,8 +23,10 @@ func Setup(_ context.Context, mgr ctrl.Manager) error {
 	if err := r.SetupWithManager(mgr); err != nil {
 		return err
 	}
-	w := &webhooks.Cluster{ResolveVersion: binaries.ResolveMinor}
-	if err := w.SetupWebhookWithManager(mgr); err != nil {
+	if err := (&clusterwebhooks.Cluster{}).SetupWebhookWithManager(mgr); err != nil {
+		return fmt.Errorf("cluster component: %w", err)
+	}
+	if err := clusterwebhooks.SetupConfigWebhooksWithManager(mgr); err != nil {
 		return fmt.Errorf("cluster component: %w", err)
 	}
 	return nil

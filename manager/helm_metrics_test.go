@@ -9,6 +9,7 @@ import (
 
 	"github.com/flotilla-dev/flotilla/internal/charttest"
 	"github.com/flotilla-dev/flotilla/pkg/helm"
+	"github.com/flotilla-dev/flotilla/pkg/registryconn"
 )
 
 // The engine's counters reach the metrics endpoint's registry: a chart resolved twice is one pull
@@ -24,7 +25,7 @@ func TestEngineMetricsCountPullsAndCacheHits(t *testing.T) {
 	reportEngine(engine)
 	ref := helm.ChartRef{RepoURL: "oci://" + host + "/charts", Name: "hello", Version: "0.1.0"}
 	for range 2 {
-		_, err := engine.ChartInfo(t.Context(), ref, helm.Registry{PlainHTTP: true})
+		_, err := engine.ChartInfo(t.Context(), ref, registryconn.Config{PlainHTTP: true})
 		g.Expect(err).NotTo(HaveOccurred())
 	}
 

@@ -10,6 +10,7 @@ import (
 	"github.com/flotilla-dev/flotilla/packages/bundle"
 	"github.com/flotilla-dev/flotilla/packages/reconcilers/packagebundle"
 	"github.com/flotilla-dev/flotilla/packages/reconcilers/packagebundlecontroller"
+	"github.com/flotilla-dev/flotilla/pkg/registryconn"
 )
 
 // BundleSource reads signed bundles from OCI registries with packages/bundle.
@@ -17,8 +18,8 @@ type BundleSource struct{}
 
 var _ packagebundlecontroller.BundleSource = BundleSource{}
 
-func registryOf(src packagebundlecontroller.Source) bundle.Registry {
-	return bundle.Registry{Username: src.Username, Password: src.Password, CAData: src.CAData, PlainHTTP: src.PlainHTTP}
+func registryOf(src packagebundlecontroller.Source) registryconn.Config {
+	return registryconn.Config{Username: src.Username, Password: src.Password, CAData: src.CAData, PlainHTTP: src.PlainHTTP}
 }
 
 // List returns the bundle names for kubernetesMinor in src, oldest first.

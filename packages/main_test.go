@@ -14,7 +14,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/client"
+	ctrlclient "sigs.k8s.io/controller-runtime/pkg/client"
 
 	flotillav1 "github.com/flotilla-dev/flotilla/api/cluster/v1alpha1"
 	packagesv1 "github.com/flotilla-dev/flotilla/api/packages/v1alpha1"
@@ -24,43 +24,87 @@ import (
 	"github.com/flotilla-dev/flotilla/packages"
 	"github.com/flotilla-dev/flotilla/packages/bundle"
 	"github.com/flotilla-dev/flotilla/pkg/helm"
+	"github.com/flotilla-dev/flotilla/pkg/registryconn"
 )
 
 // The tests run the packages component (packages.Setup: the lifecycle, PBC and Package
 // reconcilers and the Package webhook) in a real manager against a real management API server,
 // with the real bundle source reading signed bundles from an in-process OCI registry and the real
 // Helm engine installing charts from it into a second real API server, the workload cluster.
+// The registry is Flotilla's as it serves other machines, over TLS to one user: the manager reaches
+// it with the credentials and CA of the Secret package-defaults names.
 
 var (
 	// mgmt is the management cluster; workload the cluster Packages are installed into.
 	mgmt, workload *testenv.Environment
-	// regHost is the host:port of the OCI registry (plain HTTP, loopback).
+	// reg is the OCI registry (TLS, one user); regHost its host:port, regConn how to reach it.
+	reg     *charttest.SecureRegistry
 	regHost string
+	regConn registryconn.Config
 	// signingKey signs bundles; its public key is in package-defaults.
 	signingKey *ecdsa.PrivateKey
 	// configs reaches the workload clusters by Cluster key.
-	configs = &restConfigs{configs: map[client.ObjectKey]*rest.Config{}}
+	configs = &restConfigs{configs: map[ctrlclient.ObjectKey]*rest.Config{}}
 	// engine is the Helm engine the running manager uses; chartCache its chart cache.
 	engine     *helm.Engine
 	chartCache string
 	// stopManager stops the running manager.
 	stopManager func() error
+	// verifier is the manager's bundle verifier: the real one, which a test can hold.
+	verifier = &heldVerifier{held: map[string]chan struct{}{}}
 )
+
+// heldVerifier is the real BundleVerifier, except that the verification of a bundle a test holds
+// waits until the test releases it: the window between a bundle's spec changing and its
+// verification, which is otherwise too short to look at.
+type heldVerifier struct {
+	mu   sync.Mutex
+	held map[string]chan struct{}
+}
+
+func (v *heldVerifier) Verify(b *packagesv1.PackageBundle, key *ecdsa.PublicKey) error {
+	v.mu.Lock()
+	gate := v.held[b.Name]
+	v.mu.Unlock()
+	if gate != nil {
+		<-gate
+	}
+	return packages.BundleVerifier{}.Verify(b, key)
+}
+
+// hold makes the verification of bundle name wait until release is called.
+func (v *heldVerifier) hold(name string) (release func()) {
+	gate := make(chan struct{})
+	v.mu.Lock()
+	v.held[name] = gate
+	v.mu.Unlock()
+	var once sync.Once
+	return func() {
+		once.Do(func() {
+			v.mu.Lock()
+			delete(v.held, name)
+			v.mu.Unlock()
+			close(gate)
+		})
+	}
+}
 
 const (
 	timeout  = 60 * time.Second
 	interval = 100 * time.Millisecond
 	// bundleRepository is the default source's repository of bundles.
 	bundleRepository = "flotilla/bundles"
+	// credentialsSecret holds the registry's credentials and CA; package-defaults names it.
+	credentialsSecret = "test-registry-credentials"
 )
 
 // restConfigs stands in for CAPI's ClusterCache: configs by Cluster key, an error for others.
 type restConfigs struct {
 	mu      sync.Mutex
-	configs map[client.ObjectKey]*rest.Config
+	configs map[ctrlclient.ObjectKey]*rest.Config
 }
 
-func (r *restConfigs) GetRESTConfig(_ context.Context, key client.ObjectKey) (*rest.Config, error) {
+func (r *restConfigs) GetRESTConfig(_ context.Context, key ctrlclient.ObjectKey) (*rest.Config, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if cfg, ok := r.configs[key]; ok {
@@ -69,7 +113,7 @@ func (r *restConfigs) GetRESTConfig(_ context.Context, key client.ObjectKey) (*r
 	return nil, errors.New("connection to the workload cluster is down")
 }
 
-func (r *restConfigs) set(key client.ObjectKey, cfg *rest.Config) {
+func (r *restConfigs) set(key ctrlclient.ObjectKey, cfg *rest.Config) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.configs[key] = cfg
@@ -80,10 +124,14 @@ func TestMain(m *testing.M) {
 }
 
 func run(m *testing.M) int {
-	var stopRegistry func()
-	regHost, stopRegistry = charttest.StartRegistry()
-	defer stopRegistry()
 	var err error
+	if reg, err = charttest.StartSecureRegistry(); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	defer reg.Close()
+	regHost = reg.Host
+	regConn = registryconn.Config{Username: reg.Username, Password: reg.Password, CAData: reg.CAPEM}
 	if signingKey, err = bundle.GenerateKey(); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
@@ -137,7 +185,7 @@ func startManager(o testenv.ManagerOptions) error {
 		if err := (&clusterwebhooks.Cluster{}).SetupWebhookWithManager(mgr); err != nil {
 			return err
 		}
-		return packages.Setup(ctx, mgr, packages.Options{RESTConfigs: configs, Installer: e})
+		return packages.Setup(ctx, mgr, packages.Options{RESTConfigs: configs, Installer: e, Verifier: verifier})
 	})
 	if err != nil {
 		return err
@@ -146,8 +194,8 @@ func startManager(o testenv.ManagerOptions) error {
 	return nil
 }
 
-// writeDefaults creates flotilla-packages and package-defaults: the test registry, plain HTTP,
-// the signing key's public half.
+// writeDefaults creates flotilla-packages and package-defaults: the test registry, over TLS with
+// the credentials and CA of credentialsSecret, and the signing key's public half.
 func writeDefaults(ctx context.Context) error {
 	pub, err := bundle.EncodePublicKey(&signingKey.PublicKey)
 	if err != nil {
@@ -157,13 +205,23 @@ func writeDefaults(ctx context.Context) error {
 	if err := mgmt.Client.Create(ctx, ns); err != nil {
 		return err
 	}
+	if err := mgmt.Client.Create(ctx, &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Name: credentialsSecret, Namespace: packagesv1.PackagesNamespace},
+		Data: map[string][]byte{
+			packagesv1.CredentialsUsernameKey: []byte(reg.Username),
+			packagesv1.CredentialsPasswordKey: []byte(reg.Password),
+			packagesv1.CredentialsCAKey:       reg.CAPEM,
+		},
+	}); err != nil {
+		return err
+	}
 	return mgmt.Client.Create(ctx, &corev1.ConfigMap{
 		ObjectMeta: metav1.ObjectMeta{Name: packagesv1.DefaultsConfigMapName, Namespace: packagesv1.PackagesNamespace},
 		Data: map[string]string{
-			packagesv1.DefaultsRegistryKey:   regHost,
-			packagesv1.DefaultsRepositoryKey: bundleRepository,
-			packagesv1.DefaultsPublicKeyKey:  string(pub),
-			packagesv1.DefaultsPlainHTTPKey:  "true",
+			packagesv1.DefaultsRegistryKey:          regHost,
+			packagesv1.DefaultsRepositoryKey:        bundleRepository,
+			packagesv1.DefaultsPublicKeyKey:         string(pub),
+			packagesv1.DefaultsCredentialsSecretKey: credentialsSecret,
 		},
 	})
 }
@@ -180,7 +238,7 @@ func helloChart(name, version string) chart {
 // with schema or, when that is empty, the chart's own.
 func (c chart) push(t testing.TB, schema string) bundle.Version {
 	t.Helper()
-	digest := charttest.Push(t, regHost+"/charts", c.Chart)
+	digest := reg.Push(t, regHost+"/charts", c.Chart)
 	if schema == "" {
 		schema = c.Files["values.schema.json"]
 	}
@@ -203,7 +261,7 @@ func pushBundle(t testing.TB, repository, minor string, build int, key *ecdsa.Pr
 		s, err = bundle.Sign(b, key)
 		must(t, err)
 	}
-	opts, err := bundle.RemoteOptions(bundle.Registry{PlainHTTP: true})
+	opts, err := bundle.RemoteOptions(regConn)
 	must(t, err)
 	must(t, bundle.Push(context.Background(), regHost+"/"+repository, s, opts...))
 	return name

@@ -32,8 +32,6 @@ type Engine interface {
 type (
 	// Chart names a chart and where it comes from.
 	Chart = helm.ChartRef
-	// Registry holds credentials and transport settings of the chart's repository.
-	Registry = helm.Registry
 	// Release is one release to install.
 	Release = helm.Release
 	// Action is what InstallOrUpgrade did.

@@ -1,9 +1,6 @@
 package values
 
 import (
-	"crypto/sha256"
-	"encoding/hex"
-	"encoding/json"
 	"fmt"
 
 	"sigs.k8s.io/yaml"
@@ -66,18 +63,4 @@ func copyMap(m map[string]any) map[string]any {
 		out[k] = v
 	}
 	return out
-}
-
-// Hash returns "sha256:<hex>" of the values' canonical JSON (sorted keys): equal values hash
-// equal however they were written.
-func Hash(values map[string]any) (string, error) {
-	if values == nil {
-		values = map[string]any{}
-	}
-	b, err := json.Marshal(values)
-	if err != nil {
-		return "", fmt.Errorf("hashing values: %w", err)
-	}
-	sum := sha256.Sum256(b)
-	return "sha256:" + hex.EncodeToString(sum[:]), nil
 }

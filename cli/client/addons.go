@@ -3,7 +3,6 @@ package client
 import (
 	"context"
 	"fmt"
-	"path/filepath"
 	"sort"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -11,9 +10,8 @@ import (
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 	ctrlclient "sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/flotilla-dev/flotilla/addons/desired"
 	"github.com/flotilla-dev/flotilla/addons/engine"
-	"github.com/flotilla-dev/flotilla/addons/reconcilers/helmchartproxy"
-	"github.com/flotilla-dev/flotilla/addons/reconcilers/helmreleaseproxy"
 	addonsv1 "github.com/flotilla-dev/flotilla/api/addons/v1alpha1"
 	"github.com/flotilla-dev/flotilla/pkg/helm"
 )
@@ -82,7 +80,7 @@ func (c *Client) DiffAddon(ctx context.Context, kubeconfig, namespace, name stri
 		return nil, fmt.Errorf("listing Clusters: %w", err)
 	}
 	sort.Slice(clusters.Items, func(i, j int) bool { return clusters.Items[i].Name < clusters.Items[j].Name })
-	eng := &helm.Engine{ChartCache: filepath.Join(c.Home, "cache", "charts")}
+	eng := &helm.Engine{ChartCache: helm.ChartCacheDir(c.Home)}
 	diffs := make([]ClusterDiff, 0, len(clusters.Items))
 	for i := range clusters.Items {
 		cluster := &clusters.Items[i]
@@ -93,12 +91,12 @@ func (c *Client) DiffAddon(ctx context.Context, kubeconfig, namespace, name stri
 }
 
 func (c *Client) diffCluster(ctx context.Context, kc ctrlclient.Client, eng engine.Engine, hcp *addonsv1.HelmChartProxy, cluster *clusterv1.Cluster) (string, error) {
-	rendered, err := helmchartproxy.Render(ctx, kc, kc.RESTMapper(), hcp, cluster)
+	rendered, err := desired.RenderValues(ctx, kc, kc.RESTMapper(), hcp, cluster)
 	if err != nil {
 		return "", err
 	}
-	hrp := helmchartproxy.DesiredReleaseProxy(hcp, cluster, rendered)
-	release, _, err := helmreleaseproxy.DesiredRelease(ctx, kc, hrp)
+	hrp := desired.ReleaseProxy(hcp, cluster, rendered)
+	release, _, err := desired.Release(ctx, kc, hrp)
 	if err != nil {
 		return "", err
 	}

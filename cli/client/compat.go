@@ -13,7 +13,6 @@ import (
 	ctrlclient "sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/flotilla-dev/flotilla/internal/version"
-	"github.com/flotilla-dev/flotilla/manager"
 )
 
 // Access says what a command does to a management cluster, which decides how a version
@@ -102,7 +101,7 @@ func (e *IncompatibleVersionError) Error() string {
 			kubeconfig = "the kubeconfig"
 		}
 		return fmt.Sprintf("%s does not point to a Flotilla management cluster: %s (ConfigMap %s/%s is missing); pass the kubeconfig of a management cluster, such as mgmt/mgmt.kubeconfig",
-			kubeconfig, e.Reason, manager.PublicVersionNamespace, manager.VersionConfigMapName)
+			kubeconfig, e.Reason, version.PublicNamespace, version.ConfigMapName)
 	}
 	msg := fmt.Sprintf("flotilla %s is not compatible with %s, which runs Flotilla %s (%s)", e.CLIVersion, where, e.ClusterVersion, e.Reason)
 	cli, cluster := classify(e.CLIVersion), classify(e.ClusterVersion)
@@ -137,11 +136,8 @@ type classified struct {
 // v0.3.1-0.20260102150405-abcdef123456, v0.3.0-rc.1.0.20260102150405-abcdef123456).
 var pseudoVersionSuffix = regexp.MustCompile(`(^|\.)[0-9]{14}-[0-9a-f]{12}$`)
 
-// managerUnknownVersion is what a manager started without a version records.
-const managerUnknownVersion = "unknown"
-
 func classify(s string) classified {
-	if s == version.DevelVersion || s == managerUnknownVersion {
+	if s == version.DevelVersion || s == version.Unknown {
 		return classified{kind: devBuild}
 	}
 	v, err := utilversion.ParseSemantic(s)
@@ -166,17 +162,17 @@ func ManagementVersion(ctx context.Context, kc ctrlclient.Reader, kubeconfig str
 	ctx, cancel := context.WithTimeout(ctx, versionReadTimeout)
 	defer cancel()
 	cm := &corev1.ConfigMap{}
-	err := kc.Get(ctx, ctrlclient.ObjectKey{Namespace: manager.PublicVersionNamespace, Name: manager.VersionConfigMapName}, cm)
+	err := kc.Get(ctx, ctrlclient.ObjectKey{Namespace: version.PublicNamespace, Name: version.ConfigMapName}, cm)
 	switch {
 	case err == nil:
-		return cm.Data[manager.VersionKey], nil
+		return cm.Data[version.ConfigMapKey], nil
 	case !apierrors.IsNotFound(err) && !apierrors.IsForbidden(err):
 		return "", fmt.Errorf("reaching the management cluster of %s: %w", kubeconfig, err)
 	}
-	recorded, recordedErr := manager.RecordedVersion(ctx, kc)
+	recorded, recordedErr := version.Recorded(ctx, kc)
 	if recordedErr != nil {
 		return "", fmt.Errorf("reading the Flotilla version of the management cluster of %s (ConfigMap %s/%s): %w",
-			kubeconfig, manager.PublicVersionNamespace, manager.VersionConfigMapName, err)
+			kubeconfig, version.PublicNamespace, version.ConfigMapName, err)
 	}
 	return recorded, nil
 }

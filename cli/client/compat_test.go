@@ -20,7 +20,7 @@ import (
 	"github.com/flotilla-dev/flotilla/cli/spec"
 	"github.com/flotilla-dev/flotilla/config"
 	"github.com/flotilla-dev/flotilla/internal/testenv"
-	"github.com/flotilla-dev/flotilla/manager"
+	"github.com/flotilla-dev/flotilla/internal/version"
 )
 
 func TestCheckVersions(t *testing.T) {
@@ -114,10 +114,10 @@ func TestCommandsCheckTheManagementClustersVersionFirst(t *testing.T) {
 		g.Expect(e.Client.List(ctx, list)).To(Succeed())
 		return len(list.Items)
 	}
-	record := func(version string) {
-		cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: manager.PublicVersionNamespace, Name: manager.VersionConfigMapName}}
+	record := func(v string) {
+		cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: version.PublicNamespace, Name: version.ConfigMapName}}
 		_, err := controllerutil.CreateOrPatch(ctx, e.Client, cm, func() error {
-			cm.Data = map[string]string{manager.VersionKey: version}
+			cm.Data = map[string]string{version.ConfigMapKey: v}
 			return nil
 		})
 		g.Expect(err).NotTo(HaveOccurred())
@@ -186,7 +186,7 @@ func TestCommandsCheckTheManagementClustersVersionFirst(t *testing.T) {
 		g.Eventually(func() (string, error) {
 			return client.ManagementVersion(ctx, userClient, userKubeconfig)
 		}).Should(Equal("v0.4.1"))
-		err = userClient.Get(ctx, ctrlclient.ObjectKey{Namespace: manager.Namespace, Name: manager.VersionConfigMapName}, &corev1.ConfigMap{})
+		err = userClient.Get(ctx, ctrlclient.ObjectKey{Namespace: flotillav1.SystemNamespace, Name: version.ConfigMapName}, &corev1.ConfigMap{})
 		g.Expect(apierrors.IsForbidden(err)).To(BeTrue(), "reading flotilla-system: %v", err)
 	})
 }

@@ -11,12 +11,10 @@ import (
 	clusterctlv1 "sigs.k8s.io/cluster-api/cmd/clusterctl/api/v1alpha3"
 	ctrlclient "sigs.k8s.io/controller-runtime/pkg/client"
 
+	flotillav1 "github.com/flotilla-dev/flotilla/api/cluster/v1alpha1"
 	"github.com/flotilla-dev/flotilla/config"
 	"github.com/flotilla-dev/flotilla/internal/version"
 )
-
-// SystemNamespace holds Flotilla's manager, its inventory and infrastructure credentials.
-const SystemNamespace = "flotilla-system"
 
 // installComponents makes the cluster behind c able to hold Flotilla and Cluster API objects:
 // the CRDs, the ClusterRole flotilla-cluster-creator for users who are not admins (with public
@@ -31,9 +29,9 @@ func installComponents(ctx context.Context, c ctrlclient.Client) error {
 	if err := config.InstallClusterCreatorRBAC(ctx, c); err != nil {
 		return fmt.Errorf("installing the flotilla-cluster-creator role: %w", err)
 	}
-	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: SystemNamespace}}
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: flotillav1.SystemNamespace}}
 	if err := c.Create(ctx, ns); err != nil && !apierrors.IsAlreadyExists(err) {
-		return fmt.Errorf("creating namespace %s: %w", SystemNamespace, err)
+		return fmt.Errorf("creating namespace %s: %w", flotillav1.SystemNamespace, err)
 	}
 	for _, p := range inventory() {
 		existing := &clusterctlv1.Provider{}
@@ -65,7 +63,7 @@ func inventory() []*clusterctlv1.Provider {
 		return &clusterctlv1.Provider{
 			ObjectMeta: metav1.ObjectMeta{
 				Name:      name,
-				Namespace: SystemNamespace,
+				Namespace: flotillav1.SystemNamespace,
 				Labels: map[string]string{
 					clusterctlv1.ClusterctlLabel:     "",
 					clusterctlv1.ClusterctlCoreLabel: clusterctlv1.ClusterctlCoreLabelInventoryValue,

@@ -89,9 +89,11 @@ func (c *Client) CreateWorkloadCluster(ctx context.Context, opts CreateWorkloadC
 	if err := c.CheckCompatibility(ctx, kc, opts.Kubeconfig, Mutating); err != nil {
 		return err
 	}
-	if err := c.ensureManagerOf(ctx, kc, opts.Kubeconfig, s.Cluster.Namespace); err != nil {
+	stopWatch, err := c.ensureManagerOf(ctx, kc, opts.Kubeconfig, s.Cluster.Namespace)
+	if err != nil {
 		return err
 	}
+	defer stopWatch()
 	r := &workloadRun{c: c, opts: opts, spec: s, kc: kc}
 	fingerprint, err := workflow.Fingerprint(s.Objects, opts.Kubeconfig)
 	if err != nil {
@@ -110,14 +112,20 @@ func (c *Client) CreateWorkloadCluster(ctx context.Context, opts CreateWorkloadC
 	return nil
 }
 
-// setupAndValidateWorkload checks that --kubeconfig points at a management cluster and that the
-// name is free there.
+// setupAndValidateWorkload checks that --kubeconfig points at a management cluster, that the
+// control plane programs of a local cluster's version are built when that management cluster
+// runs on this machine, and that the name is free there.
 func setupAndValidateWorkload(ctx context.Context, r *workloadRun) error {
 	mgmt, err := managementClusterOf(ctx, r.kc, r.opts.Kubeconfig, r.spec.Cluster.Namespace)
 	if err != nil {
 		return err
 	}
 	r.management = mgmt
+	if r.spec.Provider == spec.ProviderLocal {
+		if err := r.c.checkLocalBinaries(mgmt, r.opts.Kubeconfig, r.spec.KubernetesVersion); err != nil {
+			return err
+		}
+	}
 	existing := &flotillav1.Cluster{}
 	err = r.kc.Get(ctx, ctrlclient.ObjectKeyFromObject(r.spec.Cluster), existing)
 	switch {

@@ -17,7 +17,7 @@ import (
 	flotillav1 "github.com/flotilla-dev/flotilla/api/cluster/v1alpha1"
 	packagesv1 "github.com/flotilla-dev/flotilla/api/packages/v1alpha1"
 	"github.com/flotilla-dev/flotilla/packages/defaults"
-	"github.com/flotilla-dev/flotilla/packages/reconcilers/packagebundlecontroller"
+	"github.com/flotilla-dev/flotilla/pkg/kubeversion"
 )
 
 // packagesRequestTimeout bounds each packages command's requests to the management cluster.
@@ -88,7 +88,10 @@ func (c *Client) ListPackages(ctx context.Context, kubeconfig, cluster, kubeVers
 		_, b, err := activeBundle(ctx, kc, cluster)
 		return b, err
 	}
-	minor := packagebundlecontroller.KubernetesMinor(&flotillav1.Cluster{Spec: flotillav1.ClusterSpec{KubernetesVersion: kubeVersion}})
+	minor, err := kubeversion.Minor(kubeVersion)
+	if err != nil {
+		return nil, fmt.Errorf("--kube-version: %w", err)
+	}
 	bundles, err := c.getBundles(ctx, kc)
 	if err != nil {
 		return nil, err
@@ -96,7 +99,7 @@ func (c *Client) ListPackages(ctx context.Context, kubeconfig, cluster, kubeVers
 	var newest *packagesv1.PackageBundle
 	for i := range bundles {
 		b := &bundles[i]
-		if b.Spec.KubernetesMinor == minor && b.Status.State == packagesv1.BundleValid && (newest == nil || b.Spec.Build > newest.Spec.Build) {
+		if b.Spec.KubernetesMinor == minor && b.IsValid() && (newest == nil || b.Spec.Build > newest.Spec.Build) {
 			newest = b
 		}
 	}
@@ -248,8 +251,8 @@ func (c *Client) UpgradePackages(ctx context.Context, kubeconfig, cluster, bundl
 		}
 		return nil, fmt.Errorf("reading PackageBundle %s: %w", bundleName, err)
 	}
-	if b.Status.State != packagesv1.BundleValid {
-		return nil, fmt.Errorf("bundle %s is not valid (%s): it cannot be used", bundleName, orNone(b.Status.Detail))
+	if !b.IsValid() {
+		return nil, fmt.Errorf("bundle %s is not valid (%s): it cannot be used", bundleName, b.WhyNotValid())
 	}
 	if minor := pbc.Status.KubernetesMinor; minor != "" && b.Spec.KubernetesMinor != minor {
 		return nil, fmt.Errorf("bundle %s is for Kubernetes %s, cluster %s runs %s", bundleName, b.Spec.KubernetesMinor, cluster, minor)
@@ -313,7 +316,9 @@ type PackageControllerOptions struct {
 	Registry, Repository string
 	// PublicKey is the PEM public key bundles are verified with; left as it is when empty.
 	PublicKey []byte
-	// PlainHTTP, when set, says whether registries are reached over plain HTTP.
+	// PlainHTTP, when set, says whether registries are reached over plain HTTP. When it is not,
+	// a registry on this machine (netaddr.IsLoopback) without CAData is reached over plain HTTP,
+	// as Flotilla's embedded registry speaks it, and InstallPackageController says so.
 	PlainHTTP *bool
 	// Source, when set, is the PBC's own source (spec.source).
 	Source *packagesv1.BundleSource
@@ -332,6 +337,15 @@ const CredentialsSecretName = "package-registry-credentials"
 // refuses a cluster that is not a Flotilla management cluster, and a cluster name it does not
 // manage.
 func (c *Client) InstallPackageController(ctx context.Context, kubeconfig string, o PackageControllerOptions) (*packagesv1.PackageBundleController, error) {
+	registry := o.Registry
+	if o.Source != nil {
+		registry = o.Source.Registry
+	}
+	if o.PlainHTTP == nil && plainHTTPByDefault(registry, len(o.CAData) > 0) {
+		plain := true
+		o.PlainHTTP = &plain
+		_, _ = fmt.Fprintf(c.Out, "Registry %s is on this machine: reaching it over plain HTTP (--plain-http=false for TLS)\n", registry)
+	}
 	ctx, cancel := context.WithTimeout(ctx, packagesRequestTimeout)
 	defer cancel()
 	kc, err := c.packagesCluster(ctx, kubeconfig, Mutating)

@@ -2,21 +2,15 @@ package client
 
 import (
 	"context"
-	"crypto/ecdsa"
-	"errors"
+	"crypto/tls"
 	"fmt"
-	"io/fs"
+	"io"
 	"net/http"
-	"os"
 	"path/filepath"
-	"strings"
+	"strconv"
 	"time"
 
-	"k8s.io/apimachinery/pkg/util/wait"
-
-	"github.com/flotilla-dev/flotilla/packages/bundle"
-	"github.com/flotilla-dev/flotilla/packages/bundle/publish"
-	"github.com/flotilla-dev/flotilla/pkg/atomicfile"
+	"github.com/flotilla-dev/flotilla/pkg/ociregistry"
 	"github.com/flotilla-dev/flotilla/pkg/process"
 )
 
@@ -30,7 +24,9 @@ const (
 )
 
 // RegistryHome is where the embedded registry and the signing key live: <home>/registry.
-func (c *Client) RegistryHome() string { return filepath.Join(c.Home, "registry") }
+func (c *Client) RegistryHome() string { return registryHome(c.Home) }
+
+func registryHome(home string) string { return filepath.Join(home, "registry") }
 
 // DefaultRegistryDataDir is the embedded registry's default data directory.
 func (c *Client) DefaultRegistryDataDir() string { return filepath.Join(c.RegistryHome(), "data") }
@@ -44,22 +40,88 @@ func (c *Client) registrySupervisor() process.Supervisor {
 	return process.Supervisor{RunDir: filepath.Join(c.RegistryHome(), "run"), LogDir: filepath.Join(c.RegistryHome(), "logs")}
 }
 
-// RegistryOptions say where the embedded registry runs.
+// RegistryOptions say where and how the embedded registry runs: the flags of `flotilla registry
+// serve` (see ociregistry.Options, which they become).
 type RegistryOptions struct {
-	// Listen is the address, DefaultRegistryAddress when empty.
+	// Listen is the address, DefaultRegistryAddress when empty. Off loopback, TLS and
+	// HTPasswdFile are required.
 	Listen string
 	// Dir keeps its blobs and manifests, DefaultRegistryDataDir when empty.
 	Dir string
+	// TLSCertFile and TLSKeyFile make it serve HTTPS.
+	TLSCertFile, TLSKeyFile string
+	// HTPasswdFile holds its users (DefaultRegistryHTPasswdPath is where SetRegistryUser writes
+	// by default); without it, it does not authenticate.
+	HTPasswdFile string
+	// MaxBlobSize, UploadTimeout and MaxUploads are its limits; 0 takes ociregistry's defaults.
+	MaxBlobSize   int64
+	UploadTimeout time.Duration
+	MaxUploads    int
 }
 
-func (c *Client) registryDefaults(o RegistryOptions) RegistryOptions {
+// Validate checks the options as the registry will (a registry off loopback needs TLS and
+// authentication), before anything starts.
+func (o RegistryOptions) Validate() error {
+	return o.serveOptions(nil).Validate()
+}
+
+func (o RegistryOptions) serveOptions(log io.Writer) ociregistry.Options {
+	return ociregistry.Options{
+		Listen: o.Listen, Dir: o.Dir, TLSCertFile: o.TLSCertFile, TLSKeyFile: o.TLSKeyFile, HTPasswdFile: o.HTPasswdFile,
+		MaxBlobSize: o.MaxBlobSize, UploadTimeout: o.UploadTimeout, MaxUploads: o.MaxUploads, Log: log,
+	}
+}
+
+// serveArgs is the `flotilla registry serve` command line that runs the registry with o.
+func (o RegistryOptions) serveArgs() []string {
+	args := []string{"registry", "serve", "--listen", o.Listen, "--dir", o.Dir}
+	for _, f := range []struct{ flag, value string }{
+		{"--tls-cert-file", o.TLSCertFile},
+		{"--tls-key-file", o.TLSKeyFile},
+		{"--htpasswd", o.HTPasswdFile},
+	} {
+		if f.value != "" {
+			args = append(args, f.flag, f.value)
+		}
+	}
+	if o.MaxBlobSize != 0 {
+		args = append(args, "--max-blob-size", strconv.FormatInt(o.MaxBlobSize, 10))
+	}
+	if o.UploadTimeout != 0 {
+		args = append(args, "--upload-timeout", o.UploadTimeout.String())
+	}
+	if o.MaxUploads != 0 {
+		args = append(args, "--max-uploads", strconv.Itoa(o.MaxUploads))
+	}
+	return args
+}
+
+// RegistryDefaults fills in the default address and data directory, and makes the paths
+// absolute, so that the background process finds them whatever its directory.
+func (c *Client) RegistryDefaults(o RegistryOptions) (RegistryOptions, error) {
 	if o.Listen == "" {
 		o.Listen = DefaultRegistryAddress
 	}
 	if o.Dir == "" {
 		o.Dir = c.DefaultRegistryDataDir()
 	}
-	return o
+	for _, p := range []*string{&o.Dir, &o.TLSCertFile, &o.TLSKeyFile, &o.HTPasswdFile} {
+		if *p == "" {
+			continue
+		}
+		abs, err := filepath.Abs(*p)
+		if err != nil {
+			return o, fmt.Errorf("resolving %s: %w", *p, err)
+		}
+		*p = abs
+	}
+	return o, nil
+}
+
+// ServeRegistry serves the registry in the foreground until ctx is cancelled (`flotilla registry
+// serve`), logging each request to log when it is not nil.
+func ServeRegistry(ctx context.Context, o RegistryOptions, log io.Writer) error {
+	return ociregistry.Serve(ctx, o.serveOptions(log))
 }
 
 // RegistryInfo describes the running embedded registry.
@@ -68,6 +130,9 @@ type RegistryInfo struct {
 	Dir     string `json:"dir"`
 	PID     int    `json:"pid"`
 	Log     string `json:"log"`
+	// TLS is true when it serves HTTPS, Authenticated when it requires a user and password.
+	TLS           bool `json:"tls"`
+	Authenticated bool `json:"authenticated"`
 	// Started is false when the registry already ran with these options.
 	Started bool `json:"started"`
 }
@@ -77,36 +142,30 @@ type RegistryInfo struct {
 // running with the same options is left alone; one running with other options is restarted
 // with these.
 func (c *Client) EnsureRegistry(ctx context.Context, o RegistryOptions) (RegistryInfo, error) {
-	o = c.registryDefaults(o)
-	dir, err := filepath.Abs(o.Dir)
+	o, err := c.RegistryDefaults(o)
 	if err != nil {
 		return RegistryInfo{}, err
 	}
-	sup := c.registrySupervisor()
-	spec := process.Spec{
-		Name: registryProcess,
-		Path: c.Executable,
-		Args: []string{"registry", "serve", "--listen", o.Listen, "--dir", dir},
+	if err := o.Validate(); err != nil {
+		return RegistryInfo{}, err
 	}
-	p, err := sup.Ensure(ctx, spec)
+	sup := c.registrySupervisor()
+	spec := process.Spec{Name: registryProcess, Path: c.Executable, Args: o.serveArgs(), Ports: []string{o.Listen}}
+	p, err := ensureLocked(ctx, sup, spec)
 	if err != nil {
 		return RegistryInfo{}, fmt.Errorf("starting the registry: %w", err)
 	}
-	info := RegistryInfo{Address: o.Listen, Dir: dir, PID: p.PID, Log: sup.LogPath(registryProcess), Started: !p.Adopted}
-	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-	defer cancel()
-	var lastErr error
-	err = wait.PollUntilContextCancel(ctx, 100*time.Millisecond, true, func(ctx context.Context) (bool, error) {
-		if _, ok := sup.Running(registryProcess); !ok {
-			return false, fmt.Errorf("the registry exited; its log:\n%s", sup.LogTail(registryProcess, 20))
-		}
-		lastErr = RegistryReady(ctx, o.Listen)
-		return lastErr == nil, nil
+	if err := c.EnsureSupervisor(ctx); err != nil {
+		return RegistryInfo{}, err
+	}
+	info := RegistryInfo{
+		Address: o.Listen, Dir: o.Dir, PID: p.PID, Log: sup.LogPath(registryProcess),
+		TLS: o.TLSCertFile != "", Authenticated: o.HTPasswdFile != "", Started: !p.Adopted,
+	}
+	err = waitProcess(ctx, sup, registryProcess, "the registry", 30*time.Second, 100*time.Millisecond, func(ctx context.Context) error {
+		return RegistryReady(ctx, o.Listen, info.TLS)
 	})
 	if err != nil {
-		if lastErr != nil && errors.Is(err, context.DeadlineExceeded) {
-			return info, fmt.Errorf("the registry at %s does not answer after 30s (%v); see %s", o.Listen, lastErr, info.Log)
-		}
 		return info, err
 	}
 	// Another program answering on the address while ours fails to bind it would pass for it:
@@ -118,156 +177,91 @@ func (c *Client) EnsureRegistry(ctx context.Context, o RegistryOptions) (Registr
 	if _, ok := sup.Running(registryProcess); !ok {
 		return info, fmt.Errorf("the registry exited (is another program listening on %s?); its log:\n%s", o.Listen, sup.LogTail(registryProcess, 20))
 	}
+	info.PID, _ = sup.Running(registryProcess)
 	return info, nil
 }
 
 // RegistryStatus returns the running embedded registry, or false when none runs.
 func (c *Client) RegistryStatus() (RegistryInfo, bool) {
 	sup := c.registrySupervisor()
-	pid, ok := sup.Running(registryProcess)
-	if !ok {
+	p, recorded := sup.Inspect(registryProcess)
+	if !recorded || p.PID == 0 {
 		return RegistryInfo{}, false
 	}
-	info := RegistryInfo{PID: pid, Log: sup.LogPath(registryProcess)}
-	// The command line is the record of where it serves.
-	if cmdline, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid)); err == nil {
-		args := strings.Split(strings.TrimRight(string(cmdline), "\x00"), "\x00")
-		for i := 0; i+1 < len(args); i++ {
-			switch args[i] {
-			case "--listen":
-				info.Address = args[i+1]
-			case "--dir":
-				info.Dir = args[i+1]
-			}
-		}
-	}
+	// The command line is the record of where and how it serves.
+	info := registryServing(p.Argv)
+	info.PID, info.Log = p.PID, sup.LogPath(registryProcess)
 	return info, true
 }
 
-// StopRegistry stops the embedded registry if it runs.
+// registryServing reads where and how a `flotilla registry serve` command line serves: its
+// Address, Dir, TLS and Authenticated.
+func registryServing(argv []string) RegistryInfo {
+	var info RegistryInfo
+	for i := 0; i+1 < len(argv); i++ {
+		switch argv[i] {
+		case "--listen":
+			info.Address = argv[i+1]
+		case "--dir":
+			info.Dir = argv[i+1]
+		case "--tls-cert-file":
+			info.TLS = true
+		case "--htpasswd":
+			info.Authenticated = true
+		}
+	}
+	return info
+}
+
+// StopRegistry stops the embedded registry if it runs; the supervisor does not start it again.
 func (c *Client) StopRegistry(ctx context.Context) error {
-	if err := c.registrySupervisor().Stop(ctx, registryProcess, process.DefaultStopTimeout); err != nil {
+	if err := stopLocked(ctx, c.registrySupervisor(), registryProcess); err != nil {
 		return fmt.Errorf("stopping the registry: %w", err)
 	}
 	return nil
 }
 
-// RegistryReady returns nil when an OCI registry answers at address (host:port, plain HTTP).
-func RegistryReady(ctx context.Context, address string) error {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+address+"/v2/", nil)
+// RegistryReady returns nil when an OCI registry answers at address (host:port), over HTTPS
+// when useTLS is set. An answer that asks for credentials counts: the registry runs. The probe
+// sends no credentials and reads nothing but the status, so over TLS it does not verify the
+// certificate, which may be issued for names other than the listen address.
+func RegistryReady(ctx context.Context, address string, useTLS bool) error {
+	scheme, client := "http", http.DefaultClient
+	if useTLS {
+		t := http.DefaultTransport.(*http.Transport).Clone()
+		t.TLSClientConfig = &tls.Config{InsecureSkipVerify: true, MinVersion: tls.VersionTLS12} //nolint:gosec // a liveness probe without credentials, see above
+		scheme, client = "https", &http.Client{Transport: t}
+		defer t.CloseIdleConnections()
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, scheme+"://"+address+"/v2/", nil)
 	if err != nil {
 		return err
 	}
-	resp, err := http.DefaultClient.Do(req)
+	resp, err := client.Do(req)
 	if err != nil {
 		return fmt.Errorf("registry at %s: %w", address, err)
 	}
 	defer func() { _ = resp.Body.Close() }()
-	if resp.StatusCode != http.StatusOK {
+	if resp.StatusCode != http.StatusOK && resp.StatusCode != http.StatusUnauthorized {
 		return fmt.Errorf("registry at %s: GET /v2/ answered %s", address, resp.Status)
 	}
 	return nil
 }
 
-// PublishOptions configure Publish.
-type PublishOptions struct {
-	// Registry is the registry's host[:port], DefaultRegistryAddress when empty.
-	Registry string
-	// Repository is DefaultRegistryRepository when empty.
-	Repository string
-	// ChartsDir holds the charts; empty publishes the curated catalog built into flotilla.
-	ChartsDir string
-	// KubernetesMinors get a bundle each (publish.DefaultKubernetesMinors when empty).
-	KubernetesMinors []string
-	// SigningKey is the PEM private key file; DefaultSigningKeyPath when empty. The default key
-	// is generated on first use; a key named explicitly must exist.
-	SigningKey string
-	// Connection says how to reach the registry. Set PlainHTTP for loopback registries (the
-	// command does so unless told otherwise).
-	Connection bundle.Registry
+// DefaultRegistryHTPasswdPath is the htpasswd file SetRegistryUser writes by default.
+func (c *Client) DefaultRegistryHTPasswdPath() string {
+	return filepath.Join(c.RegistryHome(), "htpasswd")
 }
 
-// PublishResult is what Publish pushed, and the key that verifies it.
-type PublishResult struct {
-	publish.Result `json:",inline"`
-	// Registry and Repository are where the bundles are: configure package controllers with
-	// them.
-	Registry   string `json:"registry"`
-	Repository string `json:"repository"`
-	// PublicKey is the PEM file of the public key that verifies the bundles.
-	PublicKey string `json:"publicKey"`
-	// KeyCreated is true when this run generated the signing key.
-	KeyCreated bool `json:"keyCreated"`
-}
-
-// Publish pushes the charts and a signed bundle per Kubernetes minor (see package publish).
-func (c *Client) Publish(ctx context.Context, o PublishOptions) (PublishResult, error) {
-	if o.Registry == "" {
-		o.Registry = DefaultRegistryAddress
+// SetRegistryUser sets user's password in the htpasswd file (DefaultRegistryHTPasswdPath when
+// empty), as a bcrypt hash, and returns the file's path. A running registry reads the file
+// when it starts: restart it to apply the change.
+func (c *Client) SetRegistryUser(file, user, password string) (string, error) {
+	if file == "" {
+		file = c.DefaultRegistryHTPasswdPath()
 	}
-	if o.Repository == "" {
-		o.Repository = DefaultRegistryRepository
+	if err := ociregistry.SetHTPasswdUser(file, user, password); err != nil {
+		return "", err
 	}
-	keyPath := o.SigningKey
-	if keyPath == "" {
-		keyPath = c.DefaultSigningKeyPath()
-	}
-	key, pubPath, created, err := LoadOrCreateSigningKey(keyPath, o.SigningKey == "")
-	if err != nil {
-		return PublishResult{}, err
-	}
-	res, err := publish.Publish(ctx, publish.Options{
-		ChartsDir:        o.ChartsDir,
-		Registry:         o.Registry,
-		Repository:       o.Repository,
-		KubernetesMinors: o.KubernetesMinors,
-		Key:              key,
-		Connection:       o.Connection,
-	})
-	out := PublishResult{Result: res, Registry: o.Registry, Repository: o.Repository, PublicKey: pubPath, KeyCreated: created}
-	if err != nil {
-		return out, err
-	}
-	return out, nil
-}
-
-// LoadOrCreateSigningKey reads the PEM private key at path. When it does not exist and create
-// is set, it generates a P-256 key there (0600). Either way it (re)writes the public key next to
-// it, <path without .pem>.pub.pem, when that file is missing or holds another key, and returns
-// that path and whether the key was generated.
-func LoadOrCreateSigningKey(path string, create bool) (*ecdsa.PrivateKey, string, bool, error) {
-	pubPath := strings.TrimSuffix(path, ".pem") + ".pub.pem"
-	var key *ecdsa.PrivateKey
-	created := false
-	data, err := os.ReadFile(path) //nolint:gosec // the key file the user names or Flotilla's own
-	switch {
-	case errors.Is(err, fs.ErrNotExist) && create:
-		if key, err = bundle.GenerateKey(); err != nil {
-			return nil, "", false, err
-		}
-		pemData, err := bundle.EncodePrivateKey(key)
-		if err != nil {
-			return nil, "", false, err
-		}
-		if err := atomicfile.Write(path, pemData); err != nil {
-			return nil, "", false, err
-		}
-		created = true
-	case err != nil:
-		return nil, "", false, fmt.Errorf("reading the signing key: %w", err)
-	default:
-		if key, err = bundle.ParsePrivateKey(data); err != nil {
-			return nil, "", false, fmt.Errorf("%s: %w", path, err)
-		}
-	}
-	pubPEM, err := bundle.EncodePublicKey(&key.PublicKey)
-	if err != nil {
-		return nil, "", false, err
-	}
-	if existing, err := os.ReadFile(pubPath); err != nil || string(existing) != string(pubPEM) { //nolint:gosec // next to the key
-		if err := atomicfile.Write(pubPath, pubPEM); err != nil {
-			return nil, "", false, err
-		}
-	}
-	return key, pubPath, created, nil
+	return file, nil
 }

@@ -3,7 +3,6 @@ package client
 import (
 	"context"
 	"fmt"
-	"strings"
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -14,28 +13,25 @@ import (
 
 	flotillav1 "github.com/flotilla-dev/flotilla/api/cluster/v1alpha1"
 	controlplanev1 "github.com/flotilla-dev/flotilla/api/controlplane/v1alpha1"
+	"github.com/flotilla-dev/flotilla/pkg/kubeversion"
 )
 
-// waitRollout waits until the upgraded workload cluster runs its spec (see waitForRollout),
-// starting the management cluster's manager again should it stop meanwhile.
+// waitRollout waits until the upgraded workload cluster runs its spec (see waitForRollout). Should
+// the management cluster's manager stop meanwhile, the supervisor starts it again and the
+// command's watch (ensureManagerOf) says so.
 func (r *upgradeRun) waitRollout(ctx context.Context) error {
 	return r.c.waitForRollout(ctx, rollout{
 		kc: r.kc, key: r.clusterKey(), version: r.Plan.Version, kubeconfig: r.opts.Kubeconfig,
-		ensureManager: func(ctx context.Context) error {
-			return r.c.ensureLocalManager(ctx, r.Plan.Management, r.opts.Kubeconfig)
-		},
 	})
 }
 
 // rollout is what waitForRollout watches: the Cluster key in the cluster behind kc (whose
-// kubeconfig the messages name), rolling out to the full version; ensureManager keeps the
-// manager doing it running.
+// kubeconfig the messages name), rolling out to the full version.
 type rollout struct {
-	kc            ctrlclient.Client
-	key           ctrlclient.ObjectKey
-	version       string
-	kubeconfig    string
-	ensureManager func(context.Context) error
+	kc         ctrlclient.Client
+	key        ctrlclient.ObjectKey
+	version    string
+	kubeconfig string
 }
 
 // waitForRollout waits until the cluster runs its spec: the control plane reports the spec's
@@ -47,9 +43,6 @@ func (c *Client) waitForRollout(ctx context.Context, ro rollout) error {
 	start := time.Now()
 	var last rolloutStatus
 	err := poll(ctx, c.WaitTimeout, func(ctx context.Context) (bool, error) {
-		if err := ro.ensureManager(ctx); err != nil {
-			return false, err
-		}
 		st, err := observeRollout(ctx, ro.kc, key, ro.version)
 		if err != nil {
 			return false, nil //nolint:nilerr // the API may blink; keep asking until the timeout
@@ -158,7 +151,7 @@ func newRolloutStatus(version string, fc *flotillav1.Cluster, lcp *controlplanev
 			continue
 		}
 		st.machines++
-		if sameVersion(m.Spec.Version, version) {
+		if kubeversion.Equal(m.Spec.Version, version) {
 			st.atVersion++
 		}
 		if meta.IsStatusConditionTrue(m.Status.Conditions, clusterv1.MachineReadyCondition) {
@@ -173,7 +166,7 @@ func newRolloutStatus(version string, fc *flotillav1.Cluster, lcp *controlplanev
 // current generation.
 func (s rolloutStatus) done() bool {
 	return s.observed && s.ready &&
-		sameVersion(s.controlPlane, s.version) && s.available &&
+		kubeversion.Equal(s.controlPlane, s.version) && s.available &&
 		s.machines == int(s.desired) && s.atVersion == s.machines && s.readyMachines == s.machines && s.deleting == 0
 }
 
@@ -196,7 +189,7 @@ func (s rolloutStatus) summary() string {
 	switch {
 	case s.controlPlane == "":
 		cp = "control plane starting"
-	case !sameVersion(s.controlPlane, s.version):
+	case !kubeversion.Equal(s.controlPlane, s.version):
 		cp = fmt.Sprintf("control plane %s → %s", s.controlPlane, s.version)
 	default:
 		cp = "control plane " + s.controlPlane
@@ -220,17 +213,4 @@ func (s rolloutStatus) summary() string {
 		}
 	}
 	return cp + " · " + workers + " · " + cluster
-}
-
-// sameVersion compares Kubernetes versions without the "v" and any suffix: "v1.36.3-dirty" is
-// v1.36.3.
-func sameVersion(a, b string) bool {
-	core := func(v string) string {
-		v = strings.TrimPrefix(strings.TrimSpace(v), "v")
-		if i := strings.IndexAny(v, "-+"); i >= 0 {
-			v = v[:i]
-		}
-		return v
-	}
-	return a != "" && core(a) == core(b)
 }

@@ -20,6 +20,7 @@ import (
 	"github.com/flotilla-dev/flotilla/cli/spec"
 	"github.com/flotilla-dev/flotilla/cli/workflow"
 	"github.com/flotilla-dev/flotilla/pkg/binaries"
+	"github.com/flotilla-dev/flotilla/pkg/supervisor"
 )
 
 // Upgrading a workload cluster.
@@ -139,9 +140,11 @@ func (c *Client) UpgradeWorkloadCluster(ctx context.Context, opts UpgradeWorkloa
 	if err != nil {
 		return err
 	}
-	if err := c.ensureManagerOf(ctx, kc, opts.Kubeconfig, s.Cluster.Namespace); err != nil {
+	stopWatch, err := c.ensureManagerOf(ctx, kc, opts.Kubeconfig, s.Cluster.Namespace)
+	if err != nil {
 		return err
 	}
+	defer stopWatch()
 	r := &upgradeRun{c: c, opts: opts, spec: s, kc: kc}
 	checkpoint := filepath.Join(opts.OutDir, s.Cluster.Name, ".upgrade-checkpoint.json")
 	err = upgradeWorkflow.Run(ctx, r, workflow.Options{Out: c.Out, CheckpointPath: checkpoint, Fingerprint: fingerprint})
@@ -157,30 +160,60 @@ func (c *Client) UpgradeWorkloadCluster(ctx context.Context, opts UpgradeWorkloa
 	return nil
 }
 
-// ensureManagerOf starts the manager of the management cluster behind kc (kubeconfig) again when
-// it runs on this machine and its manager has stopped: without it nothing is reconciled, and its
-// webhooks refuse every write. A kubeconfig that is not a management cluster's is left to the
-// command's own checks, which say what it points to.
-func (c *Client) ensureManagerOf(ctx context.Context, kc ctrlclient.Client, kubeconfig, namespace string) error {
+// ensureManagerOf makes sure the manager of the management cluster behind kc (kubeconfig) runs
+// when that cluster runs on this machine: without it nothing is reconciled, and its webhooks
+// refuse every write. Then, until the returned stop is called, it reports what happens
+// to that manager while the command waits (watchManager). A kubeconfig that is not a management
+// cluster's is left to the command's own checks, which say what it points to.
+func (c *Client) ensureManagerOf(ctx context.Context, kc ctrlclient.Client, kubeconfig, namespace string) (stop func(), err error) {
 	mgmt, err := managementClusterOf(ctx, kc, kubeconfig, namespace)
-	if err != nil {
-		return nil //nolint:nilerr // reported by the command's own checks
+	if err != nil || !c.runsHere(mgmt, kubeconfig) {
+		return func() {}, nil //nolint:nilerr // reported by the command's own checks
 	}
-	return c.ensureLocalManager(ctx, mgmt, kubeconfig)
+	if err := c.ensureLocalManager(ctx, mgmt, kubeconfig); err != nil {
+		return nil, err
+	}
+	return c.watchManager(ctx, mgmt), nil
 }
 
-// ensureLocalManager starts the manager of management cluster mgmt again when that cluster runs
-// on this machine (created from this Home, and kubeconfig names its API server) and its manager
-// has stopped, as after a crash or a kill in the middle of an upgrade. A management cluster
-// elsewhere is left to whoever runs it.
+// ensureLocalManager makes sure the manager of management cluster mgmt runs when that cluster
+// runs on this machine, and the supervisor of the home with it; a manager that stopped, as after a
+// crash or a kill in the middle of an upgrade, is started again (by the supervisor, or by this)
+// and waited for until it is ready. A management cluster elsewhere is left to whoever runs it.
 func (c *Client) ensureLocalManager(ctx context.Context, mgmt, kubeconfig string) error {
-	local := c.localKubeconfigPath(mgmt)
-	if !isFile(local) || c.managerRunning(mgmt) || !sameServer(kubeconfig, local) {
+	if !c.runsHere(mgmt, kubeconfig) {
 		return nil
+	}
+	if c.managerRunning(mgmt) {
+		if supervisor.Running(c.Home) {
+			return nil
+		}
+		return c.EnsureSupervisor(ctx)
 	}
 	fmt.Fprintf(c.Out, "The manager of management cluster %q is not running; starting it again\n", mgmt)
 	if err := c.StartManager(ctx, mgmt); err != nil {
 		return fmt.Errorf("the manager of management cluster %q had stopped, and starting it again failed: %w", mgmt, err)
+	}
+	return nil
+}
+
+// runsHere reports whether management cluster mgmt, behind kubeconfig, runs on this machine: it
+// was created from this Home, and kubeconfig names its API server.
+func (c *Client) runsHere(mgmt, kubeconfig string) bool {
+	local := c.localKubeconfigPath(mgmt)
+	return mgmt != "" && isFile(local) && sameServer(kubeconfig, local)
+}
+
+// checkLocalBinaries checks, when management cluster mgmt behind kubeconfig runs on this
+// machine, that the control plane programs of Kubernetes version are in this machine's binary
+// cache: the manager's local provider starts a local cluster's control plane from them, and
+// without them it would wait, reporting BinariesMissing, until someone builds them.
+func (c *Client) checkLocalBinaries(mgmt, kubeconfig, version string) error {
+	if !c.runsHere(mgmt, kubeconfig) {
+		return nil
+	}
+	if _, err := binaries.Find(c.BinRoot, version); err != nil {
+		return fmt.Errorf("management cluster %q runs on this machine and cannot start Kubernetes %s: %w", mgmt, version, err)
 	}
 	return nil
 }
@@ -299,17 +332,16 @@ func (r *upgradeRun) currentCluster(ctx context.Context, mgmt string) (*flotilla
 
 // checkReadyForVersionChange refuses a version change while the cluster has not finished the
 // previous change, so the control plane and workers never drift more than one minor apart, and
-// checks the new version's binaries when the management cluster runs on this machine.
+// checks the new version's binaries when the cluster is local and its management cluster runs
+// on this machine.
 func (r *upgradeRun) checkReadyForVersionChange(current *flotillav1.Cluster, plan *upgradePlan) error {
 	if err := readyForVersionChange(current, plan, r.opts.Kubeconfig); err != nil {
 		return err
 	}
-	if r.c.managerRunning(plan.Management) {
-		if _, err := binaries.Find(r.c.BinRoot, plan.Version); err != nil {
-			return fmt.Errorf("the management cluster runs on this machine and cannot start Kubernetes %s: %w", plan.Version, err)
-		}
+	if current.Spec.DatacenterRef.Kind != flotillav1.LocalDatacenterConfigKind {
+		return nil // other providers do not run the control plane on this machine
 	}
-	return nil
+	return r.c.checkLocalBinaries(plan.Management, r.opts.Kubeconfig, plan.Version)
 }
 
 // readyForVersionChange refuses a version change of a cluster that has not finished the previous

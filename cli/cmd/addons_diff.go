@@ -1,11 +1,10 @@
 package cmd
 
 import (
-	"encoding/json"
+	"context"
 	"fmt"
 
 	"github.com/spf13/cobra"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 
 	"github.com/flotilla-dev/flotilla/cli/client"
@@ -20,8 +19,7 @@ func NewAddonsCmd(streams genericiooptions.IOStreams, global *GlobalOptions) *co
 
 // AddonsDiffOptions are the options of `flotilla addons diff`.
 type AddonsDiffOptions struct {
-	genericiooptions.IOStreams
-	global *GlobalOptions
+	clientOptions
 	// Name is the HelmChartProxy's name.
 	Name string
 	// Namespace is the HelmChartProxy's namespace; the kubeconfig's when empty.
@@ -30,7 +28,7 @@ type AddonsDiffOptions struct {
 
 // NewAddonsDiffCmd returns `flotilla addons diff NAME`.
 func NewAddonsDiffCmd(streams genericiooptions.IOStreams, global *GlobalOptions) *cobra.Command {
-	o := &AddonsDiffOptions{IOStreams: streams, global: global}
+	o := &AddonsDiffOptions{clientOptions: newClientOptions(streams, global, streams.ErrOut)}
 	cmd := &cobra.Command{
 		Use:   "diff NAME",
 		Short: "Show what a HelmChartProxy would change in each cluster it selects",
@@ -41,31 +39,33 @@ through their kubeconfig Secrets in the management cluster given with --kubeconf
 		Example: `  flotilla addons diff ingress --kubeconfig mgmt/mgmt.kubeconfig
   flotilla addons diff ingress -n fleet --kubeconfig mgmt/mgmt.kubeconfig`,
 		Args: exactlyOneArg("the HelmChartProxy's name"),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			o.Name = args[0]
-			return o.Run(cmd)
-		},
+		RunE: RunE(o),
 	}
 	cmd.Flags().StringVarP(&o.Namespace, "namespace", "n", "", "namespace of the HelmChartProxy (default: the kubeconfig's)")
 	return cmd
 }
 
+// Complete takes the name from the arguments and the namespace, when -n gives none, from the
+// kubeconfig.
+func (o *AddonsDiffOptions) Complete(cmd *cobra.Command, args []string) error {
+	o.Name = args[0]
+	if o.Namespace == "" && o.global.Kubeconfig != "" {
+		o.Namespace = client.KubeconfigNamespace(o.global.Kubeconfig)
+	}
+	return o.clientOptions.Complete(cmd, args)
+}
+
+// Validate has nothing to check beyond the argument cobra checks.
+func (o *AddonsDiffOptions) Validate() error { return nil }
+
 // Run prints the diffs.
-func (o *AddonsDiffOptions) Run(cmd *cobra.Command) error {
-	c, err := client.New(o.global.Home, o.global.BinDir, o.ErrOut)
-	if err != nil {
-		return err
-	}
-	ns := o.Namespace
-	if ns == "" && o.global.Kubeconfig != "" {
-		ns = client.KubeconfigNamespace(o.global.Kubeconfig)
-	}
-	diffs, err := c.DiffAddon(cmd.Context(), o.global.Kubeconfig, ns, o.Name)
+func (o *AddonsDiffOptions) Run(ctx context.Context) error {
+	diffs, err := o.client.DiffAddon(ctx, o.global.Kubeconfig, o.Namespace, o.Name)
 	if err != nil {
 		return err
 	}
 	if len(diffs) == 0 {
-		_, err := fmt.Fprintf(o.ErrOut, "HelmChartProxy %s/%s selects no cluster.\n", ns, o.Name)
+		_, err := fmt.Fprintf(o.ErrOut, "HelmChartProxy %s/%s selects no cluster.\n", o.Namespace, o.Name)
 		return err
 	}
 	failed := 0
@@ -84,13 +84,4 @@ func (o *AddonsDiffOptions) Run(cmd *cobra.Command) error {
 		return fmt.Errorf("could not diff %d of %d clusters (see above)", failed, len(diffs))
 	}
 	return nil
-}
-
-// runtimeRaw encodes an object as an item of a metav1.List.
-func runtimeRaw(obj runtime.Object) runtime.RawExtension {
-	raw, err := json.Marshal(obj)
-	if err != nil { // typed API objects always encode
-		panic(fmt.Sprintf("encoding %T: %v", obj, err))
-	}
-	return runtime.RawExtension{Raw: raw}
 }

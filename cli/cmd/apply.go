@@ -1,6 +1,7 @@
 package cmd
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"time"
@@ -13,8 +14,7 @@ import (
 
 // ApplyOptions are the options of `flotilla apply`.
 type ApplyOptions struct {
-	genericiooptions.IOStreams
-	global *GlobalOptions
+	clientOptions
 	// File holds the objects.
 	File string
 	// Wait is how long to wait for the objects to be Ready; 0 does not wait.
@@ -23,7 +23,7 @@ type ApplyOptions struct {
 
 // NewApplyCmd returns `flotilla apply`.
 func NewApplyCmd(streams genericiooptions.IOStreams, global *GlobalOptions) *cobra.Command {
-	o := &ApplyOptions{IOStreams: streams, global: global}
+	o := &ApplyOptions{clientOptions: newClientOptions(streams, global, streams.Out)}
 	cmd := &cobra.Command{
 		Use:   "apply -f FILE --kubeconfig KUBECONFIG",
 		Short: "Apply Kubernetes objects from a file, such as a HelmChartProxy, and wait until they are Ready",
@@ -34,12 +34,7 @@ others unapplied. With --wait, wait until each applied object that reports condi
 Ready=True for its current generation.`,
 		Example: `  flotilla apply -f docs/examples/hello-addon.yaml --kubeconfig mgmt/mgmt.kubeconfig --wait 3m`,
 		Args:    cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			if err := o.Validate(); err != nil {
-				return err
-			}
-			return o.Run(cmd)
-		},
+		RunE:    RunE(o),
 	}
 	cmd.Flags().StringVarP(&o.File, "filename", "f", "", "file of the objects to apply")
 	cmd.Flags().DurationVar(&o.Wait, "wait", 0, "wait this long for the objects to be Ready (e.g. 3m); 0 returns once they are applied")
@@ -58,12 +53,8 @@ func (o *ApplyOptions) Validate() error {
 }
 
 // Run applies the file.
-func (o *ApplyOptions) Run(cmd *cobra.Command) error {
-	c, err := client.New(o.global.Home, o.global.BinDir, o.Out)
-	if err != nil {
-		return err
-	}
-	applied, err := c.ApplyFile(cmd.Context(), client.ApplyFileOptions{File: o.File, Kubeconfig: o.global.Kubeconfig, Wait: o.Wait})
+func (o *ApplyOptions) Run(ctx context.Context) error {
+	applied, err := o.client.ApplyFile(ctx, client.ApplyFileOptions{File: o.File, Kubeconfig: o.global.Kubeconfig, Wait: o.Wait})
 	if err != nil {
 		return err
 	}

@@ -142,7 +142,7 @@ func TestRootHelpListsTheCommands(t *testing.T) {
 	g := NewWithT(t)
 	out, _, err := run("--help")
 	g.Expect(err).NotTo(HaveOccurred())
-	for _, want := range []string{"generate", "version", "manager", "--kubeconfig", "--home", "--bin-dir", "-v, --v"} {
+	for _, want := range []string{"generate", "version", "--kubeconfig", "--home", "--bin-dir", "-v, --v"} {
 		g.Expect(out).To(ContainSubstring(want))
 	}
 }

@@ -1,7 +1,7 @@
 package cmd
 
 import (
-	"errors"
+	"context"
 
 	"github.com/spf13/cobra"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
@@ -11,17 +11,12 @@ import (
 
 // CreateClusterOptions are the options of `flotilla create cluster`.
 type CreateClusterOptions struct {
-	genericiooptions.IOStreams
-	global *GlobalOptions
-	// File is the cluster spec.
-	File string
-	// OutDir receives <name>/<name>.kubeconfig.
-	OutDir string
+	clusterFileOptions
 }
 
 // NewCreateClusterCmd returns `flotilla create cluster`.
 func NewCreateClusterCmd(streams genericiooptions.IOStreams, global *GlobalOptions) *cobra.Command {
-	o := &CreateClusterOptions{IOStreams: streams, global: global, OutDir: "."}
+	o := &CreateClusterOptions{newClusterFileOptions(streams, global, "write one with `flotilla generate clusterconfig NAME --provider local`")}
 	cmd := &cobra.Command{
 		Use:   "cluster -f FILE",
 		Short: "Create a management cluster, or a workload cluster from one",
@@ -40,36 +35,19 @@ checkpoint; run the same command again to resume.`,
   flotilla generate clusterconfig w1 --provider local > w1.yaml
   flotilla create cluster -f w1.yaml --kubeconfig mgmt/mgmt.kubeconfig`,
 		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			if err := o.Validate(); err != nil {
-				return err
-			}
-			return o.Run(cmd)
-		},
+		RunE: RunE(o),
 	}
-	cmd.Flags().StringVarP(&o.File, "filename", "f", "", "cluster spec file")
-	cmd.Flags().StringVar(&o.OutDir, "output-dir", o.OutDir, "directory that receives NAME/NAME.kubeconfig")
+	o.addFlags(cmd, "directory that receives NAME/NAME.kubeconfig")
 	return cmd
 }
 
-// Validate checks the flags.
-func (o *CreateClusterOptions) Validate() error {
-	if o.File == "" {
-		return errors.New("-f FILE is required: write one with `flotilla generate clusterconfig NAME --provider local`")
-	}
-	return nil
-}
-
-// Run creates the cluster.
-func (o *CreateClusterOptions) Run(cmd *cobra.Command) error {
-	c, err := client.New(o.global.Home, o.global.BinDir, o.Out)
-	if err != nil {
-		return err
-	}
+// Run creates the cluster: a management cluster without --kubeconfig, else a workload cluster
+// of the management cluster it names.
+func (o *CreateClusterOptions) Run(ctx context.Context) error {
 	if o.global.Kubeconfig == "" {
-		return c.CreateManagementCluster(cmd.Context(), client.CreateManagementClusterOptions{File: o.File, OutDir: o.OutDir})
+		return o.client.CreateManagementCluster(ctx, client.CreateManagementClusterOptions{File: o.File, OutDir: o.OutDir})
 	}
-	return c.CreateWorkloadCluster(cmd.Context(), client.CreateWorkloadClusterOptions{
+	return o.client.CreateWorkloadCluster(ctx, client.CreateWorkloadClusterOptions{
 		File: o.File, Kubeconfig: o.global.Kubeconfig, OutDir: o.OutDir,
 	})
 }

@@ -1,6 +1,8 @@
 package cmd
 
 import (
+	"context"
+
 	"github.com/spf13/cobra"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 
@@ -9,12 +11,7 @@ import (
 
 // DeleteClusterOptions are the options of `flotilla delete cluster`.
 type DeleteClusterOptions struct {
-	genericiooptions.IOStreams
-	global *GlobalOptions
-	// Name of the cluster.
-	Name string
-	// Namespace of a workload cluster in its management cluster.
-	Namespace string
+	clusterRefOptions
 	// OutDir is where create wrote NAME/NAME.kubeconfig.
 	OutDir string
 	// Force deletes a management cluster that still manages workload clusters.
@@ -23,7 +20,7 @@ type DeleteClusterOptions struct {
 
 // NewDeleteClusterCmd returns `flotilla delete cluster`.
 func NewDeleteClusterCmd(streams genericiooptions.IOStreams, global *GlobalOptions) *cobra.Command {
-	o := &DeleteClusterOptions{IOStreams: streams, global: global, OutDir: ".", Namespace: "default"}
+	o := &DeleteClusterOptions{clusterRefOptions: newClusterRefOptions(streams, global, streams.Out), OutDir: "."}
 	cmd := &cobra.Command{
 		Use:   "cluster NAME",
 		Short: "Delete a cluster",
@@ -37,27 +34,24 @@ With --kubeconfig of a management cluster, delete workload cluster NAME through 
 		Example: `  flotilla delete cluster mgmt
   flotilla delete cluster w1 --kubeconfig mgmt/mgmt.kubeconfig`,
 		Args: exactlyOneArg("the cluster's NAME"),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			o.Name = args[0]
-			return o.Run(cmd)
-		},
+		RunE: RunE(o),
 	}
-	cmd.Flags().StringVarP(&o.Namespace, "namespace", "n", o.Namespace, "namespace of the workload cluster in the management cluster")
+	o.addNamespaceFlag(cmd, "namespace of the workload cluster in the management cluster")
 	cmd.Flags().StringVar(&o.OutDir, "output-dir", o.OutDir, "directory where create wrote NAME/NAME.kubeconfig (removed with the cluster)")
 	cmd.Flags().BoolVar(&o.Force, "force", false, "delete a management cluster even though it still manages workload clusters")
 	return cmd
 }
 
-// Run deletes the cluster.
-func (o *DeleteClusterOptions) Run(cmd *cobra.Command) error {
-	c, err := client.New(o.global.Home, o.global.BinDir, o.Out)
-	if err != nil {
-		return err
-	}
+// Validate has nothing to check beyond the argument cobra checks.
+func (o *DeleteClusterOptions) Validate() error { return nil }
+
+// Run deletes the cluster: the local management cluster NAME without --kubeconfig, else the
+// workload cluster NAME of the management cluster it names.
+func (o *DeleteClusterOptions) Run(ctx context.Context) error {
 	if o.global.Kubeconfig == "" {
-		return c.DeleteManagementCluster(cmd.Context(), client.DeleteManagementClusterOptions{Name: o.Name, OutDir: o.OutDir, Force: o.Force})
+		return o.client.DeleteManagementCluster(ctx, client.DeleteManagementClusterOptions{Name: o.Name, OutDir: o.OutDir, Force: o.Force})
 	}
-	return c.DeleteWorkloadCluster(cmd.Context(), client.DeleteWorkloadClusterOptions{
+	return o.client.DeleteWorkloadCluster(ctx, client.DeleteWorkloadClusterOptions{
 		Name: o.Name, Namespace: o.Namespace, Kubeconfig: o.global.Kubeconfig, OutDir: o.OutDir,
 	})
 }

@@ -1,6 +1,7 @@
 package cmd
 
 import (
+	"context"
 	"fmt"
 	"time"
 
@@ -10,16 +11,16 @@ import (
 
 // DeletePackageOptions are the options of `flotilla delete package`.
 type DeletePackageOptions struct {
-	genericiooptions.IOStreams
-	global *GlobalOptions
-
+	clientOptions
+	// Name is the Package's; Cluster the cluster it is installed on.
 	Name, Cluster string
-	Wait          time.Duration
+	// Wait is how long to wait for the uninstall; 0 does not wait.
+	Wait time.Duration
 }
 
 // NewDeletePackageCmd returns `flotilla delete package`.
 func NewDeletePackageCmd(streams genericiooptions.IOStreams, global *GlobalOptions) *cobra.Command {
-	o := &DeletePackageOptions{IOStreams: streams, global: global}
+	o := &DeletePackageOptions{clientOptions: newClientOptions(streams, global, streams.ErrOut)}
 	cmd := &cobra.Command{
 		Use:     "package NAME --cluster NAME",
 		Aliases: []string{"packages"},
@@ -28,29 +29,31 @@ func NewDeletePackageCmd(streams genericiooptions.IOStreams, global *GlobalOptio
 lets the Package go. The command waits for that (--wait 0 returns at once).`,
 		Example: `  flotilla delete package hello-flotilla --cluster w1 --kubeconfig mgmt/mgmt.kubeconfig`,
 		Args:    exactlyOneArg("NAME"),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			o.Name = args[0]
-			return o.Run(cmd)
-		},
+		RunE:    RunE(o),
 	}
 	addPackagesClusterFlag(cmd, &o.Cluster, "the cluster to uninstall the package from")
 	cmd.Flags().DurationVar(&o.Wait, "wait", 2*time.Minute, "how long to wait for the uninstall; 0 does not wait")
 	return cmd
 }
 
+// Complete takes the name from the arguments and builds the client.
+func (o *DeletePackageOptions) Complete(cmd *cobra.Command, args []string) error {
+	o.Name = args[0]
+	return o.clientOptions.Complete(cmd, args)
+}
+
+// Validate has nothing to check beyond the argument and the flags cobra checks.
+func (o *DeletePackageOptions) Validate() error { return nil }
+
 // Run deletes the Package.
-func (o *DeletePackageOptions) Run(cmd *cobra.Command) error {
-	c, err := newPackagesClient(o.global, o.ErrOut)
-	if err != nil {
-		return err
-	}
-	if err := c.DeletePackage(cmd.Context(), o.global.Kubeconfig, o.Cluster, o.Name, o.Wait); err != nil {
+func (o *DeletePackageOptions) Run(ctx context.Context) error {
+	if err := o.client.DeletePackage(ctx, o.global.Kubeconfig, o.Cluster, o.Name, o.Wait); err != nil {
 		return err
 	}
 	verb := "uninstalled"
 	if o.Wait <= 0 {
 		verb = "being uninstalled"
 	}
-	_, err = fmt.Fprintf(o.Out, "Package %s %s from cluster %s\n", o.Name, verb, o.Cluster)
+	_, err := fmt.Fprintf(o.Out, "Package %s %s from cluster %s\n", o.Name, verb, o.Cluster)
 	return err
 }

@@ -1,6 +1,8 @@
 package cmd
 
 import (
+	"context"
+
 	"github.com/spf13/cobra"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 
@@ -9,15 +11,12 @@ import (
 
 // DescribeClusterOptions are the options of `flotilla describe cluster`.
 type DescribeClusterOptions struct {
-	genericiooptions.IOStreams
-	global *GlobalOptions
-	// Name of the cluster; Namespace of it in the management cluster.
-	Name, Namespace string
+	clusterRefOptions
 }
 
 // NewDescribeClusterCmd returns `flotilla describe cluster`.
 func NewDescribeClusterCmd(streams genericiooptions.IOStreams, global *GlobalOptions) *cobra.Command {
-	o := &DescribeClusterOptions{IOStreams: streams, global: global, Namespace: "default"}
+	o := &DescribeClusterOptions{newClusterRefOptions(streams, global, streams.ErrOut)}
 	cmd := &cobra.Command{
 		Use:   "cluster NAME",
 		Short: "Show a cluster's objects as a tree with their conditions",
@@ -28,24 +27,20 @@ local management cluster NAME).`,
 		Example: `  flotilla describe cluster mgmt
   flotilla describe cluster w1 --kubeconfig mgmt/mgmt.kubeconfig`,
 		Args: exactlyOneArg("the cluster's NAME"),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			o.Name = args[0]
-			return o.Run(cmd)
-		},
+		RunE: RunE(o),
 	}
-	cmd.Flags().StringVarP(&o.Namespace, "namespace", "n", o.Namespace, "namespace of the cluster in the management cluster")
+	o.addNamespaceFlag(cmd, "namespace of the cluster in the management cluster")
 	return cmd
 }
 
+// Validate has nothing to check beyond the argument cobra checks.
+func (o *DescribeClusterOptions) Validate() error { return nil }
+
 // Run prints the tree.
-func (o *DescribeClusterOptions) Run(cmd *cobra.Command) error {
-	c, err := client.New(o.global.Home, o.global.BinDir, o.ErrOut)
+func (o *DescribeClusterOptions) Run(ctx context.Context) error {
+	kc, err := o.managementCluster(ctx)
 	if err != nil {
 		return err
 	}
-	kc, err := c.ReadManagementCluster(cmd.Context(), o.global.Kubeconfig, o.Name)
-	if err != nil {
-		return err
-	}
-	return client.DescribeCluster(cmd.Context(), kc, o.Namespace, o.Name, o.Out)
+	return client.DescribeCluster(ctx, kc, o.Namespace, o.Name, o.Out)
 }

@@ -72,15 +72,7 @@ then never gets past kubeadm init.`,
 		Example: `  flotilla dev metal-api --listen 127.0.0.1:8089 --api-key secret
   PACKET_API_KEY=secret flotilla dev metal-api --provisioning-for 5s --boot=false`,
 		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			if err := o.Complete(); err != nil {
-				return err
-			}
-			if err := o.Validate(); err != nil {
-				return err
-			}
-			return o.Run(cmd.Context())
-		},
+		RunE: RunE(o),
 	}
 	f := cmd.Flags()
 	f.StringVar(&o.Listen, "listen", o.Listen, "address to serve the API on")
@@ -96,7 +88,7 @@ then never gets past kubeadm init.`,
 
 // Complete takes the API key from the environment when the flag does not give one, and puts
 // the devices under the Flotilla home.
-func (o *DevMetalAPIOptions) Complete() error {
+func (o *DevMetalAPIOptions) Complete(*cobra.Command, []string) error {
 	if o.APIKey == "" {
 		o.APIKey = os.Getenv(client.PacketAPIKeyEnv)
 	}

@@ -1,6 +1,7 @@
 package cmd
 
 import (
+	"context"
 	"fmt"
 	"strings"
 
@@ -8,6 +9,7 @@ import (
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 
 	"github.com/flotilla-dev/flotilla/cli/spec"
+	"github.com/flotilla-dev/flotilla/pkg/binaries"
 )
 
 // GenerateClusterConfigOptions are the options of `flotilla generate clusterconfig`.
@@ -47,29 +49,21 @@ management cluster (one that manages itself), which needs management: true in th
   flotilla generate clusterconfig w1 --provider local --workers 5 > w1.yaml
   flotilla create cluster -f w1.yaml --kubeconfig mgmt/mgmt.kubeconfig`,
 		Args: exactlyOneArg("NAME"),
-		RunE: func(_ *cobra.Command, args []string) error {
-			if err := o.Complete(args); err != nil {
-				return err
-			}
-			if err := o.Validate(); err != nil {
-				return err
-			}
-			return o.Run()
-		},
+		RunE: RunE(o),
 	}
 	fs := cmd.Flags()
 	fs.StringVar(&o.Provider, "provider", o.Provider, "infrastructure provider, one of: "+strings.Join(spec.Providers(), ", "))
 	fs.BoolVar(&o.Management, "management", o.Management, "write spec.management: true, for a management cluster")
 	fs.StringVar(&o.KubernetesVersion, "kubernetes-version", o.KubernetesVersion,
-		"Kubernetes minor version, one of: "+strings.Join(spec.SupportedMinors(), ", ")+" (default: the newest)")
+		"Kubernetes minor version, one of: "+strings.Join(binaries.SupportedMinors(), ", ")+" (default: the newest)")
 	fs.Int32Var(&o.Workers, "workers", o.Workers, "number of worker nodes")
 	_ = cmd.RegisterFlagCompletionFunc("provider", cobra.FixedCompletions(spec.Providers(), cobra.ShellCompDirectiveNoFileComp))
-	_ = cmd.RegisterFlagCompletionFunc("kubernetes-version", cobra.FixedCompletions(spec.SupportedMinors(), cobra.ShellCompDirectiveNoFileComp))
+	_ = cmd.RegisterFlagCompletionFunc("kubernetes-version", cobra.FixedCompletions(binaries.SupportedMinors(), cobra.ShellCompDirectiveNoFileComp))
 	return cmd
 }
 
 // Complete takes the name from the arguments.
-func (o *GenerateClusterConfigOptions) Complete(args []string) error {
+func (o *GenerateClusterConfigOptions) Complete(_ *cobra.Command, args []string) error {
 	o.Name = args[0]
 	return nil
 }
@@ -83,7 +77,7 @@ func (o *GenerateClusterConfigOptions) Validate() error {
 }
 
 // Run prints the spec.
-func (o *GenerateClusterConfigOptions) Run() error {
+func (o *GenerateClusterConfigOptions) Run(context.Context) error {
 	out, err := spec.Generate(spec.GenerateOptions{
 		Name:              o.Name,
 		Provider:          o.Provider,

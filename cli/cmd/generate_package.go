@@ -1,21 +1,23 @@
 package cmd
 
 import (
+	"context"
+
 	"github.com/spf13/cobra"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 )
 
 // GeneratePackageOptions are the options of `flotilla generate package`.
 type GeneratePackageOptions struct {
-	genericiooptions.IOStreams
-	global *GlobalOptions
-
+	clientOptions
+	// Package is the bundle's package; Cluster the cluster whose active bundle has it; Name the
+	// Package's name, Package when empty.
 	Package, Cluster, Name string
 }
 
 // NewGeneratePackageCmd returns `flotilla generate package`.
 func NewGeneratePackageCmd(streams genericiooptions.IOStreams, global *GlobalOptions) *cobra.Command {
-	o := &GeneratePackageOptions{IOStreams: streams, global: global}
+	o := &GeneratePackageOptions{clientOptions: newClientOptions(streams, global, streams.ErrOut)}
 	cmd := &cobra.Command{
 		Use:   "package PACKAGE --cluster NAME",
 		Short: "Print a Package manifest to start from",
@@ -24,23 +26,25 @@ package's settings from the version's JSON Schema as comments, with types, descr
 defaults: uncomment what you change, then kubectl apply the file.`,
 		Example: `  flotilla generate package hello-flotilla --cluster w1 --kubeconfig mgmt/mgmt.kubeconfig > hello.yaml`,
 		Args:    exactlyOneArg("PACKAGE"),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			o.Package = args[0]
-			return o.Run(cmd)
-		},
+		RunE:    RunE(o),
 	}
 	addPackagesClusterFlag(cmd, &o.Cluster, "the cluster the package is for")
 	cmd.Flags().StringVar(&o.Name, "package-name", "", "name of the Package (and Helm release); the package's name by default")
 	return cmd
 }
 
+// Complete takes the package from the arguments and builds the client.
+func (o *GeneratePackageOptions) Complete(cmd *cobra.Command, args []string) error {
+	o.Package = args[0]
+	return o.clientOptions.Complete(cmd, args)
+}
+
+// Validate has nothing to check beyond the argument and the flags cobra checks.
+func (o *GeneratePackageOptions) Validate() error { return nil }
+
 // Run prints the manifest.
-func (o *GeneratePackageOptions) Run(cmd *cobra.Command) error {
-	c, err := newPackagesClient(o.global, o.ErrOut)
-	if err != nil {
-		return err
-	}
-	manifest, err := c.GeneratePackage(cmd.Context(), o.global.Kubeconfig, o.Cluster, o.Package, o.Name)
+func (o *GeneratePackageOptions) Run(ctx context.Context) error {
+	manifest, err := o.client.GeneratePackage(ctx, o.global.Kubeconfig, o.Cluster, o.Package, o.Name)
 	if err != nil {
 		return err
 	}

@@ -1,11 +1,14 @@
 package cmd
 
 import (
+	"context"
+	"encoding/json"
 	"fmt"
 
 	"github.com/spf13/cobra"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 
 	addonsv1 "github.com/flotilla-dev/flotilla/api/addons/v1alpha1"
@@ -14,17 +17,15 @@ import (
 
 // GetAddonsOptions are the options of `flotilla get addons`.
 type GetAddonsOptions struct {
-	genericiooptions.IOStreams
-	global *GlobalOptions
+	clientOptions
+	outputOptions
 	// Namespace limits the listing to one namespace; every namespace when empty.
 	Namespace string
-	// Output is "", wide, json or yaml.
-	Output string
 }
 
 // NewGetAddonsCmd returns `flotilla get addons`.
 func NewGetAddonsCmd(streams genericiooptions.IOStreams, global *GlobalOptions) *cobra.Command {
-	o := &GetAddonsOptions{IOStreams: streams, global: global}
+	o := &GetAddonsOptions{clientOptions: newClientOptions(streams, global, streams.ErrOut)}
 	cmd := &cobra.Command{
 		Use:     "addons",
 		Aliases: []string{"addon"},
@@ -36,25 +37,16 @@ status, and whether it is Ready (with the reason when it is not).`,
   flotilla get addons --kubeconfig mgmt/mgmt.kubeconfig -n fleet -o wide
   flotilla get addons --kubeconfig mgmt/mgmt.kubeconfig -o yaml`,
 		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			if err := ValidateOutput(o.Output, OutputWide, OutputJSON, OutputYAML); err != nil {
-				return err
-			}
-			return o.Run(cmd)
-		},
+		RunE: RunE(o),
 	}
 	cmd.Flags().StringVarP(&o.Namespace, "namespace", "n", "", "only the addons of this namespace (default: every namespace)")
-	AddOutputFlag(cmd, &o.Output, OutputWide, OutputJSON, OutputYAML)
+	o.addFlag(cmd, OutputWide, OutputJSON, OutputYAML)
 	return cmd
 }
 
 // Run lists the addons.
-func (o *GetAddonsOptions) Run(cmd *cobra.Command) error {
-	c, err := client.New(o.global.Home, o.global.BinDir, o.ErrOut)
-	if err != nil {
-		return err
-	}
-	addons, err := c.GetAddons(cmd.Context(), o.global.Kubeconfig, o.Namespace)
+func (o *GetAddonsOptions) Run(ctx context.Context) error {
+	addons, err := o.client.GetAddons(ctx, o.global.Kubeconfig, o.Namespace)
 	if err != nil {
 		return err
 	}
@@ -126,4 +118,13 @@ func addonRows(a *client.Addons) []addonRow {
 		}
 	}
 	return rows
+}
+
+// runtimeRaw encodes an object as an item of a metav1.List.
+func runtimeRaw(obj runtime.Object) runtime.RawExtension {
+	raw, err := json.Marshal(obj)
+	if err != nil { // typed API objects always encode
+		panic(fmt.Sprintf("encoding %T: %v", obj, err))
+	}
+	return runtime.RawExtension{Raw: raw}
 }

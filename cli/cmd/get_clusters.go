@@ -1,6 +1,7 @@
 package cmd
 
 import (
+	"context"
 	"fmt"
 	"time"
 
@@ -8,20 +9,17 @@ import (
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 
 	flotillav1 "github.com/flotilla-dev/flotilla/api/cluster/v1alpha1"
-	"github.com/flotilla-dev/flotilla/cli/client"
 )
 
 // GetClustersOptions are the options of `flotilla get clusters`.
 type GetClustersOptions struct {
-	genericiooptions.IOStreams
-	global *GlobalOptions
-	// Output is "", wide, json or yaml.
-	Output string
+	clientOptions
+	outputOptions
 }
 
 // NewGetClustersCmd returns `flotilla get clusters`.
 func NewGetClustersCmd(streams genericiooptions.IOStreams, global *GlobalOptions) *cobra.Command {
-	o := &GetClustersOptions{IOStreams: streams, global: global}
+	o := &GetClustersOptions{clientOptions: newClientOptions(streams, global, streams.ErrOut)}
 	cmd := &cobra.Command{
 		Use:     "clusters",
 		Aliases: []string{"cluster"},
@@ -31,24 +29,15 @@ Without --kubeconfig, list those of every management cluster running on this mac
 		Example: `  flotilla get clusters
   flotilla get clusters --kubeconfig mgmt/mgmt.kubeconfig -o yaml`,
 		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			if err := ValidateOutput(o.Output, OutputWide, OutputJSON, OutputYAML); err != nil {
-				return err
-			}
-			return o.Run(cmd)
-		},
+		RunE: RunE(o),
 	}
-	AddOutputFlag(cmd, &o.Output, OutputWide, OutputJSON, OutputYAML)
+	o.addFlag(cmd, OutputWide, OutputJSON, OutputYAML)
 	return cmd
 }
 
 // Run lists the clusters.
-func (o *GetClustersOptions) Run(cmd *cobra.Command) error {
-	c, err := client.New(o.global.Home, o.global.BinDir, o.ErrOut)
-	if err != nil {
-		return err
-	}
-	clusters, err := c.GetClusters(cmd.Context(), o.global.Kubeconfig)
+func (o *GetClustersOptions) Run(ctx context.Context) error {
+	clusters, err := o.client.GetClusters(ctx, o.global.Kubeconfig)
 	if err != nil {
 		return err
 	}

@@ -1,6 +1,8 @@
 package cmd
 
 import (
+	"context"
+
 	"github.com/spf13/cobra"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 
@@ -9,15 +11,12 @@ import (
 
 // GetKubeconfigOptions are the options of `flotilla get kubeconfig`.
 type GetKubeconfigOptions struct {
-	genericiooptions.IOStreams
-	global *GlobalOptions
-	// Name of the cluster; Namespace of it in the management cluster.
-	Name, Namespace string
+	clusterRefOptions
 }
 
 // NewGetKubeconfigCmd returns `flotilla get kubeconfig`.
 func NewGetKubeconfigCmd(streams genericiooptions.IOStreams, global *GlobalOptions) *cobra.Command {
-	o := &GetKubeconfigOptions{IOStreams: streams, global: global, Namespace: "default"}
+	o := &GetKubeconfigOptions{newClusterRefOptions(streams, global, streams.ErrOut)}
 	cmd := &cobra.Command{
 		Use:   "kubeconfig NAME",
 		Short: "Print the admin kubeconfig of a cluster",
@@ -26,26 +25,22 @@ management cluster given with --kubeconfig (without it: the local management clu
 		Example: `  flotilla get kubeconfig mgmt > mgmt.kubeconfig
   flotilla get kubeconfig w1 --kubeconfig mgmt/mgmt.kubeconfig`,
 		Args: exactlyOneArg("the cluster's NAME"),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			o.Name = args[0]
-			return o.Run(cmd)
-		},
+		RunE: RunE(o),
 	}
-	cmd.Flags().StringVarP(&o.Namespace, "namespace", "n", o.Namespace, "namespace of the cluster in the management cluster")
+	o.addNamespaceFlag(cmd, "namespace of the cluster in the management cluster")
 	return cmd
 }
 
+// Validate has nothing to check beyond the argument cobra checks.
+func (o *GetKubeconfigOptions) Validate() error { return nil }
+
 // Run prints the kubeconfig.
-func (o *GetKubeconfigOptions) Run(cmd *cobra.Command) error {
-	c, err := client.New(o.global.Home, o.global.BinDir, o.ErrOut)
+func (o *GetKubeconfigOptions) Run(ctx context.Context) error {
+	kc, err := o.managementCluster(ctx)
 	if err != nil {
 		return err
 	}
-	kc, err := c.ReadManagementCluster(cmd.Context(), o.global.Kubeconfig, o.Name)
-	if err != nil {
-		return err
-	}
-	data, err := client.GetKubeconfig(cmd.Context(), kc, o.Namespace, o.Name)
+	data, err := client.GetKubeconfig(ctx, kc, o.Namespace, o.Name)
 	if err != nil {
 		return err
 	}

@@ -1,6 +1,8 @@
 package cmd
 
 import (
+	"context"
+
 	"github.com/spf13/cobra"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 
@@ -9,39 +11,28 @@ import (
 
 // GetPackageBundleControllersOptions are the options of `flotilla get packagebundlecontrollers`.
 type GetPackageBundleControllersOptions struct {
-	genericiooptions.IOStreams
-	global *GlobalOptions
-
-	Output string
+	clientOptions
+	outputOptions
 }
 
 // NewGetPackageBundleControllersCmd returns `flotilla get packagebundlecontrollers`.
 func NewGetPackageBundleControllersCmd(streams genericiooptions.IOStreams, global *GlobalOptions) *cobra.Command {
-	o := &GetPackageBundleControllersOptions{IOStreams: streams, global: global}
+	o := &GetPackageBundleControllersOptions{clientOptions: newClientOptions(streams, global, streams.ErrOut)}
 	cmd := &cobra.Command{
 		Use:     "packagebundlecontrollers",
 		Aliases: []string{"packagebundlecontroller", "pbc"},
 		Short:   "List each cluster's package bundle controller: source, active bundle, state",
 		Example: `  flotilla get packagebundlecontrollers --kubeconfig mgmt/mgmt.kubeconfig`,
 		Args:    cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			if err := ValidateOutput(o.Output, OutputJSON, OutputYAML); err != nil {
-				return err
-			}
-			return o.Run(cmd)
-		},
+		RunE:    RunE(o),
 	}
-	AddOutputFlag(cmd, &o.Output, OutputJSON, OutputYAML)
+	o.addFlag(cmd, OutputJSON, OutputYAML)
 	return cmd
 }
 
 // Run lists the PBCs.
-func (o *GetPackageBundleControllersOptions) Run(cmd *cobra.Command) error {
-	c, err := newPackagesClient(o.global, o.ErrOut)
-	if err != nil {
-		return err
-	}
-	pbcs, err := c.GetPackageBundleControllers(cmd.Context(), o.global.Kubeconfig)
+func (o *GetPackageBundleControllersOptions) Run(ctx context.Context) error {
+	pbcs, err := o.client.GetPackageBundleControllers(ctx, o.global.Kubeconfig)
 	if err != nil {
 		return err
 	}

@@ -1,6 +1,7 @@
 package cmd
 
 import (
+	"context"
 	"strconv"
 	"time"
 
@@ -12,39 +13,28 @@ import (
 
 // GetPackageBundlesOptions are the options of `flotilla get packagebundles`.
 type GetPackageBundlesOptions struct {
-	genericiooptions.IOStreams
-	global *GlobalOptions
-
-	Output string
+	clientOptions
+	outputOptions
 }
 
 // NewGetPackageBundlesCmd returns `flotilla get packagebundles`.
 func NewGetPackageBundlesCmd(streams genericiooptions.IOStreams, global *GlobalOptions) *cobra.Command {
-	o := &GetPackageBundlesOptions{IOStreams: streams, global: global}
+	o := &GetPackageBundlesOptions{clientOptions: newClientOptions(streams, global, streams.ErrOut)}
 	cmd := &cobra.Command{
 		Use:     "packagebundles",
 		Aliases: []string{"packagebundle"},
 		Short:   "List the package bundles found in the registries, valid or not",
 		Example: `  flotilla get packagebundles --kubeconfig mgmt/mgmt.kubeconfig`,
 		Args:    cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			if err := ValidateOutput(o.Output, OutputWide, OutputJSON, OutputYAML); err != nil {
-				return err
-			}
-			return o.Run(cmd)
-		},
+		RunE:    RunE(o),
 	}
-	AddOutputFlag(cmd, &o.Output, OutputWide, OutputJSON, OutputYAML)
+	o.addFlag(cmd, OutputWide, OutputJSON, OutputYAML)
 	return cmd
 }
 
 // Run lists the bundles.
-func (o *GetPackageBundlesOptions) Run(cmd *cobra.Command) error {
-	c, err := newPackagesClient(o.global, o.ErrOut)
-	if err != nil {
-		return err
-	}
-	bundles, err := c.GetPackageBundles(cmd.Context(), o.global.Kubeconfig)
+func (o *GetPackageBundlesOptions) Run(ctx context.Context) error {
+	bundles, err := o.client.GetPackageBundles(ctx, o.global.Kubeconfig)
 	if err != nil {
 		return err
 	}

@@ -1,6 +1,7 @@
 package cmd
 
 import (
+	"context"
 	"fmt"
 	"strings"
 	"time"
@@ -13,15 +14,15 @@ import (
 
 // GetPackagesOptions are the options of `flotilla get packages`.
 type GetPackagesOptions struct {
-	genericiooptions.IOStreams
-	global *GlobalOptions
-
-	Cluster, Output string
+	clientOptions
+	outputOptions
+	// Cluster is the cluster whose Packages to list.
+	Cluster string
 }
 
 // NewGetPackagesCmd returns `flotilla get packages`.
 func NewGetPackagesCmd(streams genericiooptions.IOStreams, global *GlobalOptions) *cobra.Command {
-	o := &GetPackagesOptions{IOStreams: streams, global: global}
+	o := &GetPackagesOptions{clientOptions: newClientOptions(streams, global, streams.ErrOut)}
 	cmd := &cobra.Command{
 		Use:     "packages --cluster NAME",
 		Aliases: []string{"package"},
@@ -29,25 +30,16 @@ func NewGetPackagesCmd(streams genericiooptions.IOStreams, global *GlobalOptions
 		Example: `  flotilla get packages --cluster w1 --kubeconfig mgmt/mgmt.kubeconfig
   flotilla get packages --cluster w1 --kubeconfig mgmt/mgmt.kubeconfig -o yaml`,
 		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			if err := ValidateOutput(o.Output, OutputWide, OutputJSON, OutputYAML); err != nil {
-				return err
-			}
-			return o.Run(cmd)
-		},
+		RunE: RunE(o),
 	}
 	addPackagesClusterFlag(cmd, &o.Cluster, "the cluster whose packages to list")
-	AddOutputFlag(cmd, &o.Output, OutputWide, OutputJSON, OutputYAML)
+	o.addFlag(cmd, OutputWide, OutputJSON, OutputYAML)
 	return cmd
 }
 
 // Run lists the Packages.
-func (o *GetPackagesOptions) Run(cmd *cobra.Command) error {
-	c, err := newPackagesClient(o.global, o.ErrOut)
-	if err != nil {
-		return err
-	}
-	pkgs, err := c.GetPackages(cmd.Context(), o.global.Kubeconfig, o.Cluster)
+func (o *GetPackagesOptions) Run(ctx context.Context) error {
+	pkgs, err := o.client.GetPackages(ctx, o.global.Kubeconfig, o.Cluster)
 	if err != nil {
 		return err
 	}

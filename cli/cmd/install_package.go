@@ -1,6 +1,7 @@
 package cmd
 
 import (
+	"context"
 	"fmt"
 	"time"
 
@@ -12,9 +13,7 @@ import (
 
 // InstallPackageOptions are the options of `flotilla install package`.
 type InstallPackageOptions struct {
-	genericiooptions.IOStreams
-	global *GlobalOptions
-
+	clientOptions
 	client.InstallPackageOptions
 	// Wait is how long to wait for the Package to be Ready; 0 does not wait.
 	Wait time.Duration
@@ -22,7 +21,7 @@ type InstallPackageOptions struct {
 
 // NewInstallPackageCmd returns `flotilla install package`.
 func NewInstallPackageCmd(streams genericiooptions.IOStreams, global *GlobalOptions) *cobra.Command {
-	o := &InstallPackageOptions{IOStreams: streams, global: global}
+	o := &InstallPackageOptions{clientOptions: newClientOptions(streams, global, streams.ErrOut)}
 	cmd := &cobra.Command{
 		Use:   "package PACKAGE --cluster NAME",
 		Short: "Install a curated package into a cluster",
@@ -34,10 +33,7 @@ when it does not fit. Follow it with 'flotilla get packages --cluster NAME'.`,
 		Example: `  flotilla install package hello-flotilla --cluster w1 --kubeconfig mgmt/mgmt.kubeconfig --wait 2m
   flotilla install package hello-flotilla --cluster w1 --package-name hello --set greeting=hi -f values.yaml --kubeconfig mgmt/mgmt.kubeconfig`,
 		Args: exactlyOneArg("PACKAGE"),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			o.Package = args[0]
-			return o.Run(cmd)
-		},
+		RunE: RunE(o),
 	}
 	addPackagesClusterFlag(cmd, &o.Cluster, "the cluster to install the package into")
 	cmd.Flags().StringVar(&o.Name, "package-name", "", "name of the Package (and Helm release); the package's name by default")
@@ -49,13 +45,18 @@ when it does not fit. Follow it with 'flotilla get packages --cluster NAME'.`,
 	return cmd
 }
 
-// Run creates the Package.
-func (o *InstallPackageOptions) Run(cmd *cobra.Command) error {
-	c, err := newPackagesClient(o.global, o.ErrOut)
-	if err != nil {
-		return err
-	}
-	p, err := c.InstallPackage(cmd.Context(), o.global.Kubeconfig, o.InstallPackageOptions)
+// Complete takes the package from the arguments and builds the client.
+func (o *InstallPackageOptions) Complete(cmd *cobra.Command, args []string) error {
+	o.Package = args[0]
+	return o.clientOptions.Complete(cmd, args)
+}
+
+// Validate has nothing to check beyond the argument and the flags cobra checks.
+func (o *InstallPackageOptions) Validate() error { return nil }
+
+// Run creates the Package and, with --wait, waits until it is Ready.
+func (o *InstallPackageOptions) Run(ctx context.Context) error {
+	p, err := o.client.InstallPackage(ctx, o.global.Kubeconfig, o.InstallPackageOptions)
 	if err != nil {
 		return err
 	}
@@ -65,7 +66,7 @@ func (o *InstallPackageOptions) Run(cmd *cobra.Command) error {
 		return err
 	}
 	start := time.Now()
-	if p, err = c.WaitPackageReady(cmd.Context(), o.global.Kubeconfig, o.Cluster, p.Name, o.Wait); err != nil {
+	if p, err = o.client.WaitPackageReady(ctx, o.global.Kubeconfig, o.Cluster, p.Name, o.Wait); err != nil {
 		return err
 	}
 	_, err = fmt.Fprintf(o.Out, "Package %s/%s Ready: %s %s installed into cluster %s in %s\n",

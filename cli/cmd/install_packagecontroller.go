@@ -1,8 +1,9 @@
 package cmd
 
 import (
+	"context"
+	"errors"
 	"fmt"
-	"net"
 	"os"
 
 	"github.com/spf13/cobra"
@@ -14,17 +15,19 @@ import (
 
 // InstallPackageControllerOptions are the options of `flotilla install packagecontroller`.
 type InstallPackageControllerOptions struct {
-	genericiooptions.IOStreams
-	global *GlobalOptions
+	clientOptions
 
 	Cluster, Registry, Repository, PublicKeyFile string
 	Username, PasswordEnv, CAFile                string
 	PlainHTTP, Own                               bool
+
+	// controller is what Complete makes of the flags for the library.
+	controller client.PackageControllerOptions
 }
 
 // NewInstallPackageControllerCmd returns `flotilla install packagecontroller`.
 func NewInstallPackageControllerCmd(streams genericiooptions.IOStreams, global *GlobalOptions) *cobra.Command {
-	o := &InstallPackageControllerOptions{IOStreams: streams, global: global}
+	o := &InstallPackageControllerOptions{clientOptions: newClientOptions(streams, global, streams.ErrOut)}
 	cmd := &cobra.Command{
 		Use:   "packagecontroller --cluster NAME",
 		Short: "Set up curated packages for a cluster: bundle source, public key, PackageBundleController",
@@ -39,7 +42,7 @@ also makes one for a cluster created before packages were set up).
     --registry 127.0.0.1:5001 --repository flotilla/bundles --plain-http \
     --public-key ~/.flotilla/registry/signing-key.pub.pem`,
 		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error { return o.Run(cmd) },
+		RunE: RunE(o),
 	}
 	addPackagesClusterFlag(cmd, &o.Cluster, "the cluster to set packages up for")
 	cmd.Flags().StringVar(&o.Registry, "registry", "", "registry host[:port] of the signed bundles")
@@ -53,68 +56,53 @@ also makes one for a cluster created before packages were set up).
 	return cmd
 }
 
-// isLoopbackRegistry reports whether registry (host[:port]) is on a loopback address.
-func isLoopbackRegistry(registry string) bool {
-	if registry == "" {
-		return false
-	}
-	host := registry
-	if h, _, err := net.SplitHostPort(registry); err == nil {
-		host = h
-	}
-	if host == "localhost" {
-		return true
-	}
-	ip := net.ParseIP(host)
-	return ip != nil && ip.IsLoopback()
-}
-
-// Run writes the defaults and creates the PBC.
-func (o *InstallPackageControllerOptions) Run(cmd *cobra.Command) error {
-	opts := client.PackageControllerOptions{Cluster: o.Cluster}
+// Complete reads the files and the password variable the flags name, and builds the library's
+// options and the client. Without --plain-http the library decides from the registry's address.
+func (o *InstallPackageControllerOptions) Complete(cmd *cobra.Command, args []string) error {
+	c := client.PackageControllerOptions{Cluster: o.Cluster, Username: o.Username}
 	if o.PublicKeyFile != "" {
 		data, err := os.ReadFile(o.PublicKeyFile)
 		if err != nil {
 			return fmt.Errorf("reading --public-key: %w", err)
 		}
-		opts.PublicKey = data
+		c.PublicKey = data
 	}
-	opts.Username = o.Username
 	if o.PasswordEnv != "" {
-		opts.Password = os.Getenv(o.PasswordEnv)
-		if opts.Password == "" {
-			return fmt.Errorf("--password-env %s: the variable is empty or not set", o.PasswordEnv)
-		}
+		c.Password = os.Getenv(o.PasswordEnv)
 	}
 	if o.CAFile != "" {
 		data, err := os.ReadFile(o.CAFile)
 		if err != nil {
 			return fmt.Errorf("reading --ca-file: %w", err)
 		}
-		opts.CAData = data
+		c.CAData = data
 	}
-	switch {
-	case cmd.Flags().Changed("plain-http"):
-		opts.PlainHTTP = &o.PlainHTTP
-	case isLoopbackRegistry(o.Registry):
-		// Flotilla's embedded registry speaks plain HTTP on a loopback address.
-		plain := true
-		opts.PlainHTTP = &plain
-		_, _ = fmt.Fprintf(o.ErrOut, "Registry %s is on this machine: reaching it over plain HTTP (--plain-http=false for TLS)\n", o.Registry)
+	if cmd.Flags().Changed("plain-http") {
+		c.PlainHTTP = &o.PlainHTTP
 	}
 	if o.Own {
-		if o.Registry == "" || o.Repository == "" {
-			return fmt.Errorf("--cluster-source needs --registry and --repository")
-		}
-		opts.Source = &packagesv1.BundleSource{Registry: o.Registry, Repository: o.Repository}
+		c.Source = &packagesv1.BundleSource{Registry: o.Registry, Repository: o.Repository}
 	} else {
-		opts.Registry, opts.Repository = o.Registry, o.Repository
+		c.Registry, c.Repository = o.Registry, o.Repository
 	}
-	c, err := newPackagesClient(o.global, o.ErrOut)
-	if err != nil {
-		return err
+	o.controller = c
+	return o.clientOptions.Complete(cmd, args)
+}
+
+// Validate checks that --password-env names a password and --cluster-source a whole source.
+func (o *InstallPackageControllerOptions) Validate() error {
+	if o.PasswordEnv != "" && o.controller.Password == "" {
+		return fmt.Errorf("--password-env %s: the variable is empty or not set", o.PasswordEnv)
 	}
-	pbc, err := c.InstallPackageController(cmd.Context(), o.global.Kubeconfig, opts)
+	if o.Own && (o.Registry == "" || o.Repository == "") {
+		return errors.New("--cluster-source needs --registry and --repository")
+	}
+	return nil
+}
+
+// Run writes the defaults and creates the PBC.
+func (o *InstallPackageControllerOptions) Run(ctx context.Context) error {
+	pbc, err := o.client.InstallPackageController(ctx, o.global.Kubeconfig, o.controller)
 	if err != nil {
 		return err
 	}

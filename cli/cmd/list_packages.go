@@ -1,6 +1,7 @@
 package cmd
 
 import (
+	"context"
 	"fmt"
 	"strings"
 
@@ -12,15 +13,16 @@ import (
 
 // ListPackagesOptions are the options of `flotilla list packages`.
 type ListPackagesOptions struct {
-	genericiooptions.IOStreams
-	global *GlobalOptions
-
-	Cluster, KubeVersion, Output string
+	clientOptions
+	outputOptions
+	// Cluster is the cluster whose packages to list; KubeVersion, when set, the Kubernetes
+	// minor whose newest bundle to list instead of the cluster's active one.
+	Cluster, KubeVersion string
 }
 
 // NewListPackagesCmd returns `flotilla list packages`.
 func NewListPackagesCmd(streams genericiooptions.IOStreams, global *GlobalOptions) *cobra.Command {
-	o := &ListPackagesOptions{IOStreams: streams, global: global}
+	o := &ListPackagesOptions{clientOptions: newClientOptions(streams, global, streams.ErrOut)}
 	cmd := &cobra.Command{
 		Use:   "packages --cluster NAME",
 		Short: "List the curated packages a cluster can install",
@@ -29,26 +31,17 @@ With --kube-version, list those of the newest valid bundle for that Kubernetes m
 		Example: `  flotilla list packages --cluster w1 --kubeconfig mgmt/mgmt.kubeconfig
   flotilla list packages --cluster w1 --kube-version 1.36 --kubeconfig mgmt/mgmt.kubeconfig -o yaml`,
 		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			if err := ValidateOutput(o.Output, OutputJSON, OutputYAML); err != nil {
-				return err
-			}
-			return o.Run(cmd)
-		},
+		RunE: RunE(o),
 	}
 	addPackagesClusterFlag(cmd, &o.Cluster, "the cluster whose packages to list")
 	cmd.Flags().StringVar(&o.KubeVersion, "kube-version", "", "list the newest bundle for this Kubernetes minor (e.g. 1.36) instead of the active one")
-	AddOutputFlag(cmd, &o.Output, OutputJSON, OutputYAML)
+	o.addFlag(cmd, OutputJSON, OutputYAML)
 	return cmd
 }
 
 // Run lists the packages.
-func (o *ListPackagesOptions) Run(cmd *cobra.Command) error {
-	c, err := newPackagesClient(o.global, o.ErrOut)
-	if err != nil {
-		return err
-	}
-	b, err := c.ListPackages(cmd.Context(), o.global.Kubeconfig, o.Cluster, o.KubeVersion)
+func (o *ListPackagesOptions) Run(ctx context.Context) error {
+	b, err := o.client.ListPackages(ctx, o.global.Kubeconfig, o.Cluster, o.KubeVersion)
 	if err != nil {
 		return err
 	}

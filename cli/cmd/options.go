@@ -1,6 +1,7 @@
 package cmd
 
 import (
+	"context"
 	"encoding/json"
 	"flag"
 	"fmt"
@@ -13,14 +14,97 @@ import (
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
+	"k8s.io/cli-runtime/pkg/genericiooptions"
 	"k8s.io/klog/v2"
 	"k8s.io/klog/v2/textlogger"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/yaml"
 
+	"github.com/flotilla-dev/flotilla/cli/client"
 	"github.com/flotilla-dev/flotilla/pkg/binaries"
 	"github.com/flotilla-dev/flotilla/pkg/controlplane"
 )
+
+// Lifecycle is the one shape of every command: its options struct implements it, and the
+// command's RunE is RunE(o). Cobra parses the flags into the struct first (and checks the
+// arguments and the flags marked required); then
+//
+//   - Complete fills in what the flags leave open: the arguments, defaults from the
+//     environment or the kubeconfig, the contents of files the flags name, and the client
+//     (embed clientOptions, whose Complete builds it; a command with more to complete calls
+//     it from its own). It contacts no cluster.
+//   - Validate checks the completed options, changes nothing, and says what to do instead; a
+//     command with nothing to check beyond what cobra checks says so in a Validate that
+//     returns nil. Embedding outputOptions makes -o's check the Validate.
+//   - Run does the work, through cli/client (cli/spec, cli/workflow), and prints to the
+//     streams. Domain work (reading and changing clusters, registries, files the user did not
+//     name) belongs in cli/client, not here.
+type Lifecycle interface {
+	Complete(cmd *cobra.Command, args []string) error
+	Validate() error
+	Run(ctx context.Context) error
+}
+
+// RunE runs o's lifecycle with the command's context: the RunE of every command.
+func RunE(o Lifecycle) func(*cobra.Command, []string) error {
+	return func(cmd *cobra.Command, args []string) error {
+		if err := o.Complete(cmd, args); err != nil {
+			return err
+		}
+		if err := o.Validate(); err != nil {
+			return err
+		}
+		return o.Run(cmd.Context())
+	}
+}
+
+// clientOptions are what a command that reaches clusters, registries or local clusters
+// embeds: its streams, the global options, and the cli/client library, which Complete builds
+// (the one way a command gets a client).
+type clientOptions struct {
+	genericiooptions.IOStreams
+	global *GlobalOptions
+	// progress is where the library reports progress: Out for commands whose progress is
+	// their output (create, upgrade, delete, apply), ErrOut for those that print a result.
+	progress io.Writer
+	// client is built by Complete; Run calls it.
+	client *client.Client
+}
+
+// newClientOptions returns the clientOptions of a command whose progress goes to progress
+// (streams.Out or streams.ErrOut).
+func newClientOptions(streams genericiooptions.IOStreams, global *GlobalOptions, progress io.Writer) clientOptions {
+	return clientOptions{IOStreams: streams, global: global, progress: progress}
+}
+
+// Complete builds the client from the global options.
+func (o *clientOptions) Complete(*cobra.Command, []string) error {
+	c, err := client.New(o.global.Home, o.global.BinDir, o.progress)
+	if err != nil {
+		return err
+	}
+	o.client = c
+	return nil
+}
+
+// outputOptions are the -o flag of a command that prints a result in several formats; their
+// Validate checks -o.
+type outputOptions struct {
+	// Output is "" for the human-readable default, or one of formats.
+	Output  string
+	formats []string
+}
+
+// addFlag registers -o on cmd, accepting formats.
+func (o *outputOptions) addFlag(cmd *cobra.Command, formats ...string) {
+	o.formats = formats
+	AddOutputFlag(cmd, &o.Output, formats...)
+}
+
+// Validate checks -o against the formats.
+func (o *outputOptions) Validate() error {
+	return ValidateOutput(o.Output, o.formats...)
+}
 
 // GlobalOptions are the flags every flotilla command has (the root's persistent flags). The
 // root parses them and completes them before any command runs; commands receive a pointer

@@ -8,16 +8,20 @@ import (
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 )
 
-// NewRootCmd returns the `flotilla` command with every subcommand. Output goes to the given
-// streams; main runs it with ExecuteContext and a context that a signal cancels.
+// NewRootCmd returns the `flotilla` command with every subcommand but `flotilla manager`, which
+// cmd/flotilla adds: it is the one command that links the manager, which nothing under cli/
+// imports. Output goes to the given streams; main runs it with ExecuteContext and a context that
+// a signal cancels.
 //
-// Adding a command: write cli/cmd/<verb>_<noun>.go with
+// Adding a command: write cli/cmd/<verb>_<noun>.go with an options struct that implements
+// Lifecycle (options.go: Complete, Validate, Run(ctx); embed clientOptions for the client and
+// outputOptions for -o) and
 //
 //	func NewVerbNounCmd(streams genericiooptions.IOStreams, global *GlobalOptions) *cobra.Command
 //
-// (an options struct with Complete, Validate and Run; RunE calls them in that order; the global
-// flags are already parsed and completed when RunE runs) and add it below, in the verb group
-// it belongs to. Commands must not set PersistentPreRun(E): the root's would then not run.
+// whose RunE is RunE(o) (the global flags are already parsed and completed when it runs), and
+// add it below, in the verb group it belongs to. Commands must not set PersistentPreRun(E): the
+// root's would then not run.
 func NewRootCmd(streams genericiooptions.IOStreams) *cobra.Command {
 	global := NewGlobalOptions()
 	root := &cobra.Command{
@@ -82,10 +86,12 @@ Create one with 'flotilla create cluster -f FILE'; create workload clusters from
 	root.AddCommand(
 		NewApplyCmd(streams, global),
 		NewVersionCmd(streams),
-		NewManagerCmd(streams),
 		NewRegistryCmd(streams, global),
+		NewSupervisorCmd(streams, global),
+		NewStartCmd(streams, global),
 		NewDevCmd(streams, global),
 		NewAddonsCmd(streams, global),
+		NewBinariesCmd(streams, global),
 	)
 
 	return root

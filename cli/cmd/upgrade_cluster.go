@@ -1,7 +1,7 @@
 package cmd
 
 import (
-	"errors"
+	"context"
 
 	"github.com/spf13/cobra"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
@@ -11,17 +11,12 @@ import (
 
 // UpgradeClusterOptions are the options of `flotilla upgrade cluster`.
 type UpgradeClusterOptions struct {
-	genericiooptions.IOStreams
-	global *GlobalOptions
-	// File is the cluster's new spec.
-	File string
-	// OutDir holds NAME/, where an interrupted upgrade keeps its checkpoint.
-	OutDir string
+	clusterFileOptions
 }
 
 // NewUpgradeClusterCmd returns `flotilla upgrade cluster`.
 func NewUpgradeClusterCmd(streams genericiooptions.IOStreams, global *GlobalOptions) *cobra.Command {
-	o := &UpgradeClusterOptions{IOStreams: streams, global: global, OutDir: "."}
+	o := &UpgradeClusterOptions{newClusterFileOptions(streams, global, "the cluster's spec with the new worker counts or Kubernetes version")}
 	cmd := &cobra.Command{
 		Use:   "cluster -f FILE [--kubeconfig MGMT.kubeconfig]",
 		Short: "Upgrade or scale a cluster to match its spec",
@@ -49,36 +44,19 @@ writes a checkpoint; run the same command again to resume.`,
   # the management cluster itself
   flotilla upgrade cluster -f mgmt/mgmt.yaml`,
 		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			if err := o.Validate(); err != nil {
-				return err
-			}
-			return o.Run(cmd)
-		},
+		RunE: RunE(o),
 	}
-	cmd.Flags().StringVarP(&o.File, "filename", "f", "", "cluster spec file")
-	cmd.Flags().StringVar(&o.OutDir, "output-dir", o.OutDir, "directory holding NAME/, where an interrupted upgrade keeps its checkpoint")
+	o.addFlags(cmd, "directory holding NAME/, where an interrupted upgrade keeps its checkpoint")
 	return cmd
 }
 
-// Validate checks the flags.
-func (o *UpgradeClusterOptions) Validate() error {
-	if o.File == "" {
-		return errors.New("-f FILE is required: the cluster's spec with the new worker counts or Kubernetes version")
-	}
-	return nil
-}
-
-// Run upgrades the cluster.
-func (o *UpgradeClusterOptions) Run(cmd *cobra.Command) error {
-	c, err := client.New(o.global.Home, o.global.BinDir, o.Out)
-	if err != nil {
-		return err
-	}
+// Run upgrades the cluster: the local management cluster without --kubeconfig, else a workload
+// cluster of the management cluster it names.
+func (o *UpgradeClusterOptions) Run(ctx context.Context) error {
 	if o.global.Kubeconfig == "" {
-		return c.UpgradeManagementCluster(cmd.Context(), client.UpgradeManagementClusterOptions{File: o.File, OutDir: o.OutDir})
+		return o.client.UpgradeManagementCluster(ctx, client.UpgradeManagementClusterOptions{File: o.File, OutDir: o.OutDir})
 	}
-	return c.UpgradeWorkloadCluster(cmd.Context(), client.UpgradeWorkloadClusterOptions{
+	return o.client.UpgradeWorkloadCluster(ctx, client.UpgradeWorkloadClusterOptions{
 		File: o.File, Kubeconfig: o.global.Kubeconfig, OutDir: o.OutDir,
 	})
 }

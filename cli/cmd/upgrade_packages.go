@@ -1,6 +1,7 @@
 package cmd
 
 import (
+	"context"
 	"fmt"
 
 	"github.com/spf13/cobra"
@@ -9,15 +10,15 @@ import (
 
 // UpgradePackagesOptions are the options of `flotilla upgrade packages`.
 type UpgradePackagesOptions struct {
-	genericiooptions.IOStreams
-	global *GlobalOptions
-
+	clientOptions
+	// Cluster is the cluster whose packages to upgrade; BundleVersion the bundle to make its
+	// active one.
 	Cluster, BundleVersion string
 }
 
 // NewUpgradePackagesCmd returns `flotilla upgrade packages`.
 func NewUpgradePackagesCmd(streams genericiooptions.IOStreams, global *GlobalOptions) *cobra.Command {
-	o := &UpgradePackagesOptions{IOStreams: streams, global: global}
+	o := &UpgradePackagesOptions{clientOptions: newClientOptions(streams, global, streams.ErrOut)}
 	cmd := &cobra.Command{
 		Use:   "packages --cluster NAME --bundle-version BUNDLE",
 		Short: "Switch a cluster to another package bundle, upgrading its packages",
@@ -26,7 +27,7 @@ the cluster's active bundle. Packages that do not pin a version move to the bund
 version; the others stay where they are and report newer versions as upgrades available.`,
 		Example: `  flotilla upgrade packages --cluster w1 --bundle-version v1-36-2 --kubeconfig mgmt/mgmt.kubeconfig`,
 		Args:    cobra.NoArgs,
-		RunE:    func(cmd *cobra.Command, _ []string) error { return o.Run(cmd) },
+		RunE:    RunE(o),
 	}
 	addPackagesClusterFlag(cmd, &o.Cluster, "the cluster whose packages to upgrade")
 	cmd.Flags().StringVar(&o.BundleVersion, "bundle-version", "", "the bundle to use, e.g. v1-36-2")
@@ -34,16 +35,15 @@ version; the others stay where they are and report newer versions as upgrades av
 	return cmd
 }
 
+// Validate has nothing to check beyond the flags cobra checks.
+func (o *UpgradePackagesOptions) Validate() error { return nil }
+
 // Run sets the active bundle.
-func (o *UpgradePackagesOptions) Run(cmd *cobra.Command) error {
-	c, err := newPackagesClient(o.global, o.ErrOut)
-	if err != nil {
+func (o *UpgradePackagesOptions) Run(ctx context.Context) error {
+	if _, err := o.client.UpgradePackages(ctx, o.global.Kubeconfig, o.Cluster, o.BundleVersion); err != nil {
 		return err
 	}
-	if _, err := c.UpgradePackages(cmd.Context(), o.global.Kubeconfig, o.Cluster, o.BundleVersion); err != nil {
-		return err
-	}
-	_, err = fmt.Fprintf(o.Out, "Cluster %s now uses bundle %s; its packages upgrade (see `flotilla get packages --cluster %s`)\n",
+	_, err := fmt.Fprintf(o.Out, "Cluster %s now uses bundle %s; its packages upgrade (see `flotilla get packages --cluster %s`)\n",
 		o.Cluster, o.BundleVersion, o.Cluster)
 	return err
 }

@@ -1,6 +1,7 @@
 package cmd
 
 import (
+	"context"
 	"fmt"
 
 	"github.com/spf13/cobra"
@@ -12,8 +13,8 @@ import (
 // VersionOptions are the options of `flotilla version`.
 type VersionOptions struct {
 	genericiooptions.IOStreams
-	// Output is "" for one line, or json or yaml.
-	Output string
+	// outputOptions hold -o: "" for one line, json or yaml.
+	outputOptions
 }
 
 // versionOutput is what -o json|yaml prints. It is an object so that a server version can join
@@ -31,24 +32,17 @@ func NewVersionCmd(streams genericiooptions.IOStreams) *cobra.Command {
 		Example: `  flotilla version
   flotilla version -o json`,
 		Args: cobra.NoArgs,
-		RunE: func(*cobra.Command, []string) error {
-			if err := o.Validate(); err != nil {
-				return err
-			}
-			return o.Run()
-		},
+		RunE: RunE(o),
 	}
-	AddOutputFlag(cmd, &o.Output, OutputJSON, OutputYAML)
+	o.addFlag(cmd, OutputJSON, OutputYAML)
 	return cmd
 }
 
-// Validate checks the output format.
-func (o *VersionOptions) Validate() error {
-	return ValidateOutput(o.Output, OutputJSON, OutputYAML)
-}
+// Complete has nothing to fill in: the version is the binary's.
+func (o *VersionOptions) Complete(*cobra.Command, []string) error { return nil }
 
 // Run prints the version.
-func (o *VersionOptions) Run() error {
+func (o *VersionOptions) Run(context.Context) error {
 	info := version.Get()
 	if o.Output != "" {
 		return PrintStructured(o.Out, o.Output, versionOutput{ClientVersion: info})

@@ -20,11 +20,15 @@
 // an unknown field (with a suggestion when it looks misspelt), a key set twice, or a value of
 // the wrong type is an error that names the file line, the document (by index, kind and name)
 // and the field path. Invalid YAML is an error with its line. Then they apply the defaults a
-// user may leave out (namespace "default", spec.controlPlane.count 1, spec.clusterNetwork pods
-// 192.168.0.0/16 and services 10.96.0.0/12, and for a management cluster
-// spec.managementCluster.name set to its own name) and validate the whole: names, every
-// reference, the Kubernetes version (which must be one pkg/binaries supports), address ranges,
-// labels. Every problem is reported at once in an *Error, each saying how to fix it:
+// user may leave out (namespace "default", cluster/validation.DefaultCluster's, and the provider
+// configs' schema defaults) and validate the whole with the rules of cluster/validation, the
+// same functions the API server's webhooks run, so a spec that loads is one the API server
+// accepts: names, the Kubernetes version (which must be one pkg/binaries supports) and the
+// version skew of worker node groups, the MachineDeployment names <cluster>-<group>, address
+// ranges, labels, and every provider config. Each of their field errors becomes a problem at its
+// field's line. This package adds what only a file has: one Cluster, one namespace, one
+// datacenter config, and references that resolve to documents of the file. Every problem is
+// reported at once in an *Error, each saying how to fix it:
 //
 //	w1.yaml:31: document 1 (Cluster "w1"): spec.workerNodeGroups[0].machineGroupRef:
 //	    LocalMachineConfig "w1-workers" not found in w1.yaml; add it or fix the name

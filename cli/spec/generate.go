@@ -6,7 +6,9 @@ import (
 	"strings"
 	"text/template"
 
+	clustervalidation "github.com/flotilla-dev/flotilla/cluster/validation"
 	"github.com/flotilla-dev/flotilla/pkg/binaries"
+	"github.com/flotilla-dev/flotilla/pkg/kubeversion"
 )
 
 // DefaultWorkerGroup is the name of the worker node group a generated spec has.
@@ -48,29 +50,30 @@ func Generate(o GenerateOptions) ([]byte, error) {
 	if o.Provider == ProviderInMemory && o.Management {
 		return nil, fmt.Errorf("--management: a cluster of Cluster API's in-memory provider is a workload cluster; a management cluster is of the %s provider", ProviderLocal)
 	}
-	if msg := dnsLabelProblem(o.Name); msg != "" {
+	if msg := clustervalidation.DNSLabelProblem(o.Name, clustervalidation.MaxClusterNameLength); msg != "" {
 		return nil, fmt.Errorf("%q is not a valid cluster name: %s", o.Name, msg)
 	}
 	if o.Workers < 0 {
 		return nil, fmt.Errorf("the number of workers (%d) is negative; use 0 or more", o.Workers)
 	}
 	if o.KubernetesVersion == "" {
-		o.KubernetesVersion = SupportedMinors()[0]
+		o.KubernetesVersion = binaries.SupportedMinors()[0]
 	}
 	full, err := binaries.ResolveMinor(o.KubernetesVersion)
+	minor, _ := kubeversion.Minor(full)
 	switch {
 	case err != nil:
 		return nil, fmt.Errorf("--kubernetes-version %q is not supported: use one of %s",
-			o.KubernetesVersion, strings.Join(SupportedMinors(), ", "))
+			o.KubernetesVersion, strings.Join(binaries.SupportedMinors(), ", "))
 	case strings.Count(o.KubernetesVersion, ".") != 1:
-		return nil, fmt.Errorf("--kubernetes-version %q is a full version: use the minor version %q", o.KubernetesVersion, minorOf(full))
+		return nil, fmt.Errorf("--kubernetes-version %q is a full version: use the minor version %q", o.KubernetesVersion, minor)
 	}
-	o.KubernetesVersion = minorOf(full)
+	o.KubernetesVersion = minor
 
 	data := templateData{
 		GenerateOptions: o,
 		Command:         generateCommand(o),
-		Supported:       strings.Join(SupportedMinors(), ", "),
+		Supported:       strings.Join(binaries.SupportedMinors(), ", "),
 		WorkerGroup:     DefaultWorkerGroup,
 	}
 	tmpl, err := template.New(o.Provider).Option("missingkey=error").Parse(text)
@@ -239,9 +242,12 @@ spec:
 #   branch: main
 #   # interval: how often the management cluster pulls the branch and applies what changed.
 #   interval: 1m
+#   # timeout: how long one fetch, clone or push may take before it fails.
+#   timeout: 1m
 #   # secretRef: a Secret in flotilla-system with the credentials the management cluster
-#   # pulls with: username and password (HTTPS), or identity and known_hosts (SSH). The CLI
-#   # pushes with yours: FLOTILLA_GIT_USERNAME and FLOTILLA_GIT_PASSWORD, or your SSH agent.
+#   # pulls with: username and password (HTTPS, or plain HTTP to this machine only), or
+#   # identity and known_hosts (SSH). The CLI pushes with yours: FLOTILLA_GIT_USERNAME and
+#   # FLOTILLA_GIT_PASSWORD, or your SSH agent.
 #   # secretRef:
 #   #   name: fleet-git
 `

@@ -103,7 +103,7 @@ func TestGenerateRejectsBadOptions(t *testing.T) {
 		{
 			name: "a name that is not a DNS label is rejected with a suggestion",
 			opts: GenerateOptions{Name: "My.Cluster", Provider: ProviderLocal},
-			want: `"My.Cluster" is not a valid cluster name: use at most 63 lowercase letters, digits and '-', starting and ending with a letter or digit, such as "my-cluster"`,
+			want: `"My.Cluster" is not a valid cluster name: use at most 40 lowercase letters, digits and '-', starting and ending with a letter or digit, such as "my-cluster"`,
 		},
 		{
 			name: "an unsupported Kubernetes version lists the supported ones",

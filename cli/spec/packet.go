@@ -2,14 +2,15 @@ package spec
 
 import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
-	"sigs.k8s.io/controller-runtime/pkg/client"
+	ctrlclient "sigs.k8s.io/controller-runtime/pkg/client"
 
 	infrav1 "github.com/flotilla-dev/flotilla/api/infrastructure/v1alpha1"
+	clustervalidation "github.com/flotilla-dev/flotilla/cluster/validation"
 )
 
 // ProviderPacket is the Packet (Equinix Metal) provider: control plane and workers are
 // bare-metal devices created through the Metal API and bootstrapped with kubeadm.
-const ProviderPacket = "packet"
+const ProviderPacket = clustervalidation.ProviderPacket
 
 // Defaults of the Packet provider's configs.
 const (
@@ -19,16 +20,22 @@ const (
 
 func packetProvider() provider {
 	return provider{
-		name: ProviderPacket,
+		name: clustervalidation.Packet.Name,
 		datacenter: kind{
-			gvk:       infrav1.GroupVersion.WithKind("PacketDatacenterConfig"),
-			newObject: func() client.Object { return &infrav1.PacketDatacenterConfig{} },
+			gvk:       infrav1.GroupVersion.WithKind(clustervalidation.Packet.DatacenterKind),
+			newObject: func() ctrlclient.Object { return &infrav1.PacketDatacenterConfig{} },
+			validate: func(obj ctrlclient.Object) field.ErrorList {
+				return clustervalidation.ValidatePacketDatacenterConfig(obj.(*infrav1.PacketDatacenterConfig))
+			},
 		},
 		machineConfig: kind{
-			gvk:       infrav1.GroupVersion.WithKind("PacketMachineConfig"),
-			newObject: func() client.Object { return &infrav1.PacketMachineConfig{} },
+			gvk:       infrav1.GroupVersion.WithKind(clustervalidation.Packet.MachineConfigKind),
+			newObject: func() ctrlclient.Object { return &infrav1.PacketMachineConfig{} },
+			validate: func(obj ctrlclient.Object) field.ErrorList {
+				return clustervalidation.ValidatePacketMachineConfig(obj.(*infrav1.PacketMachineConfig))
+			},
 		},
-		defaultObjects: func(datacenter client.Object, machineConfigs []client.Object) {
+		defaultObjects: func(datacenter ctrlclient.Object, machineConfigs []ctrlclient.Object) {
 			dc := datacenter.(*infrav1.PacketDatacenterConfig)
 			if dc.Spec.APIURL == "" {
 				dc.Spec.APIURL = infrav1.DefaultPacketAPIURL
@@ -44,17 +51,6 @@ func packetProvider() provider {
 				if mc.Spec.BillingCycle == "" {
 					mc.Spec.BillingCycle = DefaultPacketBillingCycle
 				}
-			}
-		},
-		validate: func(s *Spec, p *problems) {
-			c := s.Cluster
-			if c.Spec.Management {
-				p.cluster(field.NewPath("spec", "management"),
-					"a Packet cluster is a workload cluster; set it to false and create it with --kubeconfig of a management cluster")
-			}
-			if c.Spec.ControlPlane.MachineGroupRef == nil {
-				p.cluster(field.NewPath("spec", "controlPlane", "machineGroupRef"),
-					"missing; name the PacketMachineConfig of the control plane devices")
 			}
 		},
 		template: packetTemplate,

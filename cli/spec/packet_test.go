@@ -1,6 +1,7 @@
 package spec
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 
@@ -30,7 +31,23 @@ func TestPacketSpecProblems(t *testing.T) {
 		name    string
 		edit    func(string) string
 		problem string
+		// lineOf, when set, is text of the edited spec on the line the problem names.
+		lineOf string
 	}{
+		{
+			name:    "a metro that is no metro code is refused at its line",
+			edit:    func(s string) string { return strings.Replace(s, "metro: da", "metro: Dallas", 1) },
+			problem: `document 2 (PacketDatacenterConfig "metal"): spec.metro: "Dallas" is not a metro code: use two lowercase letters, such as da`,
+			lineOf:  "metro: Dallas",
+		},
+		{
+			name: "a private key given as an SSH key is refused without echoing it",
+			edit: func(s string) string {
+				return strings.Replace(s, "  billingCycle: hourly\n", "  billingCycle: hourly\n  sshAuthorizedKeys: [\"-----BEGIN OPENSSH PRIVATE KEY----- AAAAprivatebody\"]\n", 1)
+			},
+			problem: `spec.sshAuthorizedKeys[0]: this is a private key`,
+			lineOf:  "sshAuthorizedKeys:",
+		},
 		{
 			name:    "a Packet management cluster is refused",
 			edit:    func(s string) string { return strings.Replace(s, "management: false", "management: true", 1) },
@@ -61,6 +78,11 @@ func TestPacketSpecProblems(t *testing.T) {
 			_, err = Parse("metal.yaml", []byte(edited))
 			g.Expect(err).To(HaveOccurred())
 			g.Expect(err.Error()).To(ContainSubstring(tt.problem))
+			g.Expect(err.Error()).NotTo(ContainSubstring("privatebody"))
+			if tt.lineOf != "" {
+				line := strings.Count(edited[:strings.Index(edited, tt.lineOf)], "\n") + 1
+				g.Expect(err.Error()).To(ContainSubstring(fmt.Sprintf("metal.yaml:%d: ", line)))
+			}
 		})
 	}
 }

@@ -6,20 +6,24 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/utils/ptr"
-	"sigs.k8s.io/controller-runtime/pkg/client"
+	ctrlclient "sigs.k8s.io/controller-runtime/pkg/client"
 
 	flotillav1 "github.com/flotilla-dev/flotilla/api/cluster/v1alpha1"
 	infrav1 "github.com/flotilla-dev/flotilla/api/infrastructure/v1alpha1"
+	clustervalidation "github.com/flotilla-dev/flotilla/cluster/validation"
 )
 
 // ProviderLocal is the local provider: control planes are processes on this machine and workers
 // are Nodes simulated by kwok.
-const ProviderLocal = "local"
+const ProviderLocal = clustervalidation.ProviderLocal
 
 // kind is a document kind a spec file may hold.
 type kind struct {
 	gvk       schema.GroupVersionKind
-	newObject func() client.Object
+	newObject func() ctrlclient.Object
+	// validate checks an object of the kind with its rules in cluster/validation; nil when the
+	// kind has none beyond its schema.
+	validate func(ctrlclient.Object) field.ErrorList
 }
 
 // provider describes what one infrastructure provider contributes to a spec file. Adding a
@@ -31,10 +35,9 @@ type provider struct {
 	datacenter kind
 	// machineConfig is the provider's machine config kind, referenced by machineGroupRefs.
 	machineConfig kind
-	// defaultObjects sets the provider's defaults on its datacenter and machine configs.
-	defaultObjects func(datacenter client.Object, machineConfigs []client.Object)
-	// validate checks what only this provider cares about.
-	validate func(s *Spec, p *problems)
+	// defaultObjects sets the provider's defaults on its datacenter and machine configs (those
+	// its CRDs' schemas set in the API server).
+	defaultObjects func(datacenter ctrlclient.Object, machineConfigs []ctrlclient.Object)
 	// template renders the provider's `generate clusterconfig` output.
 	template string
 }
@@ -67,7 +70,7 @@ func providerNamed(name string) (provider, bool) {
 // clusterKind is the Flotilla Cluster.
 var clusterKind = kind{
 	gvk:       flotillav1.GroupVersion.WithKind("Cluster"),
-	newObject: func() client.Object { return &flotillav1.Cluster{} },
+	newObject: func() ctrlclient.Object { return &flotillav1.Cluster{} },
 }
 
 // kindNamed returns the kind called name, and the provider it belongs to (nil for Cluster and
@@ -103,39 +106,27 @@ func kindNames() string {
 	return strings.Join(names, ", ")
 }
 
-// datacenterKinds lists the datacenter config kinds of every provider.
-func datacenterKinds() []string {
-	var kinds []string
-	for _, p := range providers() {
-		kinds = append(kinds, p.datacenter.gvk.Kind)
-	}
-	return kinds
-}
-
 func localProvider() provider {
 	return provider{
-		name: ProviderLocal,
+		name: clustervalidation.Local.Name,
 		datacenter: kind{
-			gvk:       infrav1.GroupVersion.WithKind("LocalDatacenterConfig"),
-			newObject: func() client.Object { return &infrav1.LocalDatacenterConfig{} },
+			gvk:       infrav1.GroupVersion.WithKind(clustervalidation.Local.DatacenterKind),
+			newObject: func() ctrlclient.Object { return &infrav1.LocalDatacenterConfig{} },
 		},
 		machineConfig: kind{
-			gvk:       infrav1.GroupVersion.WithKind("LocalMachineConfig"),
-			newObject: func() client.Object { return &infrav1.LocalMachineConfig{} },
+			gvk:       infrav1.GroupVersion.WithKind(clustervalidation.Local.MachineConfigKind),
+			newObject: func() ctrlclient.Object { return &infrav1.LocalMachineConfig{} },
+			validate: func(obj ctrlclient.Object) field.ErrorList {
+				return clustervalidation.ValidateLocalMachineConfig(obj.(*infrav1.LocalMachineConfig))
+			},
 		},
-		defaultObjects: func(datacenter client.Object, _ []client.Object) {
+		defaultObjects: func(datacenter ctrlclient.Object, _ []ctrlclient.Object) {
 			dc := datacenter.(*infrav1.LocalDatacenterConfig)
 			if dc.Spec.ControllerManager == nil {
 				dc.Spec.ControllerManager = ptr.To(true)
 			}
 			if dc.Spec.Scheduler == nil {
 				dc.Spec.Scheduler = ptr.To(true)
-			}
-		},
-		validate: func(s *Spec, p *problems) {
-			if s.Cluster.Spec.ControlPlane.Count > 1 {
-				p.cluster(field.NewPath("spec", "controlPlane", "count"),
-					"the local provider runs one hosted control plane per cluster; set it to 1")
 			}
 		},
 		template: localTemplate,
@@ -145,13 +136,4 @@ func localProvider() provider {
 // isMachineConfigKind reports whether kindName is p's machine config kind.
 func (p provider) isMachineConfigKind(kindName string) bool {
 	return p.machineConfig.gvk.Kind == kindName
-}
-
-// machineConfigKinds lists every provider's machine config kind.
-func machineConfigKinds() []string {
-	var kinds []string
-	for _, p := range providers() {
-		kinds = append(kinds, p.machineConfig.gvk.Kind)
-	}
-	return kinds
 }

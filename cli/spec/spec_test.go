@@ -10,7 +10,7 @@ import (
 	. "github.com/onsi/gomega"
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/utils/ptr"
-	"sigs.k8s.io/controller-runtime/pkg/client"
+	ctrlclient "sigs.k8s.io/controller-runtime/pkg/client"
 
 	flotillav1 "github.com/flotilla-dev/flotilla/api/cluster/v1alpha1"
 	infrav1 "github.com/flotilla-dev/flotilla/api/infrastructure/v1alpha1"
@@ -103,7 +103,7 @@ func TestParseAcceptsAValidSpec(t *testing.T) {
 	mc := s.MachineConfigs["w1-workers"].(*infrav1.LocalMachineConfig)
 	g.Expect(mc.Spec.Capacity.Cpu().Equal(resource.MustParse("8"))).To(BeTrue())
 
-	g.Expect(s.Objects).To(Equal([]client.Object{s.Datacenter, mc, s.Cluster}), "configs first, then the Cluster that references them")
+	g.Expect(s.Objects).To(Equal([]ctrlclient.Object{s.Datacenter, mc, s.Cluster}), "configs first, then the Cluster that references them")
 	var kinds []string
 	for _, obj := range s.Objects {
 		gvk := obj.GetObjectKind().GroupVersionKind()
@@ -269,7 +269,7 @@ func TestParseRejectsInvalidSpecs(t *testing.T) {
 		{
 			name: "a cluster name that is not a DNS label is rejected with a suggestion",
 			spec: func(t *testing.T) string { return edit(t, "  name: w1\n  namespace", "  name: W1_test\n  namespace") },
-			want: `w1.yaml:5: document 1 (Cluster "W1_test"): metadata.name: "W1_test" is not a valid cluster name: use at most 63 lowercase letters, digits and '-', starting and ending with a letter or digit, such as "w1-test"`,
+			want: `w1.yaml:5: document 1 (Cluster "W1_test"): metadata.name: "W1_test" is not a valid cluster name: use at most 40 lowercase letters, digits and '-', starting and ending with a letter or digit, such as "w1-test"`,
 		},
 		{
 			name: "a document without a name is rejected",
@@ -367,7 +367,7 @@ func TestParseRejectsInvalidSpecs(t *testing.T) {
 		{
 			name: "a worker group name that is not a DNS label is rejected",
 			spec: func(t *testing.T) string { return edit(t, "    - name: md-0", "    - name: MD_0") },
-			want: `w1.yaml:16: document 1 (Cluster "w1"): spec.workerNodeGroups[0].name: "MD_0" is not a valid group name: use at most 40 lowercase letters, digits and '-', starting and ending with a letter or digit`,
+			want: `w1.yaml:16: document 1 (Cluster "w1"): spec.workerNodeGroups[0].name: "MD_0" is not a valid group name: use at most 40 lowercase letters, digits and '-', starting and ending with a letter or digit, such as "md-0"`,
 		},
 		{
 			name: "worker group names are unique",
@@ -411,6 +411,26 @@ func TestParseRejectsInvalidSpecs(t *testing.T) {
 				return edit(t, "  management: false\n", "  management: true\n  managementCluster: {name: mgmt}\n")
 			},
 			want: `w1.yaml:9: document 1 (Cluster "w1"): spec.managementCluster.name: "mgmt" is another cluster, but a management cluster manages itself; set it to "w1" or leave it out`,
+		},
+		{
+			name: "a cluster and group name whose MachineDeployment name would not be a label value are rejected, as the API server would",
+			spec: func(t *testing.T) string {
+				return strings.ReplaceAll(edit(t, "    - name: md-0", "    - name: "+strings.Repeat("g", 40)), "name: w1\n", "name: "+strings.Repeat("c", 30)+"\n")
+			},
+			want: `w1.yaml:16: document 1 (Cluster "` + strings.Repeat("c", 30) + `"): spec.workerNodeGroups[0].name: the MachineDeployment name "` +
+				strings.Repeat("c", 30) + "-" + strings.Repeat("g", 40) + `" would be longer than 63 characters: shorten the group or the cluster name`,
+		},
+		{
+			name: "a worker group newer than the cluster is rejected",
+			spec: func(t *testing.T) string {
+				return edit(t, `kubernetesVersion: "1.36"`, `kubernetesVersion: "1.35"`, "      count: 2\n", "      count: 2\n      kubernetesVersion: \"1.36\"\n")
+			},
+			want: `w1.yaml:18: document 1 (Cluster "w1"): spec.workerNodeGroups[0].kubernetesVersion: 1.36 is newer than spec.kubernetesVersion 1.35: workers never run a newer version than their control plane; upgrade the cluster first`,
+		},
+		{
+			name: "a machine config's capacity names resources a Node reports",
+			spec: func(t *testing.T) string { return edit(t, `    cpu: "8"`, `    cpus: "8"`) },
+			want: `w1.yaml:39: document 3 (LocalMachineConfig "w1-workers"): spec.capacity[cpus]: "cpus" is not a resource a Node reports; use cpu, memory, pods, ephemeral-storage, hugepages-<size>, or an extended resource such as example.com/gpu`,
 		},
 		{
 			name: "every problem is reported at once, in file order",

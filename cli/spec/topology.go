@@ -10,10 +10,9 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
-	"sigs.k8s.io/controller-runtime/pkg/client"
+	ctrlclient "sigs.k8s.io/controller-runtime/pkg/client"
 
 	flotillav1 "github.com/flotilla-dev/flotilla/api/cluster/v1alpha1"
-	"github.com/flotilla-dev/flotilla/cluster/topology"
 )
 
 // ProviderClusterClass is the provider of a Cluster of a Cluster API ClusterClass
@@ -34,7 +33,7 @@ const ProviderInMemory = "inmemory"
 // clusterClassKind is the ClusterClass of a ClusterClass cluster. It belongs to no provider.
 var clusterClassKind = kind{
 	gvk:       clusterv1.GroupVersion.WithKind("ClusterClass"),
-	newObject: func() client.Object { return &clusterv1.ClusterClass{} },
+	newObject: func() ctrlclient.Object { return &clusterv1.ClusterClass{} },
 }
 
 // isTemplateKind reports whether a document's apiVersion and kind are those of a template of a
@@ -98,14 +97,10 @@ func (a *assembler) rejectClassDocuments() {
 	}
 }
 
-// validateTopology checks a ClusterClass cluster: the rules the webhook shares (ValidateShape),
-// and, when the file holds the ClusterClass, that it is the one the Cluster names, that every
-// group's class is one of its worker classes, and that the file holds every template it
-// references and no other.
+// validateTopology checks a ClusterClass cluster beyond cluster/validation's rules: when the
+// file holds the ClusterClass, that it is the one the Cluster names, that every group's class is
+// one of its worker classes, and that the file holds every template it references and no other.
 func (a *assembler) validateTopology(c *flotillav1.Cluster, docs classDocuments) {
-	for _, err := range topology.ValidateShape(c) {
-		a.p.doc(a.cluster, err.Field, "%s", err.Detail)
-	}
 	if docs.class == nil {
 		for _, d := range docs.templates {
 			a.p.doc(d, "", "the file holds no ClusterClass that references this template; add the ClusterClass %q, or remove the template", c.Spec.Topology.Class)
@@ -184,8 +179,8 @@ func quotedKeys(m map[string]bool) string {
 
 // topologyObjects are the objects of a ClusterClass cluster's file in the order to apply them:
 // the templates, the ClusterClass, which references them, then the Cluster, which names it.
-func topologyObjects(c *flotillav1.Cluster, docs classDocuments) []client.Object {
-	var objs []client.Object
+func topologyObjects(c *flotillav1.Cluster, docs classDocuments) []ctrlclient.Object {
+	var objs []ctrlclient.Object
 	for _, d := range docs.templates {
 		objs = append(objs, d.obj)
 	}

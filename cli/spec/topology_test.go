@@ -46,11 +46,13 @@ func TestParseRejectsInvalidTopologySpecs(t *testing.T) {
 		{
 			name: "a group without a class",
 			edit: func(s string) string { return strings.Replace(s, "      class: default-worker\n", "", 1) },
-			want: "spec.workerNodeGroups[0].class: names the ClusterClass's worker class",
+			want: "spec.workerNodeGroups[0].class: missing; name the ClusterClass's worker class",
 		},
 		{
 			name: "a worker class the ClusterClass in the file does not have",
-			edit: func(s string) string { return strings.Replace(s, "      class: default-worker\n", "      class: gpu\n", 1) },
+			edit: func(s string) string {
+				return strings.Replace(s, "      class: default-worker\n", "      class: gpu\n", 1)
+			},
 			want: `spec.workerNodeGroups[0].class: "gpu" is not a worker class of ClusterClass "in-memory"; use one of "default-worker"`,
 		},
 		{

@@ -2,8 +2,7 @@
 // meets Cluster API: Of builds the topology of its Cluster API Cluster, and FlotillaPath names
 // the Flotilla Cluster's field behind a field of that topology, so that Cluster API's own
 // validation of a topology against its ClusterClass (core/webhooks/admission) can be reported on
-// the Flotilla Cluster. ValidateShape holds the rules on the fields a ClusterClass replaces, which
-// the Cluster webhook and the CLI's spec files share.
+// the Flotilla Cluster. The rules on the fields a ClusterClass replaces are cluster/validation's.
 //
 // The Cluster reconciler applies the topology Of builds; the Cluster webhook builds the same one
 // to validate it before the Cluster is stored. A Flotilla Cluster maps to a topology field by

@@ -88,50 +88,6 @@ func FlotillaErrors(errs field.ErrorList) field.ErrorList {
 	return out
 }
 
-// ValidateShape checks the fields of a Cluster whose meaning a ClusterClass changes, the rules
-// the Cluster webhook and the CLI's spec files share: a Cluster of a ClusterClass leaves out what
-// the class provides (the datacenter and machine configs, the control plane endpoint), names a
-// worker class for every group, lets every group follow the cluster's version, and is a
-// workload cluster; a Cluster of a Flotilla provider names no worker class.
-func ValidateShape(c *flotillav1.Cluster) field.ErrorList {
-	spec := field.NewPath("spec")
-	var errs field.ErrorList
-	groups := spec.Child("workerNodeGroups")
-	if c.Spec.Topology == nil {
-		for i, g := range c.Spec.WorkerNodeGroups {
-			if g.Class != "" {
-				errs = append(errs, field.Forbidden(groups.Index(i).Child("class"), "names a worker class of a ClusterClass: set spec.topology, or name a machine config in machineGroupRef instead"))
-			}
-		}
-		return errs
-	}
-	if c.Spec.DatacenterRef != (flotillav1.Ref{}) {
-		errs = append(errs, field.Forbidden(spec.Child("datacenterRef"), "a cluster of a ClusterClass (spec.topology) takes its infrastructure from the class: remove datacenterRef"))
-	}
-	if c.Spec.ControlPlane.MachineGroupRef != nil {
-		errs = append(errs, field.Forbidden(spec.Child("controlPlane", "machineGroupRef"), "a cluster of a ClusterClass takes its control plane machines from the class: remove it"))
-	}
-	if c.Spec.ControlPlane.Endpoint != nil {
-		errs = append(errs, field.Forbidden(spec.Child("controlPlane", "endpoint"), "the provider of a ClusterClass chooses the endpoint: remove it"))
-	}
-	if c.Spec.Management {
-		errs = append(errs, field.Forbidden(spec.Child("management"), "a management cluster runs on the local provider: a cluster of a ClusterClass is a workload cluster"))
-	}
-	for i, g := range c.Spec.WorkerNodeGroups {
-		path := groups.Index(i)
-		if g.Class == "" {
-			errs = append(errs, field.Required(path.Child("class"), "names the ClusterClass's worker class (a MachineDeployment class) the group's machines are made from"))
-		}
-		if g.MachineGroupRef != (flotillav1.Ref{}) {
-			errs = append(errs, field.Forbidden(path.Child("machineGroupRef"), "a group of a ClusterClass cluster names a worker class in class instead: remove it"))
-		}
-		if g.KubernetesVersion != "" {
-			errs = append(errs, field.Forbidden(path.Child("kubernetesVersion"), "the workers of a ClusterClass cluster follow spec.kubernetesVersion: remove it"))
-		}
-	}
-	return errs
-}
-
 // ClassNotFound is the error of a Cluster whose spec.topology.class (at path) names no
 // ClusterClass of its namespace.
 func ClassNotFound(path *field.Path, c *flotillav1.Cluster) *field.Error {

@@ -13,10 +13,11 @@ import (
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 	coreadmission "sigs.k8s.io/cluster-api/core/webhooks/admission"
 	"sigs.k8s.io/cluster-api/util/conditions"
-	"sigs.k8s.io/controller-runtime/pkg/client"
+	ctrlclient "sigs.k8s.io/controller-runtime/pkg/client"
 
 	flotillav1 "github.com/flotilla-dev/flotilla/api/cluster/v1alpha1"
 	"github.com/flotilla-dev/flotilla/cluster/topology"
+	"github.com/flotilla-dev/flotilla/pkg/binaries"
 )
 
 // classReconcileWait bounds how long validation waits for Cluster API to reconcile a ClusterClass
@@ -32,10 +33,10 @@ func (w *Cluster) validateTopologyClass(ctx context.Context, oldC, newC *flotill
 	if newC.Spec.Topology == nil {
 		return nil
 	}
-	path := spec.Child("topology", "class")
-	version, err := w.resolve(newC.Spec.KubernetesVersion)
+	path := field.NewPath("spec", "topology", "class")
+	version, err := binaries.ResolveMinor(newC.Spec.KubernetesVersion)
 	if err != nil {
-		return nil // validateVersion reports it
+		return nil // validation.ValidateCluster reports it
 	}
 	if w.Reader == nil {
 		return field.ErrorList{field.InternalError(path, errors.New("the webhook has no client to read ClusterClasses"))}
@@ -55,7 +56,7 @@ func (w *Cluster) validateTopologyClass(ctx context.Context, oldC, newC *flotill
 	capi := capiClusterOf(newC, version)
 	var oldCAPI *clusterv1.Cluster
 	if oldC != nil && oldC.Spec.Topology != nil {
-		if oldVersion, err := w.resolve(oldC.Spec.KubernetesVersion); err == nil {
+		if oldVersion, err := binaries.ResolveMinor(oldC.Spec.KubernetesVersion); err == nil {
 			oldCAPI = capiClusterOf(oldC, oldVersion)
 		}
 	}
@@ -74,7 +75,7 @@ var errClassNotReconciled = errors.New("ClusterClass not reconciled")
 // ran out.
 func (w *Cluster) reconciledClass(ctx context.Context, c *flotillav1.Cluster) (*clusterv1.ClusterClass, error) {
 	class := &clusterv1.ClusterClass{}
-	key := client.ObjectKey{Namespace: c.Namespace, Name: c.Spec.Topology.Class}
+	key := ctrlclient.ObjectKey{Namespace: c.Namespace, Name: c.Spec.Topology.Class}
 	var lastErr error
 	_ = wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, classReconcileWait, true, func(ctx context.Context) (bool, error) {
 		lastErr = w.Reader.Get(ctx, key, class)
@@ -101,15 +102,4 @@ func capiClusterOf(c *flotillav1.Cluster, version string) *clusterv1.Cluster {
 		ObjectMeta: metav1.ObjectMeta{Name: c.Name, Namespace: c.Namespace},
 		Spec:       clusterv1.ClusterSpec{Topology: topology.Of(c, version)},
 	}
-}
-
-// validateTopologyImmutable: a cluster keeps its ClusterClass, and cannot gain or lose one.
-func validateTopologyImmutable(oldC, newC *flotillav1.Cluster) field.ErrorList {
-	switch {
-	case (oldC.Spec.Topology == nil) != (newC.Spec.Topology == nil):
-		return field.ErrorList{field.Forbidden(spec.Child("topology"), "is immutable: a cluster cannot move between a Flotilla provider and a ClusterClass")}
-	case oldC.Spec.Topology != nil && oldC.Spec.Topology.Class != newC.Spec.Topology.Class:
-		return field.ErrorList{field.Forbidden(spec.Child("topology", "class"), "is immutable: a cluster keeps the ClusterClass it was created from")}
-	}
-	return nil
 }

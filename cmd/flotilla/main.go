@@ -7,6 +7,7 @@ import (
 	"os/signal"
 	"syscall"
 
+	"github.com/spf13/cobra"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 
 	"github.com/flotilla-dev/flotilla/cli/cmd"
@@ -26,10 +27,17 @@ func main() {
 	}()
 
 	streams := genericiooptions.IOStreams{In: os.Stdin, Out: os.Stdout, ErrOut: os.Stderr}
-	err := cmd.NewRootCmd(streams).ExecuteContext(ctx)
+	err := newRootCmd(streams).ExecuteContext(ctx)
 	stop()
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "Error:", err)
 		os.Exit(1)
 	}
+}
+
+// newRootCmd is the CLI of cli/cmd with the manager command, which only this binary links.
+func newRootCmd(streams genericiooptions.IOStreams) *cobra.Command {
+	root := cmd.NewRootCmd(streams)
+	root.AddCommand(newManagerCmd(streams))
+	return root
 }

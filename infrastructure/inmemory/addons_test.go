@@ -10,9 +10,9 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"sigs.k8s.io/controller-runtime/pkg/client"
+	ctrlclient "sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/flotilla-dev/flotilla/addons/reconcilers/helmchartproxy"
+	"github.com/flotilla-dev/flotilla/addons/desired"
 	addonsv1 "github.com/flotilla-dev/flotilla/api/addons/v1alpha1"
 	flotillav1 "github.com/flotilla-dev/flotilla/api/cluster/v1alpha1"
 	"github.com/flotilla-dev/flotilla/internal/charttest"
@@ -42,7 +42,7 @@ func TestAnAddonIsInstalledKeptAndUninstalledInAnInMemoryCluster(t *testing.T) {
 		},
 	}
 	g.Expect(c.Create(ctx, p)).To(Succeed())
-	hrpKey := client.ObjectKey{Namespace: cl.Namespace, Name: helmchartproxy.ReleaseProxyName("web", cl.Name)}
+	hrpKey := ctrlclient.ObjectKey{Namespace: cl.Namespace, Name: desired.ReleaseProxyName("web", cl.Name)}
 	g.Eventually(func(g Gomega) {
 		hrp := &addonsv1.HelmReleaseProxy{}
 		g.Expect(c.Get(ctx, hrpKey, hrp)).To(Succeed())
@@ -55,20 +55,20 @@ func TestAnAddonIsInstalledKeptAndUninstalledInAnInMemoryCluster(t *testing.T) {
 
 	wc, _ := workloadClient(g, cl)
 	cm := &corev1.ConfigMap{}
-	g.Expect(wc.Get(ctx, client.ObjectKey{Namespace: "web", Name: "web-config"}, cm)).To(Succeed())
+	g.Expect(wc.Get(ctx, ctrlclient.ObjectKey{Namespace: "web", Name: "web-config"}, cm)).To(Succeed())
 	g.Expect(cm.Data).To(HaveKeyWithValue("greeting", "hi from a1"))
 	deploy := &appsv1.Deployment{}
-	g.Expect(wc.Get(ctx, client.ObjectKey{Namespace: "web", Name: "web"}, deploy)).To(Succeed())
+	g.Expect(wc.Get(ctx, ctrlclient.ObjectKey{Namespace: "web", Name: "web"}, deploy)).To(Succeed())
 	g.Expect(deploy.Status.AvailableReplicas).To(BeEquivalentTo(2), "the gateway makes a Deployment available")
 
 	t.Run("a changed object is put back", func(t *testing.T) {
 		g := NewWithT(t)
-		patch := client.MergeFrom(cm.DeepCopy())
+		patch := ctrlclient.MergeFrom(cm.DeepCopy())
 		cm.Data["greeting"] = "changed by hand"
 		g.Expect(wc.Patch(ctx, cm, patch)).To(Succeed())
 		g.Eventually(func(g Gomega) {
 			restored := &corev1.ConfigMap{}
-			g.Expect(wc.Get(ctx, client.ObjectKeyFromObject(cm), restored)).To(Succeed())
+			g.Expect(wc.Get(ctx, ctrlclient.ObjectKeyFromObject(cm), restored)).To(Succeed())
 			g.Expect(restored.Data).To(HaveKeyWithValue("greeting", "hi from a1"))
 		}, 30*time.Second, interval).Should(Succeed())
 	})
@@ -78,10 +78,10 @@ func TestAnAddonIsInstalledKeptAndUninstalledInAnInMemoryCluster(t *testing.T) {
 		g.Expect(c.Delete(ctx, p)).To(Succeed())
 		g.Eventually(func(g Gomega) {
 			list := &corev1.ConfigMapList{}
-			g.Expect(wc.List(ctx, list, client.InNamespace("web"))).To(Succeed())
+			g.Expect(wc.List(ctx, list, ctrlclient.InNamespace("web"))).To(Succeed())
 			g.Expect(list.Items).To(BeEmpty())
 			secrets := &corev1.SecretList{}
-			g.Expect(wc.List(ctx, secrets, client.InNamespace("web"), client.MatchingLabels{"owner": "helm"})).To(Succeed())
+			g.Expect(wc.List(ctx, secrets, ctrlclient.InNamespace("web"), ctrlclient.MatchingLabels{"owner": "helm"})).To(Succeed())
 			g.Expect(secrets.Items).To(BeEmpty())
 		}, readyTimeout, interval).Should(Succeed())
 	})

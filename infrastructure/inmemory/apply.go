@@ -13,7 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/jsonmergepatch"
-	"sigs.k8s.io/controller-runtime/pkg/client"
+	ctrlclient "sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 )
 
@@ -56,7 +56,7 @@ func (x *extensions) apply(w http.ResponseWriter, r *http.Request, p resourcePat
 	c := x.memory.GetResourceGroup(group).GetClient()
 	live := &unstructured.Unstructured{}
 	live.SetGroupVersionKind(gvk)
-	err = c.Get(ctx, client.ObjectKey{Namespace: p.namespace, Name: p.name}, live)
+	err = c.Get(ctx, ctrlclient.ObjectKey{Namespace: p.namespace, Name: p.name}, live)
 	key := appliedKey(group, gvk, p.namespace, p.name, r.URL.Query().Get("fieldManager"))
 	dryRun := r.URL.Query().Get("dryRun") == metav1.DryRunAll
 	obj, code := applied, http.StatusCreated

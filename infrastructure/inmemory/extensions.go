@@ -8,20 +8,17 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
-	goruntime "runtime"
 	"strings"
 	"sync"
 
-	"github.com/blang/semver/v4"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/runtime/serializer"
-	"k8s.io/apimachinery/pkg/version"
 	inmemoryruntime "sigs.k8s.io/cluster-api/test/infrastructure/inmemory/pkg/runtime"
-	"sigs.k8s.io/controller-runtime/pkg/client"
+	ctrlclient "sigs.k8s.io/controller-runtime/pkg/client"
 )
 
 // Cluster API's in-memory API server serves what Cluster API's controllers ask of a workload
@@ -146,7 +143,7 @@ func (x *extensions) withResourceVersion(r *http.Request, p resourcePath, body [
 	}
 	live := &unstructured.Unstructured{}
 	live.SetGroupVersionKind(obj.GroupVersionKind())
-	if x.memory.GetResourceGroup(group).GetClient().Get(r.Context(), client.ObjectKey{Namespace: p.namespace, Name: p.name}, live) != nil {
+	if x.memory.GetResourceGroup(group).GetClient().Get(r.Context(), ctrlclient.ObjectKey{Namespace: p.namespace, Name: p.name}, live) != nil {
 		return nil, false
 	}
 	obj.SetResourceVersion(live.GetResourceVersion())
@@ -291,41 +288,6 @@ func (x *extensions) nodes(ctx context.Context, group string) ([]corev1.Node, er
 		}
 	}
 	return nodes, nil
-}
-
-// versionInfo is the version of a cluster whose Nodes are nodes: the lowest kubelet version of
-// its control plane Nodes (of any Node, when none is labelled control plane).
-func versionInfo(nodes []corev1.Node) (version.Info, bool) {
-	var lowest *semver.Version
-	for _, controlPlaneOnly := range []bool{true, false} {
-		for _, n := range nodes {
-			if _, cp := n.Labels["node-role.kubernetes.io/control-plane"]; controlPlaneOnly && !cp {
-				continue
-			}
-			v, err := semver.ParseTolerant(n.Status.NodeInfo.KubeletVersion)
-			if err != nil {
-				continue
-			}
-			if lowest == nil || v.LT(*lowest) {
-				lowest = &v
-			}
-		}
-		if lowest != nil {
-			break
-		}
-	}
-	if lowest == nil {
-		return version.Info{}, false
-	}
-	return version.Info{
-		Major:        fmt.Sprint(lowest.Major),
-		Minor:        fmt.Sprint(lowest.Minor),
-		GitVersion:   "v" + lowest.String(),
-		GitTreeState: "clean",
-		GoVersion:    goruntime.Version(),
-		Compiler:     goruntime.Compiler,
-		Platform:     "linux/" + goruntime.GOARCH,
-	}, true
 }
 
 func writeJSON(w http.ResponseWriter, code int, v any) {

@@ -20,7 +20,7 @@ import (
 	inmemoryapi "sigs.k8s.io/cluster-api/test/infrastructure/inmemory/pkg/server/api"
 	"sigs.k8s.io/cluster-api/util/secret"
 	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/client"
+	ctrlclient "sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/flotilla-dev/flotilla/pkg/pki"
 )
@@ -39,7 +39,7 @@ const syncInterval = 100 * time.Millisecond
 // process's own namespace, the in-memory server's listener, which serves etcd.
 type gateway struct {
 	mux    *inmemoryserver.WorkloadClustersMux
-	reader client.Reader
+	reader ctrlclient.Reader
 	host   *hostNetwork
 	// x holds the extensions' state, which goes with a cluster (forgetCluster).
 	x *extensions
@@ -60,7 +60,7 @@ type endpoint struct {
 	server     *http.Server
 }
 
-func newGateway(mux *inmemoryserver.WorkloadClustersMux, memory inmemoryruntime.Manager, reader client.Reader, host *hostNetwork) *gateway {
+func newGateway(mux *inmemoryserver.WorkloadClustersMux, memory inmemoryruntime.Manager, reader ctrlclient.Reader, host *hostNetwork) *gateway {
 	g := &gateway{mux: mux, reader: reader, host: host, endpoints: map[string]*endpoint{}, listeners: map[string]string{}}
 	g.x = newExtensions(memory, g.resourceGroup, inmemoryapi.NewAPIServerHandler(memory, ctrl.Log.WithName("inmemory-apiserver"), g.resourceGroup))
 	g.handler = g.x.handler()
@@ -198,7 +198,7 @@ func (g *gateway) tlsConfig(ctx context.Context, name string) (*tls.Config, erro
 		return nil, fmt.Errorf("listener %q is not namespace/name", name)
 	}
 	s := &corev1.Secret{}
-	key := client.ObjectKey{Namespace: namespace, Name: secret.Name(cluster, secret.ClusterCA)}
+	key := ctrlclient.ObjectKey{Namespace: namespace, Name: secret.Name(cluster, secret.ClusterCA)}
 	if err := g.reader.Get(ctx, key, s); err != nil {
 		return nil, fmt.Errorf("reading the CA of %s (Secret %s): %w", name, klog.KRef(key.Namespace, key.Name), err)
 	}

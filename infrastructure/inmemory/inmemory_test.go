@@ -26,7 +26,7 @@ import (
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 	devv1 "sigs.k8s.io/cluster-api/test/infrastructure/docker/api/v1beta2"
 	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/client"
+	ctrlclient "sigs.k8s.io/controller-runtime/pkg/client"
 
 	flotillav1 "github.com/flotilla-dev/flotilla/api/cluster/v1alpha1"
 	"github.com/flotilla-dev/flotilla/cli/spec"
@@ -44,7 +44,7 @@ var (
 	env  *testenv.Environment
 	home string
 	// c reads the management cluster with the Dev types.
-	c client.Client
+	c ctrlclient.Client
 )
 
 const (
@@ -120,7 +120,7 @@ func startManager() (stop func(), err error) {
 		stop()
 		return nil, err
 	}
-	if c, err = client.New(env.Config, client.Options{Scheme: env.Scheme}); err != nil {
+	if c, err = ctrlclient.New(env.Config, ctrlclient.Options{Scheme: env.Scheme}); err != nil {
 		stop()
 		return nil, err
 	}
@@ -143,7 +143,7 @@ func createCluster(t *testing.T, g Gomega, name, version string, workers int32) 
 		u := &unstructured.Unstructured{Object: content}
 		unstructured.RemoveNestedField(u.Object, "metadata", "creationTimestamp")
 		unstructured.RemoveNestedField(u.Object, "status")
-		g.Expect(c.Apply(context.Background(), client.ApplyConfigurationFromUnstructured(u), client.FieldOwner("test"), client.ForceOwnership)).To(Succeed())
+		g.Expect(c.Apply(context.Background(), ctrlclient.ApplyConfigurationFromUnstructured(u), ctrlclient.FieldOwner("test"), ctrlclient.ForceOwnership)).To(Succeed())
 	}
 	return s.Cluster
 }
@@ -152,7 +152,7 @@ func createCluster(t *testing.T, g Gomega, name, version string, workers int32) 
 func waitReady(g Gomega, cl *flotillav1.Cluster) {
 	g.Eventually(func(g Gomega) {
 		current := &flotillav1.Cluster{}
-		g.Expect(c.Get(context.Background(), client.ObjectKeyFromObject(cl), current)).To(Succeed())
+		g.Expect(c.Get(context.Background(), ctrlclient.ObjectKeyFromObject(cl), current)).To(Succeed())
 		ready := meta.FindStatusCondition(current.Status.Conditions, flotillav1.ReadyCondition)
 		g.Expect(ready).NotTo(BeNil())
 		g.Expect(ready.Status).To(Equal(metav1.ConditionTrue), "%s: %s", ready.Reason, ready.Message)
@@ -161,12 +161,12 @@ func waitReady(g Gomega, cl *flotillav1.Cluster) {
 }
 
 // workloadClient is a client of the workload cluster, from its kubeconfig Secret.
-func workloadClient(g Gomega, cl *flotillav1.Cluster) (client.Client, string) {
+func workloadClient(g Gomega, cl *flotillav1.Cluster) (ctrlclient.Client, string) {
 	s := &corev1.Secret{}
-	g.Expect(c.Get(context.Background(), client.ObjectKey{Namespace: cl.Namespace, Name: cl.Name + "-kubeconfig"}, s)).To(Succeed())
+	g.Expect(c.Get(context.Background(), ctrlclient.ObjectKey{Namespace: cl.Namespace, Name: cl.Name + "-kubeconfig"}, s)).To(Succeed())
 	cfg, err := clientcmd.RESTConfigFromKubeConfig(s.Data["value"])
 	g.Expect(err).NotTo(HaveOccurred())
-	wc, err := client.New(cfg, client.Options{})
+	wc, err := ctrlclient.New(cfg, ctrlclient.Options{})
 	g.Expect(err).NotTo(HaveOccurred())
 	return wc, strings.TrimPrefix(cfg.Host, "https://")
 }
@@ -213,15 +213,15 @@ func TestInMemoryClusterLifecycle(t *testing.T) {
 	t.Run("an upgrade goes through the topology, control plane then workers", func(t *testing.T) {
 		g := NewWithT(t)
 		current := &flotillav1.Cluster{}
-		g.Expect(c.Get(ctx, client.ObjectKeyFromObject(cl), current)).To(Succeed())
-		patch := client.MergeFrom(current.DeepCopy())
+		g.Expect(c.Get(ctx, ctrlclient.ObjectKeyFromObject(cl), current)).To(Succeed())
+		patch := ctrlclient.MergeFrom(current.DeepCopy())
 		current.Spec.KubernetesVersion = "1.36"
 		g.Expect(c.Patch(ctx, current, patch)).To(Succeed())
 		waitReady(g, cl)
-		g.Expect(c.Get(ctx, client.ObjectKeyFromObject(cl), current)).To(Succeed())
+		g.Expect(c.Get(ctx, ctrlclient.ObjectKeyFromObject(cl), current)).To(Succeed())
 		g.Expect(current.Status.KubernetesVersion).To(Equal("v1.36.3"))
 		machines := &clusterv1.MachineList{}
-		g.Expect(c.List(ctx, machines, client.InNamespace(cl.Namespace))).To(Succeed())
+		g.Expect(c.List(ctx, machines, ctrlclient.InNamespace(cl.Namespace))).To(Succeed())
 		for _, m := range machines.Items {
 			if m.DeletionTimestamp.IsZero() {
 				g.Expect(m.Spec.Version).To(Equal("v1.36.3"), "Machine %s", m.Name)
@@ -233,9 +233,9 @@ func TestInMemoryClusterLifecycle(t *testing.T) {
 		g := NewWithT(t)
 		g.Expect(c.Delete(ctx, cl)).To(Succeed())
 		g.Eventually(func(g Gomega) {
-			g.Expect(apierrors.IsNotFound(c.Get(ctx, client.ObjectKeyFromObject(cl), &flotillav1.Cluster{}))).To(BeTrue())
+			g.Expect(apierrors.IsNotFound(c.Get(ctx, ctrlclient.ObjectKeyFromObject(cl), &flotillav1.Cluster{}))).To(BeTrue())
 			dms := &devv1.DevMachineList{}
-			g.Expect(c.List(ctx, dms, client.InNamespace(cl.Namespace))).To(Succeed())
+			g.Expect(c.List(ctx, dms, ctrlclient.InNamespace(cl.Namespace))).To(Succeed())
 			g.Expect(dms.Items).To(BeEmpty())
 		}, readyTimeout, interval).Should(Succeed())
 	})
@@ -249,7 +249,7 @@ func TestKilledProviderProcessDuplicatesNothing(t *testing.T) {
 	cl := createCluster(t, g, "c2", "1.36", 1)
 	g.Eventually(func(g Gomega) {
 		dms := &devv1.DevMachineList{}
-		g.Expect(c.List(ctx, dms, client.InNamespace(cl.Namespace))).To(Succeed())
+		g.Expect(c.List(ctx, dms, ctrlclient.InNamespace(cl.Namespace))).To(Succeed())
 		g.Expect(dms.Items).NotTo(BeEmpty())
 	}, readyTimeout, 20*time.Millisecond).Should(Succeed())
 	data, err := os.ReadFile(filepath.Clean(inmemory.PIDFile(home)))
@@ -265,10 +265,10 @@ func TestKilledProviderProcessDuplicatesNothing(t *testing.T) {
 		g.Expect(strings.TrimSpace(string(data))).NotTo(Equal(strconv.Itoa(pid)), "a new process runs")
 	}, readyTimeout, interval).Should(Succeed())
 	machines := &clusterv1.MachineList{}
-	g.Expect(c.List(ctx, machines, client.InNamespace(cl.Namespace))).To(Succeed())
+	g.Expect(c.List(ctx, machines, ctrlclient.InNamespace(cl.Namespace))).To(Succeed())
 	g.Expect(machines.Items).To(HaveLen(2), "one control plane machine, one worker")
 	dms := &devv1.DevMachineList{}
-	g.Expect(c.List(ctx, dms, client.InNamespace(cl.Namespace))).To(Succeed())
+	g.Expect(c.List(ctx, dms, ctrlclient.InNamespace(cl.Namespace))).To(Succeed())
 	g.Expect(dms.Items).To(HaveLen(2))
 	wc, _ := workloadClient(g, cl)
 	nodes := &corev1.NodeList{}

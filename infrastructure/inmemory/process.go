@@ -30,7 +30,7 @@ import (
 	inmemoryruntime "sigs.k8s.io/cluster-api/test/infrastructure/inmemory/pkg/runtime"
 	inmemoryserver "sigs.k8s.io/cluster-api/test/infrastructure/inmemory/pkg/server"
 	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/client"
+	ctrlclient "sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
@@ -93,7 +93,7 @@ func (rc restConfig) config(dial func(ctx context.Context, network, address stri
 		TLSClientConfig: rest.TLSClientConfig{ServerName: rc.ServerName, CAData: rc.CAData, CertData: rc.CertData, KeyData: rc.KeyData},
 		Dial:            dial,
 		// As the manager's own clients (manager.managerRESTConfig): the API server's priority
-		// and fairness bounds the requests, not the client.
+		// and fairness bounds the requests, not the ctrlclient.
 		QPS:       -1,
 		UserAgent: "flotilla-inmemory-provider",
 	}
@@ -276,7 +276,7 @@ type memoryMux struct {
 // free on the host (ports.go). The listeners of existing clusters are initialized on the ports
 // their DevClusters record before any reconciler runs, so a restarted provider gives no new
 // cluster a port an existing one has.
-func newMux(ctx context.Context, reader client.Reader, host *hostNetwork) (*memoryMux, error) {
+func newMux(ctx context.Context, reader ctrlclient.Reader, host *hostNetwork) (*memoryMux, error) {
 	s, err := memoryScheme()
 	if err != nil {
 		return nil, err
@@ -308,7 +308,7 @@ func newMux(ctx context.Context, reader client.Reader, host *hostNetwork) (*memo
 
 // existingEndpoints are the ports of the endpoints of the DevClusters that have one, by the name
 // of their listener (namespace/name of their CAPI Cluster).
-func existingEndpoints(ctx context.Context, reader client.Reader) (map[string]int32, error) {
+func existingEndpoints(ctx context.Context, reader ctrlclient.Reader) (map[string]int32, error) {
 	dcs := &devv1.DevClusterList{}
 	if err := reader.List(ctx, dcs); err != nil {
 		return nil, fmt.Errorf("listing DevClusters: %w", err)

@@ -10,7 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"sigs.k8s.io/controller-runtime/pkg/client"
+	ctrlclient "sigs.k8s.io/controller-runtime/pkg/client"
 )
 
 // The in-memory clusters run no Pods: nothing would ever make a Deployment available, and every
@@ -59,7 +59,7 @@ func (x *extensions) makeAvailable(ctx context.Context, group string, gvk schema
 	c := x.memory.GetResourceGroup(group).GetClient()
 	obj := &unstructured.Unstructured{}
 	obj.SetGroupVersionKind(gvk)
-	if err := c.Get(ctx, client.ObjectKey{Namespace: p.namespace, Name: p.name}, obj); err != nil {
+	if err := c.Get(ctx, ctrlclient.ObjectKey{Namespace: p.namespace, Name: p.name}, obj); err != nil {
 		return nil, err
 	}
 	nodes, err := x.nodes(ctx, group)

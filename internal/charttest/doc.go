@@ -10,6 +10,10 @@
 //	digest := charttest.Push(t, host+"/charts", charttest.Hello("0.1.0"))
 //	// oci://<host>/charts/hello, version 0.1.0, manifest digest digest
 //
+//	reg, err := charttest.StartSecureRegistry() // TLS and a user, as Flotilla's registry off loopback
+//	defer reg.Close()
+//	digest = reg.Push(t, reg.Host+"/charts", charttest.Hello("0.1.0"))
+//
 //	url := charttest.Repository{Charts: []charttest.Chart{charttest.Hello("1.0.0")}}.Serve(t)
 //	// a classic repository at url holding hello-1.0.0.tgz
 //

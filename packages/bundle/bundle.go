@@ -8,6 +8,8 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+
+	"github.com/flotilla-dev/flotilla/pkg/kubeversion"
 )
 
 // Bundle lists the packages, and the chart versions of each, curated for one Kubernetes minor.
@@ -102,12 +104,11 @@ func Decode(data []byte) (Bundle, error) {
 }
 
 var nameRE = regexp.MustCompile(`^v(0|[1-9][0-9]*)-(0|[1-9][0-9]*)-(0|[1-9][0-9]*)$`)
-var minorRE = regexp.MustCompile(`^(0|[1-9][0-9]*)\.(0|[1-9][0-9]*)$`)
 
 // Name is the name of build build of the bundle for Kubernetes minor ("1.36", or "v1.36.3"
 // whose patch is ignored): "v1-36-<build>".
 func Name(minor string, build int) (string, error) {
-	m, err := NormalizeMinor(minor)
+	m, err := kubeversion.Minor(minor)
 	if err != nil {
 		return "", err
 	}
@@ -128,18 +129,6 @@ func ParseName(name string) (minor string, build int, err error) {
 		return "", 0, fmt.Errorf("bundle name %q: the build is a number from 1", name)
 	}
 	return m[1] + "." + m[2], build, nil
-}
-
-// NormalizeMinor turns "1.36", "v1.36" or "v1.36.3" into "1.36".
-func NormalizeMinor(v string) (string, error) {
-	s := strings.TrimPrefix(v, "v")
-	if parts := strings.SplitN(s, ".", 3); len(parts) == 3 {
-		s = parts[0] + "." + parts[1]
-	}
-	if !minorRE.MatchString(s) {
-		return "", fmt.Errorf("%q is not a Kubernetes minor version such as 1.36", v)
-	}
-	return s, nil
 }
 
 // Validate checks that the bundle is well formed: its name matches its minor and build, and

@@ -7,7 +7,7 @@
 // a Helm chart in an OCI registry, with its versions, each pinned by the digest of the chart's
 // OCI manifest and carrying the chart's values.schema.json and the packages it depends on.
 // Bundles are named "v<major>-<minor>-<build>" (v1-36-3 is the third build for Kubernetes
-// 1.36); a higher build is newer. Name, ParseName and NormalizeMinor convert.
+// 1.36); a higher build is newer. Name and ParseName convert (pkg/kubeversion reads the minor).
 //
 // # Canonical content and signature
 //
@@ -49,12 +49,13 @@
 //
 // # Reaching registries
 //
-// Push, Pull and List take go-containerregistry remote options. RemoteOptions(Registry{...})
-// builds them from the settings Flotilla knows (basic credentials or the Docker config, extra CA
-// certificates, skipping TLS verification, plain HTTP). With those options plain HTTP is spoken
-// only when Registry.PlainHTTP is set (IsLoopback says whether a host is one Flotilla treats so
-// by default); otherwise only HTTPS, with no fallback. Without options, go-containerregistry's
-// defaults apply (anonymous; HTTPS, falling back to HTTP for loopback and private addresses).
+// Push, Pull and List take go-containerregistry remote options. RemoteOptions builds them from
+// a registryconn.Config, the settings Flotilla knows for charts and bundles alike (basic
+// credentials, extra CA certificates, skipping TLS verification, plain HTTP). With those options
+// plain HTTP is spoken only when PlainHTTP is set (pkg/netaddr.IsLoopback says whether a host is
+// one Flotilla treats so by default); otherwise only HTTPS, with no fallback. Without options,
+// go-containerregistry's defaults apply (anonymous; HTTPS, falling back to HTTP for loopback and
+// private addresses).
 //
 // # Publishing
 //

@@ -18,6 +18,8 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/remote/transport"
 	"github.com/google/go-containerregistry/pkg/v1/static"
 	"github.com/google/go-containerregistry/pkg/v1/types"
+
+	"github.com/flotilla-dev/flotilla/pkg/kubeversion"
 )
 
 // Media types and annotations of a bundle artifact.
@@ -223,7 +225,7 @@ func contentLayer(m v1.Manifest) (v1.Descriptor, error) {
 // <registry>/<repository>, oldest first (by build number), from the repository's tags. A
 // repository that does not exist has none.
 func List(ctx context.Context, registry, repository, kubernetesMinor string, opts ...remote.Option) ([]string, error) {
-	minor, err := NormalizeMinor(kubernetesMinor)
+	minor, err := kubeversion.Minor(kubernetesMinor)
 	if err != nil {
 		return nil, err
 	}

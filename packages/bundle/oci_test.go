@@ -16,12 +16,13 @@ import (
 
 	"github.com/flotilla-dev/flotilla/packages/bundle"
 	"github.com/flotilla-dev/flotilla/pkg/ociregistry"
+	"github.com/flotilla-dev/flotilla/pkg/registryconn"
 )
 
 // startRegistry serves an embedded registry on a loopback port and returns its host:port.
 func startRegistry(t *testing.T) string {
 	t.Helper()
-	h, err := ociregistry.NewHandler(t.TempDir(), nil)
+	h, err := ociregistry.NewHandler(ociregistry.Options{Dir: t.TempDir()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -163,16 +164,13 @@ func (r rawOCI) MediaType() (types.MediaType, error) { return types.OCIManifestS
 func TestPlainHTTPOnlyWhenAskedFor(t *testing.T) {
 	g := NewWithT(t)
 	host := startRegistry(t)
-	g.Expect(bundle.IsLoopback(host)).To(BeTrue())
-	g.Expect(bundle.IsLoopback("ghcr.io")).To(BeFalse())
-	g.Expect(bundle.IsLoopback("192.168.1.10:5000")).To(BeFalse())
 
-	strict, err := bundle.RemoteOptions(bundle.Registry{})
+	strict, err := bundle.RemoteOptions(registryconn.Config{})
 	g.Expect(err).NotTo(HaveOccurred())
 	_, err = bundle.List(context.Background(), host, "flotilla", "1.36", strict...)
 	g.Expect(err).To(MatchError(ContainSubstring("refusing plain HTTP")))
 
-	plain, err := bundle.RemoteOptions(bundle.Registry{PlainHTTP: true})
+	plain, err := bundle.RemoteOptions(registryconn.Config{PlainHTTP: true})
 	g.Expect(err).NotTo(HaveOccurred())
 	_, err = bundle.List(context.Background(), host, "flotilla", "1.36", plain...)
 	g.Expect(err).NotTo(HaveOccurred())

@@ -7,6 +7,8 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+
+	"github.com/flotilla-dev/flotilla/pkg/kubeversion"
 )
 
 // Names of the control plane programs, as they are named in a version directory.
@@ -32,27 +34,27 @@ var ErrMissing = errors.New("control plane binary missing")
 
 // ResolveMinor turns a minor version ("1.36", "v1.36") or a supported full version ("v1.36.3")
 // into the full version Flotilla builds for it. The error lists the supported minors.
-func ResolveMinor(minor string) (string, error) {
-	want := "v" + strings.TrimPrefix(strings.TrimSpace(minor), "v")
-	for _, v := range Supported {
-		if v == want || minorOf(v) == want {
-			return v, nil
+func ResolveMinor(version string) (string, error) {
+	if want, err := kubeversion.Parse(version); err == nil {
+		for _, v := range Supported {
+			supported, _ := kubeversion.Parse(v) // TestSupportedVersionsParse
+			if supported == want || (!want.HasPatch && supported.SameMinor(want)) {
+				return v, nil
+			}
 		}
 	}
-	minors := make([]string, 0, len(Supported))
-	for _, v := range Supported {
-		minors = append(minors, strings.TrimPrefix(minorOf(v), "v"))
-	}
 	return "", fmt.Errorf("kubernetes version %q is not supported: supported minor versions are %s",
-		minor, strings.Join(minors, ", "))
+		version, strings.Join(SupportedMinors(), ", "))
 }
 
-// minorOf returns "v1.36" for "v1.36.3".
-func minorOf(version string) string {
-	if i := strings.LastIndex(version, "."); i > 0 && strings.Count(version, ".") == 2 {
-		return version[:i]
+// SupportedMinors lists the minor versions of Supported, newest first: "1.36", "1.35".
+func SupportedMinors() []string {
+	minors := make([]string, 0, len(Supported))
+	for _, v := range Supported {
+		minor, _ := kubeversion.Minor(v) // TestSupportedVersionsParse
+		minors = append(minors, minor)
 	}
-	return version
+	return minors
 }
 
 // DefaultRoot returns $FLOTILLA_BIN_CACHE, or ~/.cache/flotilla/bin when it is unset.
@@ -78,14 +80,21 @@ func (s Set) Path(name string) string {
 	return filepath.Join(s.Dir, name)
 }
 
-// BuildCommand returns the command that builds this set's programs.
+// BuildCommand returns the command that builds this set's programs: `flotilla binaries build
+// <version>`, with --bin-dir when the set is not in DefaultRoot.
 func (s Set) BuildCommand() string {
-	return BuildCommand(s.Version)
+	cmd := "flotilla binaries build " + s.Version
+	if root := filepath.Dir(s.Dir); !sameDir(root, DefaultRoot()) {
+		cmd += " --bin-dir " + root
+	}
+	return cmd
 }
 
-// BuildCommand returns the command that builds the programs of version.
-func BuildCommand(version string) string {
-	return "make controlplane-binaries K8S_VERSION=" + version
+// sameDir reports whether a and b name the same directory, as absolute paths.
+func sameDir(a, b string) bool {
+	absA, errA := filepath.Abs(a)
+	absB, errB := filepath.Abs(b)
+	return errA == nil && errB == nil && absA == absB
 }
 
 // Check reports, with the build instruction, the first of names that is missing or not
@@ -104,6 +113,17 @@ func (s Set) Check(names ...string) error {
 		}
 	}
 	return nil
+}
+
+// Missing returns those of names that are missing or not executable in s.Dir.
+func (s Set) Missing(names ...string) []string {
+	var missing []string
+	for _, name := range names {
+		if s.Check(name) != nil {
+			missing = append(missing, name)
+		}
+	}
+	return missing
 }
 
 // Find returns the Set of version under root once all of its programs are present and

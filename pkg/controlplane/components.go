@@ -134,11 +134,12 @@ func etcdSpec(cfg Config, l layout, st state) process.Spec {
 	if cfg.UnsafeNoFsync {
 		args = append(args, "--unsafe-no-fsync=true")
 	}
-	return process.Spec{Name: binaries.Etcd, Path: cfg.Binaries.Path(binaries.Etcd), Args: args, Dir: string(l)}
+	return process.Spec{Name: binaries.Etcd, Path: cfg.Binaries.Path(binaries.Etcd), Args: args, Dir: string(l),
+		Ports: []string{hostPort("127.0.0.1", st.EtcdClientPort), hostPort("127.0.0.1", st.EtcdPeerPort)}}
 }
 
 func apiserverSpec(cfg Config, l layout, st state) process.Spec {
-	return process.Spec{Name: binaries.KubeAPIServer, Path: cfg.Binaries.Path(binaries.KubeAPIServer), Dir: string(l), Args: []string{
+	return process.Spec{Name: binaries.KubeAPIServer, Path: cfg.Binaries.Path(binaries.KubeAPIServer), Dir: string(l), Ports: []string{hostPort(st.Host, st.APIServerPort)}, Args: []string{
 		"--bind-address=" + st.Host,
 		"--advertise-address=" + st.Host,
 		"--secure-port=" + strconv.Itoa(int(st.APIServerPort)),

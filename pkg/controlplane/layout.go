@@ -15,7 +15,7 @@ import (
 //	kwok/kwok.yaml             the Stages kwok plays
 //	logs/<process>.log         stdout and stderr of each process
 //	run/<process>.pid          pid files, and <process>.json records (package process)
-//	.lock                      serialises Ensure, Stop and Delete on the directory
+//	run/.lock                  serialises Ensure, Stop, Delete and the supervisor on the directory
 type layout string
 
 func (l layout) path(elem ...string) string {
@@ -23,7 +23,6 @@ func (l layout) path(elem ...string) string {
 }
 
 func (l layout) state() string          { return l.path("state.json") }
-func (l layout) lock() string           { return l.path(".lock") }
 func (l layout) pki(name string) string { return l.path("pki", name) }
 func (l layout) etcdData() string       { return l.path("etcd") }
 func (l layout) kwokDir() string        { return l.path("kwok") }

@@ -1,7 +1,6 @@
 package controlplane
 
 import (
-	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -12,10 +11,9 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"syscall"
-	"time"
 
 	"github.com/flotilla-dev/flotilla/pkg/atomicfile"
+	"github.com/flotilla-dev/flotilla/pkg/process"
 )
 
 // state is what a control plane remembers in Dir/state.json: the choices made once and reused so
@@ -29,6 +27,8 @@ type state struct {
 	EtcdPeerPort   int32 `json:"etcdPeerPort"`
 	// KubernetesVersion is the version of the binaries last started.
 	KubernetesVersion string `json:"kubernetesVersion,omitempty"`
+	// ManagedBy is Config.ManagedBy as last given.
+	ManagedBy string `json:"managedBy,omitempty"`
 }
 
 func loadState(path string) (state, error) {
@@ -92,25 +92,7 @@ func PickPort(host string) (int32, error) {
 
 // portFree reports whether a server could listen on host:port now.
 func portFree(host string, port int32) bool {
-	l, err := net.Listen("tcp", net.JoinHostPort(host, strconv.Itoa(int(port))))
-	if err != nil {
-		return false
-	}
-	_ = l.Close()
-	return true
-}
-
-// waitPortFree waits up to two seconds for host:port to be free: a server that was just killed
-// may still be releasing it.
-func waitPortFree(ctx context.Context, host string, port int32) bool {
-	deadline := time.Now().Add(2 * time.Second)
-	for !portFree(host, port) {
-		if time.Now().After(deadline) || ctx.Err() != nil {
-			return false
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-	return true
+	return process.PortFree(hostPort(host, port))
 }
 
 // ephemeralLow returns the first port of the kernel's ephemeral range (32768 by default).
@@ -124,32 +106,4 @@ func ephemeralLow() int {
 		}
 	}
 	return 32768
-}
-
-// lockDir takes an exclusive lock on dir's lock file, waiting for another holder (another
-// goroutine or program working on the same control plane) until ctx ends.
-func lockDir(ctx context.Context, l layout) (unlock func(), err error) {
-	if err := os.MkdirAll(string(l), 0o700); err != nil {
-		return nil, fmt.Errorf("creating %s: %w", l, err)
-	}
-	f, err := os.OpenFile(l.lock(), os.O_RDWR|os.O_CREATE, 0o600)
-	if err != nil {
-		return nil, fmt.Errorf("opening lock: %w", err)
-	}
-	for delay := time.Millisecond; ; delay = min(2*delay, 100*time.Millisecond) {
-		err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB)
-		if err == nil {
-			return func() { _ = f.Close() }, nil // closing releases the lock
-		}
-		if !errors.Is(err, syscall.EWOULDBLOCK) {
-			_ = f.Close()
-			return nil, fmt.Errorf("locking %s: %w", l.lock(), err)
-		}
-		select {
-		case <-ctx.Done():
-			_ = f.Close()
-			return nil, fmt.Errorf("waiting for another operation on %s to finish: %w", l, ctx.Err())
-		case <-time.After(delay):
-		}
-	}
 }

@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"testing"
+
+	"github.com/flotilla-dev/flotilla/pkg/registryconn"
 )
 
 // BenchmarkResyncOfAnUnchangedRelease measures InstallOrUpgrade on a release that needs nothing:
@@ -13,7 +15,7 @@ func BenchmarkResyncOfAnUnchangedRelease(b *testing.B) {
 	helloChart("0.1.0").push(b, "bench")
 	e := &Engine{ChartCache: b.TempDir()}
 	rel := Release{Name: "bench", Namespace: "default", Values: map[string]any{"greeting": "bench"},
-		Chart: ChartRef{RepoURL: "oci://" + ociHost + "/bench/hello", Version: "0.1.0"}, Registry: Registry{PlainHTTP: true}}
+		Chart: ChartRef{RepoURL: "oci://" + ociHost + "/bench/hello", Version: "0.1.0"}, Registry: registryconn.Config{PlainHTTP: true}}
 	if _, err := e.InstallOrUpgrade(ctx, cluster, rel); err != nil {
 		b.Fatal(err)
 	}
@@ -42,7 +44,7 @@ func BenchmarkInstallOfACachedChart(b *testing.B) {
 		i++
 		name := fmt.Sprintf("install-%d", i)
 		_, err := e.InstallOrUpgrade(ctx, cluster, Release{Name: name, Namespace: "default",
-			Chart: ChartRef{RepoURL: "oci://" + ociHost + "/benchinstall/hello", Version: "0.1.0"}, Registry: Registry{PlainHTTP: true}})
+			Chart: ChartRef{RepoURL: "oci://" + ociHost + "/benchinstall/hello", Version: "0.1.0"}, Registry: registryconn.Config{PlainHTTP: true}})
 		if err != nil {
 			b.Fatal(err)
 		}

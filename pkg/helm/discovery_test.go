@@ -10,8 +10,10 @@ import (
 	. "github.com/onsi/gomega"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/client-go/rest"
-	"sigs.k8s.io/controller-runtime/pkg/client"
+	ctrlclient "sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
+
+	"github.com/flotilla-dev/flotilla/pkg/registryconn"
 )
 
 // Helm alone discovers the cluster again for every install and upgrade; the engine keeps what it
@@ -36,7 +38,7 @@ func TestDiscoveryIsKeptPerClusterAndRefreshedAfterAFailure(t *testing.T) {
 	cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper { return discoveryCounter{rt, &discoveries} })
 	e := newEngine(t)
 	hello := func(name string) Release {
-		return Release{Name: name, Namespace: ns, Registry: Registry{PlainHTTP: true},
+		return Release{Name: name, Namespace: ns, Registry: registryconn.Config{PlainHTTP: true},
 			Chart: ChartRef{RepoURL: "oci://" + ociHost + "/discovery/hello", Version: "0.1.0"}}
 	}
 	_, err := e.InstallOrUpgrade(ctx, cfg, hello("first"))
@@ -49,7 +51,7 @@ func TestDiscoveryIsKeptPerClusterAndRefreshedAfterAFailure(t *testing.T) {
 
 	// A chart of a kind the cluster does not serve fails; another tool adds the kind; the retry
 	// finds it.
-	rel := Release{Name: "gadgets", Namespace: ns, Registry: Registry{PlainHTTP: true},
+	rel := Release{Name: "gadgets", Namespace: ns, Registry: registryconn.Config{PlainHTTP: true},
 		Chart: ChartRef{RepoURL: "oci://" + ociHost + "/discovery/gadgets", Version: "1.0.0"}}
 	_, err = e.InstallOrUpgrade(ctx, cfg, rel)
 	g.Expect(err).To(MatchError(ContainSubstring("Gadget")))
@@ -58,7 +60,7 @@ func TestDiscoveryIsKeptPerClusterAndRefreshedAfterAFailure(t *testing.T) {
 	g.Expect(env.Client.Create(ctx, obj)).To(Succeed())
 	t.Cleanup(func() { _ = env.Client.Delete(context.Background(), obj) })
 	g.Eventually(func(g Gomega) {
-		g.Expect(env.Client.Get(ctx, client.ObjectKeyFromObject(obj), obj)).To(Succeed())
+		g.Expect(env.Client.Get(ctx, ctrlclient.ObjectKeyFromObject(obj), obj)).To(Succeed())
 		conds, _, _ := unstructured.NestedSlice(obj.Object, "status", "conditions")
 		g.Expect(conds).To(ContainElement(HaveKeyWithValue("type", "Established")))
 	}).Should(Succeed())

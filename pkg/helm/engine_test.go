@@ -16,7 +16,9 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"sigs.k8s.io/controller-runtime/pkg/client"
+	ctrlclient "sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/flotilla-dev/flotilla/pkg/registryconn"
 )
 
 // newEngine returns an Engine whose chart cache directory does not exist yet.
@@ -33,13 +35,13 @@ func testContext(t *testing.T) context.Context {
 // releaseSecrets lists Helm's release Secrets of a release.
 func releaseSecrets(g Gomega, ctx context.Context, namespace, name string) []corev1.Secret {
 	list := &corev1.SecretList{}
-	g.Expect(env.Client.List(ctx, list, client.InNamespace(namespace), client.MatchingLabels{"owner": "helm", "name": name})).To(Succeed())
+	g.Expect(env.Client.List(ctx, list, ctrlclient.InNamespace(namespace), ctrlclient.MatchingLabels{"owner": "helm", "name": name})).To(Succeed())
 	return list.Items
 }
 
 func configMapData(g Gomega, ctx context.Context, namespace, name string) map[string]string {
 	cm := &corev1.ConfigMap{}
-	g.Expect(env.Client.Get(ctx, client.ObjectKey{Namespace: namespace, Name: name}, cm)).To(Succeed())
+	g.Expect(env.Client.Get(ctx, ctrlclient.ObjectKey{Namespace: namespace, Name: name}, cm)).To(Succeed())
 	return cm.Data
 }
 
@@ -54,7 +56,7 @@ func TestAReleaseGoesThroughItsWholeLife(t *testing.T) {
 	rel := Release{
 		Name: "web", Namespace: ns,
 		Chart:      ChartRef{RepoURL: "oci://" + ociHost + "/life", Name: "hello", Version: "0.1.0"},
-		Registry:   Registry{PlainHTTP: true},
+		Registry:   registryconn.Config{PlainHTTP: true},
 		Values:     map[string]any{"greeting": "ahoy"},
 		MaxHistory: 3,
 		Labels:     map[string]string{"owner.flotilla.dev/name": "p1"},
@@ -68,7 +70,7 @@ func TestAReleaseGoesThroughItsWholeLife(t *testing.T) {
 	g.Expect(objectNames(res.Objects)).To(Equal([]string{"ConfigMap " + ns + "/web-config", "Deployment " + ns + "/web"}),
 		"the manifest's objects, namespaced")
 	g.Expect(configMapData(g, ctx, ns, "web-config")).To(HaveKeyWithValue("greeting", "ahoy"))
-	g.Expect(env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "web"}, &appsv1.Deployment{})).To(Succeed())
+	g.Expect(env.Client.Get(ctx, ctrlclient.ObjectKey{Namespace: ns, Name: "web"}, &appsv1.Deployment{})).To(Succeed())
 	secrets := releaseSecrets(g, ctx, ns, "web")
 	g.Expect(secrets).To(HaveLen(1))
 	g.Expect(secrets[0].Labels).To(HaveKeyWithValue(ChartDigestKey, labelValue(digest)))
@@ -145,7 +147,7 @@ func TestAReleaseGoesThroughItsWholeLife(t *testing.T) {
 
 	// Uninstall removes the objects and the release; a second uninstall is a no-op.
 	g.Expect(e.Uninstall(ctx, cluster, "web", ns)).To(Succeed())
-	err = env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "web-config"}, &corev1.ConfigMap{})
+	err = env.Client.Get(ctx, ctrlclient.ObjectKey{Namespace: ns, Name: "web-config"}, &corev1.ConfigMap{})
 	g.Expect(apierrors.IsNotFound(err)).To(BeTrue(), "the ConfigMap is gone: %v", err)
 	g.Expect(releaseSecrets(g, ctx, ns, "web")).To(BeEmpty())
 	_, err = e.Get(ctx, cluster, "web", ns)
@@ -172,7 +174,7 @@ func TestChartsWithDependenciesAndCRDsInstall(t *testing.T) {
 	res, err := e.InstallOrUpgrade(ctx, cluster, Release{
 		Name: "family", Namespace: ns, CreateNamespace: true,
 		Chart:    ChartRef{RepoURL: "oci://" + ociHost + "/deps/parent", Version: "1.0.0"},
-		Registry: Registry{PlainHTTP: true},
+		Registry: registryconn.Config{PlainHTTP: true},
 	})
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(res.Status).To(Equal("deployed"))
@@ -182,13 +184,13 @@ func TestChartsWithDependenciesAndCRDsInstall(t *testing.T) {
 	res, err = e.InstallOrUpgrade(ctx, cluster, Release{
 		Name: "widgets", Namespace: ns,
 		Chart:    ChartRef{RepoURL: "oci://" + ociHost + "/deps", Name: "widgets", Version: "1.0.0"},
-		Registry: Registry{PlainHTTP: true},
+		Registry: registryconn.Config{PlainHTTP: true},
 	})
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(res.Status).To(Equal("deployed"))
 	widget := &unstructured.Unstructured{}
 	widget.SetGroupVersionKind(schema.GroupVersionKind{Group: "test.flotilla.dev", Version: "v1", Kind: "Widget"})
-	g.Expect(env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "widgets"}, widget)).To(Succeed())
+	g.Expect(env.Client.Get(ctx, ctrlclient.ObjectKey{Namespace: ns, Name: "widgets"}, widget)).To(Succeed())
 	g.Expect(widget.Object["spec"]).To(HaveKeyWithValue("size", BeNumerically("==", 3)))
 }
 
@@ -206,19 +208,19 @@ func TestWaitAndAtomic(t *testing.T) {
 	e := newEngine(t)
 
 	res, err := e.InstallOrUpgrade(ctx, cluster, Release{Name: "ready", Namespace: ns, Wait: true, Timeout: 20 * time.Second,
-		Chart: ChartRef{RepoURL: "oci://" + ociHost + "/wait/config", Version: "0.1.0"}, Registry: Registry{PlainHTTP: true}})
+		Chart: ChartRef{RepoURL: "oci://" + ociHost + "/wait/config", Version: "0.1.0"}, Registry: registryconn.Config{PlainHTTP: true}})
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(res.Status).To(Equal("deployed"))
 
 	start := time.Now()
 	_, err = e.InstallOrUpgrade(ctx, cluster, Release{Name: "never", Namespace: ns, Wait: true, Atomic: true, Timeout: 2 * time.Second,
-		Chart: ChartRef{RepoURL: "oci://" + ociHost + "/wait/hello", Version: "0.1.0"}, Registry: Registry{PlainHTTP: true}})
+		Chart: ChartRef{RepoURL: "oci://" + ociHost + "/wait/hello", Version: "0.1.0"}, Registry: registryconn.Config{PlainHTTP: true}})
 	g.Expect(err).To(HaveOccurred())
 	t.Log(err)
 	g.Expect(time.Since(start)).To(BeNumerically("<", 15*time.Second), "the timeout bounds the wait")
 	_, err = e.Get(ctx, cluster, "never", ns)
 	g.Expect(err).To(MatchError(ErrReleaseNotFound), "atomic uninstalled the failed first install")
-	err = env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "never-config"}, &corev1.ConfigMap{})
+	err = env.Client.Get(ctx, ctrlclient.ObjectKey{Namespace: ns, Name: "never-config"}, &corev1.ConfigMap{})
 	g.Expect(apierrors.IsNotFound(err)).To(BeTrue())
 }
 
@@ -232,7 +234,7 @@ func TestAnInvalidObjectIsRefusedWithTheServersMessage(t *testing.T) {
 		"templates/cm.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: invalid\ndatta:\n  a: b\n",
 	}}.push(t, "invalid")
 	_, err := newEngine(t).InstallOrUpgrade(ctx, cluster, Release{Name: "invalid", Namespace: ns,
-		Chart: ChartRef{RepoURL: "oci://" + ociHost + "/invalid/invalid", Version: "0.1.0"}, Registry: Registry{PlainHTTP: true}})
+		Chart: ChartRef{RepoURL: "oci://" + ociHost + "/invalid/invalid", Version: "0.1.0"}, Registry: registryconn.Config{PlainHTTP: true}})
 	g.Expect(err).To(MatchError(ContainSubstring(".datta: field not declared in schema")))
 }
 
@@ -249,11 +251,11 @@ func TestSkipCRDsLeavesTheCRDsOut(t *testing.T) {
 	}
 	gadgets.push(t, "skipcrds")
 	_, err := newEngine(t).InstallOrUpgrade(ctx, cluster, Release{Name: "gadgets", Namespace: ns, SkipCRDs: true,
-		Chart: ChartRef{RepoURL: "oci://" + ociHost + "/skipcrds/gadgets", Version: "1.0.0"}, Registry: Registry{PlainHTTP: true}})
+		Chart: ChartRef{RepoURL: "oci://" + ociHost + "/skipcrds/gadgets", Version: "1.0.0"}, Registry: registryconn.Config{PlainHTTP: true}})
 	g.Expect(err).To(MatchError(ContainSubstring(`no matches for kind "Gadget"`)))
 	crd := &unstructured.Unstructured{}
 	crd.SetGroupVersionKind(schema.GroupVersionKind{Group: "apiextensions.k8s.io", Version: "v1", Kind: "CustomResourceDefinition"})
-	err = env.Client.Get(ctx, client.ObjectKey{Name: "gadgets.test.flotilla.dev"}, crd)
+	err = env.Client.Get(ctx, ctrlclient.ObjectKey{Name: "gadgets.test.flotilla.dev"}, crd)
 	g.Expect(apierrors.IsNotFound(err)).To(BeTrue(), "the CRD was not created: %v", err)
 }
 
@@ -266,7 +268,7 @@ func TestConcurrentCallsForOneReleaseInstallItOnce(t *testing.T) {
 	helloChart("0.1.0").push(t, "sameone")
 	e := newEngine(t)
 	rel := Release{Name: "once", Namespace: ns, Chart: ChartRef{RepoURL: "oci://" + ociHost + "/sameone/hello", Version: "0.1.0"},
-		Registry: Registry{PlainHTTP: true}}
+		Registry: registryconn.Config{PlainHTTP: true}}
 	results := make(chan Result, 4)
 	errs := make(chan error, 4)
 	var wg sync.WaitGroup

@@ -11,6 +11,8 @@ import (
 	chart "helm.sh/helm/v4/pkg/chart/v2"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/log"
+
+	"github.com/flotilla-dev/flotilla/pkg/registryconn"
 )
 
 // Diff returns a unified diff from the manifest the release has in the cluster (its latest
@@ -100,7 +102,7 @@ func (e *Engine) Template(ctx context.Context, r Release) (string, *ChartInfo, e
 
 // ChartInfo resolves ref (pulling it when it is not cached) and describes the chart, its
 // values schema included.
-func (e *Engine) ChartInfo(ctx context.Context, ref ChartRef, reg Registry) (*ChartInfo, error) {
+func (e *Engine) ChartInfo(ctx context.Context, ref ChartRef, reg registryconn.Config) (*ChartInfo, error) {
 	src, err := e.resolveChart(ctx, ref, reg)
 	if err != nil {
 		return nil, err

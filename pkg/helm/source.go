@@ -4,8 +4,6 @@ import (
 	"bytes"
 	"context"
 	"crypto/sha256"
-	"crypto/tls"
-	"crypto/x509"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
@@ -29,6 +27,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/flotilla-dev/flotilla/pkg/atomicfile"
+	"github.com/flotilla-dev/flotilla/pkg/registryconn"
 )
 
 // ErrDigestMismatch is returned when a chart's content does not match the digest it was pinned
@@ -60,7 +59,7 @@ type cacheRecord struct {
 
 // resolveChart returns ref as a chart in the cache, pulling it when the digest it resolves to
 // is not there yet.
-func (e *Engine) resolveChart(ctx context.Context, ref ChartRef, reg Registry) (*localChart, error) {
+func (e *Engine) resolveChart(ctx context.Context, ref ChartRef, reg registryconn.Config) (*localChart, error) {
 	if e.ChartCache == "" {
 		return nil, errors.New("the Helm engine has no chart cache directory (Engine.ChartCache)")
 	}
@@ -94,7 +93,7 @@ func isExactVersion(v string) bool {
 	return err == nil
 }
 
-func (e *Engine) resolveOCI(ctx context.Context, ref ChartRef, reg Registry) (*localChart, error) {
+func (e *Engine) resolveOCI(ctx context.Context, ref ChartRef, reg registryconn.Config) (*localChart, error) {
 	repository := ociRepository(ref)
 	digest := ref.Digest
 	var client *registry.Client
@@ -150,7 +149,7 @@ func (e *Engine) resolveOCI(ctx context.Context, ref ChartRef, reg Registry) (*l
 	return e.store(digest, res.Chart.Data, ref)
 }
 
-func (e *Engine) resolveRepository(ctx context.Context, ref ChartRef, reg Registry) (*localChart, error) {
+func (e *Engine) resolveRepository(ctx context.Context, ref ChartRef, reg registryconn.Config) (*localChart, error) {
 	if ref.Name == "" {
 		return nil, fmt.Errorf("chart repository %s: no chart name", ref.RepoURL)
 	}
@@ -228,7 +227,7 @@ func (e *Engine) resolveRepository(ctx context.Context, ref ChartRef, reg Regist
 
 // credentialsFor returns reg for a URL on the repository's host, and reg without credentials for
 // a URL elsewhere (an index may point anywhere; the credentials are the repository's).
-func credentialsFor(target, repoURL string, reg Registry) Registry {
+func credentialsFor(target, repoURL string, reg registryconn.Config) registryconn.Config {
 	t, err1 := url.Parse(target)
 	r, err2 := url.Parse(repoURL)
 	if err1 != nil || err2 != nil || t.Scheme != r.Scheme || t.Host != r.Host {
@@ -338,7 +337,7 @@ func (e *Engine) load(c *localChart) (*chart.Chart, error) {
 // registryClient is a Helm registry client for reg's credentials and transport. Credentials come
 // from reg only: the authorizer is ours, so Helm's and Docker's credential files of the user
 // running Flotilla are never consulted.
-func (e *Engine) registryClient(ctx context.Context, reg Registry) (*registry.Client, error) {
+func (e *Engine) registryClient(ctx context.Context, reg registryconn.Config) (*registry.Client, error) {
 	shared, err := e.httpClient(reg)
 	if err != nil {
 		return nil, err
@@ -368,24 +367,17 @@ func (e *Engine) registryClient(ctx context.Context, reg Registry) (*registry.Cl
 	return c, nil
 }
 
-// httpClient returns an HTTP client trusting reg's CA (in addition to the system's).
-func (e *Engine) httpClient(reg Registry) (*http.Client, error) {
+// httpClient returns an HTTP client with reg's TLS settings (its CA trusted besides the system's).
+func (e *Engine) httpClient(reg registryconn.Config) (*http.Client, error) {
 	key := fmt.Sprintf("%t/%s", reg.InsecureSkipTLSVerify, sha256Hex(reg.CAData))
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	if c, ok := e.httpClients[key]; ok {
 		return c, nil
 	}
-	tlsConfig := &tls.Config{MinVersion: tls.VersionTLS12, InsecureSkipVerify: reg.InsecureSkipTLSVerify} //nolint:gosec // the caller asked for it
-	if len(reg.CAData) > 0 {
-		pool, err := x509.SystemCertPool()
-		if err != nil || pool == nil {
-			pool = x509.NewCertPool()
-		}
-		if !pool.AppendCertsFromPEM(reg.CAData) {
-			return nil, errors.New("the registry CA data holds no PEM certificate")
-		}
-		tlsConfig.RootCAs = pool
+	tlsConfig, err := reg.TLSConfig()
+	if err != nil {
+		return nil, err
 	}
 	transport := http.DefaultTransport.(*http.Transport).Clone()
 	transport.TLSClientConfig = tlsConfig
@@ -409,7 +401,7 @@ func (t contextTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 }
 
 // download GETs url with reg's basic-auth credentials.
-func download(ctx context.Context, c *http.Client, url string, reg Registry) ([]byte, error) {
+func download(ctx context.Context, c *http.Client, url string, reg registryconn.Config) ([]byte, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
 	if err != nil {
 		return nil, err

@@ -17,6 +17,8 @@ import (
 	ggcrregistry "github.com/google/go-containerregistry/pkg/registry"
 	. "github.com/onsi/gomega"
 	"helm.sh/helm/v4/pkg/registry"
+
+	"github.com/flotilla-dev/flotilla/pkg/registryconn"
 )
 
 // TestChartsComeFromRegistriesAndRepositories resolves charts by tag, range, latest and digest
@@ -29,13 +31,13 @@ func TestChartsComeFromRegistriesAndRepositories(t *testing.T) {
 	helloChart("1.0.0-rc.1").push(t, "sources")
 	dBuild := helloChart("1.0.0+build.7").push(t, "sources-build")
 	repoURL := serveRepository(t, false, helloChart("0.1.0"), helloChart("0.2.0"))
-	oci := Registry{PlainHTTP: true}
+	oci := registryconn.Config{PlainHTTP: true}
 	e := newEngine(t)
 
 	tests := []struct {
 		name        string
 		ref         ChartRef
-		reg         Registry
+		reg         registryconn.Config
 		wantVersion string
 		wantDigest  string
 	}{
@@ -44,8 +46,8 @@ func TestChartsComeFromRegistriesAndRepositories(t *testing.T) {
 		{"an OCI semver range", ChartRef{RepoURL: "oci://" + ociHost + "/sources", Name: "hello", Version: "~0.1"}, oci, "0.1.0", d1},
 		{"an OCI tag with build metadata", ChartRef{RepoURL: "oci://" + ociHost + "/sources-build/hello", Version: "1.0.0+build.7"}, oci, "1.0.0+build.7", dBuild},
 		{"an OCI digest", ChartRef{RepoURL: "oci://" + ociHost + "/sources", Name: "hello", Digest: d2}, oci, "0.2.0", d2},
-		{"the latest version of a classic repository", ChartRef{RepoURL: repoURL, Name: "hello"}, Registry{}, "0.2.0", ""},
-		{"a range in a classic repository", ChartRef{RepoURL: repoURL + "/", Name: "hello", Version: "<0.2.0"}, Registry{}, "0.1.0", ""},
+		{"the latest version of a classic repository", ChartRef{RepoURL: repoURL, Name: "hello"}, registryconn.Config{}, "0.2.0", ""},
+		{"a range in a classic repository", ChartRef{RepoURL: repoURL + "/", Name: "hello", Version: "<0.2.0"}, registryconn.Config{}, "0.1.0", ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -89,7 +91,7 @@ func TestTemplateRendersWithoutACluster(t *testing.T) {
 
 	manifest, info, err := e.Template(ctx, Release{Name: "r", Namespace: "n",
 		Chart:    ChartRef{RepoURL: "oci://" + ociHost + "/template/hello", Version: "0.1.0"},
-		Registry: Registry{PlainHTTP: true}, Values: map[string]any{"greeting": "templated"}})
+		Registry: registryconn.Config{PlainHTTP: true}, Values: map[string]any{"greeting": "templated"}})
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(manifest).To(ContainSubstring(`greeting: "templated"`))
 	g.Expect(manifest).To(ContainSubstring("name: r-config"))
@@ -97,12 +99,12 @@ func TestTemplateRendersWithoutACluster(t *testing.T) {
 	g.Expect(info.Values).To(HaveKeyWithValue("greeting", "hello"))
 
 	_, info, err = e.Template(ctx, Release{Chart: ChartRef{RepoURL: "oci://" + ociHost + "/template/parent", Version: "1.0.0"},
-		Registry: Registry{PlainHTTP: true}})
+		Registry: registryconn.Config{PlainHTTP: true}})
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(info.Dependencies).To(ConsistOf(Dependency{Name: "child", Version: "0.1.0"}))
 
 	_, _, err = e.Template(ctx, Release{Chart: ChartRef{RepoURL: "oci://" + ociHost + "/template/hello", Version: "0.1.0"},
-		Registry: Registry{PlainHTTP: true}, Values: map[string]any{"replicas": "many"}})
+		Registry: registryconn.Config{PlainHTTP: true}, Values: map[string]any{"replicas": "many"}})
 	g.Expect(err).To(MatchError(ContainSubstring("replicas")), "the chart's schema rejects the values")
 }
 
@@ -113,16 +115,16 @@ func TestAChartThatIsNotThePinnedOneIsRefused(t *testing.T) {
 	d2 := helloChart("0.2.0").push(t, "pinned")
 	good := serveRepository(t, false, helloChart("0.1.0"))
 	corrupt := serveRepository(t, true, helloChart("0.1.0"))
-	oci := Registry{PlainHTTP: true}
+	oci := registryconn.Config{PlainHTTP: true}
 
 	tests := []struct {
 		name string
 		ref  ChartRef
-		reg  Registry
+		reg  registryconn.Config
 	}{
 		{"an OCI digest of another version than the one asked for", ChartRef{RepoURL: "oci://" + ociHost + "/pinned/hello", Version: "0.1.0", Digest: d2}, oci},
-		{"an archive whose digest is not the one its index lists", ChartRef{RepoURL: corrupt, Name: "hello", Version: "0.1.0"}, Registry{}},
-		{"an archive whose digest is not the pinned one", ChartRef{RepoURL: good, Name: "hello", Version: "0.1.0", Digest: d2}, Registry{}},
+		{"an archive whose digest is not the one its index lists", ChartRef{RepoURL: corrupt, Name: "hello", Version: "0.1.0"}, registryconn.Config{}},
+		{"an archive whose digest is not the pinned one", ChartRef{RepoURL: good, Name: "hello", Version: "0.1.0", Digest: d2}, registryconn.Config{}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -147,7 +149,7 @@ func TestConcurrentCallersPullAChartOnce(t *testing.T) {
 	for range 8 {
 		wg.Go(func() {
 			_, _, err := e.Template(ctx, Release{Chart: ChartRef{RepoURL: "oci://" + ociHost + "/concurrent/hello", Digest: digest},
-				Registry: Registry{PlainHTTP: true}})
+				Registry: registryconn.Config{PlainHTTP: true}})
 			errs <- err
 		})
 	}
@@ -164,9 +166,9 @@ func TestConcurrentCallersPullAChartOnce(t *testing.T) {
 	// A corrupt cached archive is dropped and pulled again.
 	archive, _ := e.cachePaths(digest)
 	g.Expect(os.WriteFile(archive, []byte("garbage"), 0o600)).To(Succeed())
-	_, _, err = e.Template(ctx, Release{Chart: ChartRef{RepoURL: "oci://" + ociHost + "/concurrent/hello", Digest: digest}, Registry: Registry{PlainHTTP: true}})
+	_, _, err = e.Template(ctx, Release{Chart: ChartRef{RepoURL: "oci://" + ociHost + "/concurrent/hello", Digest: digest}, Registry: registryconn.Config{PlainHTTP: true}})
 	g.Expect(err).To(MatchError(ContainSubstring("corrupt")))
-	_, _, err = e.Template(ctx, Release{Chart: ChartRef{RepoURL: "oci://" + ociHost + "/concurrent/hello", Digest: digest}, Registry: Registry{PlainHTTP: true}})
+	_, _, err = e.Template(ctx, Release{Chart: ChartRef{RepoURL: "oci://" + ociHost + "/concurrent/hello", Digest: digest}, Registry: registryconn.Config{PlainHTTP: true}})
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(e.Stats().ChartPulls).To(Equal(int64(2)))
 }
@@ -216,16 +218,16 @@ func TestPrivateSourcesNeedTheirCredentialsAndCA(t *testing.T) {
 	tests := []struct {
 		name    string
 		ref     ChartRef
-		reg     Registry
+		reg     registryconn.Config
 		wantErr string
 	}{
-		{"OCI with credentials and the CA", oci, Registry{Username: user, Password: password, CAData: ca}, ""},
-		{"OCI without trusting the CA", oci, Registry{Username: user, Password: password}, "certificate"},
-		{"OCI skipping TLS verification", oci, Registry{Username: user, Password: password, InsecureSkipTLSVerify: true}, ""},
-		{"OCI with a wrong password", oci, Registry{Username: user, Password: "wrong-pa55", CAData: ca}, "401"},
-		{"a repository with credentials and the CA", classic, Registry{Username: user, Password: password, CAData: repoCA}, ""},
-		{"a repository without credentials", classic, Registry{CAData: repoCA}, "401"},
-		{"a repository without trusting the CA", classic, Registry{Username: user, Password: password}, "certificate"},
+		{"OCI with credentials and the CA", oci, registryconn.Config{Username: user, Password: password, CAData: ca}, ""},
+		{"OCI without trusting the CA", oci, registryconn.Config{Username: user, Password: password}, "certificate"},
+		{"OCI skipping TLS verification", oci, registryconn.Config{Username: user, Password: password, InsecureSkipTLSVerify: true}, ""},
+		{"OCI with a wrong password", oci, registryconn.Config{Username: user, Password: "wrong-pa55", CAData: ca}, "401"},
+		{"a repository with credentials and the CA", classic, registryconn.Config{Username: user, Password: password, CAData: repoCA}, ""},
+		{"a repository without credentials", classic, registryconn.Config{CAData: repoCA}, "401"},
+		{"a repository without trusting the CA", classic, registryconn.Config{Username: user, Password: password}, "certificate"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -260,7 +262,7 @@ func TestAHangingSourceDoesNotHangTheCaller(t *testing.T) {
 			ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
 			defer cancel()
 			start := time.Now()
-			_, _, err := newEngine(t).Template(ctx, Release{Chart: ref, Registry: Registry{PlainHTTP: true}})
+			_, _, err := newEngine(t).Template(ctx, Release{Chart: ref, Registry: registryconn.Config{PlainHTTP: true}})
 			g.Expect(err).To(MatchError(ContainSubstring("context deadline exceeded")))
 			g.Expect(time.Since(start)).To(BeNumerically("<", 5*time.Second))
 		})
@@ -269,7 +271,7 @@ func TestAHangingSourceDoesNotHangTheCaller(t *testing.T) {
 
 func TestRepositoryCredentialsStayOnTheRepositorysHost(t *testing.T) {
 	g := NewWithT(t)
-	reg := Registry{Username: "u", Password: "p"}
+	reg := registryconn.Config{Username: "u", Password: "p"}
 	g.Expect(credentialsFor("https://charts.example/hello-1.0.0.tgz", "https://charts.example", reg).Password).To(Equal("p"))
 	g.Expect(credentialsFor("https://charts.example/sub/hello-1.0.0.tgz", "https://charts.example/sub/", reg).Username).To(Equal("u"))
 	g.Expect(credentialsFor("https://cdn.example/hello-1.0.0.tgz", "https://charts.example", reg).Password).To(BeEmpty())

@@ -3,11 +3,16 @@ package helm
 import (
 	"errors"
 	"net/http"
+	"os"
+	"path/filepath"
 	"sync"
 	"sync/atomic"
 	"time"
 
+	"helm.sh/helm/v4/pkg/kube"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"github.com/flotilla-dev/flotilla/pkg/registryconn"
 )
 
 // ErrReleaseNotFound is returned by Get when the cluster has no such release.
@@ -42,6 +47,26 @@ type Engine struct {
 	stats       counters
 }
 
+// ChartCacheDir is Engine.ChartCache for a Flotilla home directory ($FLOTILLA_HOME): the manager's
+// engine and the CLI's (addons diff) share it.
+func ChartCacheDir(home string) string {
+	return filepath.Join(home, "cache", "charts")
+}
+
+// FieldManager is the server-side apply field manager Helm writes a release's objects as:
+// Helm's kube.ManagedFieldsManager when set, else the program's base name (as Helm decides).
+// Whoever restores fields of a release's objects (drift correction) applies them as this
+// manager, so later upgrades own them without conflicts.
+func FieldManager() string {
+	if kube.ManagedFieldsManager != "" {
+		return kube.ManagedFieldsManager
+	}
+	if len(os.Args) == 0 || os.Args[0] == "" {
+		return "unknown"
+	}
+	return filepath.Base(os.Args[0])
+}
+
 // ChartRef names a chart and a version of it.
 type ChartRef struct {
 	// RepoURL is "oci://host/path" (the chart is the last element, or Name is appended) or the
@@ -56,21 +81,11 @@ type ChartRef struct {
 	Digest string
 }
 
-// Registry holds the credentials and transport settings of a chart source.
-type Registry struct {
-	Username, Password string
-	// CAData is a PEM bundle trusted in addition to the system's roots.
-	CAData                []byte
-	InsecureSkipTLSVerify bool
-	// PlainHTTP talks HTTP instead of HTTPS to an OCI registry (meant for loopback registries).
-	PlainHTTP bool
-}
-
 // Release is the desired state of one Helm release.
 type Release struct {
 	Name, Namespace string
 	Chart           ChartRef
-	Registry        Registry
+	Registry        registryconn.Config
 	Values          map[string]any
 	// CreateNamespace creates the release namespace when it does not exist.
 	CreateNamespace bool
@@ -167,7 +182,8 @@ type Stats struct {
 	Installs, Upgrades, Unchanged int64
 	// Uninstalls counts releases removed by Uninstall.
 	Uninstalls int64
-	// Recoveries counts releases found stuck (pending, uninstalling) and repaired.
+	// Recoveries counts releases found stuck (pending, uninstalling) or with a failed first
+	// install, and repaired.
 	Recoveries int64
 }
 

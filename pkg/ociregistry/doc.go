@@ -7,7 +7,7 @@
 //	err := ociregistry.Serve(ctx, ociregistry.Options{Listen: "127.0.0.1:5001", Dir: dir})
 //
 // serves until ctx is cancelled. NewHandler returns the http.Handler alone, for tests that serve
-// it on a loopback listener of their own (httptest.NewServer).
+// it on a loopback listener of their own (httptest.NewServer, httptest.NewTLSServer).
 //
 // # Storage
 //
@@ -20,6 +20,7 @@
 //	<Dir>/manifests/sha256/<hex>   every manifest body, by the digest of its bytes
 //	<Dir>/refs.json                per repository, every reference (tag or digest) with the
 //	                               digest and media type of the manifest it names
+//	<Dir>/uploads/<id>             each unfinished blob upload
 //
 // A manifest PUT is recorded first (the body, then refs.json, replaced atomically), then handed
 // to go-containerregistry; when that refuses the manifest (an index whose manifests are
@@ -37,11 +38,41 @@
 // manifests' subject fields, so signatures and attestations that tools attach to an artifact can
 // be found.
 //
-// The registry is sized for charts and bundles: go-containerregistry buffers chunked blob
-// uploads in memory until they complete, so it is not the place for large container images.
+// # Uploads
+//
+// go-containerregistry keeps unfinished uploads in memory, without a bound and for ever, so this
+// package serves the upload protocol itself (POST, PATCH, PUT, GET and DELETE on
+// /v2/<name>/blobs/uploads/...) and hands go-containerregistry only reads, manifest writes and
+// blob deletes. An upload is a file under <Dir>/uploads, named by 128 random bits and bound to
+// its repository, with the running SHA-256 of its content in memory; completing it checks the
+// digest and renames the file into the blob store. Limits (Options, with defaults):
+//
+//   - MaxBlobSize bounds a blob however it is pushed (one request or chunks): 413 SIZE_INVALID,
+//     and the upload is deleted;
+//   - MaxUploads bounds the uploads in progress: 429 TOOMANYREQUESTS;
+//   - an upload that sees no request for UploadTimeout expires and its file is deleted (checked on
+//     every upload request and periodically by Serve; Options.Now is the clock), and a request
+//     body that stalls that long fails;
+//   - a manifest is at most 4 MiB, and one pushed by digest must have that digest (400
+//     DIGEST_INVALID; the same holds for blobs).
+//
+// Uploads do not survive a restart. Request paths are checked before go-containerregistry sees
+// them: repository names, tags and digests as the distribution spec writes them (a repository
+// name may not contain the components blobs, manifests, tags, referrers or uploads, which would
+// make paths ambiguous), a blob Range as bytes=<first>-<last>, a tags page size as a number.
 //
 // # Security
 //
-// The registry has no authentication. Serve it on a loopback address (the default setup) or
-// behind something that authenticates; with Options.TLSCertFile and TLSKeyFile it serves TLS.
+// On a loopback address (the default setup) the registry may serve plain HTTP to anyone on the
+// machine. Options.Validate, which Serve calls, refuses any other address unless the registry
+// serves TLS (TLSCertFile, TLSKeyFile) and authenticates (HTPasswdFile). Authentication is HTTP
+// basic auth, the scheme Docker, Helm (helm registry login), ORAS and containerd speak: every
+// request without valid credentials gets 401 with a Basic challenge. Users are the lines
+// user:bcrypt-hash of an htpasswd file (ParseHTPasswd refuses other hashes; SetHTPasswdUser
+// writes them). Checks run at most NumCPU/2 bcrypt comparisons at once, a request naming an
+// unknown user costs as much as a known one, and a verified user and password are remembered
+// for 5 minutes under a salted hash. Every user may read and write every repository.
+//
+// Each request is logged as one line with its method, path and query, status, user name and
+// duration; never its headers, so never its credentials.
 package ociregistry

@@ -27,7 +27,7 @@ import (
 // function.
 func serve(t *testing.T, dir string) (string, func()) {
 	t.Helper()
-	h, err := ociregistry.NewHandler(dir, nil)
+	h, err := ociregistry.NewHandler(ociregistry.Options{Dir: dir})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -15,7 +15,7 @@ import (
 	"sort"
 	"sync"
 
-	"github.com/google/go-containerregistry/pkg/registry"
+	ggcrregistry "github.com/google/go-containerregistry/pkg/registry"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/types"
 
@@ -176,15 +176,14 @@ func (s *store) replay(inner http.Handler) error {
 	return nil
 }
 
-// diskBlobs keeps blobs in <dir>/<algorithm>/<hex>. go-containerregistry checks an upload's
-// digest while Put reads it, and Put renames the file into place only when the whole upload was
-// read without error, so a blob file always has the digest it is named after.
+// diskBlobs keeps blobs in <dir>/<algorithm>/<hex>. Uploads (uploads.go) write a blob to a file
+// of their own and commit it here once its digest is checked, so a blob file always has the
+// digest it is named after.
 type diskBlobs struct{ dir string }
 
 var (
-	_ registry.BlobStatHandler   = (*diskBlobs)(nil)
-	_ registry.BlobPutHandler    = (*diskBlobs)(nil)
-	_ registry.BlobDeleteHandler = (*diskBlobs)(nil)
+	_ ggcrregistry.BlobStatHandler   = (*diskBlobs)(nil)
+	_ ggcrregistry.BlobDeleteHandler = (*diskBlobs)(nil)
 )
 
 func (d *diskBlobs) path(h v1.Hash) string { return filepath.Join(d.dir, h.Algorithm, h.Hex) }
@@ -192,7 +191,7 @@ func (d *diskBlobs) path(h v1.Hash) string { return filepath.Join(d.dir, h.Algor
 func (d *diskBlobs) Stat(_ context.Context, _ string, h v1.Hash) (int64, error) {
 	fi, err := os.Stat(d.path(h))
 	if errors.Is(err, fs.ErrNotExist) {
-		return 0, registry.ErrNotFound
+		return 0, ggcrregistry.ErrNotFound
 	}
 	if err != nil {
 		return 0, err
@@ -203,40 +202,27 @@ func (d *diskBlobs) Stat(_ context.Context, _ string, h v1.Hash) (int64, error) 
 func (d *diskBlobs) Get(_ context.Context, _ string, h v1.Hash) (io.ReadCloser, error) {
 	f, err := os.Open(d.path(h))
 	if errors.Is(err, fs.ErrNotExist) {
-		return nil, registry.ErrNotFound
+		return nil, ggcrregistry.ErrNotFound
 	}
 	return f, err
 }
 
-func (d *diskBlobs) Put(_ context.Context, _ string, h v1.Hash, rc io.ReadCloser) (err error) {
-	defer func() { _ = rc.Close() }()
-	dir := filepath.Join(d.dir, h.Algorithm)
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return err
+// commit moves the file at path, whose content has digest h, into the store. A blob already
+// stored is replaced by the same bytes.
+func (d *diskBlobs) commit(h v1.Hash, path string) error {
+	if err := os.MkdirAll(filepath.Join(d.dir, h.Algorithm), 0o700); err != nil {
+		return fmt.Errorf("storing blob %s: %w", h, err)
 	}
-	f, err := os.CreateTemp(dir, ".upload-*")
-	if err != nil {
-		return err
+	if err := os.Rename(path, d.path(h)); err != nil {
+		return fmt.Errorf("storing blob %s: %w", h, err)
 	}
-	defer func() {
-		if err != nil {
-			_ = os.Remove(f.Name())
-		}
-	}()
-	if _, err := io.Copy(f, rc); err != nil {
-		_ = f.Close()
-		return err
-	}
-	if err := f.Close(); err != nil {
-		return err
-	}
-	return os.Rename(f.Name(), d.path(h))
+	return nil
 }
 
 func (d *diskBlobs) Delete(_ context.Context, _ string, h v1.Hash) error {
 	err := os.Remove(d.path(h))
 	if errors.Is(err, fs.ErrNotExist) {
-		return registry.ErrNotFound
+		return ggcrregistry.ErrNotFound
 	}
 	return err
 }

@@ -23,7 +23,7 @@ import (
 	packagesv1 "github.com/flotilla-dev/flotilla/api/packages/v1alpha1"
 	"github.com/flotilla-dev/flotilla/cli/client"
 	"github.com/flotilla-dev/flotilla/cli/spec"
-	"github.com/flotilla-dev/flotilla/packages/bundle"
+	"github.com/flotilla-dev/flotilla/pkg/registryconn"
 )
 
 // testPackagesAndAddons does what `make quickstart` does after the clusters exist, on a workload
@@ -54,7 +54,7 @@ func testPackagesAndAddons(t *testing.T, f *fleet) {
 	_, err = c.EnsureRegistry(ctx, client.RegistryOptions{Listen: addr})
 	g.Expect(err).NotTo(HaveOccurred())
 	t.Cleanup(func() { _ = c.StopRegistry(context.Background()) })
-	published, err := c.Publish(ctx, client.PublishOptions{Registry: addr, Connection: bundle.Registry{PlainHTTP: true}})
+	published, err := c.Publish(ctx, client.PublishOptions{Registry: addr, Connection: registryconn.Config{PlainHTTP: true}})
 	g.Expect(err).NotTo(HaveOccurred())
 	publicKey, err := os.ReadFile(published.PublicKey)
 	g.Expect(err).NotTo(HaveOccurred())

@@ -25,6 +25,7 @@ import (
 	"github.com/flotilla-dev/flotilla/cli/spec"
 	"github.com/flotilla-dev/flotilla/cluster/reconcilers/kubeconfigaccess"
 	"github.com/flotilla-dev/flotilla/config"
+	"github.com/flotilla-dev/flotilla/internal/version"
 	"github.com/flotilla-dev/flotilla/manager"
 	"github.com/flotilla-dev/flotilla/pkg/pki"
 )
@@ -109,7 +110,7 @@ func testClusterCreatorRole(t *testing.T, f *fleet) {
 			"list Secrets":    func() error { return alice.List(ctx, &corev1.SecretList{}, inSystem) },
 			"list ConfigMaps": func() error { return alice.List(ctx, &corev1.ConfigMapList{}, inSystem) },
 			"get the version ConfigMap": func() error {
-				return alice.Get(ctx, ctrlclient.ObjectKey{Namespace: manager.Namespace, Name: manager.VersionConfigMapName}, &corev1.ConfigMap{})
+				return alice.Get(ctx, ctrlclient.ObjectKey{Namespace: manager.Namespace, Name: version.ConfigMapName}, &corev1.ConfigMap{})
 			},
 			"list Pods":              func() error { return alice.List(ctx, &corev1.PodList{}, inSystem) },
 			"list Leases":            func() error { return alice.List(ctx, &coordinationv1.LeaseList{}, inSystem) },
@@ -139,15 +140,15 @@ func testClusterCreatorRole(t *testing.T, f *fleet) {
 	t.Run("an incompatible CLI is refused before it acts", func(t *testing.T) {
 		g := NewWithT(t)
 		versionCM := &corev1.ConfigMap{}
-		key := ctrlclient.ObjectKey{Namespace: manager.PublicVersionNamespace, Name: manager.VersionConfigMapName}
+		key := ctrlclient.ObjectKey{Namespace: version.PublicNamespace, Name: version.ConfigMapName}
 		g.Expect(admin.Get(ctx, key, versionCM)).To(Succeed())
-		recorded := versionCM.Data[manager.VersionKey]
+		recorded := versionCM.Data[version.ConfigMapKey]
 		g.Expect(recorded).NotTo(BeEmpty())
 		// As if the management cluster had been upgraded to a release.
-		versionCM.Data[manager.VersionKey] = "v9.9.0"
+		versionCM.Data[version.ConfigMapKey] = "v9.9.0"
 		g.Expect(admin.Update(ctx, versionCM)).To(Succeed())
 		defer func() {
-			versionCM.Data[manager.VersionKey] = recorded
+			versionCM.Data[version.ConfigMapKey] = recorded
 			g.Expect(admin.Update(context.Background(), versionCM)).To(Succeed())
 		}()
 

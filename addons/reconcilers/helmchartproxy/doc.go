@@ -2,12 +2,13 @@
 // proxy's namespace whose labels match spec.clusterSelector and keeps one HelmReleaseProxy per
 // selected cluster, which the helmreleaseproxy reconciler installs.
 //
-//   - Fan-out: each selected Cluster gets a HelmReleaseProxy named by ReleaseProxyName (the
-//     proxy's and the cluster's names and a short digest of both, so two proxies never collide),
-//     labelled with the proxy's and the cluster's names and controlled by the proxy. Its spec is
-//     the proxy's chart, options and valuesFrom, with spec.values rendered from the proxy's
-//     valuesTemplate for that cluster (package values). It is applied server-side, so an
-//     unchanged proxy and cluster write nothing.
+//   - Fan-out: each selected Cluster gets the HelmReleaseProxy package desired builds
+//     (desired.ReleaseProxy), named by desired.ReleaseProxyName (the proxy's and the cluster's
+//     names and a short digest of both, so two proxies never collide), labelled with the proxy's
+//     and the cluster's names and controlled by the proxy. Its spec is the proxy's chart, options
+//     and valuesFrom, with spec.values rendered from the proxy's valuesTemplate for that cluster
+//     (desired.RenderValues, package values). It is applied server-side, so an unchanged proxy
+//     and cluster write nothing.
 //   - A Cluster that stops matching (or is being deleted) gets its HelmReleaseProxy deleted,
 //     whose finalizer uninstalls the release.
 //   - A template that fails for a cluster leaves that cluster's HelmReleaseProxy as it was and

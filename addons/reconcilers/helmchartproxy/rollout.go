@@ -1,7 +1,9 @@
 package helmchartproxy
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"slices"
 	"strconv"
@@ -267,4 +269,11 @@ func healthTimeout(spec *addonsv1.Rollout) time.Duration {
 		return DefaultHealthTimeout
 	}
 	return spec.HealthTimeout.Duration
+}
+
+// equalJSON compares two values by their JSON encoding, as the API server stores them.
+func equalJSON(a, b any) bool {
+	ja, errA := json.Marshal(a)
+	jb, errB := json.Marshal(b)
+	return errA == nil && errB == nil && bytes.Equal(ja, jb)
 }

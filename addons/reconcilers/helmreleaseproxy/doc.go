@@ -4,9 +4,10 @@
 // # How a release is kept in line
 //
 // The reconciler reaches the workload cluster through a RESTConfigGetter (CAPI's clustercache
-// in production) and hands everything Helm does to an engine.Engine (pkg/helm). It reads the
-// values from spec.valuesFrom (ConfigMaps and Secrets in the HelmReleaseProxy's namespace) and
-// merges spec.values, rendered by the HelmChartProxy, over them.
+// in production) and hands everything Helm does to an engine.Engine (pkg/helm). The release it
+// installs is the one desired.Release builds: the values from spec.valuesFrom (ConfigMaps and
+// Secrets in the HelmReleaseProxy's namespace) with spec.values, rendered by the
+// HelmChartProxy, merged over them.
 //
 //   - Install and upgrade: the release is installed or upgraded only when what it is made of
 //     changed: chart, repository, version, release name, namespace, Helm options or the hash of

@@ -8,8 +8,9 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/client-go/rest"
-	"sigs.k8s.io/controller-runtime/pkg/client"
+	ctrlclient "sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/flotilla-dev/flotilla/addons/desired"
 	"github.com/flotilla-dev/flotilla/addons/drift"
 	addonsv1 "github.com/flotilla-dev/flotilla/api/addons/v1alpha1"
 )
@@ -79,7 +80,7 @@ func (r *Reconciler) correctDrift(ctx context.Context, s *scope, cfg *rest.Confi
 		if obj == nil {
 			continue
 		}
-		if err := r.Drift.Restore(ctx, cfg, obj, rules, hrp.Spec.ReleaseName, releaseNamespace(hrp)); err != nil {
+		if err := r.Drift.Restore(ctx, cfg, obj, rules, hrp.Spec.ReleaseName, desired.ReleaseNamespace(hrp)); err != nil {
 			s.driftErr = err
 			r.Recorder.Eventf(hrp, nil, corev1.EventTypeWarning, driftCorrectedEvent, "CorrectDrift", "Restoring %s: %v", describe(d), err)
 			continue
@@ -102,7 +103,7 @@ func manifestObject(s *scope, d addonsv1.DriftedObject) *unstructured.Unstructur
 
 // describe names a drifted object and what happened to it, for events and conditions.
 func describe(d addonsv1.DriftedObject) string {
-	name := client.ObjectKey{Namespace: d.Namespace, Name: d.Name}.String()
+	name := ctrlclient.ObjectKey{Namespace: d.Namespace, Name: d.Name}.String()
 	if d.Reason == drift.Deleted {
 		return fmt.Sprintf("%s %s (deleted)", d.Kind, name)
 	}

@@ -16,20 +16,14 @@ import (
 	"k8s.io/utils/ptr"
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/client"
+	ctrlclient "sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
+	"github.com/flotilla-dev/flotilla/addons/desired"
 	"github.com/flotilla-dev/flotilla/addons/engine"
-	"github.com/flotilla-dev/flotilla/addons/values"
 	addonsv1 "github.com/flotilla-dev/flotilla/api/addons/v1alpha1"
 	"github.com/flotilla-dev/flotilla/pkg/objectpatch"
 )
-
-// DefaultReleaseNamespace is the namespace of a release whose spec names none.
-const DefaultReleaseNamespace = "default"
-
-// DefaultHelmTimeout bounds a Helm action whose spec sets no timeout.
-const DefaultHelmTimeout = 5 * time.Minute
 
 // inputsRetry is how soon a release waiting for its values or credentials tries again.
 const inputsRetry = 30 * time.Second
@@ -65,18 +59,18 @@ func (r *Reconciler) reconcileNormal(ctx context.Context, s *scope) (ctrl.Result
 		return ctrl.Result{}, nil
 	}
 
-	cfg, err := r.ClusterCache.GetRESTConfig(ctx, client.ObjectKeyFromObject(cluster))
+	cfg, err := r.ClusterCache.GetRESTConfig(ctx, ctrlclient.ObjectKeyFromObject(cluster))
 	if err != nil {
 		s.fail(addonsv1.ClusterUnreachableReason, "waiting for cluster %s to be reachable: %v", cluster.Name, err)
 		return ctrl.Result{RequeueAfter: unreachableRetry}, nil
 	}
 
-	release, valuesHash, err := DesiredRelease(ctx, r.APIReader, hrp)
+	release, valuesHash, err := desired.Release(ctx, r.APIReader, hrp)
 	if err != nil {
-		var ie *inputError
+		var ie *desired.InputError
 		if errors.As(err, &ie) {
-			s.fail(ie.reason, "%v", ie.err)
-			r.Recorder.Eventf(hrp, nil, corev1.EventTypeWarning, inputsFailedEvent, "Install", "%v", ie.err)
+			s.fail(ie.Reason, "%v", ie.Err)
+			r.Recorder.Eventf(hrp, nil, corev1.EventTypeWarning, inputsFailedEvent, "Install", "%v", ie.Err)
 			return ctrl.Result{RequeueAfter: inputsRetry}, nil
 		}
 		return ctrl.Result{}, err
@@ -200,15 +194,15 @@ const releaseDeployed = "deployed"
 // InstallOnce, there at all).
 func (r *Reconciler) observe(ctx context.Context, s *scope, cfg *rest.Config) (upToDate bool, err error) {
 	hrp := s.hrp
-	got, err := r.Engine.Get(ctx, cfg, hrp.Spec.ReleaseName, releaseNamespace(hrp))
+	got, err := r.Engine.Get(ctx, cfg, hrp.Spec.ReleaseName, desired.ReleaseNamespace(hrp))
 	switch {
 	case errors.Is(err, engine.ErrReleaseNotFound):
 		r.Recorder.Eventf(hrp, nil, corev1.EventTypeWarning, releaseMissingEvent, "Install",
-			"Release %s/%s is missing from cluster %s; installing it again", releaseNamespace(hrp), hrp.Spec.ReleaseName, hrp.Spec.ClusterName)
+			"Release %s/%s is missing from cluster %s; installing it again", desired.ReleaseNamespace(hrp), hrp.Spec.ReleaseName, hrp.Spec.ClusterName)
 		return false, nil
 	case err != nil:
-		s.fail(addonsv1.ClusterUnreachableReason, "reading release %s/%s: %v", releaseNamespace(hrp), hrp.Spec.ReleaseName, err)
-		return false, fmt.Errorf("reading release %s/%s of cluster %s: %w", releaseNamespace(hrp), hrp.Spec.ReleaseName, hrp.Spec.ClusterName, err)
+		s.fail(addonsv1.ClusterUnreachableReason, "reading release %s/%s: %v", desired.ReleaseNamespace(hrp), hrp.Spec.ReleaseName, err)
+		return false, fmt.Errorf("reading release %s/%s of cluster %s: %w", desired.ReleaseNamespace(hrp), hrp.Spec.ReleaseName, hrp.Spec.ClusterName, err)
 	}
 	if !installOnce(hrp) && !heldAfterRollback(hrp) && (got.Revision != int(hrp.Status.Revision) || got.Status != releaseDeployed) {
 		return false, nil
@@ -218,7 +212,7 @@ func (r *Reconciler) observe(ctx context.Context, s *scope, cfg *rest.Config) (u
 	hrp.Status.ReleaseStatus = got.Status
 	hrp.Status.ChartVersion = got.ChartVersion
 	if got.Status != releaseDeployed {
-		s.fail(addonsv1.ReleaseNotDeployedReason, "Helm reports release %s/%s revision %d as %s", releaseNamespace(hrp), hrp.Spec.ReleaseName, got.Revision, got.Status)
+		s.fail(addonsv1.ReleaseNotDeployedReason, "Helm reports release %s/%s revision %d as %s", desired.ReleaseNamespace(hrp), hrp.Spec.ReleaseName, got.Revision, got.Status)
 	}
 	return true, nil
 }
@@ -229,7 +223,7 @@ func (r *Reconciler) uninstallForReinstall(ctx context.Context, s *scope, cfg *r
 	hrp := s.hrp
 	r.Recorder.Eventf(hrp, nil, corev1.EventTypeNormal, reinstallingEvent, "Uninstall",
 		"Uninstalling release %s/%s (chart %s from %s) to install chart %s from %s as %s/%s",
-		inst.Namespace, inst.ReleaseName, inst.ChartName, inst.RepoURL, hrp.Spec.ChartName, hrp.Spec.RepoURL, releaseNamespace(hrp), hrp.Spec.ReleaseName)
+		inst.Namespace, inst.ReleaseName, inst.ChartName, inst.RepoURL, hrp.Spec.ChartName, hrp.Spec.RepoURL, desired.ReleaseNamespace(hrp), hrp.Spec.ReleaseName)
 	err := r.Engine.Uninstall(ctx, cfg, inst.ReleaseName, inst.Namespace)
 	countAction("uninstall", err)
 	if err != nil {
@@ -276,7 +270,7 @@ func (r *Reconciler) reconcileDelete(ctx context.Context, s *scope) (ctrl.Result
 	}
 
 	reason := addonsv1.ClusterUnreachableReason
-	cfg, err := r.ClusterCache.GetRESTConfig(ctx, client.ObjectKeyFromObject(cluster))
+	cfg, err := r.ClusterCache.GetRESTConfig(ctx, ctrlclient.ObjectKeyFromObject(cluster))
 	if err == nil {
 		reason = addonsv1.UninstallFailedReason
 		err = r.Engine.Uninstall(ctx, cfg, inst.ReleaseName, inst.Namespace)
@@ -316,7 +310,7 @@ func (r *Reconciler) removeFinalizer(ctx context.Context, s *scope) (ctrl.Result
 // getCluster returns the HelmReleaseProxy's Cluster, nil when it does not exist.
 func (r *Reconciler) getCluster(ctx context.Context, hrp *addonsv1.HelmReleaseProxy) (*clusterv1.Cluster, error) {
 	c := &clusterv1.Cluster{}
-	err := r.Client.Get(ctx, client.ObjectKey{Namespace: hrp.Namespace, Name: hrp.Spec.ClusterName}, c)
+	err := r.Client.Get(ctx, ctrlclient.ObjectKey{Namespace: hrp.Namespace, Name: hrp.Spec.ClusterName}, c)
 	if apierrors.IsNotFound(err) {
 		return nil, nil
 	}
@@ -326,100 +320,12 @@ func (r *Reconciler) getCluster(ctx context.Context, hrp *addonsv1.HelmReleasePr
 	return c, nil
 }
 
-// inputError is a problem with what the release is made of (values, credentials) that the user
-// fixes: reported as a condition, retried after a while.
-type inputError struct {
-	reason string
-	err    error
-}
-
-func (e *inputError) Error() string { return e.err.Error() }
-func (e *inputError) Unwrap() error { return e.err }
-
-// DesiredRelease builds the release hrp's spec asks for, with the hash of its merged values,
-// reading valuesFrom and registry Secrets through c. Its input errors (missing values or
-// credentials) say what to fix.
-func DesiredRelease(ctx context.Context, c client.Reader, hrp *addonsv1.HelmReleaseProxy) (engine.Release, string, error) {
-	from, err := values.FromSources(ctx, c, hrp.Namespace, hrp.Spec.ValuesFrom)
-	if err != nil {
-		return engine.Release{}, "", &inputError{reason: addonsv1.ValuesErrorReason, err: err}
-	}
-	own, err := values.Parse(hrp.Spec.Values)
-	if err != nil {
-		return engine.Release{}, "", &inputError{reason: addonsv1.ValuesErrorReason, err: fmt.Errorf("spec.values is not a YAML mapping: %w", err)}
-	}
-	merged := values.Merge(from, own)
-	hash, err := values.Hash(merged)
-	if err != nil {
-		return engine.Release{}, "", err
-	}
-	registry, err := registry(ctx, c, hrp)
-	if err != nil {
-		return engine.Release{}, "", &inputError{reason: addonsv1.RegistryErrorReason, err: err}
-	}
-	o := hrp.Spec.Options
-	timeout := DefaultHelmTimeout
-	if o.Timeout != nil {
-		timeout = o.Timeout.Duration
-	}
-	maxHistory := 5
-	if o.MaxHistory > 0 {
-		maxHistory = int(o.MaxHistory)
-	}
-	return engine.Release{
-		Name:            hrp.Spec.ReleaseName,
-		Namespace:       releaseNamespace(hrp),
-		Chart:           engine.Chart{RepoURL: hrp.Spec.RepoURL, Name: hrp.Spec.ChartName, Version: hrp.Spec.Version},
-		Registry:        registry,
-		Values:          merged,
-		CreateNamespace: ptr.Deref(o.CreateNamespace, true),
-		Wait:            o.Wait || o.Atomic,
-		Atomic:          o.Atomic,
-		SkipCRDs:        o.SkipCRDs,
-		Timeout:         timeout,
-		MaxHistory:      maxHistory,
-		Labels: map[string]string{
-			addonsv1.HelmChartProxyNameLabel: hrp.Labels[addonsv1.HelmChartProxyNameLabel],
-			"addons.flotilla.dev/namespace":  hrp.Namespace,
-		},
-	}, hash, nil
-}
-
-// registry reads the repository's credentials and CA from the Secrets spec.registry names.
-func registry(ctx context.Context, c client.Reader, hrp *addonsv1.HelmReleaseProxy) (engine.Registry, error) {
-	spec := hrp.Spec.Registry
-	if spec == nil {
-		return engine.Registry{}, nil
-	}
-	reg := engine.Registry{InsecureSkipTLSVerify: spec.InsecureSkipTLSVerify, PlainHTTP: spec.PlainHTTP}
-	if ref := spec.CredentialsSecretRef; ref != nil {
-		secret := &corev1.Secret{}
-		if err := c.Get(ctx, client.ObjectKey{Namespace: hrp.Namespace, Name: ref.Name}, secret); err != nil {
-			return engine.Registry{}, fmt.Errorf("reading registry credentials Secret %s: %w", ref.Name, err)
-		}
-		reg.Username, reg.Password = string(secret.Data["username"]), string(secret.Data["password"])
-		if reg.Username == "" || reg.Password == "" {
-			return engine.Registry{}, fmt.Errorf("registry credentials Secret %s needs the keys username and password", ref.Name)
-		}
-	}
-	if ref := spec.CASecretRef; ref != nil {
-		secret := &corev1.Secret{}
-		if err := c.Get(ctx, client.ObjectKey{Namespace: hrp.Namespace, Name: ref.Name}, secret); err != nil {
-			return engine.Registry{}, fmt.Errorf("reading registry CA Secret %s: %w", ref.Name, err)
-		}
-		if reg.CAData = secret.Data["ca.crt"]; len(reg.CAData) == 0 {
-			return engine.Registry{}, fmt.Errorf("registry CA Secret %s has no key ca.crt", ref.Name)
-		}
-	}
-	return reg, nil
-}
-
 // identity is what, when it changes, makes the release a different release: reinstalled, not
 // upgraded.
 func identity(hrp *addonsv1.HelmReleaseProxy) addonsv1.InstalledRelease {
 	return addonsv1.InstalledRelease{
 		ReleaseName: hrp.Spec.ReleaseName,
-		Namespace:   releaseNamespace(hrp),
+		Namespace:   desired.ReleaseNamespace(hrp),
 		RepoURL:     hrp.Spec.RepoURL,
 		ChartName:   hrp.Spec.ChartName,
 	}
@@ -445,13 +351,6 @@ func exactVersion(version string) bool {
 
 func installOnce(hrp *addonsv1.HelmReleaseProxy) bool {
 	return hrp.Spec.ReconcileStrategy == addonsv1.ReconcileInstallOnce
-}
-
-func releaseNamespace(hrp *addonsv1.HelmReleaseProxy) string {
-	if hrp.Spec.Namespace == "" {
-		return DefaultReleaseNamespace
-	}
-	return hrp.Spec.Namespace
 }
 
 // isPaused: the HelmReleaseProxy or its Cluster carries the paused annotation, or the Cluster's

@@ -10,6 +10,7 @@ import (
 	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
 
+	"github.com/flotilla-dev/flotilla/addons/desired"
 	addonsv1 "github.com/flotilla-dev/flotilla/api/addons/v1alpha1"
 )
 
@@ -35,7 +36,7 @@ func heldAfterRollback(hrp *addonsv1.HelmReleaseProxy) bool {
 // and holds it there: no upgrade until the spec changes.
 func (r *Reconciler) rollback(ctx context.Context, s *scope, cfg *rest.Config) (ctrl.Result, error) {
 	hrp := s.hrp
-	name, ns := hrp.Spec.ReleaseName, releaseNamespace(hrp)
+	name, ns := hrp.Spec.ReleaseName, desired.ReleaseNamespace(hrp)
 	target := hrp.Status.Revision // the upgrade to this generation failed: the deployed one
 	if hrp.Status.AppliedGeneration == hrp.Generation {
 		target = hrp.Status.PreviousRevision // it succeeded: the one before

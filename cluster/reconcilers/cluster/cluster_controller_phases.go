@@ -13,10 +13,11 @@ import (
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 	clusterctlv1 "sigs.k8s.io/cluster-api/cmd/clusterctl/api/v1alpha3"
 	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/client"
+	ctrlclient "sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	flotillav1 "github.com/flotilla-dev/flotilla/api/cluster/v1alpha1"
+	"github.com/flotilla-dev/flotilla/pkg/kubeversion"
 	"github.com/flotilla-dev/flotilla/pkg/objectpatch"
 )
 
@@ -35,14 +36,14 @@ const (
 func (r *Reconciler) observe(ctx context.Context, s *scope) error {
 	c := s.cluster
 	capi := &clusterv1.Cluster{}
-	if found, err := r.get(ctx, client.ObjectKeyFromObject(c), capi); err != nil {
+	if found, err := r.get(ctx, ctrlclient.ObjectKeyFromObject(c), capi); err != nil {
 		return err
 	} else if found {
 		s.capiCluster = capi
 	}
 
 	mds := &clusterv1.MachineDeploymentList{}
-	owned := []client.ListOption{client.InNamespace(c.Namespace), client.MatchingLabels{flotillav1.ClusterNameLabel: c.Name}}
+	owned := []ctrlclient.ListOption{ctrlclient.InNamespace(c.Namespace), ctrlclient.MatchingLabels{flotillav1.ClusterNameLabel: c.Name}}
 	if err := r.Client.List(ctx, mds, owned...); err != nil {
 		return fmt.Errorf("listing MachineDeployments of Cluster %s: %w", klog.KObj(c), err)
 	}
@@ -91,8 +92,8 @@ func (r *Reconciler) resolveInputs(ctx context.Context, s *scope) error {
 
 // getRef reads the object ref names in the Cluster's namespace into obj. A missing object is an
 // invalid spec (appended to errs), not an error.
-func (r *Reconciler) getRef(ctx context.Context, c *flotillav1.Cluster, path *field.Path, ref flotillav1.Ref, obj client.Object, errs *field.ErrorList) error {
-	found, err := r.get(ctx, client.ObjectKey{Namespace: c.Namespace, Name: ref.Name}, obj)
+func (r *Reconciler) getRef(ctx context.Context, c *flotillav1.Cluster, path *field.Path, ref flotillav1.Ref, obj ctrlclient.Object, errs *field.ErrorList) error {
+	found, err := r.get(ctx, ctrlclient.ObjectKey{Namespace: c.Namespace, Name: ref.Name}, obj)
 	if err != nil {
 		return err
 	}
@@ -166,7 +167,7 @@ func (r *Reconciler) reconcileObjects(ctx context.Context, s *scope) error {
 			r.Recorder.Eventf(c, md, corev1.EventTypeNormal, eventCreated, "Create", "Created MachineDeployment %s with %d workers", md.Name, ptr.Deref(md.Spec.Replicas, 0))
 		}
 	}
-	if previous := s.controlPlaneVersion; previous != "" && s.version != "" && !sameVersion(previous, s.version) {
+	if previous := s.controlPlaneVersion; previous != "" && s.version != "" && !kubeversion.Equal(previous, s.version) {
 		r.Recorder.Eventf(c, s.capiCluster, corev1.EventTypeNormal, eventUpgrading, "Upgrade",
 			"Upgrading the control plane from %s to %s; workers follow once it runs %s", previous, s.version, s.version)
 	}
@@ -182,7 +183,7 @@ func (r *Reconciler) pruneWorkers(ctx context.Context, s *scope) error {
 			continue
 		}
 		md, isMD := obj.(*clusterv1.MachineDeployment)
-		if err := r.Client.Delete(ctx, obj); client.IgnoreNotFound(err) != nil {
+		if err := r.Client.Delete(ctx, obj); ctrlclient.IgnoreNotFound(err) != nil {
 			r.Recorder.Eventf(c, obj, corev1.EventTypeWarning, "DeleteFailed", "Delete", "Deleting %T %s: %v", obj, obj.GetName(), err)
 			return fmt.Errorf("deleting %T %s of a removed worker node group: %w", obj, klog.KObj(obj), err)
 		}
@@ -195,8 +196,8 @@ func (r *Reconciler) pruneWorkers(ctx context.Context, s *scope) error {
 
 // obsoleteMachineDeployments are the MachineDeployments of worker node groups the spec no
 // longer has.
-func obsoleteMachineDeployments(s *scope) []client.Object {
-	var out []client.Object
+func obsoleteMachineDeployments(s *scope) []ctrlclient.Object {
+	var out []ctrlclient.Object
 	for group, md := range s.machineDeployments {
 		if !hasWorkerNodeGroup(s.cluster, group) {
 			out = append(out, md)
@@ -238,7 +239,7 @@ func (r *Reconciler) reconcileDelete(ctx context.Context, s *scope) (ctrl.Result
 	}
 	if capi := s.capiCluster; capi != nil {
 		if capi.DeletionTimestamp.IsZero() {
-			if err := r.Client.Delete(ctx, capi); client.IgnoreNotFound(err) != nil {
+			if err := r.Client.Delete(ctx, capi); ctrlclient.IgnoreNotFound(err) != nil {
 				r.Recorder.Eventf(c, capi, corev1.EventTypeWarning, "DeleteFailed", "Delete", "Deleting CAPI Cluster %s: %v", capi.Name, err)
 				return ctrl.Result{}, fmt.Errorf("deleting CAPI Cluster %s: %w", klog.KObj(capi), err)
 			}
@@ -263,7 +264,7 @@ func (r *Reconciler) removeFinalizer(ctx context.Context, s *scope) error {
 }
 
 // get reads key into obj from the cache; found is false when it does not exist.
-func (r *Reconciler) get(ctx context.Context, key client.ObjectKey, obj client.Object) (found bool, err error) {
+func (r *Reconciler) get(ctx context.Context, key ctrlclient.ObjectKey, obj ctrlclient.Object) (found bool, err error) {
 	if err := r.Client.Get(ctx, key, obj); err != nil {
 		if apierrors.IsNotFound(err) {
 			return false, nil

@@ -14,6 +14,7 @@ import (
 
 	flotillav1 "github.com/flotilla-dev/flotilla/api/cluster/v1alpha1"
 	controlplanev1 "github.com/flotilla-dev/flotilla/api/controlplane/v1alpha1"
+	"github.com/flotilla-dev/flotilla/pkg/kubeversion"
 )
 
 // The setters below turn the facts a reconcile gathered (the scope) into the Cluster's status.
@@ -49,7 +50,7 @@ func setControlPlaneReady(c *flotillav1.Cluster, version string, lcp *controlpla
 	case available.Status != metav1.ConditionTrue:
 		cond.Reason = flotillav1.WaitingForControlPlaneReason
 		cond.Message = fmt.Sprintf("LocalControlPlane %s is not available (%s)", lcp.Name, reasonAndMessage(available))
-	case version != "" && !sameVersion(lcp.Status.Version, version):
+	case version != "" && !kubeversion.Equal(lcp.Status.Version, version):
 		cond.Reason = flotillav1.UpgradingReason
 		cond.Message = fmt.Sprintf("control plane runs %s, upgrading to %s", orUnknown(lcp.Status.Version), version)
 	default:
@@ -81,7 +82,7 @@ func workerGroupProgress(c *flotillav1.Cluster, group flotillav1.WorkerNodeGroup
 	ready := ptr.Deref(md.Status.ReadyReplicas, 0)
 	upToDate := ptr.Deref(md.Status.UpToDateReplicas, 0)
 	p := groupProgress{ready: ready}
-	versionMatches := version == "" || sameVersion(md.Spec.Template.Spec.Version, version)
+	versionMatches := version == "" || kubeversion.Equal(md.Spec.Template.Spec.Version, version)
 	p.upgrading = !versionMatches || (upToDate < replicas)
 	observed := md.Status.ObservedGeneration >= md.Generation
 	p.done = observed && versionMatches && replicas == group.Count && ready == group.Count && upToDate == group.Count

@@ -10,7 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
-	"sigs.k8s.io/controller-runtime/pkg/client"
+	ctrlclient "sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	flotillav1 "github.com/flotilla-dev/flotilla/api/cluster/v1alpha1"
@@ -58,7 +58,7 @@ func (p *clusterClassProvider) resolve(ctx context.Context, s *scope, errs *fiel
 	c := s.cluster
 	path := field.NewPath("spec", "topology", "class")
 	cc := &clusterv1.ClusterClass{}
-	found, err := p.r.get(ctx, client.ObjectKey{Namespace: c.Namespace, Name: c.Spec.Topology.Class}, cc)
+	found, err := p.r.get(ctx, ctrlclient.ObjectKey{Namespace: c.Namespace, Name: c.Spec.Topology.Class}, cc)
 	if err != nil {
 		return err
 	}
@@ -126,28 +126,28 @@ func (p *clusterClassProvider) completeCAPICluster(s *scope, capi *clusterv1.Clu
 }
 
 // desired: nothing besides the CAPI Cluster; its topology is everything.
-func (p *clusterClassProvider) desired(*scope) ([]client.Object, error) {
+func (p *clusterClassProvider) desired(*scope) ([]ctrlclient.Object, error) {
 	return nil, nil
 }
 
 // obsolete: nothing; Cluster API's topology controller deletes the MachineDeployments of removed
 // worker node groups.
-func (p *clusterClassProvider) obsolete(*scope) []client.Object {
+func (p *clusterClassProvider) obsolete(*scope) []ctrlclient.Object {
 	return nil
 }
 
 // clustersOfClass maps a ClusterClass to the Clusters of its namespace that name it, so that a
 // class created after its Cluster, or one whose status changes (Cluster API's ClusterClass
 // controller reconciled it, its provider was installed), is picked up.
-func (r *Reconciler) clustersOfClass(ctx context.Context, obj client.Object) []reconcile.Request {
+func (r *Reconciler) clustersOfClass(ctx context.Context, obj ctrlclient.Object) []reconcile.Request {
 	clusters := &flotillav1.ClusterList{}
-	if err := r.Client.List(ctx, clusters, client.InNamespace(obj.GetNamespace())); err != nil {
+	if err := r.Client.List(ctx, clusters, ctrlclient.InNamespace(obj.GetNamespace())); err != nil {
 		return nil
 	}
 	var requests []reconcile.Request
 	for i := range clusters.Items {
 		if t := clusters.Items[i].Spec.Topology; t != nil && t.Class == obj.GetName() {
-			requests = append(requests, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&clusters.Items[i])})
+			requests = append(requests, reconcile.Request{NamespacedName: ctrlclient.ObjectKeyFromObject(&clusters.Items[i])})
 		}
 	}
 	return requests

@@ -13,6 +13,7 @@ import (
 	"sigs.k8s.io/cluster-api/util/conditions"
 
 	flotillav1 "github.com/flotilla-dev/flotilla/api/cluster/v1alpha1"
+	"github.com/flotilla-dev/flotilla/pkg/kubeversion"
 )
 
 // The status of a ClusterClass cluster comes from its CAPI Cluster, which Cluster API's
@@ -61,7 +62,7 @@ func holdTopologyWorkers(c *flotillav1.Cluster, version string, capi *clusterv1.
 	}
 	topologyReconciled := conditions.Get(capi, clusterv1.ClusterTopologyReconciledCondition)
 	switch {
-	case version != "" && (len(workers.Versions) > 1 || (len(workers.Versions) == 1 && !sameVersion(workers.Versions[0].Version, version))):
+	case version != "" && (len(workers.Versions) > 1 || (len(workers.Versions) == 1 && !kubeversion.Equal(workers.Versions[0].Version, version))):
 		held.Reason = flotillav1.UpgradingReason
 		held.Message = fmt.Sprintf("workers run %s, rolling out %s", versionsString(workers.Versions), version)
 	case topologyReconciled != nil && topologyReconciled.Status == metav1.ConditionFalse:
@@ -109,7 +110,7 @@ func setTopologyControlPlaneReady(c *flotillav1.Cluster, version string, capi *c
 	case len(cp.Versions) == 0:
 		cond.Reason = flotillav1.WaitingForControlPlaneReason
 		cond.Message = "waiting for the control plane to report the version its machines run"
-	case version != "" && (len(cp.Versions) != 1 || !sameVersion(cp.Versions[0].Version, version) ||
+	case version != "" && (len(cp.Versions) != 1 || !kubeversion.Equal(cp.Versions[0].Version, version) ||
 		ptr.Deref(cp.UpToDateReplicas, 0) < ptr.Deref(cp.Replicas, 0)):
 		cond.Reason = flotillav1.UpgradingReason
 		cond.Message = fmt.Sprintf("control plane runs %s, rolling out %s: %d of %d machines up to date",
@@ -152,7 +153,7 @@ func capiControlPlane(capi *clusterv1.Cluster) clusterv1.ClusterControlPlaneStat
 func lowestVersion(versions []clusterv1.StatusVersion) string {
 	lowest := ""
 	for _, v := range versions {
-		if lowest == "" || notOlder(lowest, v.Version) {
+		if lowest == "" || kubeversion.AtLeast(lowest, v.Version) {
 			lowest = v.Version
 		}
 	}

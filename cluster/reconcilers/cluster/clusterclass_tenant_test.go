@@ -10,7 +10,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
-	"sigs.k8s.io/controller-runtime/pkg/client"
+	ctrlclient "sigs.k8s.io/controller-runtime/pkg/client"
 
 	flotillav1 "github.com/flotilla-dev/flotilla/api/cluster/v1alpha1"
 	"github.com/flotilla-dev/flotilla/config"
@@ -33,13 +33,13 @@ func TestATenantCreatesAClusterOfAClassItCannotChange(t *testing.T) {
 	})).To(Succeed())
 	user, err := env.AddUser("tenant")
 	g.Expect(err).NotTo(HaveOccurred())
-	tenant, err := client.New(user.Config, client.Options{Scheme: env.Scheme})
+	tenant, err := ctrlclient.New(user.Config, ctrlclient.Options{Scheme: env.Scheme})
 	g.Expect(err).NotTo(HaveOccurred())
 
 	t.Run("it reads the classes of its namespace", func(t *testing.T) {
 		g := NewWithT(t)
 		classes := &clusterv1.ClusterClassList{}
-		g.Expect(tenant.List(ctx, classes, client.InNamespace(ns))).To(Succeed())
+		g.Expect(tenant.List(ctx, classes, ctrlclient.InNamespace(ns))).To(Succeed())
 		g.Expect(classes.Items).To(HaveLen(1))
 	})
 
@@ -48,7 +48,7 @@ func TestATenantCreatesAClusterOfAClassItCannotChange(t *testing.T) {
 		g.Expect(tenant.Create(ctx, topologyCluster(ns))).To(Succeed())
 		g.Eventually(func(g Gomega) {
 			capi := &clusterv1.Cluster{}
-			g.Expect(env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "c1"}, capi)).To(Succeed())
+			g.Expect(env.Client.Get(ctx, ctrlclient.ObjectKey{Namespace: ns, Name: "c1"}, capi)).To(Succeed())
 			g.Expect(capi.Spec.Topology.ClassRef.Name).To(Equal("dev"))
 		}, timeout, interval).Should(Succeed())
 	})
@@ -59,8 +59,8 @@ func TestATenantCreatesAClusterOfAClassItCannotChange(t *testing.T) {
 		class.Spec = otherClass.Spec
 		g.Expect(apierrors.IsForbidden(tenant.Create(ctx, class))).To(BeTrue(), "creating a ClusterClass")
 		existing := &clusterv1.ClusterClass{}
-		g.Expect(tenant.Get(ctx, client.ObjectKey{Namespace: ns, Name: "dev"}, existing)).To(Succeed())
-		patch := client.MergeFrom(existing.DeepCopy())
+		g.Expect(tenant.Get(ctx, ctrlclient.ObjectKey{Namespace: ns, Name: "dev"}, existing)).To(Succeed())
+		patch := ctrlclient.MergeFrom(existing.DeepCopy())
 		existing.Labels = map[string]string{"changed": "by-tenant"}
 		g.Expect(apierrors.IsForbidden(tenant.Patch(ctx, existing, patch))).To(BeTrue(), "changing a ClusterClass")
 		for _, kind := range []struct{ apiVersion, kind string }{
@@ -83,7 +83,7 @@ func TestATenantCreatesAClusterOfAClassItCannotChange(t *testing.T) {
 
 	t.Run("it reaches no other namespace's class", func(t *testing.T) {
 		g := NewWithT(t)
-		g.Expect(apierrors.IsForbidden(tenant.Get(ctx, client.ObjectKeyFromObject(otherClass), &clusterv1.ClusterClass{}))).To(BeTrue())
+		g.Expect(apierrors.IsForbidden(tenant.Get(ctx, ctrlclient.ObjectKeyFromObject(otherClass), &clusterv1.ClusterClass{}))).To(BeTrue())
 		g.Expect(apierrors.IsForbidden(tenant.Create(ctx, topologyCluster(other)))).To(BeTrue(), "creating a Cluster in another namespace")
 		// A cluster names a class of its own namespace: the other namespace's "other" does not
 		// exist for it.
@@ -95,6 +95,6 @@ func TestATenantCreatesAClusterOfAClassItCannotChange(t *testing.T) {
 		err := tenant.Create(ctx, c)
 		g.Expect(apierrors.IsInvalid(err)).To(BeTrue(), "want Invalid, got %v", err)
 		g.Expect(err.Error()).To(ContainSubstring(`no ClusterClass of that name in namespace "` + ns + `"`))
-		g.Expect(apierrors.IsNotFound(env.Client.Get(ctx, client.ObjectKeyFromObject(c), &flotillav1.Cluster{}))).To(BeTrue())
+		g.Expect(apierrors.IsNotFound(env.Client.Get(ctx, ctrlclient.ObjectKeyFromObject(c), &flotillav1.Cluster{}))).To(BeTrue())
 	})
 }

@@ -12,7 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/utils/ptr"
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
-	"sigs.k8s.io/controller-runtime/pkg/client"
+	ctrlclient "sigs.k8s.io/controller-runtime/pkg/client"
 
 	flotillav1 "github.com/flotilla-dev/flotilla/api/cluster/v1alpha1"
 )
@@ -198,7 +198,7 @@ func TestClusterClassWebhook(t *testing.T) {
 			name:       "a group without a class is refused naming the field",
 			mutate:     func(c *flotillav1.Cluster) { c.Spec.WorkerNodeGroups[0].Class = "" },
 			wantField:  "spec.workerNodeGroups[0].class",
-			wantDetail: "names the ClusterClass's worker class",
+			wantDetail: "name the ClusterClass's worker class",
 		},
 		{
 			name: "a datacenterRef besides a topology is refused",
@@ -225,7 +225,7 @@ func TestClusterClassWebhook(t *testing.T) {
 			causes := err.(apierrors.APIStatus).Status().Details.Causes
 			g.Expect(causes).To(ContainElement(HaveField("Field", tt.wantField)), "%v", err)
 			g.Expect(err.Error()).To(ContainSubstring(tt.wantDetail))
-			g.Expect(apierrors.IsNotFound(env.Client.Get(ctx, client.ObjectKeyFromObject(c), &flotillav1.Cluster{}))).To(BeTrue(), "nothing stored")
+			g.Expect(apierrors.IsNotFound(env.Client.Get(ctx, ctrlclient.ObjectKeyFromObject(c), &flotillav1.Cluster{}))).To(BeTrue(), "nothing stored")
 		})
 	}
 
@@ -235,7 +235,7 @@ func TestClusterClassWebhook(t *testing.T) {
 		newClass(t, g, ns, servedInfra)
 		c := topologyCluster(ns)
 		g.Expect(env.Client.Create(ctx, c)).To(Succeed())
-		patch := client.MergeFrom(c.DeepCopy())
+		patch := ctrlclient.MergeFrom(c.DeepCopy())
 		c.Spec.Topology.Class = "other"
 		err := env.Client.Patch(ctx, c, patch)
 		g.Expect(apierrors.IsInvalid(err)).To(BeTrue(), "want Invalid, got %v", err)

@@ -2,9 +2,7 @@ package cluster
 
 import (
 	"maps"
-	"strings"
 
-	"github.com/blang/semver/v4"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
@@ -14,6 +12,7 @@ import (
 	flotillav1 "github.com/flotilla-dev/flotilla/api/cluster/v1alpha1"
 	controlplanev1 "github.com/flotilla-dev/flotilla/api/controlplane/v1alpha1"
 	infrav1 "github.com/flotilla-dev/flotilla/api/infrastructure/v1alpha1"
+	"github.com/flotilla-dev/flotilla/pkg/kubeversion"
 )
 
 // The builders below turn a Flotilla Cluster (and the provider configs it names) into the objects
@@ -245,31 +244,10 @@ func workerVersion(desired string, cp *controlplanev1.LocalControlPlane, current
 	if current == nil || current.Spec.Template.Spec.Version == "" {
 		return desired
 	}
-	if cp != nil && notOlder(cp.Status.Version, desired) {
+	if cp != nil && kubeversion.AtLeast(cp.Status.Version, desired) {
 		return desired
 	}
 	return current.Spec.Template.Spec.Version
-}
-
-// notOlder is true when Kubernetes version a is b or newer; false when either does not parse.
-func notOlder(a, b string) bool {
-	va, errA := semver.ParseTolerant(coreVersion(a))
-	vb, errB := semver.ParseTolerant(coreVersion(b))
-	return errA == nil && errB == nil && va.GTE(vb)
-}
-
-// sameVersion compares two Kubernetes versions, ignoring the "v" prefix and any pre-release or
-// build suffix ("v1.36.3-dirty" is v1.36.3).
-func sameVersion(a, b string) bool {
-	return coreVersion(a) == coreVersion(b)
-}
-
-func coreVersion(v string) string {
-	v = strings.TrimPrefix(strings.TrimSpace(v), "v")
-	if i := strings.IndexAny(v, "-+"); i >= 0 {
-		v = v[:i]
-	}
-	return v
 }
 
 func copyBool(b *bool) *bool {

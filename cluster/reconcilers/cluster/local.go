@@ -8,7 +8,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/klog/v2"
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
-	"sigs.k8s.io/controller-runtime/pkg/client"
+	ctrlclient "sigs.k8s.io/controller-runtime/pkg/client"
 
 	flotillav1 "github.com/flotilla-dev/flotilla/api/cluster/v1alpha1"
 	controlplanev1 "github.com/flotilla-dev/flotilla/api/controlplane/v1alpha1"
@@ -35,14 +35,14 @@ type localProvider struct {
 func (p *localProvider) observe(ctx context.Context, s *scope) error {
 	c := s.cluster
 	lcp := &controlplanev1.LocalControlPlane{}
-	if found, err := p.r.get(ctx, client.ObjectKeyFromObject(c), lcp); err != nil {
+	if found, err := p.r.get(ctx, ctrlclient.ObjectKeyFromObject(c), lcp); err != nil {
 		return err
 	} else if found {
 		p.controlPlane = lcp
 		s.controlPlaneVersion = lcp.Spec.Version
 	}
 	lmts := &infrav1.LocalMachineTemplateList{}
-	if err := p.r.Client.List(ctx, lmts, client.InNamespace(c.Namespace), client.MatchingLabels{flotillav1.ClusterNameLabel: c.Name}); err != nil {
+	if err := p.r.Client.List(ctx, lmts, ctrlclient.InNamespace(c.Namespace), ctrlclient.MatchingLabels{flotillav1.ClusterNameLabel: c.Name}); err != nil {
 		return fmt.Errorf("listing LocalMachineTemplates of Cluster %s: %w", klog.KObj(c), err)
 	}
 	p.machineTemplates = map[string]*infrav1.LocalMachineTemplate{}
@@ -113,9 +113,9 @@ func (p *localProvider) completeCAPICluster(s *scope, capi *clusterv1.Cluster) {
 // desired: the bootstrap Secret, the LocalCluster and the LocalControlPlane, then per worker node
 // group its LocalMachineTemplate and MachineDeployment, whose version follows the control plane
 // (workerVersion).
-func (p *localProvider) desired(s *scope) ([]client.Object, error) {
+func (p *localProvider) desired(s *scope) ([]ctrlclient.Object, error) {
 	c := s.cluster
-	objs := []client.Object{desiredBootstrapSecret(c), desiredLocalCluster(c), desiredControlPlane(c, s.version, p.datacenter)}
+	objs := []ctrlclient.Object{desiredBootstrapSecret(c), desiredLocalCluster(c), desiredControlPlane(c, s.version, p.datacenter)}
 	for _, group := range c.Spec.WorkerNodeGroups {
 		version := cmp.Or(s.groupVersions[group.Name], s.version)
 		objs = append(objs,
@@ -127,7 +127,7 @@ func (p *localProvider) desired(s *scope) ([]client.Object, error) {
 
 // obsolete: the MachineDeployments of removed worker node groups, and their
 // LocalMachineTemplates once the MachineDeployment (and so every Machine) is gone.
-func (p *localProvider) obsolete(s *scope) []client.Object {
+func (p *localProvider) obsolete(s *scope) []ctrlclient.Object {
 	out := obsoleteMachineDeployments(s)
 	for group, lmt := range p.machineTemplates {
 		if !hasWorkerNodeGroup(s.cluster, group) && s.machineDeployments[group] == nil {

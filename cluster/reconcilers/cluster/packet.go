@@ -7,7 +7,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/klog/v2"
-	"sigs.k8s.io/controller-runtime/pkg/client"
+	ctrlclient "sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	kubeadmcontrolplanev1 "sigs.k8s.io/cluster-api/api/controlplane/kubeadm/v1beta2"
@@ -52,7 +52,7 @@ type packetInputs struct {
 // observe reads the Cluster API objects a Packet cluster's status comes from (packet_status.go).
 func (p *packetProvider) observe(ctx context.Context, s *scope) error {
 	c := s.cluster
-	key := client.ObjectKeyFromObject(c)
+	key := ctrlclient.ObjectKeyFromObject(c)
 	pc := &infrav1.PacketCluster{}
 	if found, err := p.r.get(ctx, key, pc); err != nil {
 		return err
@@ -67,7 +67,7 @@ func (p *packetProvider) observe(ctx context.Context, s *scope) error {
 		s.controlPlaneVersion = kcp.Spec.Version
 	}
 	machines := &clusterv1.MachineList{}
-	if err := p.r.Client.List(ctx, machines, client.InNamespace(c.Namespace), client.MatchingLabels{clusterv1.ClusterNameLabel: c.Name}); err != nil {
+	if err := p.r.Client.List(ctx, machines, ctrlclient.InNamespace(c.Namespace), ctrlclient.MatchingLabels{clusterv1.ClusterNameLabel: c.Name}); err != nil {
 		return fmt.Errorf("listing Machines of Cluster %s: %w", klog.KObj(c), err)
 	}
 	p.observed.machines = machines.Items
@@ -77,12 +77,12 @@ func (p *packetProvider) observe(ctx context.Context, s *scope) error {
 // clusterOfPacketMachine maps a Machine of the Packet provider (its infrastructure is a
 // PacketMachine) to the Flotilla Cluster of the same name as its CAPI Cluster. Machines of other
 // providers map to nothing: the local provider's status does not read Machines.
-func clusterOfPacketMachine(_ context.Context, obj client.Object) []reconcile.Request {
+func clusterOfPacketMachine(_ context.Context, obj ctrlclient.Object) []reconcile.Request {
 	m, ok := obj.(*clusterv1.Machine)
 	if !ok || m.Spec.InfrastructureRef.Kind != clusterspec.MachineKind || m.Spec.ClusterName == "" {
 		return nil
 	}
-	return []reconcile.Request{{NamespacedName: client.ObjectKey{Namespace: m.Namespace, Name: m.Spec.ClusterName}}}
+	return []reconcile.Request{{NamespacedName: ctrlclient.ObjectKey{Namespace: m.Namespace, Name: m.Spec.ClusterName}}}
 }
 
 // resolve reads the PacketDatacenterConfig and PacketMachineConfigs the spec names; what is
@@ -153,7 +153,7 @@ func (p *packetProvider) completeCAPICluster(s *scope, capi *clusterv1.Cluster) 
 // Created after, the workers' Machines, KubeadmConfigs and PacketMachines take their first steps
 // while the control plane device provisions, and wait only for the control plane's kubeadm init.
 // The KubeadmControlPlane watch brings the reconcile that creates it.
-func (p *packetProvider) desired(s *scope) ([]client.Object, error) {
+func (p *packetProvider) desired(s *scope) ([]ctrlclient.Object, error) {
 	c := s.cluster
 	all, err := clusterspec.Objects(clusterspec.Input{
 		Cluster: c, Version: s.version,
@@ -163,7 +163,7 @@ func (p *packetProvider) desired(s *scope) ([]client.Object, error) {
 		return nil, err
 	}
 	controlPlaneReportsVersion := kcpVersion(p.observed.kcp) != ""
-	var objs []client.Object
+	var objs []ctrlclient.Object
 	for _, obj := range all[1:] { // the CAPI Cluster is reconcileCAPICluster's
 		switch o := obj.(type) {
 		case *infrav1.PacketCluster, *kubeadmcontrolplanev1.KubeadmControlPlane:
@@ -204,6 +204,6 @@ func capiOwnerRef(capi *clusterv1.Cluster) (ref metav1.OwnerReference, ok bool) 
 
 // obsolete: the MachineDeployments of removed worker node groups. Their templates stay until
 // the cluster is deleted.
-func (p *packetProvider) obsolete(s *scope) []client.Object {
+func (p *packetProvider) obsolete(s *scope) []ctrlclient.Object {
 	return obsoleteMachineDeployments(s)
 }

@@ -16,6 +16,7 @@ import (
 	flotillav1 "github.com/flotilla-dev/flotilla/api/cluster/v1alpha1"
 	infrav1 "github.com/flotilla-dev/flotilla/api/infrastructure/v1alpha1"
 	"github.com/flotilla-dev/flotilla/infrastructure/packet/clusterspec"
+	"github.com/flotilla-dev/flotilla/pkg/kubeversion"
 )
 
 // The status of a Packet cluster comes from its Cluster API objects: the PacketCluster (the
@@ -198,7 +199,7 @@ func setPacketControlPlaneReady(c *flotillav1.Cluster, version string, o *packet
 		cond.Message = fmt.Sprintf("KubeadmControlPlane %s does not exist yet", c.Name)
 	case !ptr.Deref(kcp.Status.Initialization.ControlPlaneInitialized, false):
 		cond.Reason, cond.Message = notInitialized(kcp, pc, machines, worst, progress)
-	case version != "" && (!sameVersion(kcp.Spec.Version, version) || len(kcp.Status.Versions) > 1 ||
+	case version != "" && (!kubeversion.Equal(kcp.Spec.Version, version) || len(kcp.Status.Versions) > 1 ||
 		ptr.Deref(kcp.Status.UpToDateReplicas, 0) < ptr.Deref(kcp.Status.Replicas, 0)):
 		cond.Reason = flotillav1.UpgradingReason
 		cond.Message = fmt.Sprintf("control plane runs %s, rolling out %s: %d of %d machines up to date",

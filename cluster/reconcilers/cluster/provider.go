@@ -5,7 +5,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
-	"sigs.k8s.io/controller-runtime/pkg/client"
+	ctrlclient "sigs.k8s.io/controller-runtime/pkg/client"
 
 	flotillav1 "github.com/flotilla-dev/flotilla/api/cluster/v1alpha1"
 	"github.com/flotilla-dev/flotilla/infrastructure/packet/clusterspec"
@@ -36,11 +36,11 @@ type provider interface {
 
 	// desired returns the objects to apply after the CAPI Cluster, in order: the control plane's
 	// first, then the workers'. Called only when the spec is valid.
-	desired(s *scope) ([]client.Object, error)
+	desired(s *scope) ([]ctrlclient.Object, error)
 
 	// obsolete returns the objects to delete: those of worker node groups the spec no longer
 	// has.
-	obsolete(s *scope) []client.Object
+	obsolete(s *scope) []ctrlclient.Object
 
 	// setStatus sets status.kubernetesVersion and the ControlPlaneReady and WorkersReady
 	// conditions (pure; see cluster_controller_status.go for the rest of the status).

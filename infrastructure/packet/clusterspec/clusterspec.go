@@ -9,7 +9,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/utils/ptr"
-	"sigs.k8s.io/controller-runtime/pkg/client"
+	ctrlclient "sigs.k8s.io/controller-runtime/pkg/client"
 
 	bootstrapv1 "sigs.k8s.io/cluster-api/api/bootstrap/kubeadm/v1beta2"
 	kubeadmcontrolplanev1 "sigs.k8s.io/cluster-api/api/controlplane/kubeadm/v1beta2"
@@ -17,6 +17,7 @@ import (
 
 	flotillav1 "github.com/flotilla-dev/flotilla/api/cluster/v1alpha1"
 	infrav1 "github.com/flotilla-dev/flotilla/api/infrastructure/v1alpha1"
+	"github.com/flotilla-dev/flotilla/pkg/kubeversion"
 )
 
 // Kinds of the Packet provider's configs, valid in a Flotilla Cluster's refs.
@@ -64,11 +65,11 @@ func ControlPlaneRef(cluster string) clusterv1.ContractVersionedObjectReference 
 // PacketCluster, the control plane's template and KubeadmControlPlane, then per worker group its
 // templates and MachineDeployment. Objects are labelled with the cluster's name; the caller sets
 // owner references.
-func Objects(in Input) ([]client.Object, error) {
+func Objects(in Input) ([]ctrlclient.Object, error) {
 	if in.Cluster == nil || in.Datacenter == nil || in.ControlPlaneMachine == nil {
 		return nil, fmt.Errorf("building the Packet cluster: the Cluster, its PacketDatacenterConfig and the control plane's PacketMachineConfig are required")
 	}
-	objs := []client.Object{CAPICluster(in.Cluster), PacketCluster(in.Cluster, in.Datacenter),
+	objs := []ctrlclient.Object{CAPICluster(in.Cluster), PacketCluster(in.Cluster, in.Datacenter),
 		MachineTemplate(in.Cluster, ControlPlaneTemplateName(in.Cluster.Name), in.ControlPlaneMachine, nil),
 		KubeadmControlPlane(in)}
 	for _, group := range in.Cluster.Spec.WorkerNodeGroups {
@@ -297,8 +298,8 @@ func nodeRegistration(nodeLabels map[string]string) bootstrapv1.NodeRegistration
 func installCommands(version string) []string {
 	v := strings.TrimPrefix(version, "v")
 	minor := v
-	if parts := strings.SplitN(v, ".", 3); len(parts) >= 2 {
-		minor = parts[0] + "." + parts[1]
+	if parsed, err := kubeversion.Parse(version); err == nil {
+		minor = parsed.MinorString()
 	}
 	repo := "https://pkgs.k8s.io/core:/stable:/v" + minor + "/deb/"
 	return []string{

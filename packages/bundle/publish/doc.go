@@ -4,12 +4,12 @@
 // and tests that need a registry with signed bundles (Options.ChartsDir empty publishes the
 // curated catalog embedded in package charts):
 //
-//	h, _ := ociregistry.NewHandler(t.TempDir(), nil)
+//	h, _ := ociregistry.NewHandler(ociregistry.Options{Dir: t.TempDir()})
 //	srv := httptest.NewServer(h)
 //	host := strings.TrimPrefix(srv.URL, "http://")
 //	key, _ := bundle.GenerateKey()
 //	res, err := publish.Publish(ctx, publish.Options{Registry: host, Repository: "flotilla", Key: key,
-//		Connection: bundle.Registry{PlainHTTP: true}})
+//		Connection: registryconn.Config{PlainHTTP: true}})
 //
 // # Charts
 //

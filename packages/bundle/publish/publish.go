@@ -19,6 +19,8 @@ import (
 
 	curated "github.com/flotilla-dev/flotilla/charts"
 	"github.com/flotilla-dev/flotilla/packages/bundle"
+	"github.com/flotilla-dev/flotilla/pkg/kubeversion"
+	"github.com/flotilla-dev/flotilla/pkg/registryconn"
 )
 
 // DefaultKubernetesMinors are the Kubernetes minors Publish builds bundles for when
@@ -42,7 +44,7 @@ type Options struct {
 	// Key signs the bundles.
 	Key *ecdsa.PrivateKey
 	// Connection says how to reach the registry.
-	Connection bundle.Registry
+	Connection registryconn.Config
 }
 
 // Result says what Publish pushed.
@@ -139,7 +141,7 @@ func Publish(ctx context.Context, opts Options) (Result, error) {
 		minors = DefaultKubernetesMinors
 	}
 	for _, m := range minors {
-		minor, err := bundle.NormalizeMinor(m)
+		minor, err := kubeversion.Minor(m)
 		if err != nil {
 			return res, err
 		}
@@ -279,7 +281,7 @@ func publishBundle(ctx context.Context, opts Options, b bundle.Bundle, remoteOpt
 // helmRegistryClient is Helm's OCI client for conn: what `helm push` uses, so pushed charts are
 // Helm charts by construction. Without a username, Helm's and then Docker's credential stores
 // are used.
-func helmRegistryClient(conn bundle.Registry) (*registry.Client, error) {
+func helmRegistryClient(conn registryconn.Config) (*registry.Client, error) {
 	t, err := conn.Transport()
 	if err != nil {
 		return nil, err

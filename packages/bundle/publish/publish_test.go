@@ -22,11 +22,12 @@ import (
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
-	sigsyaml "sigs.k8s.io/yaml"
+	"sigs.k8s.io/yaml"
 
 	"github.com/flotilla-dev/flotilla/packages/bundle"
 	"github.com/flotilla-dev/flotilla/packages/bundle/publish"
 	"github.com/flotilla-dev/flotilla/pkg/ociregistry"
+	"github.com/flotilla-dev/flotilla/pkg/registryconn"
 )
 
 // chartsDir is the repository's curated catalog.
@@ -123,7 +124,7 @@ func TestFlotillaGreeterShipsItsCRD(t *testing.T) {
 	crds := c.CRDObjects()
 	g.Expect(crds).To(HaveLen(1))
 	var crd apiextensionsv1.CustomResourceDefinition
-	g.Expect(sigsyaml.UnmarshalStrict(crds[0].File.Data, &crd)).To(Succeed())
+	g.Expect(yaml.UnmarshalStrict(crds[0].File.Data, &crd)).To(Succeed())
 	g.Expect(crd.Name).To(Equal("greetings.greeter.flotilla.dev"))
 	g.Expect(crd.Spec.Versions).To(HaveLen(1))
 	g.Expect(crd.Spec.Versions[0].Schema.OpenAPIV3Schema.Properties["spec"].Required).To(ConsistOf("message"))
@@ -165,7 +166,7 @@ func TestPackagingIsReproducible(t *testing.T) {
 func TestPublishThenHelmPullsTheChartTheBundleLists(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
-	h, err := ociregistry.NewHandler(t.TempDir(), nil)
+	h, err := ociregistry.NewHandler(ociregistry.Options{Dir: t.TempDir()})
 	g.Expect(err).NotTo(HaveOccurred())
 	srv := httptest.NewServer(h)
 	defer srv.Close()
@@ -174,7 +175,7 @@ func TestPublishThenHelmPullsTheChartTheBundleLists(t *testing.T) {
 	g.Expect(err).NotTo(HaveOccurred())
 	dir := copyCharts(t)
 	opts := publish.Options{ChartsDir: dir, Registry: host, Repository: "flotilla", Key: key,
-		Connection: bundle.Registry{PlainHTTP: true}}
+		Connection: registryconn.Config{PlainHTTP: true}}
 
 	res, err := publish.Publish(ctx, opts)
 	g.Expect(err).NotTo(HaveOccurred())

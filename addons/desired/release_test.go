@@ -1,0 +1,71 @@
+package desired
+
+import (
+	"context"
+	"errors"
+	"testing"
+
+	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+
+	addonsv1 "github.com/flotilla-dev/flotilla/api/addons/v1alpha1"
+	"github.com/flotilla-dev/flotilla/pkg/helm"
+)
+
+func releaseProxy(values string, from ...addonsv1.ValuesReference) *addonsv1.HelmReleaseProxy {
+	return &addonsv1.HelmReleaseProxy{
+		ObjectMeta: metav1.ObjectMeta{Name: "hello-w1", Namespace: "fleet", Labels: map[string]string{addonsv1.HelmChartProxyNameLabel: "hello"}},
+		Spec: addonsv1.HelmReleaseProxySpec{
+			ClusterName: "w1", ReleaseName: "hello", Values: values,
+			ReleaseSpec: addonsv1.ReleaseSpec{ChartName: "hello", RepoURL: "oci://r/c", ValuesFrom: from},
+		},
+	}
+}
+
+func TestReleaseMergesValuesAndHashesThemAsTheEngineRecordsThem(t *testing.T) {
+	g := NewWithT(t)
+	s := runtime.NewScheme()
+	g.Expect(clientgoscheme.AddToScheme(s)).To(Succeed())
+	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "base", Namespace: "fleet"}, Data: map[string]string{"values.yaml": "a: {x: true}\nb: 0\n"}}
+	c := fake.NewClientBuilder().WithScheme(s).WithObjects(cm).Build()
+	from := addonsv1.ValuesReference{Kind: addonsv1.ConfigMapValues, Name: "base"}
+
+	rel, hash, err := Release(context.Background(), c, releaseProxy("b: 1\n", from))
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(rel.Values).To(Equal(map[string]any{"a": map[string]any{"x": true}, "b": float64(1)}), "spec.values over valuesFrom")
+	g.Expect(rel.Namespace).To(Equal(DefaultReleaseNamespace))
+	engineHash, err := helm.ValuesHash(rel.Values)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(hash).To(Equal(engineHash), "the hash the status records is the one the engine records")
+
+	_, rewritten, err := Release(context.Background(), c, releaseProxy("b:   1", from))
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(rewritten).To(Equal(hash), "values written differently hash alike")
+	_, other, err := Release(context.Background(), c, releaseProxy("b: 2\n", from))
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(other).NotTo(Equal(hash))
+}
+
+func TestReleaseInputErrorsNameTheirReason(t *testing.T) {
+	g := NewWithT(t)
+	s := runtime.NewScheme()
+	g.Expect(clientgoscheme.AddToScheme(s)).To(Succeed())
+	c := fake.NewClientBuilder().WithScheme(s).Build()
+
+	_, _, err := Release(context.Background(), c, releaseProxy("[not, a, mapping]"))
+	var ie *InputError
+	g.Expect(errors.As(err, &ie)).To(BeTrue())
+	g.Expect(ie.Reason).To(Equal(addonsv1.ValuesErrorReason))
+	g.Expect(err).To(MatchError(ContainSubstring("spec.values is not a YAML mapping")))
+
+	hrp := releaseProxy("")
+	hrp.Spec.Registry = &addonsv1.RegistryOptions{CredentialsSecretRef: &addonsv1.SecretReference{Name: "creds"}}
+	_, _, err = Release(context.Background(), c, hrp)
+	g.Expect(errors.As(err, &ie)).To(BeTrue())
+	g.Expect(ie.Reason).To(Equal(addonsv1.RegistryErrorReason))
+	g.Expect(err).To(MatchError(ContainSubstring("reading registry credentials Secret creds")))
+}

@@ -1,0 +1,99 @@
+package cmd
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/spf13/cobra"
+	"k8s.io/cli-runtime/pkg/genericiooptions"
+
+	"github.com/flotilla-dev/flotilla/cli/client"
+)
+
+// RegistryStartOptions are the options of `flotilla registry start`.
+type RegistryStartOptions struct {
+	genericiooptions.IOStreams
+	global *GlobalOptions
+
+	Registry client.RegistryOptions
+	Output   string
+
+	client *client.Client
+}
+
+// NewRegistryStartCmd returns `flotilla registry start`.
+func NewRegistryStartCmd(streams genericiooptions.IOStreams, global *GlobalOptions) *cobra.Command {
+	o := &RegistryStartOptions{IOStreams: streams, global: global}
+	cmd := &cobra.Command{
+		Use:   "start",
+		Short: "Run the embedded OCI registry in the background",
+		Long: `Run 'flotilla registry serve' as a background process that outlives this command, and wait
+until it answers. Its pid file and log are under $FLOTILLA_HOME/registry/{run,logs}.
+A registry already running with the same flags is left alone; with other flags it is restarted.
+It takes the flags of 'flotilla registry serve': off loopback, TLS and --htpasswd are required.`,
+		Example: `  flotilla registry start
+  flotilla registry start --listen 127.0.0.1:5002 --dir /tmp/registry
+  flotilla registry start --listen 0.0.0.0:5001 --tls-cert-file tls.crt --tls-key-file tls.key --htpasswd registry.htpasswd`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := o.Complete(); err != nil {
+				return err
+			}
+			if err := o.Validate(); err != nil {
+				return err
+			}
+			return o.Run(cmd.Context())
+		},
+	}
+	addRegistryServeFlags(cmd.Flags(), &o.Registry)
+	AddOutputFlag(cmd, &o.Output, OutputJSON, OutputYAML)
+	return cmd
+}
+
+// Complete builds the client and fills in the defaults.
+func (o *RegistryStartOptions) Complete() error {
+	var err error
+	if o.client, err = client.New(o.global.Home, o.global.BinDir, o.ErrOut); err != nil {
+		return err
+	}
+	o.Registry, err = o.client.RegistryDefaults(o.Registry)
+	return err
+}
+
+// Validate checks the flags before anything starts.
+func (o *RegistryStartOptions) Validate() error {
+	if err := ValidateOutput(o.Output, OutputJSON, OutputYAML); err != nil {
+		return err
+	}
+	return o.Registry.Validate()
+}
+
+// Run starts the registry unless it runs.
+func (o *RegistryStartOptions) Run(ctx context.Context) error {
+	info, err := o.client.EnsureRegistry(ctx, o.Registry)
+	if err != nil {
+		return err
+	}
+	if o.Output != "" {
+		return PrintStructured(o.Out, o.Output, info)
+	}
+	verb := "Started"
+	if !info.Started {
+		verb = "Already running:"
+	}
+	_, err = fmt.Fprintf(o.Out, "%s the registry at %s (pid %d, data %s, log %s)\n", verb, registryURL(info), info.PID, info.Dir, info.Log)
+	return err
+}
+
+// registryURL is where a running registry serves, with its scheme, and whether it
+// authenticates.
+func registryURL(info client.RegistryInfo) string {
+	url := "http://" + info.Address
+	if info.TLS {
+		url = "https://" + info.Address
+	}
+	if info.Authenticated {
+		url += ", users only"
+	}
+	return url
+}

@@ -1,0 +1,187 @@
+package validation
+
+import (
+	"strings"
+	"testing"
+
+	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	infrav1 "github.com/flotilla-dev/flotilla/api/infrastructure/v1alpha1"
+)
+
+// The public key of a throwaway test key pair, in authorized_keys form.
+const testPublicKey = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIA/PTutyBcbXNghTZ1PTvpKHkNIVjATBzT+fFLUh46QV test@example.com"
+
+// checkErrors asserts errs name exactly wantFields and, when any, that their text has wantText.
+func checkErrors(g Gomega, errs field.ErrorList, wantFields []string, wantText string) {
+	if wantFields == nil {
+		g.Expect(errs).To(BeEmpty())
+		return
+	}
+	g.Expect(fields(errs)).To(ConsistOf(wantFields))
+	g.Expect(errs.ToAggregate().Error()).To(ContainSubstring(wantText))
+}
+
+func TestValidateLocalMachineConfig(t *testing.T) {
+	tests := []struct {
+		name       string
+		capacity   corev1.ResourceList
+		wantFields []string
+		wantText   string
+	}{
+		{name: "no capacity takes the defaults"},
+		{
+			name: "standard and extended resources are accepted",
+			capacity: corev1.ResourceList{"cpu": resource.MustParse("8"), "memory": resource.MustParse("32Gi"), "pods": resource.MustParse("250"),
+				"ephemeral-storage": resource.MustParse("100Gi"), "hugepages-2Mi": resource.MustParse("1Gi"), "example.com/gpu": resource.MustParse("2")},
+		},
+		{
+			name:       "a misspelt resource is rejected with the ones a Node reports",
+			capacity:   corev1.ResourceList{"cpus": resource.MustParse("4")},
+			wantFields: []string{"spec.capacity[cpus]"}, wantText: `"cpus" is not a resource a Node reports; use cpu, memory`,
+		},
+		{
+			name:       "a negative quantity is rejected",
+			capacity:   corev1.ResourceList{"memory": resource.MustParse("-1Gi")},
+			wantFields: []string{"spec.capacity[memory]"}, wantText: "-1Gi is negative",
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			g := NewWithT(t)
+			mc := &infrav1.LocalMachineConfig{Spec: infrav1.LocalMachineConfigSpec{Capacity: tt.capacity}}
+			checkErrors(g, ValidateLocalMachineConfig(mc), tt.wantFields, tt.wantText)
+		})
+	}
+}
+
+func TestValidatePacketDatacenterConfig(t *testing.T) {
+	tests := []struct {
+		name       string
+		mutate     func(*infrav1.PacketDatacenterConfigSpec)
+		wantFields []string
+		wantText   string
+	}{
+		{name: "a complete config is accepted"},
+		{name: "a simulator on plain HTTP is accepted", mutate: func(s *infrav1.PacketDatacenterConfigSpec) { s.APIURL = "http://127.0.0.1:8089/metal/v1" }},
+		{
+			name:       "an API URL that is not http(s) is rejected",
+			mutate:     func(s *infrav1.PacketDatacenterConfigSpec) { s.APIURL = "ftp://metal.example.com" },
+			wantFields: []string{"spec.apiURL"}, wantText: "is not an http(s) URL of the Metal API",
+		},
+		{
+			name:       "an API URL without a host is rejected",
+			mutate:     func(s *infrav1.PacketDatacenterConfigSpec) { s.APIURL = "https:///metal/v1" },
+			wantFields: []string{"spec.apiURL"}, wantText: "is not an http(s) URL",
+		},
+		{
+			name:       "a missing project and metro are required",
+			mutate:     func(s *infrav1.PacketDatacenterConfigSpec) { s.ProjectID, s.Metro = "", "" },
+			wantFields: []string{"spec.projectID", "spec.metro"}, wantText: "set the metro code",
+		},
+		{
+			name:       "a metro that is no metro code is rejected",
+			mutate:     func(s *infrav1.PacketDatacenterConfigSpec) { s.Metro = "Dallas" },
+			wantFields: []string{"spec.metro"}, wantText: "two lowercase letters, such as da",
+		},
+		{
+			name:       "a facility that is no facility code is rejected",
+			mutate:     func(s *infrav1.PacketDatacenterConfigSpec) { s.Facility = "DA 11" },
+			wantFields: []string{"spec.facility"}, wantText: "such as da11",
+		},
+		{
+			name:       "an unknown VIP manager is rejected with the known ones",
+			mutate:     func(s *infrav1.PacketDatacenterConfigSpec) { s.VIPManager = "keepalived" },
+			wantFields: []string{"spec.vipManager"}, wantText: "use KUBE_VIP or CPEM",
+		},
+		{
+			name:       "a credentials Secret name that is no Secret name is rejected",
+			mutate:     func(s *infrav1.PacketDatacenterConfigSpec) { s.CredentialsSecretName = "Packet_Key" },
+			wantFields: []string{"spec.credentialsSecretName"}, wantText: "is not a Secret name",
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			g := NewWithT(t)
+			dc := &infrav1.PacketDatacenterConfig{Spec: infrav1.PacketDatacenterConfigSpec{
+				APIURL: infrav1.DefaultPacketAPIURL, ProjectID: "p-1", Metro: "da", Facility: "da11", VIPManager: infrav1.VIPManagerKubeVIP,
+			}}
+			if tt.mutate != nil {
+				tt.mutate(&dc.Spec)
+			}
+			checkErrors(g, ValidatePacketDatacenterConfig(dc), tt.wantFields, tt.wantText)
+		})
+	}
+}
+
+func TestValidatePacketMachineConfig(t *testing.T) {
+	privateKey := "-----BEGIN OPENSSH PRIVATE KEY-----\nb3BlbnNzaC1rZXktdjEAAAAABG5vbmUAAAAEbm9uZQ\n-----END OPENSSH PRIVATE KEY-----\n"
+	tests := []struct {
+		name       string
+		mutate     func(*infrav1.PacketMachineConfigSpec)
+		wantFields []string
+		wantText   string
+	}{
+		{name: "a complete config is accepted"},
+		{
+			name:       "a missing plan is required",
+			mutate:     func(s *infrav1.PacketMachineConfigSpec) { s.Plan = "" },
+			wantFields: []string{"spec.plan"}, wantText: "name the device type",
+		},
+		{
+			name:       "an unknown billing cycle is rejected with the known ones",
+			mutate:     func(s *infrav1.PacketMachineConfigSpec) { s.BillingCycle = "weekly" },
+			wantFields: []string{"spec.billingCycle"}, wantText: "use one of hourly, daily, monthly, yearly",
+		},
+		{
+			name: "an SSH key that is not a public key is rejected",
+			mutate: func(s *infrav1.PacketMachineConfigSpec) {
+				s.SSHAuthorizedKeys = append(s.SSHAuthorizedKeys, "ssh-ed25519 not-base64")
+			},
+			wantFields: []string{"spec.sshAuthorizedKeys[1]"}, wantText: "not an SSH public key in authorized_keys form",
+		},
+		{
+			name:       "a private key is refused",
+			mutate:     func(s *infrav1.PacketMachineConfigSpec) { s.SSHAuthorizedKeys = []string{privateKey} },
+			wantFields: []string{"spec.sshAuthorizedKeys[0]"}, wantText: "this is a private key: give the public key",
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			g := NewWithT(t)
+			mc := &infrav1.PacketMachineConfig{Spec: infrav1.PacketMachineConfigSpec{
+				Plan: "c3.small.x86", OS: "ubuntu_24_04", BillingCycle: "hourly", SSHAuthorizedKeys: []string{testPublicKey},
+			}}
+			if tt.mutate != nil {
+				tt.mutate(&mc.Spec)
+			}
+			errs := ValidatePacketMachineConfig(mc)
+			checkErrors(g, errs, tt.wantFields, tt.wantText)
+			for _, err := range errs {
+				g.Expect(err.Error()).NotTo(ContainSubstring("PRIVATE KEY"), "a key is never echoed")
+			}
+		})
+	}
+}
+
+func TestDNSLabelProblem(t *testing.T) {
+	tests := []struct {
+		name string
+		in   string
+		max  int
+		want string
+	}{
+		{name: "a DNS label has no problem", in: "w1", max: 40},
+		{name: "a fixable name gets a suggestion", in: "My_Cluster", max: 40, want: `use at most 40 lowercase letters, digits and '-', starting and ending with a letter or digit, such as "my-cluster"`},
+		{name: "a name too long gets no suggestion that is as long", in: strings.Repeat("a", 41), max: 40, want: "use at most 40 lowercase letters, digits and '-', starting and ending with a letter or digit"},
+		{name: "a name with nothing to keep gets no suggestion", in: "ÿÿ", max: 63, want: "use at most 63 lowercase letters, digits and '-', starting and ending with a letter or digit"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			NewWithT(t).Expect(DNSLabelProblem(tt.in, tt.max)).To(Equal(tt.want))
+		})
+	}
+}

@@ -1,0 +1,67 @@
+// Package validation holds the rules of a cluster spec: the Flotilla Cluster and its provider
+// configs (LocalMachineConfig, PacketDatacenterConfig, PacketMachineConfig). Each rule is
+// written once, here, as a pure function that returns a field.ErrorList; the admission webhooks
+// (cluster/webhooks) return the list as it is, in an Invalid status whose causes name the
+// fields, and the CLI (cli/spec) maps each field path to its line in the spec file, so `flotilla
+// create cluster` refuses at SetupAndValidate, with the line, everything the API server would
+// refuse:
+//
+//	validation.DefaultCluster(c)
+//	errs := validation.ValidateCluster(c)                // a new Cluster
+//	errs = validation.ValidateClusterUpdate(oldC, newC)   // a change
+//	errs = validation.ValidatePacketDatacenterConfig(dc) // a provider config
+//
+// Rules that need a lookup stay with who can look: the webhook defaults a workload cluster's
+// spec.managementCluster.name from the Clusters of its API server, the Cluster reconciler reports
+// references to configs that do not exist, and the CLI checks that the references of a spec file
+// resolve in the file.
+//
+// Each error's Detail is a sentence that says what is wrong and what to do, readable on its own
+// (the CLI prints it after the file line and field path; a Required error reads "missing; " +
+// Detail there). A value that may be a secret (an SSH key) is never echoed.
+//
+// # A Cluster
+//
+// DefaultCluster sets spec.controlPlane.count 1, spec.clusterNetwork (DefaultPodCIDR,
+// DefaultServiceCIDR) and a management cluster's spec.managementCluster.name (its own name).
+//
+// ValidateCluster: the name is a DNS label of at most MaxClusterNameLength characters;
+// spec.kubernetesVersion is a minor version ("1.36") pkg/binaries supports; datacenterRef names
+// the datacenter config kind of a Provider, and every machineGroupRef that provider's machine
+// config kind; the control plane has one instance or more (exactly one on the local provider),
+// an endpoint with a host and a TCP port when it has one, and on Packet a machine config; worker
+// node group names are unique DNS labels of at most MaxWorkerNodeGroupNameLength characters and
+// make a MachineDeployment name <cluster>-<group> that fits in a label value (63 characters);
+// counts are not negative; Node labels are valid; a group that pins its own kubernetesVersion
+// follows Kubernetes' version skew policy (supported, not newer than the cluster, at most
+// flotillav1.MaxWorkerVersionSkew minor versions older); clusterNetwork holds CIDRs; a
+// management cluster manages itself and is not a Packet cluster; gitOpsRef names a GitOpsConfig.
+//
+// ValidateClusterUpdate: spec.management, spec.datacenterRef, spec.gitOpsRef,
+// spec.controlPlane.endpoint (once set) and spec.clusterNetwork are immutable;
+// spec.kubernetesVersion moves one minor version up at a time, never down; a worker node group's
+// version (pinned, else the cluster's) never goes down, and a cluster upgrade that would leave a
+// pinned group too far behind is refused. The create rules apply again only to what changed
+// (the version, the control plane's count, endpoint or machine config, each worker node group
+// that is new or whose spec changed beyond scaling), so a Cluster created under older rules can
+// always be scaled and have its finalizer removed.
+//
+// # A Cluster of a ClusterClass
+//
+// A Cluster with spec.topology (topology.go) leaves out datacenterRef, every machineGroupRef,
+// the control plane endpoint and the groups' version pins, names a worker class for every group,
+// and is a workload cluster; a Cluster without names no worker class. Its spec.topology, and
+// spec.topology.class, are immutable. Whether the topology fits its ClusterClass (the class
+// exists in the namespace, every variable passes its schema) needs the class: the webhook reads
+// it and checks with Cluster API's own rules (cluster/webhooks).
+//
+// # Provider configs
+//
+// ValidateLocalMachineConfig: the capacity names resources a Node reports, with quantities that
+// are not negative. ValidatePacketDatacenterConfig: apiURL is an http(s) URL with a host,
+// projectID and metro are set (metro two lowercase letters), facility is lowercase letters and
+// digits, vipManager is KUBE_VIP or CPEM, credentialsSecretName is a Secret name.
+// ValidatePacketMachineConfig: plan is set, billingCycle is hourly, daily, monthly or yearly, and
+// each sshAuthorizedKeys entry is an SSH public key. A LocalDatacenterConfig (two switches) has
+// no rule beyond its schema.
+package validation
