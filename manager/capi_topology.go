@@ -44,8 +44,9 @@ const (
 // +kubebuilder:rbac:groups=apiextensions.k8s.io,resources=customresourcedefinitions,verbs=get;list;watch
 
 // enableClusterTopology switches on Cluster API's ClusterTopology feature gate, which its
-// topology reconcilers and its Cluster webhook (a Cluster with spec.topology is refused without
-// it) read. The gate is process-wide; setting it again is harmless.
+// topology reconcilers, its Cluster webhook (a Cluster with spec.topology is refused without it)
+// and its default indexes (Clusters by ClusterClass) read; the manager sets it before anything
+// reads it. The gate is process-wide; setting it again is harmless.
 func enableClusterTopology() error {
 	if err := feature.MutableGates.Set(string(feature.ClusterTopology) + "=true"); err != nil {
 		return fmt.Errorf("enabling Cluster API's %s feature gate: %w", feature.ClusterTopology, err)
@@ -53,15 +54,13 @@ func enableClusterTopology() error {
 	return nil
 }
 
-// setupTopology registers what Cluster API needs for ClusterClass clusters and
-// ClusterResourceSets, wired as its core/main.go wires them (without the runtime SDK: no
-// lifecycle hooks, no external patches): the ClusterClass, Cluster topology, MachineDeployment
-// topology and MachineSet topology reconcilers, the ClusterResourceSet and binding reconcilers,
-// and the ClusterClass and ClusterResourceSet webhooks.
+// setupTopology registers what Cluster API needs for ClusterClass clusters (the ClusterTopology
+// gate is on: enableClusterTopology) and ClusterResourceSets, wired as its core/main.go wires
+// them (without the runtime SDK: no lifecycle hooks, no external patches): the ClusterClass,
+// Cluster topology, MachineDeployment topology and MachineSet topology reconcilers, the
+// ClusterResourceSet and binding reconcilers, and the ClusterClass and ClusterResourceSet
+// webhooks.
 func setupTopology(ctx context.Context, mgr ctrl.Manager, deps Deps) error {
-	if err := enableClusterTopology(); err != nil {
-		return err
-	}
 	partialSecretCache, err := newPartialSecretCache(mgr)
 	if err != nil {
 		return err

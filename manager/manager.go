@@ -283,6 +283,12 @@ func (m *Manager) setup(ctx context.Context, deps Deps) error {
 		}
 	}
 
+	// The gate first: with it on, the default indexes include Clusters by ClusterClass, which
+	// Cluster API's ClusterClass webhook lists by (on every update of a class, as clusterctl
+	// move's pause makes).
+	if err := enableClusterTopology(); err != nil { // capi_topology.go
+		return err
+	}
 	if err := index.AddDefaultIndexes(ctx, mgr); err != nil {
 		return fmt.Errorf("adding Cluster API indexes: %w", err)
 	}

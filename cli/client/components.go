@@ -16,13 +16,13 @@ import (
 	"github.com/flotilla-dev/flotilla/internal/version"
 )
 
-// installComponents makes the cluster behind c able to hold Flotilla and Cluster API objects:
+// InstallComponents makes the cluster behind c able to hold Flotilla and Cluster API objects:
 // the CRDs, the ClusterRole flotilla-cluster-creator for users who are not admins (with public
 // read access to the Flotilla version), the flotilla-system namespace and the clusterctl provider
 // inventory (which clusterctl move checks on both clusters, as `clusterctl init` would have
 // written it).
 // It starts no controller. Re-running it changes nothing.
-func installComponents(ctx context.Context, c ctrlclient.Client) error {
+func InstallComponents(ctx context.Context, c ctrlclient.Client) error {
 	if err := config.Install(ctx, c); err != nil {
 		return fmt.Errorf("installing CRDs: %w", err)
 	}
