@@ -50,6 +50,8 @@ var (
 const (
 	readyTimeout = 3 * time.Minute
 	interval     = 200 * time.Millisecond
+	// managerVersion is the Flotilla version the manager records, and the CLI's in tests.
+	managerVersion = "v0.0.0-inmemory-test"
 )
 
 func TestMain(m *testing.M) {
@@ -99,6 +101,7 @@ func startManager() (stop func(), err error) {
 		MetricsBindAddress:     "0",
 		Home:                   home,
 		Executable:             executable,
+		Version:                managerVersion,
 	})
 	if err != nil {
 		cancel()
@@ -146,6 +149,24 @@ func createCluster(t *testing.T, g Gomega, name, version string, workers int32) 
 		g.Expect(c.Apply(context.Background(), ctrlclient.ApplyConfigurationFromUnstructured(u), ctrlclient.FieldOwner("test"), ctrlclient.ForceOwnership)).To(Succeed())
 	}
 	return s.Cluster
+}
+
+// ensureManagementCluster makes the API server a management cluster to the CLI: it holds the
+// Flotilla Cluster "mgmt" that manages itself (paused: nothing runs it; the manager under test
+// manages the in-memory clusters).
+func ensureManagementCluster(t *testing.T, g Gomega) {
+	t.Helper()
+	mgmt := &flotillav1.Cluster{
+		ObjectMeta: metav1.ObjectMeta{Name: "mgmt", Namespace: metav1.NamespaceDefault, Annotations: map[string]string{clusterv1.PausedAnnotation: "true"}},
+		Spec: flotillav1.ClusterSpec{
+			Management: true, KubernetesVersion: "1.36",
+			DatacenterRef:     flotillav1.Ref{Kind: flotillav1.LocalDatacenterConfigKind, Name: "mgmt"},
+			ManagementCluster: flotillav1.ManagementClusterRef{Name: "mgmt"},
+		},
+	}
+	if err := c.Create(context.Background(), mgmt); !apierrors.IsAlreadyExists(err) {
+		g.Expect(err).NotTo(HaveOccurred())
+	}
 }
 
 // waitReady waits until the Cluster is Ready and returns how long it took from now.
