@@ -36,8 +36,8 @@ import (
 )
 
 // The tests run a real manager with Cluster API's core, topology and kubeadm controllers, the
-// cluster component and the in-memory provider, whose process is this test binary (TestMain hands
-// it over to RunProcessIfRequested), against a real kube-apiserver. Clusters are made from the
+// cluster, addons and packages components and the in-memory provider, whose process is this test
+// binary (TestMain hands it over to RunProcessIfRequested), against a real kube-apiserver. Clusters are made from the
 // spec `flotilla generate clusterconfig --provider inmemory` prints.
 
 var (
@@ -96,7 +96,7 @@ func startManager() (stop func(), err error) {
 		return nil, err
 	}
 	m, err := manager.New(ctx, env.Config, manager.Options{
-		Components:             []string{"capi", "kubeadm", "cluster", "inmemory", "addons"},
+		Components:             []string{"capi", "kubeadm", "cluster", "inmemory", "addons", "packages"},
 		HealthProbeBindAddress: "0",
 		MetricsBindAddress:     "0",
 		Home:                   home,
