@@ -18,7 +18,7 @@ import (
 	ctrlclient "sigs.k8s.io/controller-runtime/pkg/client"
 
 	flotillav1 "github.com/flotilla-dev/flotilla/api/cluster/v1alpha1"
-	cliclient "github.com/flotilla-dev/flotilla/cli/client"
+	"github.com/flotilla-dev/flotilla/cli/client"
 	"github.com/flotilla-dev/flotilla/cli/spec"
 )
 
@@ -36,12 +36,12 @@ func TestTheCLICreatesUpgradesAndDeletesAnInMemoryCluster(t *testing.T) {
 	kubeconfig := writeKubeconfig(t, "mgmt", env.Kubeconfig)
 	ensureManagementCluster(t, g)
 	var out bytes.Buffer
-	cli, err := cliclient.New(t.TempDir(), t.TempDir(), &out)
+	cli, err := client.New(t.TempDir(), t.TempDir(), &out)
 	g.Expect(err).NotTo(HaveOccurred())
 	cli.Version = managerVersion
 
 	create := writeSpec(t, g, dir, "create.yaml", ns, "1.35", 1)
-	g.Expect(cli.CreateWorkloadCluster(ctx, cliclient.CreateWorkloadClusterOptions{File: create, Kubeconfig: kubeconfig, OutDir: dir})).To(Succeed(), out.String())
+	g.Expect(cli.CreateWorkloadCluster(ctx, client.CreateWorkloadClusterOptions{File: create, Kubeconfig: kubeconfig, OutDir: dir})).To(Succeed(), out.String())
 	cl := &flotillav1.Cluster{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "u1"}}
 	waitReady(g, cl)
 	workload, err := clientcmd.BuildConfigFromFlags("", filepath.Join(dir, "u1", "u1.kubeconfig"))
@@ -56,7 +56,7 @@ func TestTheCLICreatesUpgradesAndDeletesAnInMemoryCluster(t *testing.T) {
 		g := NewWithT(t)
 		out.Reset()
 		upgrade := writeSpec(t, g, dir, "upgrade.yaml", ns, "1.36", 2)
-		g.Expect(cli.UpgradeWorkloadCluster(ctx, cliclient.UpgradeWorkloadClusterOptions{File: upgrade, Kubeconfig: kubeconfig, OutDir: dir})).To(Succeed(), out.String())
+		g.Expect(cli.UpgradeWorkloadCluster(ctx, client.UpgradeWorkloadClusterOptions{File: upgrade, Kubeconfig: kubeconfig, OutDir: dir})).To(Succeed(), out.String())
 		t.Logf("flotilla upgrade cluster:\n%s", out.String())
 		for _, phase := range []string{"SetupAndValidate", "PauseReconcile", "UpgradeWorkloadCluster", "UpdateClusterAndGitResources", "ResumeReconcile"} {
 			g.Expect(out.String()).To(ContainSubstring(phase))
@@ -88,7 +88,7 @@ func TestTheCLICreatesUpgradesAndDeletesAnInMemoryCluster(t *testing.T) {
 	t.Run("delete cluster deletes it and its machines", func(t *testing.T) {
 		g := NewWithT(t)
 		out.Reset()
-		g.Expect(cli.DeleteWorkloadCluster(ctx, cliclient.DeleteWorkloadClusterOptions{Name: "u1", Namespace: ns, Kubeconfig: kubeconfig, OutDir: dir})).To(Succeed(), out.String())
+		g.Expect(cli.DeleteWorkloadCluster(ctx, client.DeleteWorkloadClusterOptions{Name: "u1", Namespace: ns, Kubeconfig: kubeconfig, OutDir: dir})).To(Succeed(), out.String())
 		g.Eventually(func(g Gomega) {
 			g.Expect(apierrors.IsNotFound(c.Get(ctx, ctrlclient.ObjectKeyFromObject(cl), &flotillav1.Cluster{}))).To(BeTrue())
 			for _, list := range []ctrlclient.ObjectList{&clusterv1.MachineList{}, &devv1.DevMachineList{}, &devv1.DevClusterList{}} {

@@ -17,7 +17,7 @@ import (
 	ctrlclient "sigs.k8s.io/controller-runtime/pkg/client"
 
 	flotillav1 "github.com/flotilla-dev/flotilla/api/cluster/v1alpha1"
-	cliclient "github.com/flotilla-dev/flotilla/cli/client"
+	"github.com/flotilla-dev/flotilla/cli/client"
 	"github.com/flotilla-dev/flotilla/cli/spec"
 	"github.com/flotilla-dev/flotilla/internal/testenv"
 	"github.com/flotilla-dev/flotilla/pkg/binaries"
@@ -36,7 +36,7 @@ func TestClusterctlDescribesAndMovesAClusterClassCluster(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
 	startGarbageCollector(t, g)
-	g.Expect(cliclient.InstallComponents(ctx, c)).To(Succeed())
+	g.Expect(client.InstallComponents(ctx, c)).To(Succeed())
 	cl := createCluster(t, g, "m1", "1.36", 1)
 	waitReady(g, cl)
 	g.Eventually(func(g Gomega) {
@@ -80,7 +80,7 @@ func TestClusterctlDescribesAndMovesAClusterClassCluster(t *testing.T) {
 		g.Expect(devv1.AddToScheme(target.Scheme)).To(Succeed())
 		tc, err := ctrlclient.New(target.Config, ctrlclient.Options{Scheme: target.Scheme})
 		g.Expect(err).NotTo(HaveOccurred())
-		g.Expect(cliclient.InstallComponents(ctx, tc)).To(Succeed())
+		g.Expect(client.InstallComponents(ctx, tc)).To(Succeed())
 		to := writeKubeconfig(t, "to", target.Kubeconfig)
 
 		g.Expect(cc.Move(ctx, clusterctl.MoveOptions{

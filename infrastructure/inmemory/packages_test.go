@@ -13,7 +13,7 @@ import (
 	ctrlclient "sigs.k8s.io/controller-runtime/pkg/client"
 
 	packagesv1 "github.com/flotilla-dev/flotilla/api/packages/v1alpha1"
-	cliclient "github.com/flotilla-dev/flotilla/cli/client"
+	"github.com/flotilla-dev/flotilla/cli/client"
 	"github.com/flotilla-dev/flotilla/internal/charttest"
 	"github.com/flotilla-dev/flotilla/packages/bundle"
 	"github.com/flotilla-dev/flotilla/pkg/registryconn"
@@ -30,13 +30,13 @@ func TestAPackageInstallsIntoAnInMemoryCluster(t *testing.T) {
 	waitReady(g, cl)
 	ensureManagementCluster(t, g)
 	kubeconfig := writeKubeconfig(t, "mgmt", env.Kubeconfig)
-	cli, err := cliclient.New(t.TempDir(), t.TempDir(), &testWriter{t})
+	cli, err := client.New(t.TempDir(), t.TempDir(), &testWriter{t})
 	g.Expect(err).NotTo(HaveOccurred())
 	cli.Version = managerVersion
 
 	// The cluster's packages namespace and PackageBundleController come with the cluster.
 	g.Eventually(func(g Gomega) {
-		_, err := cli.InstallPackage(ctx, kubeconfig, cliclient.InstallPackageOptions{Cluster: cl.Name, Package: "hello"})
+		_, err := cli.InstallPackage(ctx, kubeconfig, client.InstallPackageOptions{Cluster: cl.Name, Package: "hello"})
 		g.Expect(err).NotTo(HaveOccurred())
 	}, readyTimeout, interval).Should(Succeed())
 	g.Eventually(func(g Gomega) {
