@@ -105,9 +105,11 @@ func TestValidateUpdateOfAClusterClassCluster(t *testing.T) {
 			wantFields: []string{"spec.topology", "spec.datacenterRef"},
 		},
 		{
-			name:       "a new group of a ClusterClass cluster names a worker class",
-			old:        classCluster,
-			mutate:     func(c *flotillav1.Cluster) { c.Spec.WorkerNodeGroups = append(c.Spec.WorkerNodeGroups, flotillav1.WorkerNodeGroup{Name: "md-1"}) },
+			name: "a new group of a ClusterClass cluster names a worker class",
+			old:  classCluster,
+			mutate: func(c *flotillav1.Cluster) {
+				c.Spec.WorkerNodeGroups = append(c.Spec.WorkerNodeGroups, flotillav1.WorkerNodeGroup{Name: "md-1"})
+			},
 			wantFields: []string{"spec.workerNodeGroups[1].class"},
 		},
 	}
