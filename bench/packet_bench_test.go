@@ -107,7 +107,7 @@ func runPacketBenchmark(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
-	stop := startPacketManager(b, env)
+	stop := startManager(b, env, []string{"capi", "kubeadm", "packet", "cluster"}, "")
 	defer stop()
 
 	objs := []ctrlclient.Object{
@@ -188,16 +188,17 @@ func runPacketBenchmark(b *testing.B) {
 	}
 }
 
-// startPacketManager runs the manager's Cluster API, kubeadm, Packet and Cluster components
-// against env until the returned function is called.
-func startPacketManager(b *testing.B, env *testenv.Environment) func() {
+// startManager runs the manager's components against env until the returned function is
+// called; executable is the binary the inmemory component runs its provider process with.
+func startManager(b *testing.B, env *testenv.Environment, components []string, executable string) func() {
 	ctx, cancel := context.WithCancel(ctrl.LoggerInto(context.Background(), ctrl.Log))
 	m, err := manager.New(ctx, env.Config, manager.Options{
-		Components:             []string{"capi", "kubeadm", "packet", "cluster"},
+		Components:             components,
 		HealthProbeBindAddress: "0",
 		MetricsBindAddress:     "0",
 		Home:                   b.TempDir(),
 		BinRoot:                binaries.DefaultRoot(),
+		Executable:             executable,
 	})
 	if err != nil {
 		cancel()

@@ -47,6 +47,8 @@ func TestCRDsHoldClusterAPIAndFlotilla(t *testing.T) {
 		"extensionconfigs.runtime.cluster.x-k8s.io", "providers.clusterctl.cluster.x-k8s.io",
 		"clusters.cluster.flotilla.dev", "localcontrolplanes.controlplane.flotilla.dev",
 		"localmachines.infrastructure.flotilla.dev",
+		"devclusters.infrastructure.cluster.x-k8s.io", "devmachines.infrastructure.cluster.x-k8s.io",
+		"devclustertemplates.infrastructure.cluster.x-k8s.io", "devmachinetemplates.infrastructure.cluster.x-k8s.io",
 	} {
 		g.Expect(byName).To(HaveKey(name))
 	}
@@ -71,6 +73,12 @@ func TestClusterAPICRDsServeOnlyTheirStorageVersionWithoutConversion(t *testing.
 			g.Expect(crd.Spec.Versions[0].Name).To(Equal("v1beta2"))
 			// clusterctl move discovers the types to move by this label.
 			g.Expect(crd.Labels).To(HaveKeyWithValue("clusterctl.cluster.x-k8s.io", ""))
+			if crd.Spec.Group == "infrastructure.cluster.x-k8s.io" {
+				// Cluster API's in-memory provider, a provider of its own, with its contract.
+				g.Expect(crd.Labels).To(HaveKeyWithValue("cluster.x-k8s.io/provider", "infrastructure-in-memory"))
+				g.Expect(crd.Labels).To(HaveKeyWithValue("cluster.x-k8s.io/v1beta2", "v1beta2"))
+				return
+			}
 			g.Expect(crd.Labels).To(HaveKeyWithValue("cluster.x-k8s.io/provider", "cluster-api"))
 		})
 	}
@@ -80,17 +88,23 @@ func TestWebhookConfigurationsOfClusterAPIAreNamedAfterTheirSource(t *testing.T)
 	g := NewWithT(t)
 	mutating, validating, err := config.WebhookConfigurations(config.ClusterAPIWebhooks)
 	g.Expect(err).NotTo(HaveOccurred())
-	g.Expect(mutating).To(HaveLen(1))
-	g.Expect(validating).To(HaveLen(1))
-	g.Expect(mutating[0].Name).To(Equal("capi-mutating-webhook-configuration"))
-	g.Expect(validating[0].Name).To(Equal("capi-validating-webhook-configuration"))
-
-	var paths []string
-	for _, wh := range validating[0].Webhooks {
-		g.Expect(wh.ClientConfig.Service).NotTo(BeNil())
-		paths = append(paths, *wh.ClientConfig.Service.Path)
+	var mutatingNames, validatingNames, paths []string
+	for _, cfg := range mutating {
+		mutatingNames = append(mutatingNames, cfg.Name)
 	}
-	g.Expect(paths).To(ContainElement("/validate-cluster-x-k8s-io-v1beta2-cluster"))
+	for _, cfg := range validating {
+		validatingNames = append(validatingNames, cfg.Name)
+		for _, wh := range cfg.Webhooks {
+			g.Expect(wh.ClientConfig.Service).NotTo(BeNil())
+			paths = append(paths, *wh.ClientConfig.Service.Path)
+		}
+	}
+	// The core's, and the kubeadm bootstrap and control plane providers'.
+	g.Expect(mutatingNames).To(ConsistOf("capi-mutating-webhook-configuration",
+		"capi-kubeadm-bootstrap-mutating-webhook-configuration", "capi-kubeadm-controlplane-mutating-webhook-configuration"))
+	g.Expect(validatingNames).To(ConsistOf("capi-validating-webhook-configuration",
+		"capi-kubeadm-bootstrap-validating-webhook-configuration", "capi-kubeadm-controlplane-validating-webhook-configuration"))
+	g.Expect(paths).To(ContainElements("/validate-cluster-x-k8s-io-v1beta2-cluster", "/validate-controlplane-cluster-x-k8s-io-v1beta2-kubeadmcontrolplane"))
 
 	_, _, err = config.WebhookConfigurations("nonsense")
 	g.Expect(err).To(MatchError(ContainSubstring(`unknown webhook source "nonsense"`)))

@@ -3,6 +3,8 @@ package config
 import (
 	"embed"
 	"fmt"
+	"path"
+	"strings"
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	"sigs.k8s.io/yaml"
@@ -30,8 +32,10 @@ var webhookDirs = map[WebhookSource]string{
 }
 
 // WebhookConfigurations decodes the admission webhook configurations of sources (all of them
-// when none is given). Each configuration is renamed "<source>-<generated name>" so that those of
-// different sources never collide; clientConfig names a Service, as generated.
+// when none is given). Each configuration is renamed "<source>-<generated name>" (with the file's
+// name in between for a file other than manifests.yaml, such as Cluster API's
+// kubeadm-bootstrap.yaml) so that those of different sources and files never collide;
+// clientConfig names a Service, as generated.
 func WebhookConfigurations(sources ...WebhookSource) ([]*admissionregistrationv1.MutatingWebhookConfiguration, []*admissionregistrationv1.ValidatingWebhookConfiguration, error) {
 	if len(sources) == 0 {
 		sources = []WebhookSource{FlotillaWebhooks, ClusterAPIWebhooks}
@@ -62,14 +66,14 @@ func WebhookConfigurations(sources ...WebhookSource) ([]*admissionregistrationv1
 				if err := yaml.UnmarshalStrict(doc.body, cfg); err != nil {
 					return nil, nil, fmt.Errorf("decoding %s: %w", doc.file, err)
 				}
-				cfg.Name = string(source) + "-" + cfg.Name
+				cfg.Name = configurationName(source, doc.file, cfg.Name)
 				mutating = append(mutating, cfg)
 			case "ValidatingWebhookConfiguration":
 				cfg := &admissionregistrationv1.ValidatingWebhookConfiguration{}
 				if err := yaml.UnmarshalStrict(doc.body, cfg); err != nil {
 					return nil, nil, fmt.Errorf("decoding %s: %w", doc.file, err)
 				}
-				cfg.Name = string(source) + "-" + cfg.Name
+				cfg.Name = configurationName(source, doc.file, cfg.Name)
 				validating = append(validating, cfg)
 			default:
 				return nil, nil, fmt.Errorf("decoding %s: unexpected kind %q in a webhook manifest", doc.file, meta.Kind)
@@ -77,4 +81,12 @@ func WebhookConfigurations(sources ...WebhookSource) ([]*admissionregistrationv1
 		}
 	}
 	return mutating, validating, nil
+}
+
+// configurationName is the name WebhookConfigurations gives a configuration named name in file.
+func configurationName(source WebhookSource, file, name string) string {
+	if stem := strings.TrimSuffix(path.Base(file), ".yaml"); stem != "manifests" {
+		return string(source) + "-" + stem + "-" + name
+	}
+	return string(source) + "-" + name
 }

@@ -31,7 +31,8 @@ const (
 
 // setupClusterAPI registers Cluster API's core reconcilers and their admission webhooks: Cluster,
 // Machine, MachineSet, MachineDeployment and MachineHealthCheck, plus the MachineDrainRule webhook
-// (the Machine reconciler reads drain rules when it drains a Node).
+// (the Machine reconciler reads drain rules when it drains a Node), and what ClusterClass clusters
+// and ClusterResourceSets need (capi_topology.go).
 func setupClusterAPI(ctx context.Context, mgr ctrl.Manager, deps Deps) error {
 	if deps.ClusterCache == nil {
 		return fmt.Errorf("setting up Cluster API: ClusterCache is required")
@@ -101,5 +102,5 @@ func setupClusterAPI(ctx context.Context, mgr ctrl.Manager, deps Deps) error {
 			return fmt.Errorf("setting up the Cluster API %s webhook: %w", w.name, err)
 		}
 	}
-	return nil
+	return setupTopology(ctx, mgr, deps) // capi_topology.go
 }

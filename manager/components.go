@@ -15,6 +15,7 @@ import (
 	"github.com/flotilla-dev/flotilla/cluster/reconcilers/gitops"
 	"github.com/flotilla-dev/flotilla/cluster/reconcilers/kubeconfigaccess"
 	clusterwebhooks "github.com/flotilla-dev/flotilla/cluster/webhooks"
+	"github.com/flotilla-dev/flotilla/infrastructure/inmemory"
 	"github.com/flotilla-dev/flotilla/infrastructure/local"
 	"github.com/flotilla-dev/flotilla/infrastructure/packet"
 	"github.com/flotilla-dev/flotilla/packages"
@@ -45,6 +46,8 @@ type Deps struct {
 	Helm *helm.Engine
 	// Admins are the identities the webhooks trust with what only admins may do.
 	Admins clusterwebhooks.Admins
+	// Executable is the flotilla binary (Options.Executable).
+	Executable string
 }
 
 // AllComponents selects every component.
@@ -62,6 +65,10 @@ func Components() []Component {
 		}},
 		{Name: "packet", Setup: func(ctx context.Context, mgr ctrl.Manager, _ Deps) error {
 			return packet.Setup(ctx, mgr, packet.Options{})
+		}},
+		// Cluster API's in-memory provider, a provider Flotilla did not write, as its own process.
+		{Name: "inmemory", Setup: func(ctx context.Context, mgr ctrl.Manager, deps Deps) error {
+			return inmemory.Setup(ctx, mgr, inmemory.Options{Executable: deps.Executable, Home: deps.Home})
 		}},
 		{Name: "cluster", Setup: func(ctx context.Context, mgr ctrl.Manager, deps Deps) error {
 			return cluster.Options{Admins: deps.Admins}.Setup(ctx, mgr)

@@ -19,7 +19,10 @@
 //     records the manager's version for version skew checks.
 //
 // The "capi" component embeds Cluster API v1.14's core reconcilers (Cluster, Machine, MachineSet,
-// MachineDeployment, MachineHealthCheck) and their admission webhooks, wired as Cluster API's own
-// core/main.go wires them, without ClusterClass, managed topologies, the runtime SDK or
-// MachinePools. Other components are listed in components.go.
+// MachineDeployment, MachineHealthCheck), its ClusterClass and managed topology reconcilers
+// (ClusterClass, Cluster topology, MachineDeployment and MachineSet topology, with the
+// ClusterTopology feature gate on), its ClusterResourceSet reconcilers, and their admission
+// webhooks, wired as Cluster API's own core/main.go wires them, without the runtime SDK or
+// MachinePools. The "kubeadm" component embeds the kubeadm bootstrap and control plane providers
+// with their webhooks. Other components are listed in components.go.
 package manager

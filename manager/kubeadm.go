@@ -6,7 +6,9 @@ import (
 	"time"
 
 	"sigs.k8s.io/cluster-api/bootstrap/kubeadm/reconcilers/kubeadmconfig"
+	bootstrapadmission "sigs.k8s.io/cluster-api/bootstrap/kubeadm/webhooks/admission"
 	"sigs.k8s.io/cluster-api/controlplane/kubeadm/reconcilers/kubeadmcontrolplane"
+	controlplaneadmission "sigs.k8s.io/cluster-api/controlplane/kubeadm/webhooks/admission"
 	ctrl "sigs.k8s.io/controller-runtime"
 	ctrlclient "sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
@@ -46,11 +48,12 @@ func kubeadmComponents() []Component {
 }
 
 // setupKubeadm registers Cluster API's kubeadm providers, used by the Packet provider's
-// clusters: the KubeadmConfig reconciler (bootstrap: the kubeadm token and the cloud-init that
-// runs kubeadm init or join, in each Machine's bootstrap data Secret) and the KubeadmControlPlane
-// reconciler (the CA and other certificate Secrets, the <cluster>-kubeconfig admin kubeconfig,
-// control plane Machines). Their admission webhooks are not served: Flotilla builds these
-// objects with every field the webhooks would default set explicitly.
+// clusters and by ClusterClasses whose control plane is kubeadm's (Cluster API's in-memory
+// provider's is): the KubeadmConfig reconciler (bootstrap: the kubeadm token and the cloud-init
+// that runs kubeadm init or join, in each Machine's bootstrap data Secret) and the
+// KubeadmControlPlane reconciler (the CA and other certificate Secrets, the <cluster>-kubeconfig
+// admin kubeconfig, control plane Machines), and their admission webhooks, which default and
+// validate what Cluster API's topology controller makes from a ClusterClass's templates.
 func setupKubeadm(ctx context.Context, mgr ctrl.Manager, deps Deps) error {
 	if deps.ClusterCache == nil {
 		return fmt.Errorf("setting up the kubeadm providers: ClusterCache is required")
@@ -86,6 +89,21 @@ func setupKubeadm(ctx context.Context, mgr ctrl.Manager, deps Deps) error {
 		ReconciliationTimeout: 3 * time.Minute,
 	}); err != nil {
 		return fmt.Errorf("setting up the KubeadmControlPlane controller: %w", err)
+	}
+	webhooks := []struct {
+		name  string
+		setup func(ctrl.Manager) error
+	}{
+		{"KubeadmConfig", (&bootstrapadmission.KubeadmConfig{}).SetupWebhookWithManager},
+		{"KubeadmConfigTemplate", (&bootstrapadmission.KubeadmConfigTemplate{}).SetupWebhookWithManager},
+		{"KubeadmControlPlane", (&controlplaneadmission.KubeadmControlPlane{}).SetupWebhookWithManager},
+		{"KubeadmControlPlane scale", (&controlplaneadmission.ScaleValidator{Client: mgr.GetClient()}).SetupWebhookWithManager},
+		{"KubeadmControlPlaneTemplate", (&controlplaneadmission.KubeadmControlPlaneTemplate{}).SetupWebhookWithManager},
+	}
+	for _, w := range webhooks {
+		if err := w.setup(mgr); err != nil {
+			return fmt.Errorf("setting up the %s webhook: %w", w.name, err)
+		}
 	}
 	return nil
 }

@@ -13,8 +13,12 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/leaderelection/resourcelock"
 	"k8s.io/utils/ptr"
-	clusterv1beta1 "sigs.k8s.io/cluster-api/api/core/v1beta1" //nolint:staticcheck // CAPI's webhooks convert v1beta1 <-> v1beta2
+	capiaddonsv1beta1 "sigs.k8s.io/cluster-api/api/addons/v1beta1"                        //nolint:staticcheck // CAPI's webhooks convert v1beta1 <-> v1beta2
+	bootstrapv1beta1 "sigs.k8s.io/cluster-api/api/bootstrap/kubeadm/v1beta1"              //nolint:staticcheck // CAPI's webhooks convert v1beta1 <-> v1beta2
+	kubeadmcontrolplanev1beta1 "sigs.k8s.io/cluster-api/api/controlplane/kubeadm/v1beta1" //nolint:staticcheck // CAPI's webhooks convert v1beta1 <-> v1beta2
+	clusterv1beta1 "sigs.k8s.io/cluster-api/api/core/v1beta1"                             //nolint:staticcheck // CAPI's webhooks convert v1beta1 <-> v1beta2
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
+	runtimev1 "sigs.k8s.io/cluster-api/api/runtime/v1beta2"
 	"sigs.k8s.io/cluster-api/controllers/clustercache"
 	"sigs.k8s.io/cluster-api/controllers/remote"
 	"sigs.k8s.io/cluster-api/core/setup"
@@ -79,6 +83,9 @@ type Options struct {
 	Home string
 	// BinRoot is the control plane binary cache; binaries.DefaultRoot() when empty.
 	BinRoot string
+	// Executable is the flotilla binary, which the "inmemory" component runs Cluster API's
+	// in-memory provider with (its hidden inmemory-provider command); empty, it runs none.
+	Executable string
 	// Version is recorded in the ConfigMap flotilla-system/flotilla-version.
 	Version string
 	// SkipControllerNameValidation lets one process run several managers with the same
@@ -151,7 +158,7 @@ func New(ctx context.Context, restConfig *rest.Config, opts Options) (_ *Manager
 
 // newDeps fills in what the components share from opts and the defaults.
 func newDeps(opts Options) Deps {
-	deps := Deps{Home: opts.Home, BinRoot: opts.BinRoot, Admins: opts.Admins}
+	deps := Deps{Home: opts.Home, BinRoot: opts.BinRoot, Admins: opts.Admins, Executable: opts.Executable}
 	if deps.Home == "" {
 		deps.Home = controlplane.HomeDir()
 	}
@@ -163,16 +170,25 @@ func newDeps(opts Options) Deps {
 	return deps
 }
 
-// newScheme is the manager's scheme: Flotilla's, with Cluster API's v1beta1 types besides.
+// newScheme is the manager's scheme: Flotilla's, with Cluster API's v1beta1 types and its
+// runtime extension types besides.
 func newScheme() (*runtime.Scheme, error) {
 	s, err := scheme.New()
 	if err != nil {
 		return nil, err
 	}
-	// Cluster API's webhooks register v1beta1 <-> v1beta2 converters, which need both versions
-	// in the scheme; the CRDs serve only v1beta2, so the converters are never called.
-	if err := clusterv1beta1.AddToScheme(s); err != nil {
-		return nil, fmt.Errorf("building scheme: %w", err)
+	// Cluster API's webhooks (the core's and the kubeadm providers') register v1beta1 <-> v1beta2
+	// converters, which need both versions in the scheme; the CRDs serve only v1beta2, so the
+	// converters are never called.
+	// The ClusterClass reconciler watches ExtensionConfigs (runtime extensions that discover
+	// variables), of which Flotilla has none.
+	for _, add := range []func(*runtime.Scheme) error{
+		clusterv1beta1.AddToScheme, capiaddonsv1beta1.AddToScheme, bootstrapv1beta1.AddToScheme, kubeadmcontrolplanev1beta1.AddToScheme,
+		runtimev1.AddToScheme,
+	} {
+		if err := add(s); err != nil {
+			return nil, fmt.Errorf("building scheme: %w", err)
+		}
 	}
 	return s, nil
 }
@@ -273,6 +289,12 @@ func (m *Manager) setup(ctx context.Context, deps Deps) error {
 		}
 	}
 
+	// The gate first: with it on, the default indexes include Clusters by ClusterClass, which
+	// Cluster API's ClusterClass webhook lists by (on every update of a class, as clusterctl
+	// move's pause makes).
+	if err := enableClusterTopology(); err != nil { // capi_topology.go
+		return err
+	}
 	if err := index.AddDefaultIndexes(ctx, mgr); err != nil {
 		return fmt.Errorf("adding Cluster API indexes: %w", err)
 	}

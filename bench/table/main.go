@@ -35,6 +35,9 @@ var targets = map[string]string{
 	"BenchmarkPacket/packet-ready-s":                                    "reported",
 	"BenchmarkPacket/metal-calls-per-machine":                           "reported",
 	"BenchmarkPacket/metal-calls-per-machine-hour":                      "reported",
+	"BenchmarkInMemory/inmemory-ready-p50-s":                            "≤ 5",
+	"BenchmarkInMemory/inmemory-50-ready-s":                             "≤ 60",
+	"BenchmarkInMemory/inmemory-load1":                                  "reported",
 }
 
 var suffix = regexp.MustCompile(`-\d+$`)

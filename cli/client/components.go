@@ -16,13 +16,13 @@ import (
 	"github.com/flotilla-dev/flotilla/internal/version"
 )
 
-// installComponents makes the cluster behind c able to hold Flotilla and Cluster API objects:
+// InstallComponents makes the cluster behind c able to hold Flotilla and Cluster API objects:
 // the CRDs, the ClusterRole flotilla-cluster-creator for users who are not admins (with public
 // read access to the Flotilla version), the flotilla-system namespace and the clusterctl provider
 // inventory (which clusterctl move checks on both clusters, as `clusterctl init` would have
 // written it).
 // It starts no controller. Re-running it changes nothing.
-func installComponents(ctx context.Context, c ctrlclient.Client) error {
+func InstallComponents(ctx context.Context, c ctrlclient.Client) error {
 	if err := config.Install(ctx, c); err != nil {
 		return fmt.Errorf("installing CRDs: %w", err)
 	}
@@ -54,7 +54,10 @@ func installComponents(ctx context.Context, c ctrlclient.Client) error {
 }
 
 // inventory is the clusterctl provider inventory of a Flotilla management cluster: CAPI's core
-// provider, embedded in the manager, and the local infrastructure and control plane providers.
+// provider and its kubeadm bootstrap and control plane providers, embedded in the manager; the
+// local infrastructure and control plane providers; and Cluster API's in-memory infrastructure
+// provider, which the manager runs as a process of its own (its CRDs carry the label
+// cluster.x-k8s.io/provider=infrastructure-in-memory, which clusterctl matches with this entry).
 func inventory() []*clusterctlv1.Provider {
 	provider := func(name, providerName string, t clusterctlv1.ProviderType, version string) *clusterctlv1.Provider {
 		return &clusterctlv1.Provider{
@@ -73,6 +76,9 @@ func inventory() []*clusterctlv1.Provider {
 	}
 	return []*clusterctlv1.Provider{
 		provider("cluster-api", "cluster-api", clusterctlv1.CoreProviderType, capiVersion()),
+		provider("bootstrap-kubeadm", "kubeadm", clusterctlv1.BootstrapProviderType, capiVersion()),
+		provider("control-plane-kubeadm", "kubeadm", clusterctlv1.ControlPlaneProviderType, capiVersion()),
+		provider("infrastructure-in-memory", "in-memory", clusterctlv1.InfrastructureProviderType, capiVersion()),
 		provider("infrastructure-local", "local", clusterctlv1.InfrastructureProviderType, version.Get().Version),
 		provider("control-plane-local", "local", clusterctlv1.ControlPlaneProviderType, version.Get().Version),
 	}

@@ -145,7 +145,7 @@ func installBootstrapComponents(ctx context.Context, r *managementRun) error {
 	if err != nil {
 		return err
 	}
-	if err := installComponents(ctx, c); err != nil {
+	if err := InstallComponents(ctx, c); err != nil {
 		return err
 	}
 	return r.c.StartManager(ctx, r.boot)
@@ -188,7 +188,7 @@ func moveManagement(ctx context.Context, r *managementRun) error {
 	if err != nil {
 		return err
 	}
-	if err := installComponents(ctx, target); err != nil {
+	if err := InstallComponents(ctx, target); err != nil {
 		return err
 	}
 	if err := r.c.StartManager(ctx, r.boot); err != nil {

@@ -70,8 +70,8 @@ func (c *Client) waitForRollout(ctx context.Context, ro rollout) error {
 	return nil
 }
 
-// observeRollout reads what waitForRollout judges: the Flotilla Cluster, its LocalControlPlane and
-// its Machines.
+// observeRollout reads what waitForRollout judges: the Flotilla Cluster, its Machines, and its
+// LocalControlPlane when it has one (a local cluster), which says when binaries are missing.
 func observeRollout(ctx context.Context, kc ctrlclient.Client, key ctrlclient.ObjectKey, version string) (rolloutStatus, error) {
 	fc := &flotillav1.Cluster{}
 	if err := kc.Get(ctx, key, fc); err != nil {
@@ -107,14 +107,18 @@ type rolloutStatus struct {
 	// Ready; readyReason and readyMessage say why not.
 	observed, ready           bool
 	readyReason, readyMessage string
-	// controlPlane is the version the control plane reports, "" before it has; available
-	// whether it serves, unavailableReason and unavailableMessage why not.
+	// controlPlane is the version the control plane runs (the Cluster's
+	// status.kubernetesVersion, for every provider), "" before it reports one; available
+	// whether it is ready (ControlPlaneReady), unavailableReason and unavailableMessage why not.
 	controlPlane                          string
 	available                             bool
 	unavailableReason, unavailableMessage string
-	// desired is the number of workers the spec asks for; machines counts the Machines that
-	// are not being deleted, atVersion and readyMachines those of them that run version and
-	// are Ready; deleting those being deleted.
+	// binariesMissing is the message of a local control plane that lacks the binaries of the
+	// version; empty otherwise.
+	binariesMissing string
+	// desired is the number of workers the spec asks for; machines counts the worker Machines
+	// (control plane Machines are the control plane's) that are not being deleted, atVersion and
+	// readyMachines those of them that run version and are Ready; deleting those being deleted.
 	desired                                      int32
 	machines, atVersion, readyMachines, deleting int
 }
@@ -127,15 +131,21 @@ func newRolloutStatus(version string, fc *flotillav1.Cluster, lcp *controlplanev
 		st.ready = ready.Status == metav1.ConditionTrue && ready.ObservedGeneration >= fc.Generation
 		st.readyReason, st.readyMessage = ready.Reason, ready.Message
 	}
+	st.controlPlane = fc.Status.KubernetesVersion
+	if cp := meta.FindStatusCondition(fc.Status.Conditions, flotillav1.ControlPlaneReadyCondition); cp != nil {
+		st.available = cp.Status == metav1.ConditionTrue
+		st.unavailableReason, st.unavailableMessage = cp.Reason, cp.Message
+	}
 	if lcp != nil {
-		st.controlPlane = lcp.Status.Version
-		if available := meta.FindStatusCondition(lcp.Status.Conditions, controlplanev1.AvailableCondition); available != nil {
-			st.available = available.Status == metav1.ConditionTrue
-			st.unavailableReason, st.unavailableMessage = available.Reason, available.Message
+		if available := meta.FindStatusCondition(lcp.Status.Conditions, controlplanev1.AvailableCondition); available != nil && available.Reason == controlplanev1.BinariesMissingReason {
+			st.binariesMissing = available.Message
 		}
 	}
 	for i := range machines {
 		m := &machines[i]
+		if _, controlPlane := m.Labels[clusterv1.MachineControlPlaneLabel]; controlPlane {
+			continue
+		}
 		if !m.DeletionTimestamp.IsZero() {
 			st.deleting++
 			continue
@@ -166,8 +176,8 @@ func (s rolloutStatus) failure() error {
 	switch {
 	case s.observed && s.readyReason == flotillav1.InvalidSpecReason:
 		return fmt.Errorf("the cluster controller finds the spec invalid: %s", s.readyMessage)
-	case s.unavailableReason == controlplanev1.BinariesMissingReason:
-		return fmt.Errorf("the control plane cannot start %s: %s", s.version, s.unavailableMessage)
+	case s.binariesMissing != "":
+		return fmt.Errorf("the control plane cannot start %s: %s", s.version, s.binariesMissing)
 	}
 	return nil
 }

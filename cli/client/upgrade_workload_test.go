@@ -108,11 +108,19 @@ func rolledOut() rolloutObjects {
 	fc := clusterWithGroups(group("md-0", 3))
 	fc.Name, fc.Generation = "w1", 4
 	fc.Status.ObservedGeneration = 4
-	fc.Status.Conditions = []metav1.Condition{{Type: flotillav1.ReadyCondition, Status: metav1.ConditionTrue, Reason: flotillav1.ReadyReason, ObservedGeneration: 4}}
+	fc.Status.KubernetesVersion = "v1.36.3"
+	fc.Status.Conditions = []metav1.Condition{
+		{Type: flotillav1.ReadyCondition, Status: metav1.ConditionTrue, Reason: flotillav1.ReadyReason, ObservedGeneration: 4},
+		{Type: flotillav1.ControlPlaneReadyCondition, Status: metav1.ConditionTrue, Reason: flotillav1.ReadyReason, ObservedGeneration: 4},
+	}
 	lcp := &controlplanev1.LocalControlPlane{}
 	lcp.Status.Version = "v1.36.3"
 	lcp.Status.Conditions = []metav1.Condition{{Type: controlplanev1.AvailableCondition, Status: metav1.ConditionTrue, Reason: "Available"}}
-	var machines []clusterv1.Machine
+	// A control plane Machine (a Packet or ClusterClass cluster's) is the control plane's, not a
+	// worker.
+	cp := clusterv1.Machine{Spec: clusterv1.MachineSpec{Version: "v1.35.4"}}
+	cp.Labels = map[string]string{clusterv1.MachineControlPlaneLabel: ""}
+	machines := []clusterv1.Machine{cp}
 	for range 3 {
 		m := clusterv1.Machine{Spec: clusterv1.MachineSpec{Version: "v1.36.3"}}
 		m.Status.Conditions = []metav1.Condition{{Type: clusterv1.MachineReadyCondition, Status: metav1.ConditionTrue, Reason: "Ready"}}
@@ -141,20 +149,20 @@ func TestRolloutStatus(t *testing.T) {
 		},
 		{
 			name:        "a control plane that still reports the old version is not done",
-			change:      func(o *rolloutObjects) { o.lcp.Status.Version = "v1.35.4" },
+			change:      func(o *rolloutObjects) { o.cluster.Status.KubernetesVersion = "v1.35.4" },
 			wantSummary: "control plane v1.35.4 → v1.36.3 · workers: 3 machines, 3 at v1.36.3, 3 ready · Ready",
 		},
 		{
 			name: "a control plane that is not available is not done",
 			change: func(o *rolloutObjects) {
-				o.lcp.Status.Conditions[0].Status, o.lcp.Status.Conditions[0].Reason = metav1.ConditionFalse, "Unavailable"
+				o.cluster.Status.Conditions[1].Status, o.cluster.Status.Conditions[1].Reason = metav1.ConditionFalse, flotillav1.WaitingForControlPlaneReason
 			},
-			wantSummary: "control plane v1.36.3 (not available: Unavailable) · workers: 3 machines, 3 at v1.36.3, 3 ready · Ready",
+			wantSummary: "control plane v1.36.3 (not available: WaitingForControlPlane) · workers: 3 machines, 3 at v1.36.3, 3 ready · Ready",
 		},
 		{
 			name: "a machine at the old version is not done",
 			change: func(o *rolloutObjects) {
-				o.machines[0].Spec.Version = "v1.35.4"
+				o.machines[1].Spec.Version = "v1.35.4"
 			},
 			wantSummary: "control plane v1.36.3 · workers: 3 machines, 2 at v1.36.3, 3 ready · Ready",
 		},
@@ -169,13 +177,13 @@ func TestRolloutStatus(t *testing.T) {
 		},
 		{
 			name:        "a machine too many (the surge) is not done",
-			change:      func(o *rolloutObjects) { o.machines = append(o.machines, o.machines[0]) },
+			change:      func(o *rolloutObjects) { o.machines = append(o.machines, o.machines[1]) },
 			wantSummary: "control plane v1.36.3 · workers: 4 machines (want 3), 4 at v1.36.3, 4 ready · Ready",
 		},
 		{
 			name: "a machine that is not Ready is not done",
 			change: func(o *rolloutObjects) {
-				o.machines[2].Status.Conditions[0].Status = metav1.ConditionFalse
+				o.machines[3].Status.Conditions[0].Status = metav1.ConditionFalse
 			},
 			wantSummary: "control plane v1.36.3 · workers: 3 machines, 3 at v1.36.3, 2 ready · Ready",
 		},
@@ -196,16 +204,18 @@ func TestRolloutStatus(t *testing.T) {
 		{
 			name: "missing binaries fail the wait with the instruction to build them",
 			change: func(o *rolloutObjects) {
-				o.lcp.Status.Version = "v1.35.4"
+				o.cluster.Status.KubernetesVersion = "v1.35.4"
+				o.cluster.Status.Conditions[1] = metav1.Condition{Type: flotillav1.ControlPlaneReadyCondition, Status: metav1.ConditionFalse,
+					Reason: flotillav1.WaitingForControlPlaneReason, Message: "LocalControlPlane w1 is not available (BinariesMissing: ...)"}
 				o.lcp.Status.Conditions[0] = metav1.Condition{Type: controlplanev1.AvailableCondition, Status: metav1.ConditionFalse,
 					Reason: controlplanev1.BinariesMissingReason, Message: "run: flotilla binaries build v1.36.3"}
 			},
 			wantFailure: "the control plane cannot start v1.36.3: run: flotilla binaries build v1.36.3",
-			wantSummary: "control plane v1.35.4 → v1.36.3 (not available: BinariesMissing) · workers: 3 machines, 3 at v1.36.3, 3 ready · Ready",
+			wantSummary: "control plane v1.35.4 → v1.36.3 (not available: WaitingForControlPlane) · workers: 3 machines, 3 at v1.36.3, 3 ready · Ready",
 		},
 		{
 			name:        "a control plane that reports no version yet is starting",
-			change:      func(o *rolloutObjects) { o.lcp = nil },
+			change:      func(o *rolloutObjects) { o.cluster.Status.KubernetesVersion = "" },
 			wantSummary: "control plane starting · workers: 3 machines, 3 at v1.36.3, 3 ready · Ready",
 		},
 	}

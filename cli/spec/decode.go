@@ -137,6 +137,9 @@ func decodeDocument(d *document, data []byte, p *problems) bool {
 		return false
 	}
 	k, prov, ok := kindNamed(*head.Kind)
+	if !ok && head.APIVersion != nil && isTemplateKind(*head.APIVersion, *head.Kind) {
+		return decodeTemplate(d, data, *head.APIVersion, *head.Kind, p) // topology.go
+	}
 	if !ok {
 		p.doc(d, "kind", "%q is not a kind a cluster spec holds; use one of %s", *head.Kind, kindNames())
 		return false

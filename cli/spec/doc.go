@@ -6,7 +6,11 @@
 // spec.controlPlane.machineGroupRef and spec.workerNodeGroups[].machineGroupRef name. For the
 // local provider these are LocalDatacenterConfig and LocalMachineConfig
 // (infrastructure.flotilla.dev/v1alpha1). A provider is one entry in an internal table, so the
-// Packet provider's kinds are added there. A spec may also hold the GitOpsConfig that
+// Packet provider's kinds are added there. A Cluster of a Cluster API ClusterClass
+// (spec.topology, topology.go) names no datacenter or machine configs: its file may hold the
+// ClusterClass it names with the templates the class references, of any Cluster API provider
+// (applied first, for an admin; a user who may only create clusters leaves them out), and
+// Spec.Provider is ProviderClusterClass. A spec may also hold the GitOpsConfig that
 // spec.gitOpsRef names (a management cluster's spec must): it is returned apart from the other
 // objects (Spec.GitOpsConfig), since it is applied to the management cluster only.
 //
@@ -35,5 +39,6 @@
 // # Generating
 //
 // Generate prints a complete spec for a provider with a comment on every field; its output
-// always loads.
+// always loads. ProviderInMemory prints a cluster of Cluster API's in-memory provider, with the
+// ClusterClass "in-memory" and its templates.
 package spec

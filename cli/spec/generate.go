@@ -43,9 +43,12 @@ type templateData struct {
 // Generate returns a complete cluster spec for the provider, as commented multi-document YAML
 // that Parse accepts: the Cluster and the provider's datacenter and machine configs.
 func Generate(o GenerateOptions) ([]byte, error) {
-	prov, ok := providerNamed(o.Provider)
+	text, ok := templateOf(o.Provider)
 	if !ok {
 		return nil, fmt.Errorf("unknown provider %q: supported providers are %s", o.Provider, strings.Join(Providers(), ", "))
+	}
+	if o.Provider == ProviderInMemory && o.Management {
+		return nil, fmt.Errorf("--management: a cluster of Cluster API's in-memory provider is a workload cluster; a management cluster is of the %s provider", ProviderLocal)
 	}
 	if msg := clustervalidation.DNSLabelProblem(o.Name, clustervalidation.MaxClusterNameLength); msg != "" {
 		return nil, fmt.Errorf("%q is not a valid cluster name: %s", o.Name, msg)
@@ -73,19 +76,28 @@ func Generate(o GenerateOptions) ([]byte, error) {
 		Supported:       strings.Join(binaries.SupportedMinors(), ", "),
 		WorkerGroup:     DefaultWorkerGroup,
 	}
-	tmpl, err := template.New(prov.name).Option("missingkey=error").Parse(prov.template)
+	tmpl, err := template.New(o.Provider).Option("missingkey=error").Parse(text)
 	if err != nil {
-		return nil, fmt.Errorf("parsing the %s template: %w", prov.name, err)
+		return nil, fmt.Errorf("parsing the %s template: %w", o.Provider, err)
 	}
 	var out bytes.Buffer
 	if err := tmpl.Execute(&out, data); err != nil {
-		return nil, fmt.Errorf("rendering the %s template: %w", prov.name, err)
+		return nil, fmt.Errorf("rendering the %s template: %w", o.Provider, err)
 	}
 	// What we print must load; check rather than hand the user a file create rejects.
 	if _, err := Parse(o.Name+".yaml", out.Bytes()); err != nil {
 		return nil, fmt.Errorf("generated spec does not load (a bug in flotilla): %w", err)
 	}
 	return out.Bytes(), nil
+}
+
+// templateOf returns the `generate clusterconfig` template of a provider of Providers().
+func templateOf(provider string) (string, bool) {
+	if provider == ProviderInMemory {
+		return inMemoryTemplate, true // inmemory.go
+	}
+	p, ok := providerNamed(provider)
+	return p.template, ok
 }
 
 // generateCommand is the command line that produces o.

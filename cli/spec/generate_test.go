@@ -98,7 +98,7 @@ func TestGenerateRejectsBadOptions(t *testing.T) {
 		{
 			name: "an unknown provider lists the supported ones",
 			opts: GenerateOptions{Name: "w1", Provider: "aws"},
-			want: `unknown provider "aws": supported providers are local, packet`,
+			want: `unknown provider "aws": supported providers are local, packet, inmemory`,
 		},
 		{
 			name: "a name that is not a DNS label is rejected with a suggestion",

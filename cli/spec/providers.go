@@ -47,13 +47,15 @@ func providers() []provider {
 	return []provider{localProvider(), packetProvider()}
 }
 
-// Providers returns the names of the supported providers, for flag help and errors.
+// Providers returns the names of the providers `generate clusterconfig` writes specs for, for
+// flag help and errors: Flotilla's own, and Cluster API's in-memory provider through a
+// ClusterClass.
 func Providers() []string {
-	names := make([]string, 0, len(providers()))
+	names := make([]string, 0, len(providers())+1)
 	for _, p := range providers() {
 		names = append(names, p.name)
 	}
-	return names
+	return append(names, ProviderInMemory)
 }
 
 func providerNamed(name string) (provider, bool) {
@@ -80,6 +82,9 @@ func kindNamed(name string) (kind, *provider, bool) {
 	if name == gitOpsConfigKind.gvk.Kind {
 		return gitOpsConfigKind, nil, true
 	}
+	if name == clusterClassKind.gvk.Kind {
+		return clusterClassKind, nil, true
+	}
 	for _, p := range providers() {
 		for _, k := range []kind{p.datacenter, p.machineConfig} {
 			if k.gvk.Kind == name {
@@ -96,7 +101,8 @@ func kindNames() string {
 	for _, p := range providers() {
 		names = append(names, p.datacenter.gvk.Kind, p.machineConfig.gvk.Kind)
 	}
-	names = append(names, gitOpsConfigKind.gvk.Kind)
+	names = append(names, gitOpsConfigKind.gvk.Kind, clusterClassKind.gvk.Kind,
+		"or a template of a Cluster API provider (a kind ending in Template of a *.cluster.x-k8s.io group)")
 	return strings.Join(names, ", ")
 }
 

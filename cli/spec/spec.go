@@ -39,7 +39,7 @@ type Spec struct {
 	KubernetesVersion string
 
 	// Datacenter is the datacenter config spec.datacenterRef names, such as a
-	// *infrav1.LocalDatacenterConfig.
+	// *infrav1.LocalDatacenterConfig; nil for a cluster of a ClusterClass.
 	Datacenter ctrlclient.Object
 
 	// MachineConfigs are the provider's machine configs in the file by name, such as
@@ -47,8 +47,9 @@ type Spec struct {
 	MachineConfigs map[string]ctrlclient.Object
 
 	// Objects are every object of the file in the order to apply them: the datacenter config,
-	// the machine configs in file order, then the Cluster, which references them. Each has its
-	// apiVersion and kind set.
+	// the machine configs in file order, then the Cluster, which references them; for a cluster
+	// of a ClusterClass, the templates (*unstructured.Unstructured) and the ClusterClass the file
+	// holds, then the Cluster. Each has its apiVersion and kind set.
 	Objects []ctrlclient.Object
 
 	// GitOpsConfig is the GitOpsConfig that spec.gitOpsRef names, when the file holds it, with

@@ -210,7 +210,7 @@ func TestParseRejectsInvalidSpecs(t *testing.T) {
 		{
 			name: "an unknown field inside a list names its index and the known fields",
 			spec: func(t *testing.T) string { return edit(t, "      count: 2\n", "      count: 2\n      replicas: 2\n") },
-			want: `w1.yaml:18: document 1 (Cluster "w1"): spec.workerNodeGroups[0].replicas: unknown field; remove it (known fields here: count, kubernetesVersion, labels, machineGroupRef, name)`,
+			want: `w1.yaml:18: document 1 (Cluster "w1"): spec.workerNodeGroups[0].replicas: unknown field; remove it (known fields here: class, count, kubernetesVersion, labels, machineGroupRef, name)`,
 		},
 		{
 			name: "an unknown field of a provider config names that document",
@@ -235,12 +235,12 @@ func TestParseRejectsInvalidSpecs(t *testing.T) {
 		{
 			name: "a document without a kind is rejected",
 			spec: func(t *testing.T) string { return edit(t, "\nkind: LocalMachineConfig\n", "\n") },
-			want: `w1.yaml:32: document 3: kind: missing; every document names its kind, one of Cluster, LocalDatacenterConfig, LocalMachineConfig, PacketDatacenterConfig, PacketMachineConfig, GitOpsConfig`,
+			want: `w1.yaml:32: document 3: kind: missing; every document names its kind, one of Cluster, LocalDatacenterConfig, LocalMachineConfig, PacketDatacenterConfig, PacketMachineConfig, GitOpsConfig, ClusterClass, or a template of a Cluster API provider (a kind ending in Template of a *.cluster.x-k8s.io group)`,
 		},
 		{
 			name: "a document of an unknown kind is rejected",
 			spec: func(t *testing.T) string { return edit(t, "\nkind: LocalMachineConfig", "\nkind: MachineConfig") },
-			want: `w1.yaml:33: document 3: kind: "MachineConfig" is not a kind a cluster spec holds; use one of Cluster, LocalDatacenterConfig, LocalMachineConfig, PacketDatacenterConfig, PacketMachineConfig, GitOpsConfig`,
+			want: `w1.yaml:33: document 3: kind: "MachineConfig" is not a kind a cluster spec holds; use one of Cluster, LocalDatacenterConfig, LocalMachineConfig, PacketDatacenterConfig, PacketMachineConfig, GitOpsConfig, ClusterClass, or a template of a Cluster API provider (a kind ending in Template of a *.cluster.x-k8s.io group)`,
 		},
 		{
 			name: "a document of the wrong apiVersion is rejected",

@@ -47,8 +47,12 @@ func assemble(file string, docs []*document, p *problems) *Spec {
 	c := a.cluster.obj.(*flotillav1.Cluster)
 	c.Status = flotillav1.ClusterStatus{}
 	clustervalidation.DefaultCluster(c)
+	if c.Spec.Topology != nil {
+		return a.assembleTopology(c)
+	}
 	hint := a.findDatacenter()
 	a.collectMachineConfigs()
+	a.rejectClassDocuments() // topology.go
 	a.report(a.cluster, clustervalidation.ValidateCluster(c), func(err *field.Error) string {
 		switch {
 		case strings.HasPrefix(err.Field, "spec.datacenterRef"):
@@ -80,11 +84,36 @@ func assemble(file string, docs []*document, p *problems) *Spec {
 		}
 	}
 	s.Objects = append(s.Objects, c)
-	for _, obj := range s.Objects {
-		d := a.documentOf(obj)
-		obj.GetObjectKind().SetGroupVersionKind(d.kind.gvk)
-	}
+	a.setKinds(s.Objects)
 	return s
+}
+
+// assembleTopology validates a ClusterClass cluster's file (topology.go), defaulted.
+func (a *assembler) assembleTopology(c *flotillav1.Cluster) *Spec {
+	docs := a.collectClass()
+	s := &Spec{File: a.file, Cluster: c, Provider: ProviderClusterClass, MachineConfigs: map[string]ctrlclient.Object{}}
+	s.KubernetesVersion, _ = binaries.ResolveMinor(c.Spec.KubernetesVersion) // reported below when it fails
+	a.report(a.cluster, clustervalidation.ValidateCluster(c), nil)
+	a.checkGitOps(c, s)
+	a.validateTopology(c, docs)
+	for _, d := range a.docs {
+		if d.provider != nil {
+			a.p.doc(d, "kind", "%s belongs to the %s provider, and a cluster of a ClusterClass takes its infrastructure from the class; remove it", d.kind.gvk.Kind, d.provider.name)
+		}
+	}
+	if len(a.p.list) > 0 {
+		return nil
+	}
+	s.Objects = topologyObjects(c, docs)
+	a.setKinds(s.Objects)
+	return s
+}
+
+// setKinds sets the apiVersion and kind of each object from its document.
+func (a *assembler) setKinds(objs []ctrlclient.Object) {
+	for _, obj := range objs {
+		obj.GetObjectKind().SetGroupVersionKind(a.documentOf(obj).kind.gvk)
+	}
 }
 
 // report records the errors cluster/validation found in document d, each at its field's line;

@@ -41,6 +41,7 @@ func ValidateCluster(c *flotillav1.Cluster) field.ErrorList {
 	errs := ValidateClusterName(c.Name, field.NewPath("metadata", "name"))
 	errs = append(errs, validateVersion(spec.Child("kubernetesVersion"), c.Spec.KubernetesVersion)...)
 	errs = append(errs, validateDatacenterRef(c)...)
+	errs = append(errs, validateShape(c)...) // topology.go
 	errs = append(errs, validateControlPlane(c)...)
 	errs = append(errs, validateWorkerNodeGroups(c, func(int) bool { return true })...)
 	errs = append(errs, validateWorkerVersions(c)...)
@@ -78,8 +79,12 @@ func validateVersion(path *field.Path, v string) field.ErrorList {
 	return nil
 }
 
-// validateDatacenterRef: the datacenter config is of a provider's kind, and named.
+// validateDatacenterRef: the datacenter config is of a provider's kind, and named; a Cluster of
+// a ClusterClass has none (validateShape).
 func validateDatacenterRef(c *flotillav1.Cluster) field.ErrorList {
+	if c.Spec.Topology != nil {
+		return nil
+	}
 	path := spec.Child("datacenterRef")
 	ref := c.Spec.DatacenterRef
 	kinds := strings.Join(DatacenterKinds(), ", ")
@@ -99,8 +104,12 @@ func validateDatacenterRef(c *flotillav1.Cluster) field.ErrorList {
 }
 
 // validateMachineRef: a machineGroupRef names a machine config of the cluster's provider (of any
-// provider when the datacenter's kind is not known).
+// provider when the datacenter's kind is not known); a Cluster of a ClusterClass names none
+// (validateShape).
 func validateMachineRef(c *flotillav1.Cluster, path *field.Path, ref flotillav1.Ref) field.ErrorList {
+	if c.Spec.Topology != nil {
+		return nil
+	}
 	p, known := ProviderOf(c.Spec.DatacenterRef.Kind)
 	want := strings.Join(MachineConfigKinds(), " or ")
 	if known {

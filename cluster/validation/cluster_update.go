@@ -19,6 +19,10 @@ import (
 // its finalizer removed.
 func ValidateClusterUpdate(oldC, newC *flotillav1.Cluster) field.ErrorList {
 	errs := validateImmutable(oldC, newC)
+	errs = append(errs, validateTopologyImmutable(oldC, newC)...)
+	if newC.Spec.Topology != nil && !equality.Semantic.DeepEqual(oldC.Spec, newC.Spec) {
+		errs = append(errs, validateShape(newC)...)
+	}
 	versionChanged := oldC.Spec.KubernetesVersion != newC.Spec.KubernetesVersion
 	if versionChanged {
 		errs = append(errs, validateVersion(spec.Child("kubernetesVersion"), newC.Spec.KubernetesVersion)...)

@@ -61,6 +61,15 @@
 // cluster other than the API server's or changes it, or binds a local control plane to a host
 // that is not a loopback address. See docs/security.md.
 //
+// # A Cluster of a ClusterClass
+//
+// A Cluster with spec.topology (topology.go) leaves out datacenterRef, every machineGroupRef,
+// the control plane endpoint and the groups' version pins, names a worker class for every group,
+// and is a workload cluster; a Cluster without names no worker class. Its spec.topology, and
+// spec.topology.class, are immutable. Whether the topology fits its ClusterClass (the class
+// exists in the namespace, every variable passes its schema) needs the class: the webhook reads
+// it and checks with Cluster API's own rules (cluster/webhooks).
+//
 // # Provider configs
 //
 // ValidateLocalMachineConfig: the capacity names resources a Node reports, with quantities that

@@ -101,10 +101,12 @@ func managementClusterName(clusters []flotillav1.Cluster) string {
 }
 
 // ValidateCreate checks a new Cluster with clustervalidation.ValidateCluster, against the other
-// Clusters of the API server (clustervalidation.ValidateClusterPeers), and against who asks
-// (clustervalidation.ValidateClusterRequest).
+// Clusters of the API server (clustervalidation.ValidateClusterPeers), against who asks
+// (clustervalidation.ValidateClusterRequest), and the topology of a Cluster of a ClusterClass
+// against its class (validateTopologyClass).
 func (w *Cluster) ValidateCreate(ctx context.Context, c *flotillav1.Cluster) (admission.Warnings, error) {
 	errs := clustervalidation.ValidateCluster(c)
+	errs = append(errs, w.validateTopologyClass(ctx, nil, c)...)
 	clusters, err := w.clusters(ctx)
 	if err != nil {
 		return nil, apierrors.NewInternalError(err)
@@ -114,11 +116,13 @@ func (w *Cluster) ValidateCreate(ctx context.Context, c *flotillav1.Cluster) (ad
 	return nil, invalid(clusterKind, c.Name, errs)
 }
 
-// ValidateUpdate checks a change with clustervalidation.ValidateClusterUpdate and against who asks
-// (clustervalidation.ValidateClusterRequest).
+// ValidateUpdate checks a change with clustervalidation.ValidateClusterUpdate, and whenever the
+// spec changed, against who asks (clustervalidation.ValidateClusterRequest) and the topology of a
+// Cluster of a ClusterClass against its class again.
 func (w *Cluster) ValidateUpdate(ctx context.Context, oldC, newC *flotillav1.Cluster) (admission.Warnings, error) {
 	errs := clustervalidation.ValidateClusterUpdate(oldC, newC)
 	if !equality.Semantic.DeepEqual(oldC.Spec, newC.Spec) {
+		errs = append(errs, w.validateTopologyClass(ctx, oldC, newC)...)
 		clusters, err := w.clusters(ctx)
 		if err != nil {
 			return nil, apierrors.NewInternalError(err)

@@ -24,6 +24,11 @@
 // (validation.ValidateClusterRequest). Admins are the users and groups the manager trusts as
 // admins (--admin-users, --admin-groups); DefaultAdmins, the groups system:masters and
 // flotilla-admins, when none are given.
+// A Cluster of a ClusterClass (spec.topology) has its topology validated against the class
+// with Cluster API's own rules (core/webhooks/admission, through package topology; topology.go):
+// the class exists in the Cluster's namespace, every variable holds a value its schema accepts
+// (the cause names spec.topology.variables[NAME]), every group's class is a worker class of the
+// ClusterClass; again whenever the spec changes.
 //
 // Config validates a LocalMachineConfig, PacketDatacenterConfig, PacketMachineConfig or
 // PacketClusterIdentity with its validation function: on create always, on update when the spec

@@ -11,9 +11,13 @@ import (
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 
 	"github.com/flotilla-dev/flotilla/cli/cmd"
+	"github.com/flotilla-dev/flotilla/infrastructure/inmemory"
 )
 
 func main() {
+	// `flotilla inmemory-provider`, which the manager starts, is no CLI command.
+	inmemory.RunProcessIfRequested()
+
 	// The first SIGINT or SIGTERM cancels the context, so that a workflow stops between phases
 	// and writes its checkpoint; a second one kills the process as usual.
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)

@@ -128,7 +128,12 @@ func (o *managerOptions) Run(ctx context.Context) error {
 		ctx = ctrl.LoggerInto(ctx, log)
 	}
 
+	executable, err := os.Executable()
+	if err != nil {
+		return fmt.Errorf("finding the flotilla binary: %w", err)
+	}
 	m, err := manager.New(ctx, o.restConfig, manager.Options{
+		Executable:             executable,
 		Components:             o.components,
 		HealthProbeBindAddress: o.healthAddr,
 		MetricsBindAddress:     o.metricsAddr,

@@ -14,6 +14,9 @@ import (
 
 // source is one manifest to copy out of the Cluster API module.
 type source struct {
+	// module is the Go module the manifest is in: "" for sigs.k8s.io/cluster-api, "test" for
+	// sigs.k8s.io/cluster-api/test.
+	module string
 	// path relative to the module root.
 	path string
 	// version is the storage version, the only one kept and served: no conversion webhook runs
@@ -50,6 +53,23 @@ func kubeadmCRD(dir, name string) source {
 	return source{path: filepath.Join(dir, "kubeadm", "config", "crd", "bases", name), version: "v1beta2", labels: labels}
 }
 
+// inMemoryCRD is a CRD of Cluster API's in-memory provider (the DevCluster and DevMachine
+// provider of sigs.k8s.io/cluster-api/test's infrastructure/docker, with its in-memory backend),
+// which Flotilla runs as a provider process of its manager. Its labels are those clusterctl puts
+// on an infrastructure provider's components, and the contract label its kustomization adds.
+func inMemoryCRD(name string) source {
+	return source{
+		module:  "test",
+		path:    filepath.Join("infrastructure", "docker", "config", "crd", "bases", name),
+		version: "v1beta2",
+		labels: map[string]string{
+			"clusterctl.cluster.x-k8s.io": "",
+			"cluster.x-k8s.io/provider":   "infrastructure-in-memory",
+			"cluster.x-k8s.io/v1beta2":    "v1beta2",
+		},
+	}
+}
+
 var crdSources = []source{
 	coreCRD("cluster.x-k8s.io_clusters.yaml"),
 	coreCRD("cluster.x-k8s.io_machines.yaml"),
@@ -74,32 +94,44 @@ var crdSources = []source{
 		version: "v1alpha3",
 		labels:  inventoryLabels,
 	},
+	inMemoryCRD("infrastructure.cluster.x-k8s.io_devclusters.yaml"),
+	inMemoryCRD("infrastructure.cluster.x-k8s.io_devclustertemplates.yaml"),
+	inMemoryCRD("infrastructure.cluster.x-k8s.io_devmachines.yaml"),
+	inMemoryCRD("infrastructure.cluster.x-k8s.io_devmachinetemplates.yaml"),
 }
 
-var webhookSource = filepath.Join("core", "config", "webhook", "manifests.yaml")
+// webhookSources are the admission webhook manifests copied, by the file name they get: the
+// core's, and those of the kubeadm bootstrap and control plane providers.
+var webhookSources = []struct{ path, name string }{
+	{filepath.Join("core", "config", "webhook", "manifests.yaml"), "manifests.yaml"},
+	{filepath.Join("bootstrap", "kubeadm", "config", "webhook", "manifests.yaml"), "kubeadm-bootstrap.yaml"},
+	{filepath.Join("controlplane", "kubeadm", "config", "webhook", "manifests.yaml"), "kubeadm-controlplane.yaml"},
+}
 
 func main() {
 	capiDir := flag.String("capi-dir", "", "root of the sigs.k8s.io/cluster-api module (go list -m -f '{{.Dir}}' sigs.k8s.io/cluster-api)")
+	capiTestDir := flag.String("capi-test-dir", "", "root of the sigs.k8s.io/cluster-api/test module")
 	capiVersion := flag.String("capi-version", "", "version of the sigs.k8s.io/cluster-api module, recorded in each file's header")
 	crdOut := flag.String("crd-out", "config/crd/capi", "directory the CRDs are written to (its *.yaml files are replaced)")
 	webhookOut := flag.String("webhook-out", "config/webhook/capi", "directory the webhook manifest is written to")
 	flag.Parse()
 
-	if err := run(*capiDir, *capiVersion, *crdOut, *webhookOut); err != nil {
+	if err := run(map[string]string{"": *capiDir, "test": *capiTestDir}, *capiVersion, *crdOut, *webhookOut); err != nil {
 		fmt.Fprintf(os.Stderr, "capicrds: %v\n", err)
 		os.Exit(1)
 	}
 }
 
-func run(capiDir, capiVersion, crdOut, webhookOut string) error {
-	if capiDir == "" || capiVersion == "" {
-		return errors.New("-capi-dir and -capi-version are required")
+func run(moduleDirs map[string]string, capiVersion, crdOut, webhookOut string) error {
+	if moduleDirs[""] == "" || moduleDirs["test"] == "" || capiVersion == "" {
+		return errors.New("-capi-dir, -capi-test-dir and -capi-version are required")
 	}
+	capiDir := moduleDirs[""]
 	if err := clearYAML(crdOut); err != nil {
 		return err
 	}
 	for _, src := range crdSources {
-		in, err := os.ReadFile(filepath.Join(capiDir, src.path))
+		in, err := os.ReadFile(filepath.Join(moduleDirs[src.module], src.path))
 		if err != nil {
 			return fmt.Errorf("reading CRD: %w", err)
 		}
@@ -107,7 +139,7 @@ func run(capiDir, capiVersion, crdOut, webhookOut string) error {
 		if err != nil {
 			return fmt.Errorf("reducing %s: %w", src.path, err)
 		}
-		if err := write(filepath.Join(crdOut, filepath.Base(src.path)), capiVersion, src.path, out); err != nil {
+		if err := write(filepath.Join(crdOut, filepath.Base(src.path)), modulePath(src.module)+"@"+capiVersion, src.path, out); err != nil {
 			return err
 		}
 	}
@@ -115,11 +147,16 @@ func run(capiDir, capiVersion, crdOut, webhookOut string) error {
 	if err := clearYAML(webhookOut); err != nil {
 		return err
 	}
-	in, err := os.ReadFile(filepath.Join(capiDir, webhookSource))
-	if err != nil {
-		return fmt.Errorf("reading webhook manifest: %w", err)
+	for _, src := range webhookSources {
+		in, err := os.ReadFile(filepath.Join(capiDir, src.path))
+		if err != nil {
+			return fmt.Errorf("reading webhook manifest: %w", err)
+		}
+		if err := write(filepath.Join(webhookOut, src.name), modulePath("")+"@"+capiVersion, src.path, in); err != nil {
+			return err
+		}
 	}
-	return write(filepath.Join(webhookOut, "manifests.yaml"), capiVersion, webhookSource, in)
+	return nil
 }
 
 // reduceCRD keeps only the storage version of a CRD, which must be want, drops the conversion
@@ -188,9 +225,17 @@ func clearYAML(dir string) error {
 	return nil
 }
 
-func write(path, capiVersion, from string, body []byte) error {
+// modulePath is the Go module a source's module key names.
+func modulePath(module string) string {
+	if module == "" {
+		return "sigs.k8s.io/cluster-api"
+	}
+	return "sigs.k8s.io/cluster-api/" + module
+}
+
+func write(path, moduleVersion, from string, body []byte) error {
 	var buf bytes.Buffer
-	fmt.Fprintf(&buf, "# Code generated by hack/capi-crds.sh from sigs.k8s.io/cluster-api@%s %s. DO NOT EDIT.\n", capiVersion, filepath.ToSlash(from))
+	fmt.Fprintf(&buf, "# Code generated by hack/capi-crds.sh from %s %s. DO NOT EDIT.\n", moduleVersion, filepath.ToSlash(from))
 	if !bytes.HasPrefix(body, []byte("---")) {
 		buf.WriteString("---\n")
 	}

@@ -136,7 +136,7 @@ func findMarked(marker string, argv []string) (int, procStat, bool) {
 			continue
 		}
 		environ, err := os.ReadFile(fmt.Sprintf("%s/%d/environ", procRoot, pid))
-		if err != nil || !(bytes.HasPrefix(environ, want) || bytes.Contains(environ, append([]byte{0}, want...))) {
+		if err != nil || !bytes.HasPrefix(environ, want) && !bytes.Contains(environ, append([]byte{0}, want...)) {
 			continue
 		}
 		st, err := readStat(pid)

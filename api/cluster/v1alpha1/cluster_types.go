@@ -2,6 +2,7 @@ package v1alpha1
 
 import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 )
 
 // ClusterFinalizer lets the Cluster reconciler delete the CAPI objects it created before the
@@ -115,6 +116,15 @@ const (
 	// MachinesFailedReason: a device failed to provision or disappeared; its Machine must be
 	// replaced (a MachineHealthCheck does so).
 	MachinesFailedReason = "MachinesFailed"
+
+	// Reasons of a ClusterClass cluster's (spec.topology) ControlPlaneReady, and so Ready.
+
+	// ProviderNotInstalledReason: the ClusterClass uses a template kind no CRD of the management
+	// cluster serves; the message names the kind and how to install its provider.
+	ProviderNotInstalledReason = "ProviderNotInstalled"
+	// TopologyNotReconciledReason: Cluster API's topology controller could not reconcile the
+	// cluster's topology (or its ClusterClass); the message holds its reason.
+	TopologyNotReconciledReason = "TopologyNotReconciled"
 )
 
 // Cluster phases, a one-word summary for `flotilla get clusters`.
@@ -149,8 +159,17 @@ type ClusterSpec struct {
 	WorkerNodeGroups []WorkerNodeGroup `json:"workerNodeGroups,omitempty"`
 
 	// datacenterRef names the provider's datacenter config in the same namespace, such as a
-	// LocalDatacenterConfig.
-	DatacenterRef Ref `json:"datacenterRef"`
+	// LocalDatacenterConfig. Left out when topology names a ClusterClass instead.
+	// +optional
+	DatacenterRef Ref `json:"datacenterRef,omitzero"`
+
+	// topology makes this a cluster of a Cluster API ClusterClass, of any Cluster API provider:
+	// the Cluster becomes a Cluster API Cluster with spec.topology, and Cluster API's topology
+	// controller creates its objects from the ClusterClass's templates. datacenterRef and every
+	// machineGroupRef are then left out; each worker node group names a MachineDeployment class
+	// of the ClusterClass instead (workerNodeGroups[].class). Immutable.
+	// +optional
+	Topology *Topology `json:"topology,omitempty"`
 
 	// clusterNetwork holds the Pod and Service ranges of the cluster.
 	// +optional
@@ -209,8 +228,15 @@ type WorkerNodeGroup struct {
 	// +kubebuilder:validation:Minimum=0
 	Count int32 `json:"count"`
 
-	// machineGroupRef names the provider's machine config for the group's machines.
-	MachineGroupRef Ref `json:"machineGroupRef"`
+	// machineGroupRef names the provider's machine config for the group's machines. Left out
+	// in a cluster of a ClusterClass (spec.topology), whose groups name a class instead.
+	// +optional
+	MachineGroupRef Ref `json:"machineGroupRef,omitzero"`
+
+	// class names the MachineDeployment class of the ClusterClass the group's machines are
+	// made from, in a cluster of a ClusterClass (spec.topology) only.
+	// +optional
+	Class string `json:"class,omitempty"`
 
 	// labels are set on the group's Nodes.
 	// +optional
@@ -229,6 +255,36 @@ type WorkerNodeGroup struct {
 // cluster's control plane: Kubernetes supports kubelets up to three minor versions older than
 // kube-apiserver.
 const MaxWorkerVersionSkew = 3
+
+// Topology names the ClusterClass a cluster is stamped from, and the values of its variables.
+type Topology struct {
+	// class names the ClusterClass (cluster.x-k8s.io) in the Cluster's namespace. An admin
+	// provides it, with the templates it references.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	Class string `json:"class"`
+
+	// variables are values of the ClusterClass's variables; the ClusterClass's schema of each
+	// validates it, and variables left out get the ClusterClass's defaults.
+	// +listType=map
+	// +listMapKey=name
+	// +optional
+	Variables []TopologyVariable `json:"variables,omitempty"`
+}
+
+// TopologyVariable is the value of one ClusterClass variable.
+type TopologyVariable struct {
+	// name of the variable, as the ClusterClass defines it.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=256
+	Name string `json:"name"`
+
+	// value is any JSON value (a string, number, boolean, list or object) that the variable's
+	// schema accepts.
+	// +kubebuilder:validation:Schemaless
+	// +kubebuilder:pruning:PreserveUnknownFields
+	Value runtime.RawExtension `json:"value"`
+}
 
 // Ref names an object of a given kind in the same namespace.
 type Ref struct {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/validation/field"
@@ -37,9 +38,8 @@ const FieldOwner = "flotilla-cluster-controller"
 // +kubebuilder:rbac:groups="",resources=secrets,verbs=create;update;patch
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
 
-// Reconciler turns a Flotilla Cluster into the Cluster API objects of its provider (local or
-// Packet, by the kind of spec.datacenterRef) and reports their state back in the Cluster's
-// status.
+// Reconciler turns a Flotilla Cluster into the Cluster API objects of its provider (provider.go)
+// and reports their state back in the Cluster's status.
 type Reconciler struct {
 	// Client reads through the manager's cache and writes to the API server.
 	Client ctrlclient.Client
@@ -89,6 +89,8 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		Watches(&clusterv1.Machine{}, handler.EnqueueRequestsFromMapFunc(clusterOfPacketMachine)).
 		Watches(&infrav1.LocalDatacenterConfig{}, byRef).
 		Watches(&infrav1.LocalMachineConfig{}, byRef).
+		// A ClusterClass cluster waits for its class (clusterclass.go).
+		Watches(&clusterv1.ClusterClass{}, handler.EnqueueRequestsFromMapFunc(r.clustersOfClass)).
 		WithOptions(controller.Options{MaxConcurrentReconciles: concurrency}).
 		Complete(r)
 	if err != nil {
@@ -106,7 +108,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 		return ctrl.Result{}, ctrlclient.IgnoreNotFound(err)
 	}
 
-	s := &scope{cluster: c, patch: objectpatch.New(r.Client, c)}
+	s := &scope{cluster: c, patch: objectpatch.New(r.Client, c), provider: r.providerFor(c)}
 	// The version is resolved up front so status can compare against it on every path; an
 	// unsupported version is reported as invalid spec by resolveInputs.
 	s.version, _ = r.ResolveVersion(c.Spec.KubernetesVersion)
@@ -149,8 +151,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 
 	phases := []func(context.Context, *scope) error{
 		r.reconcileCAPICluster,
-		r.reconcileControlPlane,
-		r.reconcileWorkers,
+		r.reconcileObjects,
 		r.pruneWorkers,
 	}
 	for _, phase := range phases {
@@ -158,7 +159,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 			return objectpatch.RequeueOnConflict(err, objectpatch.ConflictRetry)
 		}
 	}
-	return ctrl.Result{}, nil
+	return ctrl.Result{RequeueAfter: s.requeueAfter}, nil
 }
 
 // scope holds what one reconcile learns about a Cluster. Phases fill it in; setStatus reads it.
@@ -166,22 +167,19 @@ type scope struct {
 	cluster *flotillav1.Cluster
 	// patch writes the Cluster back: its finalizer, its move annotations, its status.
 	patch *objectpatch.Patch
+	// provider is the Cluster's infrastructure provider (provider.go), with what it read.
+	provider provider
 
 	// version is the full Kubernetes version the spec asks for; empty when unsupported.
 	version string
-	// datacenter is the LocalDatacenterConfig spec.datacenterRef names.
-	datacenter *infrav1.LocalDatacenterConfig
-	// machineConfigs are the LocalMachineConfigs of the worker node groups, by group name.
-	machineConfigs map[string]*infrav1.LocalMachineConfig
-	// packet holds the Packet configs of a Packet cluster (packet.go); nil for a local one.
-	packet *packetInputs
-	// packetObserved holds the Cluster API objects of a Packet cluster (packet_status.go).
-	packetObserved *packetObserved
 	// groupVersions are the full Kubernetes versions of the worker node groups that pin one
 	// (spec.workerNodeGroups[].kubernetesVersion), by group name.
 	groupVersions map[string]string
 	// invalid lists what is wrong with the spec, each error naming its field.
 	invalid field.ErrorList
+	// requeueAfter, when set, has the Cluster looked at again after that long: a provider waits
+	// for something no watch reports.
+	requeueAfter time.Duration
 
 	// pause says whether and why reconciliation stands still.
 	pause pauseState
@@ -191,14 +189,15 @@ type scope struct {
 	// gone is set once the finalizer is removed: there is no status left to write.
 	gone bool
 
-	// capiCluster, controlPlane: the objects of that name; nil when absent. capiApplied is set
-	// once this reconcile applied the CAPI Cluster.
-	capiCluster  *clusterv1.Cluster
-	capiApplied  bool
-	controlPlane *controlplanev1.LocalControlPlane
-	// machineDeployments and machineTemplates carry the cluster's label, by worker node group.
+	// capiCluster is the CAPI Cluster of that name; nil when absent. capiApplied is set once
+	// this reconcile applied it.
+	capiCluster *clusterv1.Cluster
+	capiApplied bool
+	// controlPlaneVersion is the Kubernetes version the control plane's spec asked for when the
+	// reconcile started (the provider's observe reads it); empty when it has none yet.
+	controlPlaneVersion string
+	// machineDeployments are the cluster's MachineDeployments, by worker node group.
 	machineDeployments map[string]*clusterv1.MachineDeployment
-	machineTemplates   map[string]*infrav1.LocalMachineTemplate
 }
 
 // patchStatus computes the status from the scope and writes it when it changed.

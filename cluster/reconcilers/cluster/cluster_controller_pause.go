@@ -101,7 +101,7 @@ func (r *Reconciler) reconcilePaused(ctx context.Context, s *scope) error {
 	if s.pause != pausedByAnnotation || capi == nil || ptr.Deref(capi.Spec.Paused, false) {
 		return nil
 	}
-	paused := desiredCAPICluster(s.cluster, true)
+	paused := desiredCAPICluster(s, true)
 	if err := r.apply(ctx, s.cluster, paused); err != nil {
 		return err
 	}

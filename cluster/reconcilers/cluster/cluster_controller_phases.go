@@ -1,7 +1,6 @@
 package cluster
 
 import (
-	"cmp"
 	"context"
 	"fmt"
 
@@ -10,6 +9,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/klog/v2"
+	"k8s.io/utils/ptr"
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 	clusterctlv1 "sigs.k8s.io/cluster-api/cmd/clusterctl/api/v1alpha3"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -17,9 +17,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	flotillav1 "github.com/flotilla-dev/flotilla/api/cluster/v1alpha1"
-	controlplanev1 "github.com/flotilla-dev/flotilla/api/controlplane/v1alpha1"
-	infrav1 "github.com/flotilla-dev/flotilla/api/infrastructure/v1alpha1"
-	"github.com/flotilla-dev/flotilla/infrastructure/packet/clusterspec"
+	"github.com/flotilla-dev/flotilla/pkg/kubeversion"
 	"github.com/flotilla-dev/flotilla/pkg/objectpatch"
 )
 
@@ -33,56 +31,39 @@ const (
 	eventApplyFailed = "ApplyFailed"
 )
 
-// observe reads the objects Flotilla created for the Cluster from the cache into the scope.
+// observe reads the CAPI Cluster and the MachineDeployments of the Cluster from the cache into
+// the scope, and lets the provider read its own objects.
 func (r *Reconciler) observe(ctx context.Context, s *scope) error {
 	c := s.cluster
-	key := ctrlclient.ObjectKeyFromObject(c)
-
 	capi := &clusterv1.Cluster{}
-	if found, err := r.get(ctx, key, capi); err != nil {
+	if found, err := r.get(ctx, ctrlclient.ObjectKeyFromObject(c), capi); err != nil {
 		return err
 	} else if found {
 		s.capiCluster = capi
 	}
-	lcp := &controlplanev1.LocalControlPlane{}
-	if found, err := r.get(ctx, key, lcp); err != nil {
-		return err
-	} else if found {
-		s.controlPlane = lcp
-	}
 
-	if isPacket(c) {
-		if err := r.observePacket(ctx, s); err != nil { // packet.go
-			return err
-		}
-	}
-
-	owned := []ctrlclient.ListOption{ctrlclient.InNamespace(c.Namespace), ctrlclient.MatchingLabels{flotillav1.ClusterNameLabel: c.Name}}
 	mds := &clusterv1.MachineDeploymentList{}
+	owned := []ctrlclient.ListOption{ctrlclient.InNamespace(c.Namespace), ctrlclient.MatchingLabels{flotillav1.ClusterNameLabel: c.Name}}
 	if err := r.Client.List(ctx, mds, owned...); err != nil {
 		return fmt.Errorf("listing MachineDeployments of Cluster %s: %w", klog.KObj(c), err)
 	}
 	s.machineDeployments = map[string]*clusterv1.MachineDeployment{}
 	for i := range mds.Items {
-		if group := mds.Items[i].Labels[flotillav1.WorkerNodeGroupLabel]; group != "" {
+		if group := workerNodeGroupOf(&mds.Items[i]); group != "" {
 			s.machineDeployments[group] = &mds.Items[i]
 		}
 	}
-	lmts := &infrav1.LocalMachineTemplateList{}
-	if err := r.Client.List(ctx, lmts, owned...); err != nil {
-		return fmt.Errorf("listing LocalMachineTemplates of Cluster %s: %w", klog.KObj(c), err)
-	}
-	s.machineTemplates = map[string]*infrav1.LocalMachineTemplate{}
-	for i := range lmts.Items {
-		if group := lmts.Items[i].Labels[flotillav1.WorkerNodeGroupLabel]; group != "" {
-			s.machineTemplates[group] = &lmts.Items[i]
-		}
-	}
-	return nil
+	return s.provider.observe(ctx, s)
 }
 
-// resolveInputs checks the spec against the world: the Kubernetes version is supported, and
-// every reference names an object of a known kind that exists. What it finds wrong goes to
+// workerNodeGroupOf is the worker node group a MachineDeployment of the cluster belongs to, by its
+// cluster.flotilla.dev/worker-node-group label; "" when it has none.
+func workerNodeGroupOf(md *clusterv1.MachineDeployment) string {
+	return md.Labels[flotillav1.WorkerNodeGroupLabel]
+}
+
+// resolveInputs checks the spec against the world: the Kubernetes versions are supported, and
+// the provider's references name objects of a known kind that exist. What it finds wrong goes to
 // s.invalid, each error naming its field; only failures to read are returned.
 func (r *Reconciler) resolveInputs(ctx context.Context, s *scope) error {
 	c := s.cluster
@@ -92,66 +73,21 @@ func (r *Reconciler) resolveInputs(ctx context.Context, s *scope) error {
 	if _, err := r.ResolveVersion(c.Spec.KubernetesVersion); err != nil {
 		errs = append(errs, field.Invalid(spec.Child("kubernetesVersion"), c.Spec.KubernetesVersion, err.Error()))
 	}
-
-	if isPacket(c) { // packet.go
-		err := r.resolvePacketInputs(ctx, s, &errs)
-		s.groupVersions = map[string]string{}
-		s.invalid = errs
-		return err
-	}
-	dcPath := spec.Child("datacenterRef")
-	if c.Spec.DatacenterRef.Kind != flotillav1.LocalDatacenterConfigKind {
-		errs = append(errs, field.NotSupported(dcPath.Child("kind"), c.Spec.DatacenterRef.Kind, []string{flotillav1.LocalDatacenterConfigKind}))
-	} else {
-		dc := &infrav1.LocalDatacenterConfig{}
-		err := r.getRef(ctx, c, dcPath, c.Spec.DatacenterRef, dc, &errs)
-		if err != nil {
-			return err
-		}
-		s.datacenter = dc
-	}
-
-	if ref := c.Spec.ControlPlane.MachineGroupRef; ref != nil {
-		if _, err := r.machineConfig(ctx, c, spec.Child("controlPlane", "machineGroupRef"), *ref, &errs); err != nil {
-			return err
-		}
-	}
-
-	s.machineConfigs = map[string]*infrav1.LocalMachineConfig{}
 	s.groupVersions = map[string]string{}
 	for i, group := range c.Spec.WorkerNodeGroups {
-		path := spec.Child("workerNodeGroups").Index(i)
-		mc, err := r.machineConfig(ctx, c, path.Child("machineGroupRef"), group.MachineGroupRef, &errs)
+		if group.KubernetesVersion == "" {
+			continue
+		}
+		v, err := r.ResolveVersion(group.KubernetesVersion)
 		if err != nil {
-			return err
+			errs = append(errs, field.Invalid(spec.Child("workerNodeGroups").Index(i).Child("kubernetesVersion"), group.KubernetesVersion, err.Error()))
+			continue
 		}
-		s.machineConfigs[group.Name] = mc
-		if group.KubernetesVersion != "" {
-			v, err := r.ResolveVersion(group.KubernetesVersion)
-			if err != nil {
-				errs = append(errs, field.Invalid(path.Child("kubernetesVersion"), group.KubernetesVersion, err.Error()))
-				continue
-			}
-			s.groupVersions[group.Name] = v
-		}
+		s.groupVersions[group.Name] = v
 	}
+	err := s.provider.resolve(ctx, s, &errs)
 	s.invalid = errs
-	return nil
-}
-
-// machineConfig returns the LocalMachineConfig ref names, or nil with an error in errs
-// when the kind is not LocalMachineConfig or the object does not exist.
-func (r *Reconciler) machineConfig(ctx context.Context, c *flotillav1.Cluster, path *field.Path, ref flotillav1.Ref, errs *field.ErrorList) (*infrav1.LocalMachineConfig, error) {
-	if ref.Kind != flotillav1.LocalMachineConfigKind {
-		*errs = append(*errs, field.NotSupported(path.Child("kind"), ref.Kind, []string{flotillav1.LocalMachineConfigKind}))
-		return nil, nil
-	}
-	mc := &infrav1.LocalMachineConfig{}
-	before := len(*errs)
-	if err := r.getRef(ctx, c, path, ref, mc, errs); err != nil || len(*errs) > before {
-		return nil, err
-	}
-	return mc, nil
+	return err
 }
 
 // getRef reads the object ref names in the Cluster's namespace into obj. A missing object is an
@@ -172,6 +108,14 @@ func (r *Reconciler) getRef(ctx context.Context, c *flotillav1.Cluster, path *fi
 	return nil
 }
 
+// desiredCAPICluster is the CAPI Cluster: what every provider's has (desiredCAPIClusterBase),
+// completed by the provider.
+func desiredCAPICluster(s *scope, paused bool) *clusterv1.Cluster {
+	capi := desiredCAPIClusterBase(s.cluster, paused)
+	s.provider.completeCAPICluster(s, capi)
+	return capi
+}
+
 // reconcileCAPICluster applies the CAPI Cluster. If it turns out to be paused by someone else
 // (clusterctl move pauses it before copying), the reconcile stops here and holds (see
 // cluster_controller_pause.go); otherwise the Cluster carries clusterctl's block-move
@@ -182,10 +126,7 @@ func (r *Reconciler) reconcileCAPICluster(ctx context.Context, s *scope) error {
 	}
 	c := s.cluster
 	existed := s.capiCluster != nil
-	capi := desiredCAPICluster(c, false)
-	if isPacket(c) { // packet.go; from the spec alone, as the rest of the CAPI Cluster
-		capi.Spec.InfrastructureRef, capi.Spec.ControlPlaneRef = clusterspec.InfrastructureRef(c.Name), clusterspec.ControlPlaneRef(c.Name)
-	}
+	capi := desiredCAPICluster(s, false)
 	if err := r.apply(ctx, c, capi); err != nil {
 		return err
 	}
@@ -204,86 +145,74 @@ func (r *Reconciler) reconcileCAPICluster(ctx context.Context, s *scope) error {
 	return nil
 }
 
-// reconcileControlPlane applies the bootstrap Secret, the LocalCluster and the
-// LocalControlPlane.
-func (r *Reconciler) reconcileControlPlane(ctx context.Context, s *scope) error {
-	if s.packet != nil {
-		return r.reconcilePacketControlPlane(ctx, s) // packet.go
-	}
+// reconcileObjects applies the provider's other objects, in the order it gives them: the
+// control plane's, then each worker node group's. It records an Event when the control plane
+// moves to a new version and when a MachineDeployment is created.
+func (r *Reconciler) reconcileObjects(ctx context.Context, s *scope) error {
 	c := s.cluster
-	for _, obj := range []ctrlclient.Object{desiredBootstrapSecret(c), desiredLocalCluster(c)} {
+	objs, err := s.provider.desired(s)
+	if err != nil {
+		return err
+	}
+	for _, obj := range objs {
+		md, isMD := obj.(*clusterv1.MachineDeployment)
+		created := isMD && s.machineDeployments[workerNodeGroupOf(md)] == nil
 		if err := r.apply(ctx, c, obj); err != nil {
 			return err
 		}
+		if isMD {
+			s.machineDeployments[workerNodeGroupOf(md)] = md
+		}
+		if created {
+			r.Recorder.Eventf(c, md, corev1.EventTypeNormal, eventCreated, "Create", "Created MachineDeployment %s with %d workers", md.Name, ptr.Deref(md.Spec.Replicas, 0))
+		}
 	}
-	previous := ""
-	if s.controlPlane != nil {
-		previous = s.controlPlane.Spec.Version
-	}
-	lcp := desiredControlPlane(c, s.version, s.datacenter)
-	if err := r.apply(ctx, c, lcp); err != nil {
-		return err
-	}
-	s.controlPlane = lcp
-	if previous != "" && previous != lcp.Spec.Version {
-		r.Recorder.Eventf(c, lcp, corev1.EventTypeNormal, eventUpgrading, "Upgrade",
-			"Upgrading the control plane from %s to %s; workers follow once it runs %s", previous, lcp.Spec.Version, lcp.Spec.Version)
+	if previous := s.controlPlaneVersion; previous != "" && s.version != "" && !kubeversion.Equal(previous, s.version) {
+		r.Recorder.Eventf(c, s.capiCluster, corev1.EventTypeNormal, eventUpgrading, "Upgrade",
+			"Upgrading the control plane from %s to %s; workers follow once it runs %s", previous, s.version, s.version)
 	}
 	return nil
 }
 
-// reconcileWorkers applies the LocalMachineTemplate and MachineDeployment of every worker node
-// group.
-func (r *Reconciler) reconcileWorkers(ctx context.Context, s *scope) error {
-	if s.packet != nil {
-		return r.reconcilePacketWorkers(ctx, s) // packet.go
-	}
-	c := s.cluster
-	for _, group := range c.Spec.WorkerNodeGroups {
-		if err := r.apply(ctx, c, desiredMachineTemplate(c, group, s.machineConfigs[group.Name])); err != nil {
-			return err
-		}
-		current := s.machineDeployments[group.Name]
-		desired := cmp.Or(s.groupVersions[group.Name], s.version)
-		md := desiredMachineDeployment(c, group, workerVersion(desired, s.controlPlane, current))
-		if err := r.apply(ctx, c, md); err != nil {
-			return err
-		}
-		s.machineDeployments[group.Name] = md
-		if current == nil {
-			r.Recorder.Eventf(c, md, corev1.EventTypeNormal, eventCreated, "Create", "Created MachineDeployment %s with %d workers", md.Name, group.Count)
-		}
-	}
-	return nil
-}
-
-// pruneWorkers deletes the MachineDeployments of worker node groups the spec no longer has, and
-// their LocalMachineTemplates once the MachineDeployment (and so every Machine) is gone.
+// pruneWorkers deletes what the provider says is obsolete: the objects of worker node groups
+// the spec no longer has.
 func (r *Reconciler) pruneWorkers(ctx context.Context, s *scope) error {
 	c := s.cluster
-	wanted := map[string]bool{}
-	for _, group := range c.Spec.WorkerNodeGroups {
-		wanted[group.Name] = true
-	}
-	for group, md := range s.machineDeployments {
-		if wanted[group] || !md.DeletionTimestamp.IsZero() {
+	for _, obj := range s.provider.obsolete(s) {
+		if !obj.GetDeletionTimestamp().IsZero() {
 			continue
 		}
-		if err := r.Client.Delete(ctx, md); ctrlclient.IgnoreNotFound(err) != nil {
-			r.Recorder.Eventf(c, md, corev1.EventTypeWarning, "DeleteFailed", "Delete", "Deleting MachineDeployment %s: %v", md.Name, err)
-			return fmt.Errorf("deleting MachineDeployment %s of removed worker node group %q: %w", klog.KObj(md), group, err)
+		md, isMD := obj.(*clusterv1.MachineDeployment)
+		if err := r.Client.Delete(ctx, obj); ctrlclient.IgnoreNotFound(err) != nil {
+			r.Recorder.Eventf(c, obj, corev1.EventTypeWarning, "DeleteFailed", "Delete", "Deleting %T %s: %v", obj, obj.GetName(), err)
+			return fmt.Errorf("deleting %T %s of a removed worker node group: %w", obj, klog.KObj(obj), err)
 		}
-		r.Recorder.Eventf(c, md, corev1.EventTypeNormal, eventDeleting, "Delete", "Deleting MachineDeployment %s: worker node group %q was removed", md.Name, group)
-	}
-	for group, lmt := range s.machineTemplates {
-		if wanted[group] || s.machineDeployments[group] != nil {
-			continue
-		}
-		if err := r.Client.Delete(ctx, lmt); ctrlclient.IgnoreNotFound(err) != nil {
-			return fmt.Errorf("deleting LocalMachineTemplate %s of removed worker node group %q: %w", klog.KObj(lmt), group, err)
+		if isMD {
+			r.Recorder.Eventf(c, md, corev1.EventTypeNormal, eventDeleting, "Delete", "Deleting MachineDeployment %s: worker node group %q was removed", md.Name, workerNodeGroupOf(md))
 		}
 	}
 	return nil
+}
+
+// obsoleteMachineDeployments are the MachineDeployments of worker node groups the spec no
+// longer has.
+func obsoleteMachineDeployments(s *scope) []ctrlclient.Object {
+	var out []ctrlclient.Object
+	for group, md := range s.machineDeployments {
+		if !hasWorkerNodeGroup(s.cluster, group) {
+			out = append(out, md)
+		}
+	}
+	return out
+}
+
+func hasWorkerNodeGroup(c *flotillav1.Cluster, name string) bool {
+	for _, g := range c.Spec.WorkerNodeGroups {
+		if g.Name == name {
+			return true
+		}
+	}
+	return false
 }
 
 // reconcileDelete tears the cluster down: it deletes the CAPI Cluster, which deletes the

@@ -28,16 +28,7 @@ func setStatus(s *scope) {
 	if s.pause == notPaused && !s.deleting {
 		c.Status.ObservedGeneration = c.Generation
 	}
-	if isPacket(c) {
-		setPacketStatus(s) // packet_status.go
-	} else {
-		c.Status.KubernetesVersion = ""
-		if s.controlPlane != nil {
-			c.Status.KubernetesVersion = s.controlPlane.Status.Version
-		}
-		setControlPlaneReady(c, s.version, s.controlPlane, controlPlaneErrors(s.invalid))
-		setWorkersReady(c, s.version, s.groupVersions, s.machineDeployments, workerErrors(s.invalid))
-	}
+	s.provider.setStatus(s)
 	setPaused(c, s.pause)
 	setReady(c, s)
 	setPhase(c, s)

@@ -211,50 +211,50 @@ func TestSetStatus(t *testing.T) {
 	}{
 		{
 			name:      "a cluster whose control plane and workers are ready is Ready",
-			scope:     scope{controlPlane: readyCP, machineDeployments: readyMDs},
+			scope:     scope{provider: &localProvider{controlPlane: readyCP}, machineDeployments: readyMDs},
 			wantReady: metav1.ConditionTrue, wantReason: flotillav1.ReadyReason, wantPhase: flotillav1.ClusterPhaseReady,
 			wantPaused: metav1.ConditionFalse, wantObservedGenerate: true,
 		},
 		{
 			name:      "a cluster waiting for its control plane is provisioning",
-			scope:     scope{},
+			scope:     scope{provider: &localProvider{}},
 			wantReady: metav1.ConditionFalse, wantReason: flotillav1.WaitingForControlPlaneReason, wantPhase: flotillav1.ClusterPhaseProvisioning,
 			wantPaused: metav1.ConditionFalse, wantObservedGenerate: true,
 		},
 		{
 			name:      "a cluster whose control plane is on the old version is upgrading",
-			scope:     scope{controlPlane: lcpWith(metav1.ConditionTrue, "v1.35.4"), machineDeployments: readyMDs},
+			scope:     scope{provider: &localProvider{controlPlane: lcpWith(metav1.ConditionTrue, "v1.35.4")}, machineDeployments: readyMDs},
 			wantReady: metav1.ConditionFalse, wantReason: flotillav1.UpgradingReason, wantPhase: flotillav1.ClusterPhaseUpgrading,
 			wantPaused: metav1.ConditionFalse, wantObservedGenerate: true,
 		},
 		{
 			name:      "a cluster whose workers lag is waiting for them",
-			scope:     scope{controlPlane: readyCP},
+			scope:     scope{provider: &localProvider{controlPlane: readyCP}},
 			wantReady: metav1.ConditionFalse, wantReason: flotillav1.WaitingForWorkersReason, wantPhase: flotillav1.ClusterPhaseProvisioning,
 			wantPaused: metav1.ConditionFalse, wantObservedGenerate: true,
 		},
 		{
 			name: "a cluster with an invalid spec has failed",
-			scope: scope{controlPlane: readyCP, machineDeployments: readyMDs, invalid: field.ErrorList{
+			scope: scope{provider: &localProvider{controlPlane: readyCP}, machineDeployments: readyMDs, invalid: field.ErrorList{
 				field.NotFound(field.NewPath("spec", "workerNodeGroups").Index(0).Child("machineGroupRef", "name"), "nope")}},
 			wantReady: metav1.ConditionFalse, wantReason: flotillav1.InvalidSpecReason, wantPhase: flotillav1.ClusterPhaseFailed,
 			wantPaused: metav1.ConditionFalse, wantObservedGenerate: true,
 		},
 		{
 			name:      "a paused cluster says so and does not claim to have observed its spec",
-			scope:     scope{pause: pausedByAnnotation, controlPlane: readyCP, machineDeployments: readyMDs},
+			scope:     scope{pause: pausedByAnnotation, provider: &localProvider{controlPlane: readyCP}, machineDeployments: readyMDs},
 			wantReady: metav1.ConditionFalse, wantReason: flotillav1.PausedReason, wantPhase: flotillav1.ClusterPhasePaused,
 			wantPaused: metav1.ConditionTrue,
 		},
 		{
 			name:      "a cluster held while its CAPI Cluster is paused for a move says so",
-			scope:     scope{pause: pausedByCAPI, controlPlane: readyCP, machineDeployments: readyMDs},
+			scope:     scope{pause: pausedByCAPI, provider: &localProvider{controlPlane: readyCP}, machineDeployments: readyMDs},
 			wantReady: metav1.ConditionFalse, wantReason: flotillav1.PausedReason, wantPhase: flotillav1.ClusterPhasePaused,
 			wantPaused: metav1.ConditionTrue,
 		},
 		{
 			name:      "a cluster being deleted is Deleting",
-			scope:     scope{deleting: true, controlPlane: readyCP, machineDeployments: readyMDs},
+			scope:     scope{deleting: true, provider: &localProvider{controlPlane: readyCP}, machineDeployments: readyMDs},
 			wantReady: metav1.ConditionFalse, wantReason: flotillav1.DeletingReason, wantPhase: flotillav1.ClusterPhaseDeleting,
 			wantPaused: metav1.ConditionFalse,
 		},
@@ -279,8 +279,8 @@ func TestSetStatus(t *testing.T) {
 			} else {
 				g.Expect(c.Status.ObservedGeneration).To(BeZero())
 			}
-			if s.controlPlane != nil {
-				g.Expect(c.Status.KubernetesVersion).To(Equal(s.controlPlane.Status.Version))
+			if lcp := s.provider.(*localProvider).controlPlane; lcp != nil {
+				g.Expect(c.Status.KubernetesVersion).To(Equal(lcp.Status.Version))
 			}
 		})
 	}

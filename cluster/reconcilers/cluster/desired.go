@@ -36,11 +36,12 @@ func controllerRef(c *flotillav1.Cluster) metav1.OwnerReference {
 	}
 }
 
-// desiredCAPICluster builds the CAPI Cluster: same name, pointing at the LocalCluster and the
-// LocalControlPlane of the same name, owned by the Flotilla Cluster. paused sets spec.paused;
-// when false the field is left out, so Flotilla neither sets nor clears a pause someone else
-// (clusterctl move) set.
-func desiredCAPICluster(c *flotillav1.Cluster, paused bool) *clusterv1.Cluster {
+// desiredCAPIClusterBase builds what the CAPI Cluster of every provider has: the same name and
+// namespace, the Flotilla Cluster as its owner, the cluster network. The provider completes it
+// with what it points at (provider.completeCAPICluster). paused sets spec.paused; when false the
+// field is left out, so Flotilla neither sets nor clears a pause someone else (clusterctl move)
+// set.
+func desiredCAPIClusterBase(c *flotillav1.Cluster, paused bool) *clusterv1.Cluster {
 	labels := map[string]string{flotillav1.ClusterNameLabel: c.Name}
 	if c.Spec.Management {
 		labels[flotillav1.ManagementLabel] = "true"
@@ -52,18 +53,6 @@ func desiredCAPICluster(c *flotillav1.Cluster, paused bool) *clusterv1.Cluster {
 			Namespace:       c.Namespace,
 			Labels:          labels,
 			OwnerReferences: []metav1.OwnerReference{controllerRef(c)},
-		},
-		Spec: clusterv1.ClusterSpec{
-			InfrastructureRef: clusterv1.ContractVersionedObjectReference{
-				APIGroup: infrav1.GroupVersion.Group,
-				Kind:     "LocalCluster",
-				Name:     c.Name,
-			},
-			ControlPlaneRef: clusterv1.ContractVersionedObjectReference{
-				APIGroup: controlplanev1.GroupVersion.Group,
-				Kind:     "LocalControlPlane",
-				Name:     c.Name,
-			},
 		},
 	}
 	if pods := c.Spec.ClusterNetwork.Pods; len(pods) > 0 {

@@ -95,7 +95,7 @@ func TestDesiredCAPICluster(t *testing.T) {
 			if tt.spec != nil {
 				tt.spec(c)
 			}
-			tt.check(g, desiredCAPICluster(c, tt.paused))
+			tt.check(g, desiredCAPICluster(&scope{cluster: c, provider: &localProvider{}}, tt.paused))
 		})
 	}
 }
@@ -298,7 +298,7 @@ func TestApplyConfiguration(t *testing.T) {
 		{
 			name: "status and the zero creation timestamp are left out",
 			obj: func() *clusterv1.Cluster {
-				capi := desiredCAPICluster(testCluster(), false)
+				capi := desiredCAPICluster(&scope{cluster: testCluster(), provider: &localProvider{}}, false)
 				capi.Status.Phase = "Provisioned"
 				return capi
 			},
@@ -311,7 +311,9 @@ func TestApplyConfiguration(t *testing.T) {
 		},
 		{
 			name: "fields Flotilla does not set are not sent, so it never claims them",
-			obj:  func() *clusterv1.Cluster { return desiredCAPICluster(testCluster(), false) },
+			obj: func() *clusterv1.Cluster {
+				return desiredCAPICluster(&scope{cluster: testCluster(), provider: &localProvider{}}, false)
+			},
 			check: func(g Gomega, u map[string]any) {
 				g.Expect(u["spec"]).NotTo(HaveKey("paused"))
 				g.Expect(u["spec"]).NotTo(HaveKey("controlPlaneEndpoint"))

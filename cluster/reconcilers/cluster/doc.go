@@ -1,8 +1,21 @@
 // Package cluster reconciles Flotilla Clusters (cluster.flotilla.dev/v1alpha1) into Cluster API
-// objects, and reports their state back. The kind of spec.datacenterRef picks the provider: a
+// objects, and reports their state back.
+//
+// # Providers
+//
+// What a Cluster becomes depends on its infrastructure provider, and only that is behind a small
+// interface (provider.go), chosen once per reconcile from the spec. spec.topology makes a cluster
+// of a Cluster API ClusterClass, of any Cluster API provider (clusterclass.go,
+// clusterclass_status.go); otherwise the kind of spec.datacenterRef picks the provider. A
 // LocalDatacenterConfig makes a cluster of the local provider (a hosted control plane of local
-// processes, simulated Nodes), a PacketDatacenterConfig one of the Packet provider (Equinix Metal
-// devices bootstrapped by Cluster API's kubeadm providers; packet.go, packet_status.go).
+// processes, simulated Nodes; local.go, desired.go), a PacketDatacenterConfig one of the Packet
+// provider (Equinix Metal devices bootstrapped by Cluster API's kubeadm providers; packet.go,
+// packet_status.go). A provider reads its own objects
+// (observe), checks the spec's references (resolve), says what the CAPI Cluster points at and
+// which other objects to apply and delete (pure), and turns what it read into the
+// ControlPlaneReady and WorkersReady conditions (pure). The reconcile itself — finalizer, pause
+// and move, the CAPI Cluster, applying in order, pruning removed worker node groups, deletion,
+// Ready and the phase — is the same for every provider.
 //
 // # What a Cluster becomes
 //
@@ -35,6 +48,14 @@
 // its PacketMachineTemplate NAME-control-plane, and per worker node group a
 // PacketMachineTemplate, a KubeadmConfigTemplate and a MachineDeployment, each NAME-GROUP.
 //
+// A Cluster of a ClusterClass named NAME becomes the CAPI Cluster NAME with spec.topology (the
+// class, the full version, the control plane's replicas, a MachineDeployment topology per worker
+// node group, the variables; see package topology) and nothing else: Cluster API's topology
+// controller creates the infrastructure cluster, the control plane and the MachineDeployments
+// from the ClusterClass's templates, moves them to a new version on an upgrade (control plane
+// first, then the workers), and deletes them. The MachineDeployments carry the Flotilla labels
+// through the topology's metadata, so they are found and watched as the other providers' are.
+//
 // # Ownership, deletion and clusterctl move
 //
 // The Flotilla Cluster is the controller owner of the CAPI Cluster, the bootstrap Secret and the
@@ -57,11 +78,14 @@
 //
 // Conditions: ControlPlaneReady (the LocalControlPlane is Available and runs the requested
 // version; for a Packet cluster, the KubeadmControlPlane is initialized and runs it on healthy
-// Nodes, see packet_status.go), WorkersReady (every group's MachineDeployment has count machines,
+// Nodes, see packet_status.go; for a ClusterClass cluster, the CAPI Cluster reports its control
+// plane initialized, available and at the requested version, or a provider that is not
+// installed, see clusterclass_status.go), WorkersReady (every group's MachineDeployment has count machines,
 // up to date and ready), Ready (both), Paused; each with a reason and a message that says what is
 // being waited for. An invalid reference (a datacenterRef or machineGroupRef that names an
 // unknown kind or a missing object) or an unsupported version stops the reconcile with a terminal
-// error and an InvalidSpec reason whose message names the field. The local provider's configs are
+// error and an InvalidSpec reason whose message names the field; so does a ClusterClass that does
+// not exist. The local provider's configs are
 // watched, so creating the missing one resumes it; the Packet configs are not, and a Packet
 // Cluster waiting for one resumes only when the Cluster itself changes. status.phase, status.kubernetesVersion (what the control plane runs)
 // and status.workers (desired and ready) summarise it.

@@ -1,11 +1,9 @@
 package cluster
 
 import (
-	"cmp"
 	"context"
 	"fmt"
 
-	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/klog/v2"
@@ -20,12 +18,11 @@ import (
 	"github.com/flotilla-dev/flotilla/infrastructure/packet/clusterspec"
 )
 
-// The Packet provider's branch of the reconciler (the Packet engineer's): a Cluster whose
-// datacenterRef is a PacketDatacenterConfig becomes the objects infrastructure/packet/clusterspec
-// builds — a PacketCluster, a KubeadmControlPlane with its PacketMachineTemplate, and per worker
-// node group a PacketMachineTemplate, a KubeadmConfigTemplate and a MachineDeployment. Cluster
-// API's kubeadm providers and the Packet reconcilers take it from there. Deletion is the common
-// path: deleting the CAPI Cluster deletes the rest.
+// The Packet provider's RBAC: a Cluster whose datacenterRef is a PacketDatacenterConfig becomes
+// a PacketCluster, a KubeadmControlPlane with its PacketMachineTemplate, and per worker node group
+// a PacketMachineTemplate, a KubeadmConfigTemplate and a MachineDeployment. Cluster API's kubeadm
+// providers and the Packet reconcilers take it from there. Deletion is the common path: deleting
+// the CAPI Cluster deletes the rest.
 
 // +kubebuilder:rbac:groups=infrastructure.flotilla.dev,resources=packetdatacenterconfigs;packetmachineconfigs,verbs=get;list;watch
 // +kubebuilder:rbac:groups=infrastructure.flotilla.dev,resources=packetclusters;packetmachinetemplates,verbs=get;list;watch;create;update;patch;delete
@@ -33,30 +30,47 @@ import (
 // +kubebuilder:rbac:groups=bootstrap.cluster.x-k8s.io,resources=kubeadmconfigtemplates,verbs=get;list;watch;create;update;patch;delete
 // +kubebuilder:rbac:groups=cluster.x-k8s.io,resources=machines,verbs=get;list;watch
 
-// observePacket reads the Cluster API objects a Packet cluster's status comes from
-// (packet_status.go) into s.packetObserved.
-func (r *Reconciler) observePacket(ctx context.Context, s *scope) error {
+// packetProvider is the Packet provider's part of the reconciler (the Packet engineer's): a
+// Cluster whose datacenterRef is a PacketDatacenterConfig becomes the objects
+// infrastructure/packet/clusterspec builds. Its status is packet_status.go's.
+type packetProvider struct {
+	r *Reconciler
+
+	// in holds the Packet configs the spec names; nil until resolve found them all.
+	in *packetInputs
+	// observed holds the cluster's Cluster API objects (packet_status.go).
+	observed packetObserved
+}
+
+// packetInputs are the Packet configs a Cluster names.
+type packetInputs struct {
+	datacenter   *infrav1.PacketDatacenterConfig
+	controlPlane *infrav1.PacketMachineConfig
+	workers      map[string]*infrav1.PacketMachineConfig
+}
+
+// observe reads the Cluster API objects a Packet cluster's status comes from (packet_status.go).
+func (p *packetProvider) observe(ctx context.Context, s *scope) error {
 	c := s.cluster
 	key := ctrlclient.ObjectKeyFromObject(c)
-	o := &packetObserved{}
 	pc := &infrav1.PacketCluster{}
-	if found, err := r.get(ctx, key, pc); err != nil {
+	if found, err := p.r.get(ctx, key, pc); err != nil {
 		return err
 	} else if found {
-		o.packetCluster = pc
+		p.observed.packetCluster = pc
 	}
 	kcp := &kubeadmcontrolplanev1.KubeadmControlPlane{}
-	if found, err := r.get(ctx, key, kcp); err != nil {
+	if found, err := p.r.get(ctx, key, kcp); err != nil {
 		return err
 	} else if found {
-		o.kcp = kcp
+		p.observed.kcp = kcp
+		s.controlPlaneVersion = kcp.Spec.Version
 	}
 	machines := &clusterv1.MachineList{}
-	if err := r.Client.List(ctx, machines, ctrlclient.InNamespace(c.Namespace), ctrlclient.MatchingLabels{clusterv1.ClusterNameLabel: c.Name}); err != nil {
+	if err := p.r.Client.List(ctx, machines, ctrlclient.InNamespace(c.Namespace), ctrlclient.MatchingLabels{clusterv1.ClusterNameLabel: c.Name}); err != nil {
 		return fmt.Errorf("listing Machines of Cluster %s: %w", klog.KObj(c), err)
 	}
-	o.machines = machines.Items
-	s.packetObserved = o
+	p.observed.machines = machines.Items
 	return nil
 }
 
@@ -71,26 +85,14 @@ func clusterOfPacketMachine(_ context.Context, obj ctrlclient.Object) []reconcil
 	return []reconcile.Request{{NamespacedName: ctrlclient.ObjectKey{Namespace: m.Namespace, Name: m.Spec.ClusterName}}}
 }
 
-// packetInputs are the Packet configs a Cluster names.
-type packetInputs struct {
-	datacenter   *infrav1.PacketDatacenterConfig
-	controlPlane *infrav1.PacketMachineConfig
-	workers      map[string]*infrav1.PacketMachineConfig
-}
-
-// isPacket reports whether the Cluster is a Packet cluster.
-func isPacket(c *flotillav1.Cluster) bool {
-	return c.Spec.DatacenterRef.Kind == clusterspec.DatacenterConfigKind
-}
-
-// resolvePacketInputs reads the PacketDatacenterConfig and PacketMachineConfigs the spec names
-// into s.packet; what is missing or of the wrong kind is appended to errs.
-func (r *Reconciler) resolvePacketInputs(ctx context.Context, s *scope, errs *field.ErrorList) error {
+// resolve reads the PacketDatacenterConfig and PacketMachineConfigs the spec names; what is
+// missing or of the wrong kind is appended to errs.
+func (p *packetProvider) resolve(ctx context.Context, s *scope, errs *field.ErrorList) error {
 	c := s.cluster
 	spec := field.NewPath("spec")
 	in := &packetInputs{datacenter: &infrav1.PacketDatacenterConfig{}, workers: map[string]*infrav1.PacketMachineConfig{}}
 	before := len(*errs)
-	if err := r.getRef(ctx, c, spec.Child("datacenterRef"), c.Spec.DatacenterRef, in.datacenter, errs); err != nil {
+	if err := p.r.getRef(ctx, c, spec.Child("datacenterRef"), c.Spec.DatacenterRef, in.datacenter, errs); err != nil {
 		return err
 	}
 	machineConfig := func(path *field.Path, ref flotillav1.Ref) (*infrav1.PacketMachineConfig, error) {
@@ -99,7 +101,7 @@ func (r *Reconciler) resolvePacketInputs(ctx context.Context, s *scope, errs *fi
 			return nil, nil
 		}
 		mc := &infrav1.PacketMachineConfig{}
-		return mc, r.getRef(ctx, c, path, ref, mc, errs)
+		return mc, p.r.getRef(ctx, c, path, ref, mc, errs)
 	}
 	if ref := c.Spec.ControlPlane.MachineGroupRef; ref != nil {
 		mc, err := machineConfig(spec.Child("controlPlane", "machineGroupRef"), *ref)
@@ -118,25 +120,21 @@ func (r *Reconciler) resolvePacketInputs(ctx context.Context, s *scope, errs *fi
 		in.workers[group.Name] = mc
 	}
 	if len(*errs) == before {
-		s.packet = in
+		p.in = in
 	}
 	return nil
 }
 
-// packetObjects builds the Packet cluster's objects other than the CAPI Cluster.
-func packetObjects(s *scope) ([]ctrlclient.Object, error) {
-	objs, err := clusterspec.Objects(clusterspec.Input{
-		Cluster: s.cluster, Version: s.version,
-		Datacenter: s.packet.datacenter, ControlPlaneMachine: s.packet.controlPlane, WorkerMachines: s.packet.workers,
-	})
-	if err != nil {
-		return nil, err
-	}
-	return objs[1:], nil // the CAPI Cluster is reconcileCAPICluster's
+// completeCAPICluster points the CAPI Cluster at the PacketCluster and the KubeadmControlPlane.
+func (p *packetProvider) completeCAPICluster(s *scope, capi *clusterv1.Cluster) {
+	capi.Spec.InfrastructureRef = clusterspec.InfrastructureRef(s.cluster.Name)
+	capi.Spec.ControlPlaneRef = clusterspec.ControlPlaneRef(s.cluster.Name)
 }
 
-// reconcilePacketControlPlane applies the PacketCluster, the control plane's
-// PacketMachineTemplate and the KubeadmControlPlane.
+// desired: the PacketCluster, the control plane's PacketMachineTemplate and the
+// KubeadmControlPlane, then per worker node group its PacketMachineTemplate,
+// KubeadmConfigTemplate and MachineDeployment. The templates are owned by the Flotilla Cluster,
+// as the local provider's are.
 //
 // The PacketCluster and the KubeadmControlPlane are created with the owner reference to the CAPI
 // Cluster that Cluster API's Cluster controller would add (capiOwnerRef), as its topology
@@ -145,25 +143,47 @@ func packetObjects(s *scope) ([]ctrlclient.Object, error) {
 // Paused condition, each a reconcile of its own, at most one a second per object). Owned from
 // the start, the PacketCluster reserves the elastic IP and the KubeadmControlPlane takes its own
 // first steps meanwhile, and the first control plane Machine is created about 2.5 s earlier.
-func (r *Reconciler) reconcilePacketControlPlane(ctx context.Context, s *scope) error {
-	objs, err := packetObjects(s)
+//
+// A group's MachineDeployment is created only once the KubeadmControlPlane reports the version
+// of its machines (status.versions, written once it has created the first one). Before that,
+// Cluster API's MachineSet counts the control plane as provisioning: its ControlPlaneIsStable
+// preflight check puts the scale up on hold and looks again only 15 s later, so whether the
+// workers' Machines came at once or 15 s later depended on which of the two controllers got
+// there first (in one run they came 15 s later, when the control plane was nearly initialized).
+// Created after, the workers' Machines, KubeadmConfigs and PacketMachines take their first steps
+// while the control plane device provisions, and wait only for the control plane's kubeadm init.
+// The KubeadmControlPlane watch brings the reconcile that creates it.
+func (p *packetProvider) desired(s *scope) ([]ctrlclient.Object, error) {
+	c := s.cluster
+	all, err := clusterspec.Objects(clusterspec.Input{
+		Cluster: c, Version: s.version,
+		Datacenter: p.in.datacenter, ControlPlaneMachine: p.in.controlPlane, WorkerMachines: p.in.workers,
+	})
 	if err != nil {
-		return err
+		return nil, err
 	}
-	for _, obj := range objs[:3] {
-		switch obj.(type) {
-		case *infrav1.PacketMachineTemplate:
-			obj.SetOwnerReferences([]metav1.OwnerReference{controllerRef(s.cluster)})
+	controlPlaneReportsVersion := kcpVersion(p.observed.kcp) != ""
+	var objs []ctrlclient.Object
+	for _, obj := range all[1:] { // the CAPI Cluster is reconcileCAPICluster's
+		switch o := obj.(type) {
 		case *infrav1.PacketCluster, *kubeadmcontrolplanev1.KubeadmControlPlane:
 			if ref, ok := capiOwnerRef(s.capiCluster); ok {
 				obj.SetOwnerReferences([]metav1.OwnerReference{ref})
 			}
+		case *clusterv1.MachineDeployment:
+			group := workerNodeGroupOf(o)
+			if s.machineDeployments[group] == nil && !controlPlaneReportsVersion {
+				continue
+			}
+			// A group's kubernetesVersion is not applied: the KubeadmConfigTemplate installs the
+			// cluster's version on every device.
+			o.Spec.Template.Spec.Version = s.version
+		default:
+			obj.SetOwnerReferences([]metav1.OwnerReference{controllerRef(c)})
 		}
-		if err := r.apply(ctx, s.cluster, obj); err != nil {
-			return err
-		}
+		objs = append(objs, obj)
 	}
-	return nil
+	return objs, nil
 }
 
 // capiOwnerRef is the owner reference Cluster API's Cluster controller puts on the objects its
@@ -182,52 +202,8 @@ func capiOwnerRef(capi *clusterv1.Cluster) (ref metav1.OwnerReference, ok bool) 
 	}, true
 }
 
-// reconcilePacketWorkers applies every worker node group's templates and MachineDeployment.
-// The templates are owned by the Flotilla Cluster, as the local provider's are.
-//
-// A group's MachineDeployment is created only once the KubeadmControlPlane reports the version
-// of its machines (status.versions, written once it has created the first one). Before that,
-// Cluster API's MachineSet counts the control plane as provisioning: its ControlPlaneIsStable
-// preflight check puts the scale up on hold and looks again only 15 s later, so whether the
-// workers' Machines came at once or 15 s later depended on which of the two controllers got
-// there first (in one run they came 15 s later, when the control plane was nearly initialized).
-// Created after, the workers' Machines, KubeadmConfigs and PacketMachines take their first steps
-// while the control plane device provisions, and wait only for the control plane's kubeadm init.
-func (r *Reconciler) reconcilePacketWorkers(ctx context.Context, s *scope) error {
-	c := s.cluster
-	objs, err := packetObjects(s)
-	if err != nil {
-		return err
-	}
-	controlPlaneReportsVersion := s.packetObserved != nil && kcpVersion(s.packetObserved.kcp) != ""
-	for _, obj := range objs[3:] {
-		md, isMD := obj.(*clusterv1.MachineDeployment)
-		if !isMD {
-			obj.SetOwnerReferences([]metav1.OwnerReference{controllerRef(c)})
-		}
-		if isMD {
-			group := md.Labels[flotillav1.WorkerNodeGroupLabel]
-			if s.machineDeployments[group] == nil && !controlPlaneReportsVersion {
-				continue // the KubeadmControlPlane watch brings the reconcile that creates it
-			}
-			md.Spec.Template.Spec.Version = cmp.Or(s.groupVersions[group], s.version)
-			if s.machineDeployments[group] == nil {
-				r.Recorder.Eventf(c, md, corev1.EventTypeNormal, eventCreated, "Create", "Created MachineDeployment %s with %d workers", md.Name, ptrValue(md.Spec.Replicas))
-			}
-		}
-		if err := r.apply(ctx, c, obj); err != nil {
-			return err
-		}
-		if isMD {
-			s.machineDeployments[md.Labels[flotillav1.WorkerNodeGroupLabel]] = md
-		}
-	}
-	return nil
-}
-
-func ptrValue(p *int32) int32 {
-	if p == nil {
-		return 0
-	}
-	return *p
+// obsolete: the MachineDeployments of removed worker node groups. Their templates stay until
+// the cluster is deleted.
+func (p *packetProvider) obsolete(s *scope) []ctrlclient.Object {
+	return obsoleteMachineDeployments(s)
 }

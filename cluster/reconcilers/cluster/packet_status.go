@@ -158,15 +158,12 @@ func kcpVersion(kcp *kubeadmcontrolplanev1.KubeadmControlPlane) string {
 	return kcp.Status.Versions[0].Version
 }
 
-// setPacketStatus writes a Packet cluster's version, ControlPlaneReady and WorkersReady.
-func setPacketStatus(s *scope) {
-	c, o := s.cluster, s.packetObserved
-	if o == nil {
-		o = &packetObserved{}
-	}
+// setStatus writes a Packet cluster's version, ControlPlaneReady and WorkersReady.
+func (p *packetProvider) setStatus(s *scope) {
+	c, o := s.cluster, &p.observed
 	c.Status.KubernetesVersion = kcpVersion(o.kcp)
 	setPacketControlPlaneReady(c, s.version, o, controlPlaneErrors(s.invalid))
-	setPacketWorkersReady(c, s.version, s.groupVersions, s.machineDeployments, o, workerErrors(s.invalid))
+	setPacketWorkersReady(c, s.version, nil, s.machineDeployments, o, workerErrors(s.invalid))
 }
 
 // setPacketControlPlaneReady: see the comment at the top of this file. Until it is True the
