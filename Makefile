@@ -30,6 +30,19 @@ controlplane-binaries: ## Build kube-apiserver, etcd, kwok... for K8S_VERSION in
 controlplane-binaries-all: ## Build the control plane binaries of every supported Kubernetes version.
 	go run ./cmd/flotilla binaries build --all
 
+# Real nodes run Debian's runc and iptables beside the programs `flotilla binaries build --nodes`
+# makes. apt-get runs only for what is missing.
+NODE_PACKAGES := runc:runc iptables:iptables
+
+.PHONY: node-packages
+node-packages: ## Install Debian's runc and iptables, which real nodes run, when they are missing (as root).
+	@missing=""; for p in $(NODE_PACKAGES); do command -v $${p%%:*} >/dev/null || missing="$$missing $${p#*:}"; done; \
+	if [ -n "$$missing" ]; then echo "installing$$missing"; apt-get install -y --no-install-recommends $$missing; fi
+
+.PHONY: node-binaries
+node-binaries: node-packages ## Build kubelet, kube-proxy, containerd, the CNI plugins and the image programs for K8S_VERSION (once).
+	go run ./cmd/flotilla binaries build $(K8S_VERSION) --nodes
+
 $(CONTROLLER_GEN):
 	mkdir -p $(TOOLS_CACHE)
 	cd hack/tools/codegen && go build -o $(CONTROLLER_GEN) sigs.k8s.io/controller-tools/cmd/controller-gen
