@@ -46,6 +46,13 @@ type Spec struct {
 	Env []string
 	// Dir is the working directory; empty means the Supervisor's RunDir.
 	Dir string
+	// NetNS and MountNS are the paths of a network and a mount namespace (files such as
+	// /run/netns/<name>) the process runs in; empty: this program's.
+	NetNS, MountNS string
+	// Cgroup is the directory of a cgroup v2 group the process starts in (see Cgroup2Root), so
+	// that it and everything it starts can be found and killed together; empty: this
+	// program's. Changing NetNS, MountNS or Cgroup restarts the process.
+	Cgroup string
 }
 
 // argv is the command line the Spec runs.
@@ -78,6 +85,9 @@ type record struct {
 	PID       int      `json:"pid"`
 	Argv      []string `json:"argv"`
 	Env       []string `json:"env,omitempty"`
+	NetNS     string   `json:"netns,omitempty"`
+	MountNS   string   `json:"mountns,omitempty"`
+	Cgroup    string   `json:"cgroup,omitempty"`
 	StartTime uint64   `json:"startTime"`
 	Started   string   `json:"started"`
 }
@@ -123,7 +133,8 @@ func (s Supervisor) Differs(spec Spec) bool {
 
 // runs reports whether the recorded process was started as spec.
 func (rec record) runs(spec Spec) bool {
-	return slices.Equal(rec.Argv, spec.argv()) && slices.Equal(rec.Env, spec.Env)
+	return slices.Equal(rec.Argv, spec.argv()) && slices.Equal(rec.Env, spec.Env) &&
+		rec.NetNS == spec.NetNS && rec.MountNS == spec.MountNS && rec.Cgroup == spec.Cgroup
 }
 
 // Start starts spec unconditionally, detached from the caller (see the package documentation),
@@ -160,7 +171,7 @@ func (s Supervisor) Start(ctx context.Context, spec Spec) (Process, error) {
 	cmd.Stdout = logFile
 	cmd.Stderr = logFile
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
-	if err := cmd.Start(); err != nil {
+	if err := startIn(cmd, spec); err != nil {
 		return Process{}, fmt.Errorf("starting %s (%s): %w", spec.Name, spec.Path, err)
 	}
 	pid := cmd.Process.Pid
@@ -171,7 +182,8 @@ func (s Supervisor) Start(ctx context.Context, spec Spec) (Process, error) {
 	// compares: wait for it, so that a lookup right after Start finds the process.
 	waitExec(pid, spec.argv())
 
-	rec := record{PID: pid, Argv: spec.argv(), Env: spec.Env, Started: time.Now().UTC().Format(time.RFC3339)}
+	rec := record{PID: pid, Argv: spec.argv(), Env: spec.Env, NetNS: spec.NetNS, MountNS: spec.MountNS, Cgroup: spec.Cgroup,
+		Started: time.Now().UTC().Format(time.RFC3339)}
 	if st, err := readStat(pid); err == nil {
 		rec.StartTime = st.StartTime
 	}
