@@ -197,7 +197,11 @@ func (b *Builder) goCommand() (string, error) {
 // directory beside the cache's programs, whose results it then moves into dir.
 func (b *Builder) build(ctx context.Context, goCmd, dir string, t target) error {
 	start := time.Now()
-	fmt.Fprintf(b.Out, "%s: building %s (once per machine; Kubernetes takes about 10 minutes on 2 cores)\n", t.what, strings.Join(t.programs, ", "))
+	note := "once per machine"
+	if strings.HasPrefix(t.module, "kube-v") {
+		note += "; Kubernetes takes about 10 minutes on 2 cores"
+	}
+	fmt.Fprintf(b.Out, "%s: building %s (%s)\n", t.what, strings.Join(t.programs, ", "), note)
 	moduleDir, err := os.MkdirTemp("", "flotilla-build-")
 	if err != nil {
 		return fmt.Errorf("building %s: %w", t.what, err)

@@ -12,10 +12,10 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"time"
 
 	"github.com/flotilla-dev/flotilla/pkg/atomicfile"
+	"github.com/flotilla-dev/flotilla/pkg/filelock"
 )
 
 // state is what a control plane remembers in Dir/state.json: the choices made once and reused so
@@ -29,6 +29,8 @@ type state struct {
 	EtcdPeerPort   int32 `json:"etcdPeerPort"`
 	// KubernetesVersion is the version of the binaries last started.
 	KubernetesVersion string `json:"kubernetesVersion,omitempty"`
+	// NodeNetwork is the node network of the cluster's real nodes, once it has one.
+	NodeNetwork string `json:"nodeNetwork,omitempty"`
 }
 
 func loadState(path string) (state, error) {
@@ -132,24 +134,9 @@ func lockDir(ctx context.Context, l layout) (unlock func(), err error) {
 	if err := os.MkdirAll(string(l), 0o700); err != nil {
 		return nil, fmt.Errorf("creating %s: %w", l, err)
 	}
-	f, err := os.OpenFile(l.lock(), os.O_RDWR|os.O_CREATE, 0o600)
-	if err != nil {
-		return nil, fmt.Errorf("opening lock: %w", err)
+	unlock, err = filelock.Lock(ctx, l.lock())
+	if err != nil && ctx.Err() != nil {
+		return nil, fmt.Errorf("waiting for another operation on %s to finish: %w", l, ctx.Err())
 	}
-	for delay := time.Millisecond; ; delay = min(2*delay, 100*time.Millisecond) {
-		err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB)
-		if err == nil {
-			return func() { _ = f.Close() }, nil // closing releases the lock
-		}
-		if !errors.Is(err, syscall.EWOULDBLOCK) {
-			_ = f.Close()
-			return nil, fmt.Errorf("locking %s: %w", l.lock(), err)
-		}
-		select {
-		case <-ctx.Done():
-			_ = f.Close()
-			return nil, fmt.Errorf("waiting for another operation on %s to finish: %w", l, ctx.Err())
-		case <-time.After(delay):
-		}
-	}
+	return unlock, err
 }
