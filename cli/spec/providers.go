@@ -106,6 +106,9 @@ func localProvider() provider {
 		datacenter: kind{
 			gvk:       infrav1.GroupVersion.WithKind(clustervalidation.Local.DatacenterKind),
 			newObject: func() client.Object { return &infrav1.LocalDatacenterConfig{} },
+			validate: func(obj client.Object) field.ErrorList {
+				return clustervalidation.ValidateLocalDatacenterConfig(obj.(*infrav1.LocalDatacenterConfig))
+			},
 		},
 		machineConfig: kind{
 			gvk:       infrav1.GroupVersion.WithKind(clustervalidation.Local.MachineConfigKind),
@@ -121,6 +124,9 @@ func localProvider() provider {
 			}
 			if dc.Spec.Scheduler == nil {
 				dc.Spec.Scheduler = ptr.To(true)
+			}
+			if dc.Spec.ImageMirror == "" {
+				dc.Spec.ImageMirror = infrav1.DefaultImageMirror
 			}
 		},
 		template: localTemplate,

@@ -16,6 +16,7 @@ import (
 	"github.com/flotilla-dev/flotilla/cluster/validation"
 )
 
+// +kubebuilder:webhook:path=/validate-infrastructure-flotilla-dev-v1alpha1-localdatacenterconfig,mutating=false,failurePolicy=fail,sideEffects=None,groups=infrastructure.flotilla.dev,resources=localdatacenterconfigs,verbs=create;update,versions=v1alpha1,name=validate.localdatacenterconfig.infrastructure.flotilla.dev,admissionReviewVersions=v1
 // +kubebuilder:webhook:path=/validate-infrastructure-flotilla-dev-v1alpha1-localmachineconfig,mutating=false,failurePolicy=fail,sideEffects=None,groups=infrastructure.flotilla.dev,resources=localmachineconfigs,verbs=create;update,versions=v1alpha1,name=validate.localmachineconfig.infrastructure.flotilla.dev,admissionReviewVersions=v1
 // +kubebuilder:webhook:path=/validate-infrastructure-flotilla-dev-v1alpha1-packetdatacenterconfig,mutating=false,failurePolicy=fail,sideEffects=None,groups=infrastructure.flotilla.dev,resources=packetdatacenterconfigs,verbs=create;update,versions=v1alpha1,name=validate.packetdatacenterconfig.infrastructure.flotilla.dev,admissionReviewVersions=v1
 // +kubebuilder:webhook:path=/validate-infrastructure-flotilla-dev-v1alpha1-packetmachineconfig,mutating=false,failurePolicy=fail,sideEffects=None,groups=infrastructure.flotilla.dev,resources=packetmachineconfigs,verbs=create;update,versions=v1alpha1,name=validate.packetmachineconfig.infrastructure.flotilla.dev,admissionReviewVersions=v1
@@ -50,10 +51,15 @@ func (w *Config[T]) ValidateDelete(context.Context, T) (admission.Warnings, erro
 }
 
 // SetupConfigWebhooksWithManager registers the validating webhooks of the provider configs that
-// have rules (LocalMachineConfig, PacketDatacenterConfig, PacketMachineConfig) with mgr's webhook
-// server.
+// have rules (LocalDatacenterConfig, LocalMachineConfig, PacketDatacenterConfig,
+// PacketMachineConfig) with mgr's webhook server.
 func SetupConfigWebhooksWithManager(mgr ctrl.Manager) error {
-	err := setupConfig(mgr, &infrav1.LocalMachineConfig{}, validation.ValidateLocalMachineConfig,
+	err := setupConfig(mgr, &infrav1.LocalDatacenterConfig{}, validation.ValidateLocalDatacenterConfig,
+		func(o *infrav1.LocalDatacenterConfig) any { return o.Spec })
+	if err != nil {
+		return err
+	}
+	err = setupConfig(mgr, &infrav1.LocalMachineConfig{}, validation.ValidateLocalMachineConfig,
 		func(o *infrav1.LocalMachineConfig) any { return o.Spec })
 	if err != nil {
 		return err
