@@ -42,19 +42,26 @@ func NewBootstrapToken() string {
 	return t[:6] + "." + t[6:22]
 }
 
+// TokenNodeLabel on a bootstrap token's Secret names the node it was made for.
+const TokenNodeLabel = "flotilla.dev/real-node"
+
 // BootstrapTokenSecret returns the Secret that makes token valid until expires, for
-// authentication only, in group BootstrapGroup; description says whom it is for.
-func BootstrapTokenSecret(token, description string, expires time.Time) (*corev1.Secret, error) {
+// authentication only, in group BootstrapGroup, for the node named node (TokenNodeLabel).
+func BootstrapTokenSecret(token, node string, expires time.Time) (*corev1.Secret, error) {
 	id, secret, ok := strings.Cut(token, ".")
 	if !ok || len(id) != 6 || len(secret) != 16 {
 		return nil, fmt.Errorf("a bootstrap token has the form [a-z0-9]{6}.[a-z0-9]{16}")
 	}
 	return &corev1.Secret{
 		TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "Secret"},
-		ObjectMeta: metav1.ObjectMeta{Name: BootstrapTokenSecretName(token), Namespace: metav1.NamespaceSystem},
-		Type:       corev1.SecretTypeBootstrapToken,
+		ObjectMeta: metav1.ObjectMeta{
+			Name:      BootstrapTokenSecretName(token),
+			Namespace: metav1.NamespaceSystem,
+			Labels:    map[string]string{TokenNodeLabel: node},
+		},
+		Type: corev1.SecretTypeBootstrapToken,
 		StringData: map[string]string{
-			"description":                    description,
+			"description":                    "Joins the real node " + node + " (Flotilla)",
 			"token-id":                       id,
 			"token-secret":                   secret,
 			"expiration":                     expires.UTC().Format(time.RFC3339),

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/vishvananda/netlink"
+	"k8s.io/client-go/tools/clientcmd"
 	ctrl "sigs.k8s.io/controller-runtime"
 
 	"github.com/flotilla-dev/flotilla/pkg/atomicfile"
@@ -69,6 +70,19 @@ func (p ProcessStatus) CrashLooping() bool { return p.Failures >= CrashLoopFailu
 func NeedsBootstrap(dir string) bool {
 	_, err := os.Stat(newLayout(dir).kubeletClientCert())
 	return err != nil
+}
+
+// BootstrapToken returns the bootstrap token the node in dir was last given, "" when it has
+// none (it never had one, or it has joined), so that the caller keeps using the same token.
+func BootstrapToken(dir string) string {
+	kc, err := clientcmd.LoadFromFile(newLayout(dir).bootstrapKubeconfig())
+	if err != nil {
+		return ""
+	}
+	for _, auth := range kc.AuthInfos {
+		return auth.Token
+	}
+	return ""
 }
 
 // Ensure makes the node of cfg run, without waiting for it to be Ready. It is idempotent and

@@ -19,6 +19,9 @@ func setStatus(s *scope) {
 		lcp.Status.Initialization.ControlPlaneInitialized = ptr.To(true)
 		lcp.Status.Version = s.version
 	}
+	if s.processes != nil && s.processes.NodeNetwork.IsValid() {
+		lcp.Status.NodeNetwork = s.processes.NodeNetwork.String()
+	}
 	setAvailableCondition(s)
 	setProcessesRunningCondition(s)
 	setCertificatesAvailableCondition(s)
