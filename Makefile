@@ -91,7 +91,7 @@ bench: controlplane-binaries build ## Run the benchmarks and print the results t
 	go test -run '^$$' -bench . -benchtime 1x -timeout 60m ./bench | bin/bench-table
 
 .PHONY: quickstart
-quickstart: controlplane-binaries build ## Create the local management cluster `mgmt` (kubeconfig: ./mgmt/mgmt.kubeconfig).
+quickstart: controlplane-binaries node-binaries build ## Create the local management cluster `mgmt` and the workload cluster `w1` with a real node, and install hello-flotilla there.
 	hack/quickstart.sh
 
 .PHONY: clean
