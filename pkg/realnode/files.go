@@ -246,7 +246,7 @@ func kubeletArgs(cfg Config, l layout, address netip.Addr) []string {
 		"--bootstrap-kubeconfig=" + l.bootstrapKubeconfig(),
 		"--kubeconfig=" + l.kubeletKubeconfig(),
 		"--cert-dir=" + l.kubeletCertDir(),
-		"--root-dir=" + l.kubeletRoot(),
+		"--root-dir=" + l.kubeletRootMount(),
 		"--hostname-override=" + cfg.Name,
 		"--node-ip=" + address.String(),
 	}

@@ -29,7 +29,8 @@ const RuntimeRoot = "/run/flotilla"
 //	resolv.conf                the node's resolver configuration: no name servers
 //
 // The runtime directory, RuntimeRoot/<id>, holds containerd's state and sockets, the shims'
-// sockets and runc's state. The network namespace is /run/netns/flotilla-<id> (`ip netns`
+// sockets and runc's state; in the node's mount namespace its kubelet/ shows kubelet/root of the
+// node's directory (kubelet makes sockets in its root directory, whose paths must be short). The network namespace is /run/netns/flotilla-<id> (`ip netns`
 // lists it), the mount namespace RuntimeRoot/ns/<id>.mnt, the cgroup <cgroup v2>/flotilla/<id>.
 type layout struct {
 	dir string
@@ -75,6 +76,10 @@ func (l layout) containerdState() string  { return filepath.Join(l.runtimeDir(),
 func (l layout) containerdSocket() string { return filepath.Join(l.runtimeDir(), "containerd.sock") }
 func (l layout) shimSockets() string      { return filepath.Join(l.runtimeDir(), "s") }
 func (l layout) runcRoot() string         { return filepath.Join(l.runtimeDir(), "runc") }
+
+// kubeletRootMount is where the node's mount namespace shows kubeletRoot, and what kubelet is
+// told its root directory is: kubelet makes Unix sockets there, whose paths must stay short.
+func (l layout) kubeletRootMount() string { return filepath.Join(l.runtimeDir(), "kubelet") }
 
 // netNSName is the node's network namespace as `ip netns` names it.
 func (l layout) netNSName() string { return "flotilla-" + l.id }

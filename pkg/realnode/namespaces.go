@@ -61,8 +61,8 @@ func ensureNetNS(l layout) error {
 
 // ensureMountNS makes the node's mount namespace, kept at l.mountNS(), unless it exists. It is a
 // copy of the host's in which mounts propagate from the host but not back (slave), with a tmpfs on
-// each of hostDirs and the files of l.sysctlDir() over the kernel settings kubelet reads
-// (kernelSettings), which Ensure writes first.
+// each of hostDirs, the files of l.sysctlDir() over the kernel settings kubelet reads
+// (kernelSettings), which Ensure writes first, and kubelet's root directory at its short path.
 func ensureMountNS(l layout) error {
 	if kept(l.mountNS()) {
 		return nil
@@ -124,6 +124,9 @@ func setUpMountNS(l layout) error {
 		if err := unix.Mount(l.sysctlFile(name), filepath.Join("/proc/sys", name), "", unix.MS_BIND, ""); err != nil {
 			return fmt.Errorf("covering /proc/sys/%s: %w", name, err)
 		}
+	}
+	if err := unix.Mount(l.kubeletRoot(), l.kubeletRootMount(), "", unix.MS_BIND|unix.MS_REC, ""); err != nil {
+		return fmt.Errorf("showing %s at %s: %w", l.kubeletRoot(), l.kubeletRootMount(), err)
 	}
 	return nil
 }

@@ -204,7 +204,7 @@ func ensureProcess(ctx context.Context, sup process.Supervisor, spec process.Spe
 func writeFiles(cfg Config, l layout) error {
 	for _, dir := range []string{l.path("pki"), l.path("containerd"), l.certsDir(), l.cniConfDir(), l.cniIPAMDir(),
 		l.kubeletDir(), l.kubeletCertDir(), l.kubeletRoot(), l.kubeletVolumePlugins(), l.podLogs(),
-		l.path("kube-proxy"), l.sysctlDir(), l.tmp(), l.runtimeDir()} {
+		l.path("kube-proxy"), l.sysctlDir(), l.tmp(), l.runtimeDir(), l.kubeletRootMount()} {
 		if err := os.MkdirAll(dir, 0o700); err != nil {
 			return fmt.Errorf("creating %s: %w", dir, err)
 		}
