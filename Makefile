@@ -77,18 +77,40 @@ verify-generate: $(CONTROLLER_GEN) ## Fail when `make generate` would change a g
 		echo "generated files were stale: 'make generate' has now rewritten them; review and commit" >&2; exit 1; \
 	fi
 
+# The main module and each tools module under hack/tools: each go.mod lists what its code imports.
+GO_MODULES = . $(patsubst %/go.mod,%,$(wildcard hack/tools/*/go.mod))
+
+.PHONY: tidy
+tidy: ## Run `go mod tidy` in the main module and in every tools module.
+	@for m in $(GO_MODULES); do (cd $$m && go mod tidy) || exit 1; done
+
+.PHONY: verify-tidy
+verify-tidy: ## Fail when `go mod tidy` would change a go.mod or go.sum (the main module's or a tools module's).
+	@untidy=; for m in $(GO_MODULES); do (cd $$m && go mod tidy -diff >&2) || untidy="$$untidy $$m"; done; \
+	if [ -n "$$untidy" ]; then \
+		echo "go.mod/go.sum not tidy in:$$untidy (the diff is above): run 'make tidy', review and commit" >&2; exit 1; \
+	fi
+
 .PHONY: test
-test: controlplane-binaries verify-generate $(CLUSTERCTL) ## Run every test (unit, integration on real API servers, end to end).
+test: controlplane-binaries verify-generate verify-tidy $(CLUSTERCTL) ## Run every test (unit, integration on real API servers, end to end).
 	go vet ./...
 	go test $(GO_TEST_FLAGS) $$(go list ./... | grep -v /test/e2e)
 	# The end-to-end scenarios run alone: they time real clusters, which a busy machine distorts.
 	go test $(GO_TEST_FLAGS) ./test/e2e/...
+
+.PHONY: chaos
+chaos: controlplane-binaries-all $(CLUSTERCTL) ## Fault injection (not in make test; about an hour): kill the manager, API servers, etcd and the registry during operations. FLOTILLA_CHAOS_RUNS=20 FLOTILLA_CHAOS_OPS=create,upgrade,package,addon
+	set -o pipefail; go test -tags chaos -count=1 -timeout 8h -v -run '^TestChaos$$' ./test/e2e/ | grep -v '^=== \(RUN\|PAUSE\|CONT\)'
 
 .PHONY: bench
 bench: controlplane-binaries build ## Run the benchmarks and print the results table.
 	@# The table tool is built first: compiled inside the pipe, it would share the CPU with the first benchmark.
 	go build -o bin/bench-table ./bench/table
 	go test -run '^$$' -bench . -benchtime 1x -timeout 60m ./bench | bin/bench-table
+
+.PHONY: fuzz
+fuzz: ## Run every Go fuzz target for FUZZTIME each (default 150s) on one worker; print the executions and crashes.
+	hack/fuzz.sh
 
 .PHONY: quickstart
 quickstart: controlplane-binaries node-binaries build ## Create the local management cluster `mgmt` and the workload cluster `w1` with a real node, and install hello-flotilla there.

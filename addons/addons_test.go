@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -20,13 +21,14 @@ import (
 	"sigs.k8s.io/cluster-api/controllers/clustercache"
 	ctrl "sigs.k8s.io/controller-runtime"
 	ctrlcache "sigs.k8s.io/controller-runtime/pkg/cache"
-	"sigs.k8s.io/controller-runtime/pkg/client"
-	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
+	ctrlclient "sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	"github.com/flotilla-dev/flotilla/addons"
 	"github.com/flotilla-dev/flotilla/addons/desired"
 	"github.com/flotilla-dev/flotilla/addons/engine"
 	addonsv1 "github.com/flotilla-dev/flotilla/api/addons/v1alpha1"
+	"github.com/flotilla-dev/flotilla/internal/proctest"
 	"github.com/flotilla-dev/flotilla/internal/testenv"
 	"github.com/flotilla-dev/flotilla/pkg/helm"
 )
@@ -43,7 +45,7 @@ import (
 var (
 	env      *testenv.Environment
 	fake     = &engine.Fake{}
-	clusters = &clusterCache{configs: map[client.ObjectKey]*rest.Config{}, unreachable: map[client.ObjectKey]bool{}}
+	clusters = &clusterCache{configs: map[ctrlclient.ObjectKey]*rest.Config{}, unreachable: map[ctrlclient.ObjectKey]bool{}}
 )
 
 const (
@@ -131,9 +133,9 @@ func stopManager() {
 // server to watch, is never connected, so its releases are polled.
 type clusterCache struct {
 	mu          sync.Mutex
-	configs     map[client.ObjectKey]*rest.Config
-	unreachable map[client.ObjectKey]bool
-	connections map[client.ObjectKey]*connection
+	configs     map[ctrlclient.ObjectKey]*rest.Config
+	unreachable map[ctrlclient.ObjectKey]bool
+	connections map[ctrlclient.ObjectKey]*connection
 }
 
 // connection is what clusterCache keeps of a watched cluster: its cache and its watches' names.
@@ -143,7 +145,7 @@ type connection struct {
 	watches map[string]bool
 }
 
-func (c *clusterCache) Watch(ctx context.Context, key client.ObjectKey, w clustercache.Watcher) error {
+func (c *clusterCache) Watch(ctx context.Context, key ctrlclient.ObjectKey, w clustercache.Watcher) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	cfg, ok := c.configs[key]
@@ -167,7 +169,7 @@ func (c *clusterCache) Watch(ctx context.Context, key client.ObjectKey, w cluste
 		}
 		conn = &connection{cache: cache, stop: stop, watches: map[string]bool{}}
 		if c.connections == nil {
-			c.connections = map[client.ObjectKey]*connection{}
+			c.connections = map[ctrlclient.ObjectKey]*connection{}
 		}
 		c.connections[key] = conn
 	}
@@ -183,7 +185,7 @@ func (c *clusterCache) Watch(ctx context.Context, key client.ObjectKey, w cluste
 
 // disconnect stops the watches of cluster key, or of every cluster when key is nil, as CAPI's
 // ClusterCache does when it loses a connection or its manager stops.
-func (c *clusterCache) disconnect(key *client.ObjectKey) {
+func (c *clusterCache) disconnect(key *ctrlclient.ObjectKey) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	for k, conn := range c.connections {
@@ -194,7 +196,7 @@ func (c *clusterCache) disconnect(key *client.ObjectKey) {
 	}
 }
 
-func (c *clusterCache) GetRESTConfig(_ context.Context, key client.ObjectKey) (*rest.Config, error) {
+func (c *clusterCache) GetRESTConfig(_ context.Context, key ctrlclient.ObjectKey) (*rest.Config, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.unreachable[key] {
@@ -206,7 +208,7 @@ func (c *clusterCache) GetRESTConfig(_ context.Context, key client.ObjectKey) (*
 	return &rest.Config{Host: fakeHost(key.Namespace, key.Name)}, nil
 }
 
-func (c *clusterCache) setUnreachable(key client.ObjectKey, unreachable bool) {
+func (c *clusterCache) setUnreachable(key ctrlclient.ObjectKey, unreachable bool) {
 	if unreachable {
 		c.disconnect(&key)
 	}
@@ -282,7 +284,7 @@ func proxy(ns, name string) *addonsv1.HelmChartProxy {
 
 func getHRP(g Gomega, ns, proxyName, cluster string) *addonsv1.HelmReleaseProxy {
 	hrp := &addonsv1.HelmReleaseProxy{}
-	g.Expect(env.Client.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: desired.ReleaseProxyName(proxyName, cluster)}, hrp)).To(Succeed())
+	g.Expect(env.Client.Get(context.Background(), ctrlclient.ObjectKey{Namespace: ns, Name: desired.ReleaseProxyName(proxyName, cluster)}, hrp)).To(Succeed())
 	return hrp
 }
 
@@ -311,9 +313,9 @@ func fakeRelease(ns, cluster, releaseNamespace, name string) (engine.Release, in
 }
 
 // eventReasons returns the reasons of the Events regarding obj.
-func eventReasons(g Gomega, obj client.Object) []string {
+func eventReasons(g Gomega, obj ctrlclient.Object) []string {
 	list := &eventsv1.EventList{}
-	g.Expect(env.Client.List(context.Background(), list, client.InNamespace(obj.GetNamespace()))).To(Succeed())
+	g.Expect(env.Client.List(context.Background(), list, ctrlclient.InNamespace(obj.GetNamespace()))).To(Succeed())
 	var reasons []string
 	for _, e := range list.Items {
 		if e.Regarding.Name == obj.GetName() {
@@ -364,7 +366,7 @@ func TestAProxyInstallsItsChartIntoEverySelectedClusterAndOnlyThere(t *testing.T
 	patchLabels(g, w3, map[string]string{"env": "prod"})
 	eventuallyReady(g, ns, "hello", "w3")
 	g.Eventually(func() bool {
-		err := env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: desired.ReleaseProxyName("hello", "w2")}, &addonsv1.HelmReleaseProxy{})
+		err := env.Client.Get(ctx, ctrlclient.ObjectKey{Namespace: ns, Name: desired.ReleaseProxyName("hello", "w2")}, &addonsv1.HelmReleaseProxy{})
 		return apierrors.IsNotFound(err)
 	}, timeout, interval).Should(BeTrue(), "the HelmReleaseProxy of a cluster that stopped matching is deleted")
 	_, _, ok = fakeRelease(ns, "w2", "hello", "hello")
@@ -376,7 +378,7 @@ func TestAProxyInstallsItsChartIntoEverySelectedClusterAndOnlyThere(t *testing.T
 	// Deleting the proxy uninstalls everywhere, then the proxy goes.
 	g.Expect(env.Client.Delete(ctx, getProxy(g, ns, "hello"))).To(Succeed())
 	g.Eventually(func() bool {
-		return apierrors.IsNotFound(env.Client.Get(ctx, client.ObjectKeyFromObject(hcp), &addonsv1.HelmChartProxy{}))
+		return apierrors.IsNotFound(env.Client.Get(ctx, ctrlclient.ObjectKeyFromObject(hcp), &addonsv1.HelmChartProxy{}))
 	}, timeout, interval).Should(BeTrue())
 	for _, c := range []string{"w1", "w3"} {
 		_, _, ok := fakeRelease(ns, c, "hello", "hello")
@@ -524,7 +526,7 @@ func TestATemplateFailingForOneClusterDoesNotHoldBackTheOthers(t *testing.T) {
 		g.Expect(condition(p.Status.Conditions, addonsv1.ReadyCondition).Status).To(Equal(metav1.ConditionFalse))
 		g.Expect(p.Status.ReadyClusters).To(BeEquivalentTo(1))
 	}, timeout, interval).Should(Succeed())
-	g.Expect(apierrors.IsNotFound(env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: desired.ReleaseProxyName("tmpl", "w2")}, &addonsv1.HelmReleaseProxy{}))).To(BeTrue())
+	g.Expect(apierrors.IsNotFound(env.Client.Get(ctx, ctrlclient.ObjectKey{Namespace: ns, Name: desired.ReleaseProxyName("tmpl", "w2")}, &addonsv1.HelmReleaseProxy{}))).To(BeTrue())
 }
 
 func TestHelmsErrorIsTheReadyMessageAndOtherClustersGoOn(t *testing.T) {
@@ -562,6 +564,11 @@ func TestPausedClustersAndProxiesAreLeftAlone(t *testing.T) {
 	eventuallyReady(g, ns, "hello", "w2")
 
 	patchAnnotations(g, w2, map[string]string{clusterv1.PausedAnnotation: ""})
+	// The manager's cache sees the pause a moment after the API server: until w2's
+	// HelmReleaseProxy says it is paused, a change to the proxy could still reach w2.
+	g.Eventually(func(g Gomega) {
+		g.Expect(condition(getHRP(g, ns, "hello", "w2").Status.Conditions, addonsv1.PausedCondition).Status).To(Equal(metav1.ConditionTrue))
+	}, timeout, interval).Should(Succeed())
 	updateProxy(g, ns, "hello", func(p *addonsv1.HelmChartProxy) { p.Spec.ValuesTemplate = "replicas: 7" })
 	g.Eventually(func(g Gomega) {
 		g.Expect(eventuallyReady(g, ns, "hello", "w1").Spec.Values).To(Equal("replicas: 7\n"))
@@ -594,8 +601,8 @@ func TestAReleaseInAnUnreachableClusterIsOrphanedAfterTheUninstallTimeout(t *tes
 	g.Expect(env.Client.Create(ctx, proxy(ns, "hello"))).To(Succeed())
 	hrp := eventuallyReady(g, ns, "hello", "w1")
 
-	clusters.setUnreachable(client.ObjectKeyFromObject(w1), true)
-	defer clusters.setUnreachable(client.ObjectKeyFromObject(w1), false)
+	clusters.setUnreachable(ctrlclient.ObjectKeyFromObject(w1), true)
+	defer clusters.setUnreachable(ctrlclient.ObjectKeyFromObject(w1), false)
 	start := time.Now()
 	g.Expect(env.Client.Delete(ctx, getProxy(g, ns, "hello"))).To(Succeed())
 
@@ -606,7 +613,7 @@ func TestAReleaseInAnUnreachableClusterIsOrphanedAfterTheUninstallTimeout(t *tes
 		g.Expect(c.Message).To(ContainSubstring("waiting up to"))
 	}, timeout, interval).Should(Succeed())
 	g.Eventually(func() bool {
-		return apierrors.IsNotFound(env.Client.Get(ctx, client.ObjectKeyFromObject(hrp), &addonsv1.HelmReleaseProxy{}))
+		return apierrors.IsNotFound(env.Client.Get(ctx, ctrlclient.ObjectKeyFromObject(hrp), &addonsv1.HelmReleaseProxy{}))
 	}, timeout, interval).Should(BeTrue())
 	g.Expect(time.Since(start)).To(BeNumerically(">=", uninstallTimeout-time.Second))
 	g.Expect(eventReasons(g, hrp)).To(ContainElement("Orphaned"))
@@ -622,12 +629,12 @@ func TestADeletedClusterTakesItsReleaseWithIt(t *testing.T) {
 	w1 := createCluster(g, ns, "w1", map[string]string{"env": "prod"})
 	g.Expect(env.Client.Create(ctx, proxy(ns, "hello"))).To(Succeed())
 	hrp := eventuallyReady(g, ns, "hello", "w1")
-	clusters.setUnreachable(client.ObjectKeyFromObject(w1), true)
-	defer clusters.setUnreachable(client.ObjectKeyFromObject(w1), false)
+	clusters.setUnreachable(ctrlclient.ObjectKeyFromObject(w1), true)
+	defer clusters.setUnreachable(ctrlclient.ObjectKeyFromObject(w1), false)
 
 	g.Expect(env.Client.Delete(ctx, w1)).To(Succeed())
 	g.Eventually(func() bool {
-		return apierrors.IsNotFound(env.Client.Get(ctx, client.ObjectKeyFromObject(hrp), &addonsv1.HelmReleaseProxy{}))
+		return apierrors.IsNotFound(env.Client.Get(ctx, ctrlclient.ObjectKeyFromObject(hrp), &addonsv1.HelmReleaseProxy{}))
 	}, uninstallTimeout-time.Second, interval).Should(BeTrue(), "no waiting for an unreachable cluster that is gone")
 	g.Expect(eventReasons(g, hrp)).To(ContainElement("ReleaseLeftWithCluster"))
 	g.Eventually(func(g Gomega) {
@@ -639,7 +646,7 @@ func TestADeletedClusterTakesItsReleaseWithIt(t *testing.T) {
 
 func getProxy(g Gomega, ns, name string) *addonsv1.HelmChartProxy {
 	p := &addonsv1.HelmChartProxy{}
-	g.Expect(env.Client.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: name}, p)).To(Succeed())
+	g.Expect(env.Client.Get(context.Background(), ctrlclient.ObjectKey{Namespace: ns, Name: name}, p)).To(Succeed())
 	return p
 }
 
@@ -651,16 +658,16 @@ func updateProxy(g Gomega, ns, name string, change func(*addonsv1.HelmChartProxy
 	}, timeout, interval).Should(Succeed())
 }
 
-func patchLabels(g Gomega, obj client.Object, labels map[string]string) {
-	before := obj.DeepCopyObject().(client.Object)
+func patchLabels(g Gomega, obj ctrlclient.Object, labels map[string]string) {
+	before := obj.DeepCopyObject().(ctrlclient.Object)
 	obj.SetLabels(labels)
-	g.Expect(env.Client.Patch(context.Background(), obj, client.MergeFrom(before))).To(Succeed())
+	g.Expect(env.Client.Patch(context.Background(), obj, ctrlclient.MergeFrom(before))).To(Succeed())
 }
 
-func patchAnnotations(g Gomega, obj client.Object, annotations map[string]string) {
-	before := obj.DeepCopyObject().(client.Object)
+func patchAnnotations(g Gomega, obj ctrlclient.Object, annotations map[string]string) {
+	before := obj.DeepCopyObject().(ctrlclient.Object)
 	obj.SetAnnotations(annotations)
-	g.Expect(env.Client.Patch(context.Background(), obj, client.MergeFrom(before))).To(Succeed())
+	g.Expect(env.Client.Patch(context.Background(), obj, ctrlclient.MergeFrom(before))).To(Succeed())
 }
 
 // touch changes an annotation of hrp, which makes the reconciler look at it again (a resync).
@@ -670,7 +677,7 @@ func touch(g Gomega, hrp *addonsv1.HelmReleaseProxy) {
 		hrp.Annotations = map[string]string{}
 	}
 	hrp.Annotations["test.flotilla.dev/touched"] = time.Now().Format(time.RFC3339Nano)
-	g.Expect(env.Client.Patch(context.Background(), hrp, client.MergeFrom(before))).To(Succeed())
+	g.Expect(env.Client.Patch(context.Background(), hrp, ctrlclient.MergeFrom(before))).To(Succeed())
 }
 
 func TestAReleaseWaitsInEachClusterUntilItsDependenciesAreReadyThere(t *testing.T) {
@@ -738,7 +745,7 @@ func TestTheMetricsAreOnTheManagersRegistry(t *testing.T) {
 
 // gatherMetrics reads the manager's metrics registry, as name{label=value,...,} → value.
 func gatherMetrics(g Gomega) map[string]float64 {
-	families, err := ctrlmetrics.Registry.Gather()
+	families, err := metrics.Registry.Gather()
 	g.Expect(err).NotTo(HaveOccurred())
 	values := map[string]float64{}
 	for _, f := range families {
@@ -751,4 +758,98 @@ func gatherMetrics(g Gomega) map[string]float64 {
 		}
 	}
 	return values
+}
+
+// A values template that would run for hours or exhaust memory (see addons/values) fails its
+// proxy's ValuesRendered condition within a second, keeps the cluster's release as it was, and
+// leaves the manager serving every other proxy.
+func TestARunawayTemplateFailsItsProxyFastAndTheManagerGoesOn(t *testing.T) {
+	startManager(t)
+	g := NewWithT(t)
+	ctx := context.Background()
+	ns := env.NewNamespace(t)
+	createCluster(g, ns, "w1", map[string]string{"env": "prod"})
+	g.Expect(env.Client.Create(ctx, proxy(ns, "runaway"))).To(Succeed())
+	installed := eventuallyReady(g, ns, "runaway", "w1")
+
+	for i, template := range []string{
+		`{{ range until 2000000000 }}{{ end }}`,
+		`{{ range until 1000 }}{{ range until 1000 }}{{ range until 1000 }}{{ range until 1000 }}{{ end }}{{ end }}{{ end }}{{ end }}`,
+		`{{ $s := "x" }}{{ range until 40 }}{{ $s = print $s $s }}{{ end }}a: {{ len $s }}`,
+	} {
+		updateProxy(g, ns, "runaway", func(p *addonsv1.HelmChartProxy) { p.Spec.ValuesTemplate = template })
+		start := time.Now()
+		g.Eventually(func(g Gomega) {
+			p := getProxy(g, ns, "runaway")
+			c := condition(p.Status.Conditions, addonsv1.ValuesRenderedCondition)
+			g.Expect(c.ObservedGeneration).To(Equal(p.Generation))
+			g.Expect(c.Status).To(Equal(metav1.ConditionFalse))
+			g.Expect(c.Reason).To(Equal(addonsv1.TemplateErrorReason))
+			// (or, on a machine too busy to give the render any CPU, starved)
+			g.Expect(c.Message).To(Or(HavePrefix("cluster w1: valuesTemplate: rendering was stopped"),
+				HavePrefix("cluster w1: valuesTemplate: this machine is too busy")))
+		}, timeout, 10*time.Millisecond).Should(Succeed(), "template %d", i)
+		t.Logf("template %d failed its proxy after %s", i, time.Since(start))
+		g.Expect(time.Since(start)).To(BeNumerically("<", time.Second), "template %d", i)
+		// The release is left as it was.
+		hrp := getHRP(g, ns, "runaway", "w1")
+		g.Expect(hrp.Generation).To(Equal(installed.Generation))
+		g.Expect(hrp.Spec.Values).To(Equal(installed.Spec.Values))
+	}
+
+	// The manager goes on: a new proxy installs its release.
+	createCluster(g, ns, "w2", map[string]string{"env": "prod", "tier": "gold"})
+	p := proxy(ns, "after")
+	p.Spec.ClusterSelector = metav1.LabelSelector{MatchLabels: map[string]string{"tier": "gold"}}
+	g.Expect(env.Client.Create(ctx, p)).To(Succeed())
+	eventuallyReady(g, ns, "after", "w2")
+}
+
+// A render that the machine was too busy to run (its worker got no CPU) says so, and the proxy
+// renders again shortly, without waiting for its resync.
+func TestARenderStarvedOfCPUIsRenderedAgainShortly(t *testing.T) {
+	startManager(t)
+	g := NewWithT(t)
+	ctx := context.Background()
+	ns := env.NewNamespace(t)
+	createCluster(g, ns, "w1", map[string]string{"env": "prod"})
+	g.Expect(env.Client.Create(ctx, proxy(ns, "starved"))).To(Succeed())
+	eventuallyReady(g, ns, "starved", "w1")
+
+	// Every render worker of the manager (this process) stops getting CPU, those started later
+	// too (the proxies of other tests may use up the stopped ones first).
+	stopped := map[int]bool{}
+	stopWorkers := func() {
+		for _, pid := range proctest.Children(t, "__flotilla-values-render-worker") { // addons/values' workerArg
+			if !stopped[pid] && syscall.Kill(pid, syscall.SIGSTOP) == nil {
+				stopped[pid] = true
+			}
+		}
+	}
+	resumeWorkers := func() {
+		for pid := range stopped {
+			_ = syscall.Kill(pid, syscall.SIGCONT)
+		}
+	}
+	defer resumeWorkers()
+	stopWorkers()
+	updateProxy(g, ns, "starved", func(p *addonsv1.HelmChartProxy) {
+		p.Spec.ValuesTemplate = "clusterName: {{ .Cluster.metadata.name }}\nreplicas: 2\n"
+	})
+	g.Eventually(func(g Gomega) {
+		stopWorkers()
+		p := getProxy(g, ns, "starved")
+		c := condition(p.Status.Conditions, addonsv1.ValuesRenderedCondition)
+		g.Expect(c.ObservedGeneration).To(Equal(p.Generation))
+		g.Expect(c.Message).To(ContainSubstring("this machine is too busy to render it now"))
+	}, timeout, 10*time.Millisecond).Should(Succeed())
+
+	// The machine has CPU again: the next render, a few seconds later, succeeds.
+	resumeWorkers()
+	g.Eventually(func(g Gomega) {
+		p := getProxy(g, ns, "starved")
+		c := condition(p.Status.Conditions, addonsv1.ValuesRenderedCondition)
+		g.Expect(c.Status).To(Equal(metav1.ConditionTrue), c.Message)
+		g.Expect(getHRP(g, ns, "starved", "w1").Spec.Values).To(ContainSubstring("replicas: 2"))
+	}, 15*time.Second, interval).Should(Succeed())
 }

@@ -11,7 +11,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes"
-	"sigs.k8s.io/controller-runtime/pkg/client"
+	ctrlclient "sigs.k8s.io/controller-runtime/pkg/client"
 
 	addonsv1 "github.com/flotilla-dev/flotilla/api/addons/v1alpha1"
 	"github.com/flotilla-dev/flotilla/internal/charttest"
@@ -59,7 +59,7 @@ func TestDependentsAreUninstalledBeforeTheirDependencies(t *testing.T) {
 	g.Expect(env.Client.Delete(ctx, getProxy(g, ns, "app"))).To(Succeed())
 	g.Eventually(uninstalls[1].releases, timeout, interval).Should(Equal([]string{"app", "base"}))
 	g.Eventually(func() bool {
-		return apierrors.IsNotFound(env.Client.Get(ctx, client.ObjectKeyFromObject(base), &addonsv1.HelmChartProxy{}))
+		return apierrors.IsNotFound(env.Client.Get(ctx, ctrlclient.ObjectKeyFromObject(base), &addonsv1.HelmChartProxy{}))
 	}, timeout, interval).Should(BeTrue())
 }
 

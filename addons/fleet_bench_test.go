@@ -10,7 +10,7 @@ import (
 	. "github.com/onsi/gomega"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"sigs.k8s.io/controller-runtime/pkg/client"
+	ctrlclient "sigs.k8s.io/controller-runtime/pkg/client"
 
 	addonsv1 "github.com/flotilla-dev/flotilla/api/addons/v1alpha1"
 	"github.com/flotilla-dev/flotilla/internal/charttest"
@@ -102,7 +102,7 @@ func waitAllReady(b *testing.B, ns string, n int) {
 func allReady(ns string, n int) (bool, string) {
 	ctx := context.Background()
 	hrps := &addonsv1.HelmReleaseProxyList{}
-	if err := env.Client.List(ctx, hrps, client.InNamespace(ns)); err != nil {
+	if err := env.Client.List(ctx, hrps, ctrlclient.InNamespace(ns)); err != nil {
 		return false, err.Error()
 	}
 	ready := 0
@@ -116,7 +116,7 @@ func allReady(ns string, n int) (bool, string) {
 	}
 
 	hcps := &addonsv1.HelmChartProxyList{}
-	if err := env.Client.List(ctx, hcps, client.InNamespace(ns)); err != nil {
+	if err := env.Client.List(ctx, hcps, ctrlclient.InNamespace(ns)); err != nil {
 		return false, err.Error()
 	}
 	for _, p := range hcps.Items {

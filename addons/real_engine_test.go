@@ -14,10 +14,10 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
-	"sigs.k8s.io/controller-runtime/pkg/client"
+	ctrlclient "sigs.k8s.io/controller-runtime/pkg/client"
 
 	addonsv1 "github.com/flotilla-dev/flotilla/api/addons/v1alpha1"
-	cliclient "github.com/flotilla-dev/flotilla/cli/client"
+	"github.com/flotilla-dev/flotilla/cli/client"
 	"github.com/flotilla-dev/flotilla/internal/charttest"
 )
 
@@ -40,9 +40,9 @@ func TestAChartInstallsUpgradesAndUninstallsInARealWorkloadCluster(t *testing.T)
 	g.Expect(hrp.Status.ChartVersion).To(Equal("1.0.0"))
 	g.Expect(hrp.Status.ReleaseStatus).To(Equal("deployed"))
 	cm := &corev1.ConfigMap{}
-	g.Expect(w.Client.Get(ctx, client.ObjectKey{Namespace: "web-" + ns, Name: "web-config"}, cm)).To(Succeed())
+	g.Expect(w.Client.Get(ctx, ctrlclient.ObjectKey{Namespace: "web-" + ns, Name: "web-config"}, cm)).To(Succeed())
 	g.Expect(cm.Data).To(Equal(map[string]string{"greeting": "hi from w1", "version": "1.0.0"}))
-	g.Expect(w.Client.Get(ctx, client.ObjectKey{Namespace: "web-" + ns, Name: "web"}, &appsv1.Deployment{})).To(Succeed())
+	g.Expect(w.Client.Get(ctx, ctrlclient.ObjectKey{Namespace: "web-" + ns, Name: "web"}, &appsv1.Deployment{})).To(Succeed())
 
 	// A new chart version upgrades: a new revision.
 	updateProxy(g, ns, "web", func(p *addonsv1.HelmChartProxy) { p.Spec.Version = "1.1.0" })
@@ -50,7 +50,7 @@ func TestAChartInstallsUpgradesAndUninstallsInARealWorkloadCluster(t *testing.T)
 		hrp := eventuallyReady(g, ns, "web", "w1")
 		g.Expect(hrp.Status.Revision).To(BeEquivalentTo(2))
 		g.Expect(hrp.Status.ChartVersion).To(Equal("1.1.0"))
-		g.Expect(w.Client.Get(ctx, client.ObjectKey{Namespace: "web-" + ns, Name: "web-config"}, cm)).To(Succeed())
+		g.Expect(w.Client.Get(ctx, ctrlclient.ObjectKey{Namespace: "web-" + ns, Name: "web-config"}, cm)).To(Succeed())
 		g.Expect(cm.Data).To(HaveKeyWithValue("version", "1.1.0"))
 	}, timeout, interval).Should(Succeed())
 
@@ -65,9 +65,9 @@ func TestAChartInstallsUpgradesAndUninstallsInARealWorkloadCluster(t *testing.T)
 	// Deleting the proxy uninstalls the release from the workload cluster.
 	g.Expect(env.Client.Delete(ctx, getProxy(g, ns, "web"))).To(Succeed())
 	g.Eventually(func() bool {
-		return apierrors.IsNotFound(env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "web"}, &addonsv1.HelmChartProxy{}))
+		return apierrors.IsNotFound(env.Client.Get(ctx, ctrlclient.ObjectKey{Namespace: ns, Name: "web"}, &addonsv1.HelmChartProxy{}))
 	}, timeout, interval).Should(BeTrue())
-	g.Expect(apierrors.IsNotFound(w.Client.Get(ctx, client.ObjectKey{Namespace: "web-" + ns, Name: "web-config"}, cm))).To(BeTrue())
+	g.Expect(apierrors.IsNotFound(w.Client.Get(ctx, ctrlclient.ObjectKey{Namespace: "web-" + ns, Name: "web-config"}, cm))).To(BeTrue())
 }
 
 // A proxy without an exact version (the latest chart, or a range) resolves its chart on every
@@ -89,7 +89,7 @@ func TestDriftIsCorrectedForAReleaseThatFollowsTheLatestChart(t *testing.T) {
 	g.Expect(env.Client.Create(ctx, p)).To(Succeed())
 	eventuallyReady(g, ns, "web", "w1")
 
-	deployKey := client.ObjectKey{Namespace: releaseNS, Name: "web"}
+	deployKey := ctrlclient.ObjectKey{Namespace: releaseNS, Name: "web"}
 	deploy := &appsv1.Deployment{}
 	g.Expect(w.Client.Get(ctx, deployKey, deploy)).To(Succeed())
 	g.Expect(w.Client.Delete(ctx, deploy)).To(Succeed())
@@ -126,8 +126,8 @@ func TestDriftedObjectsAreRestoredExceptIgnoredFields(t *testing.T) {
 		g.Expect(c.Reason).To(Equal(addonsv1.NoDriftReason))
 	}, timeout, interval).Should(Succeed())
 
-	cmKey := client.ObjectKey{Namespace: releaseNS, Name: "web-config"}
-	deployKey := client.ObjectKey{Namespace: releaseNS, Name: "web"}
+	cmKey := ctrlclient.ObjectKey{Namespace: releaseNS, Name: "web-config"}
+	deployKey := ctrlclient.ObjectKey{Namespace: releaseNS, Name: "web"}
 
 	// A changed ConfigMap comes back; so does a deleted Deployment.
 	cm := &corev1.ConfigMap{}
@@ -208,13 +208,13 @@ func TestADryRunDiffsWithoutChangingAnythingAndTheCLIShowsTheSameDiff(t *testing
 		g.Expect(hrp.Status.Revision).To(BeEquivalentTo(1))
 	}, timeout, interval).Should(Succeed())
 	cm := &corev1.ConfigMap{}
-	g.Expect(w.Client.Get(ctx, client.ObjectKey{Namespace: releaseNS, Name: "web-config"}, cm)).To(Succeed())
+	g.Expect(w.Client.Get(ctx, ctrlclient.ObjectKey{Namespace: releaseNS, Name: "web-config"}, cm)).To(Succeed())
 	g.Expect(cm.Data).To(HaveKeyWithValue("version", "1.0.0"), "a dry run changes nothing")
 
 	// `flotilla addons diff` and `flotilla get addons` through the CLI library.
 	mgmtKubeconfig := filepath.Join(t.TempDir(), "mgmt.kubeconfig")
 	g.Expect(os.WriteFile(mgmtKubeconfig, env.Kubeconfig, 0o600)).To(Succeed())
-	cli, err := cliclient.New(t.TempDir(), t.TempDir(), io.Discard)
+	cli, err := client.New(t.TempDir(), t.TempDir(), io.Discard)
 	g.Expect(err).NotTo(HaveOccurred())
 	diffs, err := cli.DiffAddon(ctx, mgmtKubeconfig, ns, "web")
 	g.Expect(err).NotTo(HaveOccurred())
@@ -275,7 +275,7 @@ func TestARolloutWaitsForTheWorkloadsOfTheChangedClusterToBeAvailable(t *testing
 
 	// The Deployment becomes available, as its controller would report it.
 	deploy := &appsv1.Deployment{}
-	g.Expect(w.Client.Get(ctx, client.ObjectKey{Namespace: releaseNS, Name: "web"}, deploy)).To(Succeed())
+	g.Expect(w.Client.Get(ctx, ctrlclient.ObjectKey{Namespace: releaseNS, Name: "web"}, deploy)).To(Succeed())
 	deploy.Status = appsv1.DeploymentStatus{ObservedGeneration: deploy.Generation, Replicas: 1, UpdatedReplicas: 1, ReadyReplicas: 1, AvailableReplicas: 1}
 	g.Expect(w.Client.Status().Update(ctx, deploy)).To(Succeed())
 

@@ -7,7 +7,7 @@ import (
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"sigs.k8s.io/controller-runtime/pkg/client"
+	ctrlclient "sigs.k8s.io/controller-runtime/pkg/client"
 
 	addonsv1 "github.com/flotilla-dev/flotilla/api/addons/v1alpha1"
 	"github.com/flotilla-dev/flotilla/internal/charttest"
@@ -48,5 +48,5 @@ func TestAProxyPullsFromARegistryThatWantsAUserOverTLS(t *testing.T) {
 	})
 	eventuallyReady(g, ns, "web", "w1")
 	cm := &corev1.ConfigMap{}
-	g.Expect(w.Client.Get(ctx, client.ObjectKey{Namespace: "web-" + ns, Name: "web-config"}, cm)).To(Succeed())
+	g.Expect(w.Client.Get(ctx, ctrlclient.ObjectKey{Namespace: "web-" + ns, Name: "web-config"}, cm)).To(Succeed())
 }

@@ -13,7 +13,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"sigs.k8s.io/controller-runtime/pkg/client"
+	ctrlclient "sigs.k8s.io/controller-runtime/pkg/client"
 
 	addonsv1 "github.com/flotilla-dev/flotilla/api/addons/v1alpha1"
 	"github.com/flotilla-dev/flotilla/internal/charttest"
@@ -181,7 +181,7 @@ func TestAManagerStoppedMidRolloutResumesTheRolloutWhereItWas(t *testing.T) {
 		runDeploymentController(t, releaseNS, envs[:1])
 		g.Eventually(func(g Gomega) {
 			d := &appsv1.Deployment{}
-			g.Expect(envs[0].Client.Get(ctx, client.ObjectKey{Namespace: releaseNS, Name: "web"}, d)).To(Succeed())
+			g.Expect(envs[0].Client.Get(ctx, ctrlclient.ObjectKey{Namespace: releaseNS, Name: "web"}, d)).To(Succeed())
 			g.Expect(d.Status.AvailableReplicas).To(BeEquivalentTo(1))
 		}, timeout, interval).Should(Succeed())
 		for i, c := range names {
@@ -212,7 +212,7 @@ func TestAManagerStoppedMidRolloutResumesTheRolloutWhereItWas(t *testing.T) {
 // releaseRevisions lists the revisions Helm records of release namespace/name in w.
 func releaseRevisions(g Gomega, w *testenv.Environment, namespace, name string) []int {
 	list := &corev1.SecretList{}
-	g.Expect(w.Client.List(context.Background(), list, client.InNamespace(namespace), client.MatchingLabels{"owner": "helm", "name": name})).To(Succeed())
+	g.Expect(w.Client.List(context.Background(), list, ctrlclient.InNamespace(namespace), ctrlclient.MatchingLabels{"owner": "helm", "name": name})).To(Succeed())
 	var revisions []int
 	for _, s := range list.Items {
 		v, err := strconv.Atoi(s.Labels["version"])
@@ -226,15 +226,15 @@ func releaseRevisions(g Gomega, w *testenv.Environment, namespace, name string) 
 // greeting is the greeting the hello chart's ConfigMap holds in w.
 func greeting(g Gomega, w *testenv.Environment, namespace string) string {
 	cm := &corev1.ConfigMap{}
-	g.Expect(w.Client.Get(context.Background(), client.ObjectKey{Namespace: namespace, Name: "web-config"}, cm)).To(Succeed())
+	g.Expect(w.Client.Get(context.Background(), ctrlclient.ObjectKey{Namespace: namespace, Name: "web-config"}, cm)).To(Succeed())
 	return cm.Data["greeting"]
 }
 
 // eventNotes returns the notes of the Events regarding obj, each as many times as it was
 // recorded (an Event's series counts repeats, and a restarted manager records a new Event).
-func eventNotes(g Gomega, obj client.Object) []string {
+func eventNotes(g Gomega, obj ctrlclient.Object) []string {
 	list := &eventsv1.EventList{}
-	g.Expect(env.Client.List(context.Background(), list, client.InNamespace(obj.GetNamespace()))).To(Succeed())
+	g.Expect(env.Client.List(context.Background(), list, ctrlclient.InNamespace(obj.GetNamespace()))).To(Succeed())
 	var notes []string
 	for _, e := range list.Items {
 		if e.Regarding.Name != obj.GetName() {

@@ -10,7 +10,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"sigs.k8s.io/controller-runtime/pkg/client"
+	ctrlclient "sigs.k8s.io/controller-runtime/pkg/client"
 
 	addonsv1 "github.com/flotilla-dev/flotilla/api/addons/v1alpha1"
 	"github.com/flotilla-dev/flotilla/internal/charttest"
@@ -42,7 +42,7 @@ func TestADeletedOrChangedObjectIsRestoredAtOnceWhateverTheDriftInterval(t *test
 	g.Expect(env.Client.Create(ctx, p)).To(Succeed())
 	eventuallyReady(g, ns, "web", "w1")
 
-	deployKey := client.ObjectKey{Namespace: releaseNS, Name: "web"}
+	deployKey := ctrlclient.ObjectKey{Namespace: releaseNS, Name: "web"}
 	deploy := &appsv1.Deployment{}
 	g.Expect(w.Client.Get(ctx, deployKey, deploy)).To(Succeed())
 	start := time.Now()
@@ -57,7 +57,7 @@ func TestADeletedOrChangedObjectIsRestoredAtOnceWhateverTheDriftInterval(t *test
 		g.Expect(getHRP(g, ns, "web", "w1").Status.DriftCorrections).To(BeEquivalentTo(1))
 	}, timeout, interval).Should(Succeed())
 
-	cmKey := client.ObjectKey{Namespace: releaseNS, Name: "web-config"}
+	cmKey := ctrlclient.ObjectKey{Namespace: releaseNS, Name: "web-config"}
 	cm := &corev1.ConfigMap{}
 	g.Expect(w.Client.Get(ctx, cmKey, cm)).To(Succeed())
 	cm.Data["greeting"] = "changed by hand"
@@ -112,7 +112,7 @@ func TestReleasesAtRestSendNoRequestsToTheirCluster(t *testing.T) {
 
 	// The release is still looked after: a Deployment becoming available wakes it.
 	deploy := &appsv1.Deployment{}
-	g.Expect(w.Client.Get(ctx, client.ObjectKey{Namespace: "idle-" + ns, Name: "web"}, deploy)).To(Succeed())
+	g.Expect(w.Client.Get(ctx, ctrlclient.ObjectKey{Namespace: "idle-" + ns, Name: "web"}, deploy)).To(Succeed())
 	markAvailable(ctx, w.Client, deploy)
 	g.Eventually(func(g Gomega) {
 		hrp := getHRP(g, ns, "web", "w1")

@@ -14,7 +14,7 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	"k8s.io/client-go/rest"
-	"sigs.k8s.io/controller-runtime/pkg/client"
+	ctrlclient "sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/flotilla-dev/flotilla/internal/testenv"
 	"github.com/flotilla-dev/flotilla/pkg/helm"
@@ -113,7 +113,7 @@ func registerWorkloadCluster(ns, name string, e *testenv.Environment) {
 	cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper { return requestCounter{rt} })
 	clusters.mu.Lock()
 	router.mu.Lock()
-	clusters.configs[client.ObjectKey{Namespace: ns, Name: name}] = cfg
+	clusters.configs[ctrlclient.ObjectKey{Namespace: ns, Name: name}] = cfg
 	router.hosts[cfg.Host] = true
 	router.mu.Unlock()
 	clusters.mu.Unlock()
@@ -182,7 +182,7 @@ func runDeploymentController(tb testing.TB, namespace string, envs []*testenv.En
 		wg.Go(func() {
 			for ctx.Err() == nil {
 				list := &appsv1.DeploymentList{}
-				if err := e.Client.List(ctx, list, client.InNamespace(namespace)); err == nil {
+				if err := e.Client.List(ctx, list, ctrlclient.InNamespace(namespace)); err == nil {
 					for i := range list.Items {
 						markAvailable(ctx, e.Client, &list.Items[i])
 					}
@@ -197,7 +197,7 @@ func runDeploymentController(tb testing.TB, namespace string, envs []*testenv.En
 }
 
 // markAvailable reports a Deployment's current spec as rolled out and available.
-func markAvailable(ctx context.Context, c client.Client, d *appsv1.Deployment) {
+func markAvailable(ctx context.Context, c ctrlclient.Client, d *appsv1.Deployment) {
 	replicas := int32(1)
 	if d.Spec.Replicas != nil {
 		replicas = *d.Spec.Replicas

@@ -194,28 +194,16 @@ func startPacketManager(b *testing.B, env *testenv.Environment) func() {
 		cancel()
 		b.Fatalf("creating the manager: %v", err)
 	}
-	done := make(chan error, 1)
-	go func() { done <- m.Run(ctx) }()
 	// The clock starts on a running management cluster, as a user's would: the manager elected,
-	// its webhook server answering.
-	started := m.Manager().GetWebhookServer().StartedChecker()
-	err = wait.PollUntilContextTimeout(ctx, 50*time.Millisecond, time.Minute, true, func(context.Context) (bool, error) {
-		select {
-		case err := <-done:
-			return false, fmt.Errorf("the manager stopped: %w", err)
-		case <-m.Manager().Elected():
-			return started(nil) == nil, nil
-		default:
-			return false, nil
-		}
-	})
+	// its webhook server answering, its webhooks registered.
+	_, stop, err := testenv.RunManager(ctx, m.Manager(), m.Run, testenv.Readiness{Checks: []func() error{m.Ready}})
 	if err != nil {
 		cancel()
 		b.Fatalf("waiting for the manager: %v", err)
 	}
 	return func() {
-		cancel()
-		if err := <-done; err != nil && !errors.Is(err, context.Canceled) {
+		defer cancel()
+		if err := stop(); err != nil && !errors.Is(err, context.Canceled) {
 			b.Errorf("manager: %v", err)
 		}
 	}

@@ -7,7 +7,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 
 	clusterreconciler "github.com/flotilla-dev/flotilla/cluster/reconcilers/cluster"
-	"github.com/flotilla-dev/flotilla/cluster/webhooks"
+	clusterwebhooks "github.com/flotilla-dev/flotilla/cluster/webhooks"
 	"github.com/flotilla-dev/flotilla/pkg/binaries"
 )
 
@@ -23,10 +23,10 @@ func Setup(_ context.Context, mgr ctrl.Manager) error {
 	if err := r.SetupWithManager(mgr); err != nil {
 		return err
 	}
-	if err := (&webhooks.Cluster{}).SetupWebhookWithManager(mgr); err != nil {
+	if err := (&clusterwebhooks.Cluster{}).SetupWebhookWithManager(mgr); err != nil {
 		return fmt.Errorf("cluster component: %w", err)
 	}
-	if err := webhooks.SetupConfigWebhooksWithManager(mgr); err != nil {
+	if err := clusterwebhooks.SetupConfigWebhooksWithManager(mgr); err != nil {
 		return fmt.Errorf("cluster component: %w", err)
 	}
 	return nil

@@ -9,7 +9,7 @@ import (
 
 	. "github.com/onsi/gomega"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
-	"sigs.k8s.io/controller-runtime/pkg/client"
+	ctrlclient "sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/flotilla-dev/flotilla/config"
 	"github.com/flotilla-dev/flotilla/internal/testenv"
@@ -107,7 +107,7 @@ func TestInstallEstablishesEveryCRDAndCanRunAgain(t *testing.T) {
 
 	for name := range crdsByName(t) {
 		crd := &apiextensionsv1.CustomResourceDefinition{}
-		g.Expect(env.Client.Get(ctx, client.ObjectKey{Name: name}, crd)).To(Succeed())
+		g.Expect(env.Client.Get(ctx, ctrlclient.ObjectKey{Name: name}, crd)).To(Succeed())
 		g.Expect(crd.Status.Conditions).To(ContainElement(And(
 			HaveField("Type", apiextensionsv1.Established),
 			HaveField("Status", apiextensionsv1.ConditionTrue),

@@ -22,7 +22,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/wait"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
-	"sigs.k8s.io/controller-runtime/pkg/client"
+	ctrlclient "sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 )
 
@@ -61,7 +61,7 @@ func CRDs() ([]*apiextensionsv1.CustomResourceDefinition, error) {
 
 // Install applies every CRD that CRDs returns and waits until each is Established. It is
 // idempotent: it also upgrades CRDs installed by an older Flotilla.
-func Install(ctx context.Context, c client.Client) error {
+func Install(ctx context.Context, c ctrlclient.Client) error {
 	crds, err := CRDs()
 	if err != nil {
 		return err
@@ -75,13 +75,13 @@ const defaultEstablishTimeout = 2 * time.Minute
 // InstallCRDs applies crds with server-side apply (field manager FieldOwner, forcing ownership)
 // and waits until the API server reports each of them Established. Without a deadline on ctx it
 // waits at most two minutes.
-func InstallCRDs(ctx context.Context, c client.Client, crds []*apiextensionsv1.CustomResourceDefinition) error {
+func InstallCRDs(ctx context.Context, c ctrlclient.Client, crds []*apiextensionsv1.CustomResourceDefinition) error {
 	for _, crd := range crds {
 		u, err := applyObject(crd)
 		if err != nil {
 			return err
 		}
-		if err := c.Apply(ctx, client.ApplyConfigurationFromUnstructured(u), client.FieldOwner(FieldOwner), client.ForceOwnership); err != nil {
+		if err := c.Apply(ctx, ctrlclient.ApplyConfigurationFromUnstructured(u), ctrlclient.FieldOwner(FieldOwner), ctrlclient.ForceOwnership); err != nil {
 			return fmt.Errorf("applying CRD %s: %w", crd.Name, err)
 		}
 	}
@@ -103,7 +103,7 @@ func InstallCRDs(ctx context.Context, c client.Client, crds []*apiextensionsv1.C
 // usable yet: the API server answers the first list of a resource with "retry after 1s" until
 // that resource's watch cache has started. Clients that list many kinds one after another
 // (clusterctl move does) would wait a second for each; here they all start together.
-func waitServed(ctx context.Context, c client.Client, crds []*apiextensionsv1.CustomResourceDefinition) error {
+func waitServed(ctx context.Context, c ctrlclient.Client, crds []*apiextensionsv1.CustomResourceDefinition) error {
 	errs := make([]error, len(crds))
 	var wg sync.WaitGroup
 	for i, crd := range crds {
@@ -114,7 +114,7 @@ func waitServed(ctx context.Context, c client.Client, crds []*apiextensionsv1.Cu
 		wg.Go(func() {
 			list := &metav1.PartialObjectMetadataList{}
 			list.SetGroupVersionKind(schema.GroupVersionKind{Group: crd.Spec.Group, Version: version, Kind: crd.Spec.Names.ListKind})
-			if err := c.List(ctx, list, client.Limit(1)); err != nil {
+			if err := c.List(ctx, list, ctrlclient.Limit(1)); err != nil {
 				errs[i] = fmt.Errorf("listing %s: %w", crd.Name, err)
 			}
 		})
@@ -150,11 +150,11 @@ func applyObject(crd *apiextensionsv1.CustomResourceDefinition) (*unstructured.U
 	return u, nil
 }
 
-func waitEstablished(ctx context.Context, c client.Client, name string) error {
+func waitEstablished(ctx context.Context, c ctrlclient.Client, name string) error {
 	var last string
 	err := wait.PollUntilContextCancel(ctx, 100*time.Millisecond, true, func(ctx context.Context) (bool, error) {
 		crd := &apiextensionsv1.CustomResourceDefinition{}
-		if err := c.Get(ctx, client.ObjectKey{Name: name}, crd); err != nil {
+		if err := c.Get(ctx, ctrlclient.ObjectKey{Name: name}, crd); err != nil {
 			if runtime.IsNotRegisteredError(err) {
 				return false, err // the client cannot read CRDs at all: waiting will not help
 			}

@@ -11,7 +11,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
-	"sigs.k8s.io/controller-runtime/pkg/client"
+	ctrlclient "sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 )
 
@@ -29,18 +29,18 @@ const ClusterCreatorRoleName = "flotilla-cluster-creator"
 // flotilla-cluster-creator, and the Role and RoleBinding that let every authenticated user read
 // the published Flotilla version in kube-public. Each is a ClusterRole, Role or RoleBinding,
 // strictly decoded, in file order.
-func ClusterCreatorRBAC() ([]client.Object, error) {
+func ClusterCreatorRBAC() ([]ctrlclient.Object, error) {
 	docs, err := readYAMLDocuments(clusterCreatorFS, "rbac/cluster-creator")
 	if err != nil {
 		return nil, err
 	}
-	objs := make([]client.Object, 0, len(docs))
+	objs := make([]ctrlclient.Object, 0, len(docs))
 	for _, doc := range docs {
 		var meta metav1.TypeMeta
 		if err := yaml.Unmarshal(doc.body, &meta); err != nil {
 			return nil, fmt.Errorf("decoding %s: %w", doc.file, err)
 		}
-		var obj client.Object
+		var obj ctrlclient.Object
 		switch meta.Kind {
 		case "ClusterRole":
 			obj = &rbacv1.ClusterRole{}
@@ -62,7 +62,7 @@ func ClusterCreatorRBAC() ([]client.Object, error) {
 // InstallClusterCreatorRBAC applies the objects of ClusterCreatorRBAC with server-side apply
 // (field manager FieldOwner, forcing ownership), creating the namespaces they live in when
 // missing. It is idempotent.
-func InstallClusterCreatorRBAC(ctx context.Context, c client.Client) error {
+func InstallClusterCreatorRBAC(ctx context.Context, c ctrlclient.Client) error {
 	objs, err := ClusterCreatorRBAC()
 	if err != nil {
 		return err
@@ -80,8 +80,8 @@ func InstallClusterCreatorRBAC(ctx context.Context, c client.Client) error {
 		}
 		u := &unstructured.Unstructured{Object: content}
 		unstructured.RemoveNestedField(u.Object, "metadata", "creationTimestamp")
-		if err := c.Apply(ctx, client.ApplyConfigurationFromUnstructured(u), client.FieldOwner(FieldOwner), client.ForceOwnership); err != nil {
-			return fmt.Errorf("applying %s %s: %w", u.GetKind(), client.ObjectKeyFromObject(obj), err)
+		if err := c.Apply(ctx, ctrlclient.ApplyConfigurationFromUnstructured(u), ctrlclient.FieldOwner(FieldOwner), ctrlclient.ForceOwnership); err != nil {
+			return fmt.Errorf("applying %s %s: %w", u.GetKind(), ctrlclient.ObjectKeyFromObject(obj), err)
 		}
 	}
 	return nil

@@ -8,7 +8,7 @@ import (
 
 	. "github.com/onsi/gomega"
 	rbacv1 "k8s.io/api/rbac/v1"
-	"sigs.k8s.io/controller-runtime/pkg/client"
+	ctrlclient "sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/flotilla-dev/flotilla/config"
 )
@@ -56,9 +56,9 @@ func TestClusterCreatorRBACInstallsAndCanRunAgain(t *testing.T) {
 	g.Expect(config.InstallClusterCreatorRBAC(ctx, env.Client)).To(Succeed())
 
 	role := &rbacv1.ClusterRole{}
-	g.Expect(env.Client.Get(ctx, client.ObjectKey{Name: config.ClusterCreatorRoleName}, role)).To(Succeed())
+	g.Expect(env.Client.Get(ctx, ctrlclient.ObjectKey{Name: config.ClusterCreatorRoleName}, role)).To(Succeed())
 	g.Expect(role.Rules).To(Equal(clusterCreatorRole(t).Rules))
 	binding := &rbacv1.RoleBinding{}
-	g.Expect(env.Client.Get(ctx, client.ObjectKey{Namespace: "kube-public", Name: "flotilla-version-reader"}, binding)).To(Succeed())
+	g.Expect(env.Client.Get(ctx, ctrlclient.ObjectKey{Namespace: "kube-public", Name: "flotilla-version-reader"}, binding)).To(Succeed())
 	g.Expect(binding.Subjects).To(ConsistOf(HaveField("Name", "system:authenticated")))
 }

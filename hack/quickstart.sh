@@ -13,6 +13,12 @@ running() {
 	[ -f "$2" ] && $flotilla get clusters --kubeconfig mgmt/mgmt.kubeconfig -o json 2>/dev/null | grep -q "\"name\": \"$1\""
 }
 
+# After a restart of the machine (or once every process was killed) mgmt's data is still there:
+# bring the fleet back rather than create it again.
+if [ -f mgmt/mgmt.kubeconfig ] && ! running mgmt mgmt/mgmt.kubeconfig; then
+	$flotilla start
+fi
+
 if running mgmt mgmt/mgmt.kubeconfig; then
 	echo "Management cluster mgmt already runs (delete it with: bin/flotilla delete cluster mgmt --force)."
 else

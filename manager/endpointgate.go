@@ -18,7 +18,7 @@ import (
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 	"sigs.k8s.io/cluster-api/util/kubeconfig"
 	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/client"
+	ctrlclient "sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 
 	flotillav1 "github.com/flotilla-dev/flotilla/api/cluster/v1alpha1"
@@ -73,7 +73,7 @@ func isKubeadm(ref clusterv1.ContractVersionedObjectReference) bool {
 
 // endpointGate is the controller that opens the gate.
 type endpointGate struct {
-	client client.Client
+	client ctrlclient.Client
 	// probe returns the status with which https://address/readyz answers; 0 for none.
 	probe func(ctx context.Context, address string) int
 	// kubeadmConfigUploaded reports whether the Cluster's kube-system/kubeadm-config exists.
@@ -101,7 +101,7 @@ func setupEndpointGate(mgr ctrl.Manager) error {
 func (g *endpointGate) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	c := &clusterv1.Cluster{}
 	if err := g.client.Get(ctx, req.NamespacedName, c); err != nil {
-		return ctrl.Result{}, client.IgnoreNotFound(err)
+		return ctrl.Result{}, ctrlclient.IgnoreNotFound(err)
 	}
 	if !gated(c) || !c.DeletionTimestamp.IsZero() {
 		return ctrl.Result{}, nil
@@ -113,7 +113,7 @@ func (g *endpointGate) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Re
 		return ctrl.Result{RequeueAfter: gateProbeInterval}, nil
 	}
 	g.forbiddenSince.Delete(req.NamespacedName)
-	patch := client.RawPatch("application/merge-patch+json", fmt.Appendf(nil, `{"metadata":{"annotations":{%q:"true"}}}`, flotillav1.EndpointServingAnnotation))
+	patch := ctrlclient.RawPatch("application/merge-patch+json", fmt.Appendf(nil, `{"metadata":{"annotations":{%q:"true"}}}`, flotillav1.EndpointServingAnnotation))
 	if err := g.client.Patch(ctx, c, patch); err != nil && !apierrors.IsNotFound(err) {
 		return ctrl.Result{}, fmt.Errorf("annotating Cluster %s with %s: %w", req, flotillav1.EndpointServingAnnotation, err)
 	}
@@ -166,8 +166,8 @@ func readyzStatus(ctx context.Context, address string) int {
 // kubeadmConfigUploaded reports whether the workload cluster of c has kube-system/kubeadm-config,
 // asked with the admin kubeconfig in c's <cluster>-kubeconfig Secret; false when that cannot be
 // known yet (no Secret, no answer).
-func kubeadmConfigUploaded(ctx context.Context, c client.Reader, cluster *clusterv1.Cluster) bool {
-	data, err := kubeconfig.FromSecret(ctx, c, client.ObjectKeyFromObject(cluster))
+func kubeadmConfigUploaded(ctx context.Context, c ctrlclient.Reader, cluster *clusterv1.Cluster) bool {
+	data, err := kubeconfig.FromSecret(ctx, c, ctrlclient.ObjectKeyFromObject(cluster))
 	if err != nil {
 		return false
 	}

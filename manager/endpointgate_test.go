@@ -16,7 +16,7 @@ import (
 	kubeadmcontrolplanev1 "sigs.k8s.io/cluster-api/api/controlplane/kubeadm/v1beta2"
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/client"
+	ctrlclient "sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
 	flotillav1 "github.com/flotilla-dev/flotilla/api/cluster/v1alpha1"
@@ -100,7 +100,7 @@ func TestEndpointGateAnnotatesOnceTheEndpointServes(t *testing.T) {
 		g.Expect(address).To(Equal("127.40.0.1:6443"))
 		return status
 	}}
-	req := ctrl.Request{NamespacedName: client.ObjectKeyFromObject(c)}
+	req := ctrl.Request{NamespacedName: ctrlclient.ObjectKeyFromObject(c)}
 
 	res, err := gate.Reconcile(t.Context(), req)
 	g.Expect(err).NotTo(HaveOccurred())
@@ -135,7 +135,7 @@ func TestEndpointGateWaitsForKubeadmConfigOfAKubeadmControlPlane(t *testing.T) {
 			return uploaded
 		},
 	}
-	req := ctrl.Request{NamespacedName: client.ObjectKeyFromObject(c)}
+	req := ctrl.Request{NamespacedName: ctrlclient.ObjectKeyFromObject(c)}
 
 	res, err := gate.Reconcile(t.Context(), req)
 	g.Expect(err).NotTo(HaveOccurred())

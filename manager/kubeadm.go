@@ -8,7 +8,7 @@ import (
 	"sigs.k8s.io/cluster-api/bootstrap/kubeadm/reconcilers/kubeadmconfig"
 	"sigs.k8s.io/cluster-api/controlplane/kubeadm/reconcilers/kubeadmcontrolplane"
 	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/client"
+	ctrlclient "sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 )
 
@@ -59,7 +59,7 @@ func setupKubeadm(ctx context.Context, mgr ctrl.Manager, deps Deps) error {
 	// while the kubeadm providers read certificate Secrets (<cluster>-ca, -etcd, -sa, -proxy)
 	// through their "secret caching client". They get an uncached client instead: a few more
 	// reads, and never a certificate Secret without its data.
-	secretCachingClient, err := client.New(mgr.GetConfig(), client.Options{Scheme: mgr.GetScheme(), HTTPClient: mgr.GetHTTPClient()})
+	secretCachingClient, err := ctrlclient.New(mgr.GetConfig(), ctrlclient.Options{Scheme: mgr.GetScheme(), HTTPClient: mgr.GetHTTPClient()})
 	if err != nil {
 		return fmt.Errorf("setting up the kubeadm providers: %w", err)
 	}

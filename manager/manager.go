@@ -2,11 +2,13 @@ package manager
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"sync/atomic"
 	"time"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/leaderelection/resourcelock"
@@ -18,7 +20,7 @@ import (
 	"sigs.k8s.io/cluster-api/core/setup"
 	"sigs.k8s.io/cluster-api/util/index"
 	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/client"
+	ctrlclient "sigs.k8s.io/controller-runtime/pkg/client"
 	ctrlconfig "sigs.k8s.io/controller-runtime/pkg/config"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
@@ -94,7 +96,9 @@ type Manager struct {
 	webhookURL   string
 	certDir      string
 	removeCerts  bool
-	directClient client.Client
+	directClient ctrlclient.Client
+	// readyChecks are the checks of the readiness probe (/readyz), which Ready runs too.
+	readyChecks []healthz.Checker
 }
 
 // New builds a manager for the cluster at restConfig and sets up the selected components; Run
@@ -128,7 +132,7 @@ func New(ctx context.Context, restConfig *rest.Config, opts Options) (_ *Manager
 	if err != nil {
 		return nil, fmt.Errorf("creating manager: %w", err)
 	}
-	m.directClient, err = client.New(restConfig, client.Options{Scheme: s, HTTPClient: m.mgr.GetHTTPClient()})
+	m.directClient, err = ctrlclient.New(restConfig, ctrlclient.Options{Scheme: s, HTTPClient: m.mgr.GetHTTPClient()})
 	if err != nil {
 		return nil, fmt.Errorf("creating client: %w", err)
 	}
@@ -256,6 +260,7 @@ func (m *Manager) setup(ctx context.Context, deps Deps) error {
 		add := mgr.AddHealthzCheck
 		if c.ready {
 			add = mgr.AddReadyzCheck
+			m.readyChecks = append(m.readyChecks, c.checker)
 		}
 		if err := add(c.name, c.checker); err != nil {
 			return fmt.Errorf("adding %s check: %w", c.name, err)
@@ -301,7 +306,7 @@ func (m *Manager) setup(ctx context.Context, deps Deps) error {
 func (m *Manager) Run(ctx context.Context) error {
 	defer m.cleanup()
 	log := ctrl.LoggerFrom(ctx)
-	if err := ensureNamespace(ctx, m.directClient); err != nil {
+	if err := waitForAPIServer(ctx, func() error { return ensureNamespace(ctx, m.directClient) }); err != nil {
 		return err
 	}
 	if err := version.Record(ctx, m.directClient, fieldOwner, m.version); err != nil {
@@ -316,6 +321,46 @@ func (m *Manager) Run(ctx context.Context) error {
 		return fmt.Errorf("running manager: %w", err)
 	}
 	return nil
+}
+
+// Ready returns nil when the manager is ready, as its readiness probe (/readyz) says: its
+// webhook server listens and its webhook configurations are registered with the API server.
+func (m *Manager) Ready() error {
+	for _, check := range m.readyChecks {
+		if err := check(nil); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// apiServerWait bounds how long Run waits for an API server that does not answer.
+const apiServerWait = 2 * time.Minute
+
+// waitForAPIServer runs first until it returns anything but a failure to reach the API server,
+// for up to apiServerWait. After a machine restart the supervisor of a local management cluster
+// starts its API server and its manager at once: the manager waits rather than exits (and is
+// started again with a back-off).
+func waitForAPIServer(ctx context.Context, first func() error) error {
+	ctx, cancel := context.WithTimeout(ctx, apiServerWait)
+	defer cancel()
+	logged := false
+	for delay := 100 * time.Millisecond; ; delay = min(2*delay, time.Second) {
+		err := first()
+		var status apierrors.APIStatus
+		if err == nil || errors.As(err, &status) {
+			return err
+		}
+		if !logged {
+			ctrl.LoggerFrom(ctx).Info("Waiting for the API server", "reason", err.Error())
+			logged = true
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("the API server did not answer within %s: %w", apiServerWait, err)
+		case <-time.After(delay):
+		}
+	}
 }
 
 // Manager returns the controller-runtime manager, e.g. for tests to read its client.

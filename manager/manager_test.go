@@ -19,7 +19,7 @@ import (
 	"k8s.io/utils/ptr"
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/client"
+	ctrlclient "sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/flotilla-dev/flotilla/internal/testenv"
 	"github.com/flotilla-dev/flotilla/internal/version"
@@ -73,19 +73,17 @@ func TestManagerRunsClusterAPIAndServesWebhooksOnLoopback(t *testing.T) {
 	})
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(m.ID()).To(Equal("flotilla-manager-capi"))
-	done := make(chan error, 1)
-	go func() { done <- m.Run(ctx) }()
-	defer func() {
-		cancel()
-		g.Eventually(done, 30*time.Second).Should(Receive(BeNil()))
-	}()
+	g.Expect(m.Ready()).To(MatchError(ContainSubstring("not been started")), "not ready before it runs")
+	_, stop, err := testenv.RunManager(ctx, m.Manager(), m.Run, testenv.Readiness{Checks: []func() error{m.Ready}})
+	g.Expect(err).NotTo(HaveOccurred())
+	defer func() { g.Expect(stop()).To(Succeed()) }()
 
-	// Ready means: webhook server listening and webhook configurations registered.
-	g.Eventually(func() (int, error) {
-		code, _, err := get("http://" + healthAddr + "/readyz")
-		return code, err
-	}, 60*time.Second, 200*time.Millisecond).Should(Equal(http.StatusOK))
-	code, body, err := get("http://" + healthAddr + "/healthz")
+	// Ready means: webhook server listening and webhook configurations registered; the probes
+	// say what Ready says.
+	code, body, err := get("http://" + healthAddr + "/readyz")
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(code).To(Equal(http.StatusOK), body)
+	code, body, err = get("http://" + healthAddr + "/healthz")
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(code).To(Equal(http.StatusOK), body)
 
@@ -98,7 +96,7 @@ func TestManagerRunsClusterAPIAndServesWebhooksOnLoopback(t *testing.T) {
 		g := NewWithT(t)
 		g.Eventually(func(g Gomega) {
 			lease := &coordinationv1.Lease{}
-			g.Expect(env.Client.Get(ctx, client.ObjectKey{Namespace: manager.Namespace, Name: m.ID()}, lease)).To(Succeed())
+			g.Expect(env.Client.Get(ctx, ctrlclient.ObjectKey{Namespace: manager.Namespace, Name: m.ID()}, lease)).To(Succeed())
 			g.Expect(lease.Spec.HolderIdentity).To(HaveValue(Not(BeEmpty())))
 		}, 30*time.Second, 200*time.Millisecond).Should(Succeed())
 	})
@@ -106,7 +104,7 @@ func TestManagerRunsClusterAPIAndServesWebhooksOnLoopback(t *testing.T) {
 	t.Run("webhooks are registered by URL on loopback with a CA bundle", func(t *testing.T) {
 		g := NewWithT(t)
 		validating := &admissionregistrationv1.ValidatingWebhookConfiguration{}
-		g.Expect(env.Client.Get(ctx, client.ObjectKey{Name: m.ID()}, validating)).To(Succeed())
+		g.Expect(env.Client.Get(ctx, ctrlclient.ObjectKey{Name: m.ID()}, validating)).To(Succeed())
 		g.Expect(validating.Webhooks).To(ContainElement(And(
 			HaveField("Name", "validation.cluster.cluster.x-k8s.io"),
 			HaveField("ClientConfig.URL", HaveValue(Equal(m.WebhookURL()+"/validate-cluster-x-k8s-io-v1beta2-cluster"))),
@@ -115,7 +113,7 @@ func TestManagerRunsClusterAPIAndServesWebhooksOnLoopback(t *testing.T) {
 		// Only served webhooks are registered: no MachinePool webhook without a MachinePool reconciler.
 		g.Expect(validating.Webhooks).NotTo(ContainElement(HaveField("Name", "validation.machinepool.cluster.x-k8s.io")))
 		mutating := &admissionregistrationv1.MutatingWebhookConfiguration{}
-		g.Expect(env.Client.Get(ctx, client.ObjectKey{Name: m.ID()}, mutating)).To(Succeed())
+		g.Expect(env.Client.Get(ctx, ctrlclient.ObjectKey{Name: m.ID()}, mutating)).To(Succeed())
 		g.Expect(mutating.Webhooks).To(ContainElement(HaveField("Name", "default.machine.cluster.x-k8s.io")))
 	})
 
@@ -133,6 +131,13 @@ func TestManagerRunsClusterAPIAndServesWebhooksOnLoopback(t *testing.T) {
 				},
 			}
 		}
+		// The API server's view of the webhook configurations catches up with the registration a
+		// moment after it.
+		g.Eventually(func(g Gomega) {
+			probe := newMachine("probe", "1.36.3")
+			g.Expect(env.Client.Create(ctx, probe, ctrlclient.DryRunAll)).To(Succeed())
+			g.Expect(probe.Labels).To(HaveKey(clusterv1.ClusterNameLabel))
+		}, 30*time.Second, 100*time.Millisecond).Should(Succeed())
 		machine := newMachine("defaulted", "1.36.3")
 		g.Expect(env.Client.Create(ctx, machine)).To(Succeed())
 		// Cluster API's defaulting webhook labels the Machine with its cluster and prefixes the version.
@@ -154,7 +159,7 @@ func TestManagerRunsClusterAPIAndServesWebhooksOnLoopback(t *testing.T) {
 		g.Expect(env.Client.Create(ctx, cluster)).To(Succeed())
 		g.Eventually(func(g Gomega) {
 			got := &clusterv1.Cluster{}
-			g.Expect(env.Client.Get(ctx, client.ObjectKeyFromObject(cluster), got)).To(Succeed())
+			g.Expect(env.Client.Get(ctx, ctrlclient.ObjectKeyFromObject(cluster), got)).To(Succeed())
 			g.Expect(got.Finalizers).To(ContainElement(clusterv1.ClusterFinalizer))
 			g.Expect(got.Status.Conditions).To(ContainElement(And(
 				HaveField("Type", clusterv1.PausedCondition),
@@ -174,7 +179,7 @@ func TestManagerRunsClusterAPIAndServesWebhooksOnLoopback(t *testing.T) {
 
 	t.Run("flotilla-system exists", func(t *testing.T) {
 		g := NewWithT(t)
-		g.Expect(env.Client.Get(ctx, client.ObjectKey{Name: manager.Namespace}, &corev1.Namespace{})).To(Succeed())
+		g.Expect(env.Client.Get(ctx, ctrlclient.ObjectKey{Name: manager.Namespace}, &corev1.Namespace{})).To(Succeed())
 	})
 
 	t.Run("a second manager can be built in the same process", func(t *testing.T) {

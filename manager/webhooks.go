@@ -19,7 +19,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 	certutil "k8s.io/client-go/util/cert"
 	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/client"
+	ctrlclient "sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/webhook"
 
 	"github.com/flotilla-dev/flotilla/config"
@@ -132,7 +132,7 @@ func webhookConfigurations(name, baseURL string, caBundle []byte, served func(pa
 // webhookRegistrar registers the manager's webhook configurations with the API server once the
 // webhook server listens. It runs on every replica, leader or not: all of them serve webhooks.
 type webhookRegistrar struct {
-	client   client.Client
+	client   ctrlclient.Client
 	server   *recordingServer
 	name     string
 	baseURL  string
@@ -178,7 +178,7 @@ func (r *webhookRegistrar) Start(ctx context.Context) error {
 }
 
 // apply server-side applies obj, or deletes it when empty (no webhook of that kind is served).
-func (r *webhookRegistrar) apply(ctx context.Context, obj client.Object, empty bool) error {
+func (r *webhookRegistrar) apply(ctx context.Context, obj ctrlclient.Object, empty bool) error {
 	gvk, err := r.client.GroupVersionKindFor(obj)
 	if err != nil {
 		return err
@@ -196,7 +196,7 @@ func (r *webhookRegistrar) apply(ctx context.Context, obj client.Object, empty b
 	u := &unstructured.Unstructured{Object: content}
 	u.SetGroupVersionKind(gvk)
 	unstructured.RemoveNestedField(u.Object, "metadata", "creationTimestamp")
-	if err := r.client.Apply(ctx, client.ApplyConfigurationFromUnstructured(u), client.FieldOwner(fieldOwner), client.ForceOwnership); err != nil {
+	if err := r.client.Apply(ctx, ctrlclient.ApplyConfigurationFromUnstructured(u), ctrlclient.FieldOwner(fieldOwner), ctrlclient.ForceOwnership); err != nil {
 		return fmt.Errorf("applying %s %s: %w", gvk.Kind, obj.GetName(), err)
 	}
 	return nil

@@ -7,7 +7,7 @@ import (
 
 	. "github.com/onsi/gomega"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"sigs.k8s.io/controller-runtime/pkg/client"
+	ctrlclient "sigs.k8s.io/controller-runtime/pkg/client"
 
 	packagesv1 "github.com/flotilla-dev/flotilla/api/packages/v1alpha1"
 )
@@ -15,7 +15,7 @@ import (
 // bundlesOf lists the names of the PackageBundles read from repository, by build.
 func bundlesOf(g Gomega, repository string) []string {
 	list := &packagesv1.PackageBundleList{}
-	g.Expect(mgmt.Client.List(context.Background(), list, client.InNamespace(packagesv1.PackagesNamespace))).To(Succeed())
+	g.Expect(mgmt.Client.List(context.Background(), list, ctrlclient.InNamespace(packagesv1.PackagesNamespace))).To(Succeed())
 	var names []string
 	for _, b := range list.Items {
 		if b.Spec.Source != nil && b.Spec.Source.Repository == repository {
@@ -30,7 +30,7 @@ func setActiveBundle(g Gomega, pbcName, bundleName string) {
 	pbc := pbcOf(g, pbcName)
 	before := pbc.DeepCopy()
 	pbc.Spec.ActiveBundle = bundleName
-	g.Expect(mgmt.Client.Patch(context.Background(), pbc, client.MergeFrom(before))).To(Succeed())
+	g.Expect(mgmt.Client.Patch(context.Background(), pbc, ctrlclient.MergeFrom(before))).To(Succeed())
 }
 
 func TestOldBundlesAreDeletedUnlessAClusterUsesThem(t *testing.T) {

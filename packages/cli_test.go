@@ -14,10 +14,10 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"sigs.k8s.io/controller-runtime/pkg/client"
+	ctrlclient "sigs.k8s.io/controller-runtime/pkg/client"
 
 	packagesv1 "github.com/flotilla-dev/flotilla/api/packages/v1alpha1"
-	cliclient "github.com/flotilla-dev/flotilla/cli/client"
+	"github.com/flotilla-dev/flotilla/cli/client"
 	"github.com/flotilla-dev/flotilla/internal/version"
 	"github.com/flotilla-dev/flotilla/packages/defaults"
 )
@@ -47,26 +47,26 @@ func TestTheCLIManagesPackagesThroughTheManagementCluster(t *testing.T) {
 	ctx := context.Background()
 	defaultBundle(t)
 	markManagement(t)
-	c := &cliclient.Client{Out: io.Discard}
+	c := &client.Client{Out: io.Discard}
 	mgmtKubeconfig := kubeconfigFile(t, mgmt.Kubeconfig)
 	cluster := newCluster(t, "w-cli", "1.36")
-	configs.set(client.ObjectKeyFromObject(cluster), workload.Config)
+	configs.set(ctrlclient.ObjectKeyFromObject(cluster), workload.Config)
 
 	t.Run("install packagecontroller refuses a workload cluster's kubeconfig", func(t *testing.T) {
 		g := NewWithT(t)
-		_, err := c.InstallPackageController(ctx, kubeconfigFile(t, workload.Kubeconfig), cliclient.PackageControllerOptions{Cluster: "w-cli"})
+		_, err := c.InstallPackageController(ctx, kubeconfigFile(t, workload.Kubeconfig), client.PackageControllerOptions{Cluster: "w-cli"})
 		g.Expect(err).To(MatchError(ContainSubstring("does not point to a Flotilla management cluster")))
 	})
 
 	t.Run("install packagecontroller refuses a cluster the management cluster does not manage", func(t *testing.T) {
 		g := NewWithT(t)
-		_, err := c.InstallPackageController(ctx, mgmtKubeconfig, cliclient.PackageControllerOptions{Cluster: "nope"})
+		_, err := c.InstallPackageController(ctx, mgmtKubeconfig, client.PackageControllerOptions{Cluster: "nope"})
 		g.Expect(err).To(MatchError(ContainSubstring("manages no cluster named nope")))
 	})
 
 	t.Run("install packagecontroller keeps the PackageBundleController, which finds the active bundle", func(t *testing.T) {
 		g := NewWithT(t)
-		pbc, err := c.InstallPackageController(ctx, mgmtKubeconfig, cliclient.PackageControllerOptions{Cluster: "w-cli"})
+		pbc, err := c.InstallPackageController(ctx, mgmtKubeconfig, client.PackageControllerOptions{Cluster: "w-cli"})
 		g.Expect(err).NotTo(HaveOccurred())
 		g.Expect(pbc.Name).To(Equal("w-cli"))
 		g.Eventually(func(g Gomega) {
@@ -78,7 +78,7 @@ func TestTheCLIManagesPackagesThroughTheManagementCluster(t *testing.T) {
 
 	t.Run("install packagecontroller keeps registry credentials in a Secret that package-defaults names", func(t *testing.T) {
 		g := NewWithT(t)
-		_, err := c.InstallPackageController(ctx, mgmtKubeconfig, cliclient.PackageControllerOptions{Cluster: "w-cli", Username: "robot", Password: "s3cret"})
+		_, err := c.InstallPackageController(ctx, mgmtKubeconfig, client.PackageControllerOptions{Cluster: "w-cli", Username: "robot", Password: "s3cret"})
 		g.Expect(err).NotTo(HaveOccurred())
 		d, err := defaults.Read(ctx, mgmt.Client)
 		g.Expect(err).NotTo(HaveOccurred())
@@ -97,10 +97,24 @@ func TestTheCLIManagesPackagesThroughTheManagementCluster(t *testing.T) {
 		d, err := defaults.Read(ctx, mgmt.Client)
 		g.Expect(err).NotTo(HaveOccurred())
 		g.Expect(d.Source).NotTo(BeNil())
+		// The other tests reach the registry over TLS: put package-defaults back as it was.
+		before := &corev1.ConfigMap{}
+		g.Expect(mgmt.Client.Get(ctx, defaults.Key, before)).To(Succeed())
+		t.Cleanup(func() {
+			cm := &corev1.ConfigMap{}
+			if err := mgmt.Client.Get(ctx, defaults.Key, cm); err != nil {
+				t.Error(err)
+				return
+			}
+			cm.Data = before.Data
+			if err := mgmt.Client.Update(ctx, cm); err != nil {
+				t.Error(err)
+			}
+		})
 		var out bytes.Buffer
-		loud := &cliclient.Client{Out: &out}
+		loud := &client.Client{Out: &out}
 		// The source the other tests use, written again: only the plain HTTP default is new.
-		_, err = loud.InstallPackageController(ctx, mgmtKubeconfig, cliclient.PackageControllerOptions{
+		_, err = loud.InstallPackageController(ctx, mgmtKubeconfig, client.PackageControllerOptions{
 			Cluster: "w-cli", Registry: d.Source.Registry, Repository: d.Source.Repository,
 		})
 		g.Expect(err).NotTo(HaveOccurred())
@@ -120,7 +134,7 @@ func TestTheCLIManagesPackagesThroughTheManagementCluster(t *testing.T) {
 
 	t.Run("install package with --set installs it into the workload cluster", func(t *testing.T) {
 		g := NewWithT(t)
-		_, err := c.InstallPackage(ctx, mgmtKubeconfig, cliclient.InstallPackageOptions{
+		_, err := c.InstallPackage(ctx, mgmtKubeconfig, client.InstallPackageOptions{
 			Cluster: "w-cli", Package: "hello", Name: "hello-cli", Set: []string{"greeting=hola"}, TargetNamespace: "cli",
 		})
 		g.Expect(err).NotTo(HaveOccurred())
@@ -133,14 +147,14 @@ func TestTheCLIManagesPackagesThroughTheManagementCluster(t *testing.T) {
 			g.Expect(pkgs).To(HaveLen(1))
 			g.Expect(pkgs[0].Status.State).To(Equal(packagesv1.PackageInstalled))
 			cm := &corev1.ConfigMap{}
-			g.Expect(workload.Client.Get(ctx, client.ObjectKey{Namespace: "cli", Name: "hello-cli-config"}, cm)).To(Succeed())
+			g.Expect(workload.Client.Get(ctx, ctrlclient.ObjectKey{Namespace: "cli", Name: "hello-cli-config"}, cm)).To(Succeed())
 			g.Expect(cm.Data).To(HaveKeyWithValue("greeting", "hola"))
 		}, timeout, interval).Should(Succeed())
 	})
 
 	t.Run("install package with a config that breaks the schema names the path", func(t *testing.T) {
 		g := NewWithT(t)
-		_, err := c.InstallPackage(ctx, mgmtKubeconfig, cliclient.InstallPackageOptions{
+		_, err := c.InstallPackage(ctx, mgmtKubeconfig, client.InstallPackageOptions{
 			Cluster: "w-cli", Package: "hello", Name: "bad", Set: []string{"replicas=lots"},
 		})
 		g.Expect(err).To(MatchError(ContainSubstring("spec.config.replicas")))
@@ -169,7 +183,7 @@ func TestTheCLIManagesPackagesThroughTheManagementCluster(t *testing.T) {
 	t.Run("delete package waits until the release is uninstalled", func(t *testing.T) {
 		g := NewWithT(t)
 		g.Expect(c.DeletePackage(ctx, mgmtKubeconfig, "w-cli", "hello-cli", time.Minute)).To(Succeed())
-		err := workload.Client.Get(ctx, client.ObjectKey{Namespace: "cli", Name: "hello-cli"}, &appsv1.Deployment{})
+		err := workload.Client.Get(ctx, ctrlclient.ObjectKey{Namespace: "cli", Name: "hello-cli"}, &appsv1.Deployment{})
 		g.Expect(apierrors.IsNotFound(err)).To(BeTrue())
 	})
 }

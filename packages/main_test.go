@@ -14,7 +14,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/client"
+	ctrlclient "sigs.k8s.io/controller-runtime/pkg/client"
 
 	flotillav1 "github.com/flotilla-dev/flotilla/api/cluster/v1alpha1"
 	packagesv1 "github.com/flotilla-dev/flotilla/api/packages/v1alpha1"
@@ -44,13 +44,50 @@ var (
 	// signingKey signs bundles; its public key is in package-defaults.
 	signingKey *ecdsa.PrivateKey
 	// configs reaches the workload clusters by Cluster key.
-	configs = &restConfigs{configs: map[client.ObjectKey]*rest.Config{}}
+	configs = &restConfigs{configs: map[ctrlclient.ObjectKey]*rest.Config{}}
 	// engine is the Helm engine the running manager uses; chartCache its chart cache.
 	engine     *helm.Engine
 	chartCache string
 	// stopManager stops the running manager.
 	stopManager func() error
+	// verifier is the manager's bundle verifier: the real one, which a test can hold.
+	verifier = &heldVerifier{held: map[string]chan struct{}{}}
 )
+
+// heldVerifier is the real BundleVerifier, except that the verification of a bundle a test holds
+// waits until the test releases it: the window between a bundle's spec changing and its
+// verification, which is otherwise too short to look at.
+type heldVerifier struct {
+	mu   sync.Mutex
+	held map[string]chan struct{}
+}
+
+func (v *heldVerifier) Verify(b *packagesv1.PackageBundle, key *ecdsa.PublicKey) error {
+	v.mu.Lock()
+	gate := v.held[b.Name]
+	v.mu.Unlock()
+	if gate != nil {
+		<-gate
+	}
+	return packages.BundleVerifier{}.Verify(b, key)
+}
+
+// hold makes the verification of bundle name wait until release is called.
+func (v *heldVerifier) hold(name string) (release func()) {
+	gate := make(chan struct{})
+	v.mu.Lock()
+	v.held[name] = gate
+	v.mu.Unlock()
+	var once sync.Once
+	return func() {
+		once.Do(func() {
+			v.mu.Lock()
+			delete(v.held, name)
+			v.mu.Unlock()
+			close(gate)
+		})
+	}
+}
 
 const (
 	timeout  = 60 * time.Second
@@ -64,10 +101,10 @@ const (
 // restConfigs stands in for CAPI's ClusterCache: configs by Cluster key, an error for others.
 type restConfigs struct {
 	mu      sync.Mutex
-	configs map[client.ObjectKey]*rest.Config
+	configs map[ctrlclient.ObjectKey]*rest.Config
 }
 
-func (r *restConfigs) GetRESTConfig(_ context.Context, key client.ObjectKey) (*rest.Config, error) {
+func (r *restConfigs) GetRESTConfig(_ context.Context, key ctrlclient.ObjectKey) (*rest.Config, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if cfg, ok := r.configs[key]; ok {
@@ -76,7 +113,7 @@ func (r *restConfigs) GetRESTConfig(_ context.Context, key client.ObjectKey) (*r
 	return nil, errors.New("connection to the workload cluster is down")
 }
 
-func (r *restConfigs) set(key client.ObjectKey, cfg *rest.Config) {
+func (r *restConfigs) set(key ctrlclient.ObjectKey, cfg *rest.Config) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.configs[key] = cfg
@@ -148,7 +185,7 @@ func startManager(o testenv.ManagerOptions) error {
 		if err := (&clusterwebhooks.Cluster{}).SetupWebhookWithManager(mgr); err != nil {
 			return err
 		}
-		return packages.Setup(ctx, mgr, packages.Options{RESTConfigs: configs, Installer: e})
+		return packages.Setup(ctx, mgr, packages.Options{RESTConfigs: configs, Installer: e, Verifier: verifier})
 	})
 	if err != nil {
 		return err

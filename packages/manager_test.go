@@ -2,17 +2,14 @@ package packages_test
 
 import (
 	"context"
-	"net"
-	"net/http"
 	"testing"
-	"time"
 
 	. "github.com/onsi/gomega"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/client"
+	ctrlclient "sigs.k8s.io/controller-runtime/pkg/client"
 
 	flotillav1 "github.com/flotilla-dev/flotilla/api/cluster/v1alpha1"
 	packagesv1 "github.com/flotilla-dev/flotilla/api/packages/v1alpha1"
@@ -31,40 +28,33 @@ func TestTheFlotillaManagerRunsThePackagesComponent(t *testing.T) {
 	ctx, cancel := context.WithCancel(ctrl.LoggerInto(context.Background(), ctrl.Log))
 	defer cancel()
 
-	health := freeAddr(t)
 	m, err := manager.New(ctx, e.Config, manager.Options{
 		Components:                   []string{"packages"},
-		HealthProbeBindAddress:       health,
+		HealthProbeBindAddress:       "0",
 		MetricsBindAddress:           "0",
 		Home:                         t.TempDir(),
 		Version:                      "v0.0.0-test",
 		SkipControllerNameValidation: true,
 	})
 	g.Expect(err).NotTo(HaveOccurred())
-	done := make(chan error, 1)
-	go func() { done <- m.Run(ctx) }()
-	defer func() {
-		cancel()
-		g.Eventually(done, 30*time.Second).Should(Receive(BeNil()))
-	}()
-	g.Eventually(func() (int, error) {
-		resp, err := http.Get("http://" + health + "/readyz") //nolint:noctx // a test probe
-		if err != nil {
-			return 0, err
-		}
-		_ = resp.Body.Close()
-		return resp.StatusCode, nil
-	}, 60*time.Second, 200*time.Millisecond).Should(Equal(http.StatusOK))
+	_, stop, err := testenv.RunManager(ctx, m.Manager(), m.Run, testenv.Readiness{Checks: []func() error{m.Ready}})
+	g.Expect(err).NotTo(HaveOccurred())
+	defer func() { g.Expect(stop()).To(Succeed()) }()
 
 	validating := &admissionregistrationv1.ValidatingWebhookConfiguration{}
-	g.Expect(e.Client.Get(ctx, client.ObjectKey{Name: m.ID()}, validating)).To(Succeed())
+	g.Expect(e.Client.Get(ctx, ctrlclient.ObjectKey{Name: m.ID()}, validating)).To(Succeed())
 	g.Expect(validating.Webhooks).To(ContainElement(HaveField("Name", "validate.package.packages.flotilla.dev")))
 
-	// The API server calls the webhook: a Package outside a cluster's namespace is refused.
-	err = e.Client.Create(ctx, &packagesv1.Package{
+	// The API server calls the webhook: a Package outside a cluster's namespace is refused (once
+	// the API server's view of the webhook configurations has caught up with the registration).
+	outside := &packagesv1.Package{
 		ObjectMeta: metav1.ObjectMeta{Name: "hello", Namespace: "default"},
 		Spec:       packagesv1.PackageSpec{PackageName: "hello"},
-	})
+	}
+	g.Eventually(func() error {
+		return e.Client.Create(ctx, outside.DeepCopy(), ctrlclient.DryRunAll)
+	}, timeout, interval).Should(Satisfy(apierrors.IsInvalid))
+	err = e.Client.Create(ctx, outside)
 	g.Expect(apierrors.IsInvalid(err)).To(BeTrue(), "%v", err)
 	g.Expect(err.Error()).To(ContainSubstring("metadata.namespace"))
 
@@ -75,15 +65,6 @@ func TestTheFlotillaManagerRunsThePackagesComponent(t *testing.T) {
 	}
 	g.Expect(e.Client.Create(ctx, c)).To(Succeed())
 	g.Eventually(func() error {
-		return e.Client.Get(ctx, client.ObjectKey{Namespace: packagesv1.PackagesNamespace, Name: "w9"}, &packagesv1.PackageBundleController{})
+		return e.Client.Get(ctx, ctrlclient.ObjectKey{Namespace: packagesv1.PackagesNamespace, Name: "w9"}, &packagesv1.PackageBundleController{})
 	}, timeout, interval).Should(Succeed())
-}
-
-func freeAddr(t *testing.T) string {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	must(t, err)
-	addr := l.Addr().String()
-	must(t, l.Close())
-	return addr
 }

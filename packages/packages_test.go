@@ -15,11 +15,11 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	clusterctlv1 "sigs.k8s.io/cluster-api/cmd/clusterctl/api/v1alpha3"
-	"sigs.k8s.io/controller-runtime/pkg/client"
+	ctrlclient "sigs.k8s.io/controller-runtime/pkg/client"
 
 	flotillav1 "github.com/flotilla-dev/flotilla/api/cluster/v1alpha1"
 	packagesv1 "github.com/flotilla-dev/flotilla/api/packages/v1alpha1"
-	cliclient "github.com/flotilla-dev/flotilla/cli/client"
+	"github.com/flotilla-dev/flotilla/cli/client"
 	"github.com/flotilla-dev/flotilla/packages/bundle"
 )
 
@@ -48,13 +48,13 @@ func defaultBundle(t *testing.T) string {
 
 func pbcOf(g Gomega, name string) *packagesv1.PackageBundleController {
 	pbc := &packagesv1.PackageBundleController{}
-	g.Expect(mgmt.Client.Get(context.Background(), client.ObjectKey{Namespace: packagesv1.PackagesNamespace, Name: name}, pbc)).To(Succeed())
+	g.Expect(mgmt.Client.Get(context.Background(), ctrlclient.ObjectKey{Namespace: packagesv1.PackagesNamespace, Name: name}, pbc)).To(Succeed())
 	return pbc
 }
 
 func packageOf(g Gomega, cluster, name string) *packagesv1.Package {
 	p := &packagesv1.Package{}
-	g.Expect(mgmt.Client.Get(context.Background(), client.ObjectKey{Namespace: packagesv1.ClusterNamespace(cluster), Name: name}, p)).To(Succeed())
+	g.Expect(mgmt.Client.Get(context.Background(), ctrlclient.ObjectKey{Namespace: packagesv1.ClusterNamespace(cluster), Name: name}, p)).To(Succeed())
 	return p
 }
 
@@ -72,24 +72,24 @@ func newPackage(cluster, name, packageName, config string) *packagesv1.Package {
 }
 
 func workloadDeployment(ctx context.Context, name string) error {
-	return workload.Client.Get(ctx, client.ObjectKey{Namespace: packagesv1.DefaultTargetNamespace, Name: name}, &appsv1.Deployment{})
+	return workload.Client.Get(ctx, ctrlclient.ObjectKey{Namespace: packagesv1.DefaultTargetNamespace, Name: name}, &appsv1.Deployment{})
 }
 
 func TestPackagesOfAWorkloadCluster(t *testing.T) {
 	ctx := context.Background()
 	active := defaultBundle(t)
 	c := newCluster(t, "w1", "1.36")
-	configs.set(client.ObjectKeyFromObject(c), workload.Config)
+	configs.set(ctrlclient.ObjectKeyFromObject(c), workload.Config)
 
 	t.Run("creating a cluster creates its packages namespace and its PackageBundleController", func(t *testing.T) {
 		g := NewWithT(t)
 		g.Eventually(func(g Gomega) {
 			ns := &corev1.Namespace{}
-			g.Expect(mgmt.Client.Get(ctx, client.ObjectKey{Name: "flotilla-packages-w1"}, ns)).To(Succeed())
+			g.Expect(mgmt.Client.Get(ctx, ctrlclient.ObjectKey{Name: "flotilla-packages-w1"}, ns)).To(Succeed())
 			g.Expect(ns.Labels).To(HaveKeyWithValue(packagesv1.ClusterNameLabel, "w1"))
 			g.Expect(pbcOf(g, "w1").Labels).To(HaveKeyWithValue(packagesv1.ClusterNamespaceLabel, c.Namespace))
 			current := &flotillav1.Cluster{}
-			g.Expect(mgmt.Client.Get(ctx, client.ObjectKeyFromObject(c), current)).To(Succeed())
+			g.Expect(mgmt.Client.Get(ctx, ctrlclient.ObjectKeyFromObject(c), current)).To(Succeed())
 			g.Expect(current.Finalizers).To(ContainElement(packagesv1.ClusterCleanupFinalizer))
 		}, timeout, interval).Should(Succeed())
 	})
@@ -104,7 +104,7 @@ func TestPackagesOfAWorkloadCluster(t *testing.T) {
 			g.Expect(readyOf(g, pbc.Status.Conditions).Status).To(Equal(metav1.ConditionTrue))
 		}, timeout, interval).Should(Succeed())
 		b := &packagesv1.PackageBundle{}
-		g.Expect(mgmt.Client.Get(ctx, client.ObjectKey{Namespace: packagesv1.PackagesNamespace, Name: active}, b)).To(Succeed())
+		g.Expect(mgmt.Client.Get(ctx, ctrlclient.ObjectKey{Namespace: packagesv1.PackagesNamespace, Name: active}, b)).To(Succeed())
 		g.Expect(b.Status.State).To(Equal(packagesv1.BundleValid))
 		g.Expect(b.Spec.Packages).To(HaveLen(2))
 	})
@@ -126,8 +126,8 @@ func TestPackagesOfAWorkloadCluster(t *testing.T) {
 		g.Expect(workloadDeployment(ctx, "stack")).To(Succeed())
 		// Helm's release record is in the workload cluster.
 		secrets := &corev1.SecretList{}
-		g.Expect(workload.Client.List(ctx, secrets, client.InNamespace(packagesv1.DefaultTargetNamespace),
-			client.MatchingLabels{"owner": "helm", "name": "stack"})).To(Succeed())
+		g.Expect(workload.Client.List(ctx, secrets, ctrlclient.InNamespace(packagesv1.DefaultTargetNamespace),
+			ctrlclient.MatchingLabels{"owner": "helm", "name": "stack"})).To(Succeed())
 		g.Expect(secrets.Items).To(HaveLen(1))
 	})
 
@@ -138,7 +138,7 @@ func TestPackagesOfAWorkloadCluster(t *testing.T) {
 		g.Expect(mgmt.Client.Update(ctx, hello)).To(Succeed())
 		g.Eventually(func(g Gomega) {
 			cm := &corev1.ConfigMap{}
-			g.Expect(workload.Client.Get(ctx, client.ObjectKey{Namespace: packagesv1.DefaultTargetNamespace, Name: "hello-config"}, cm)).To(Succeed())
+			g.Expect(workload.Client.Get(ctx, ctrlclient.ObjectKey{Namespace: packagesv1.DefaultTargetNamespace, Name: "hello-config"}, cm)).To(Succeed())
 			g.Expect(cm.Data).To(HaveKeyWithValue("greeting", "bonjour"))
 			g.Expect(packageOf(g, "w1", "hello").Status.Revision).To(Equal(2))
 		}, timeout, interval).Should(Succeed())
@@ -197,7 +197,7 @@ func TestPackagesOfAWorkloadCluster(t *testing.T) {
 			g.Expect(pbcOf(g, "w1").Status.State).To(Equal(packagesv1.BundleControllerUpgradeAvailable))
 		}, timeout, interval).Should(Succeed())
 
-		c := &cliclient.Client{Out: io.Discard}
+		c := &client.Client{Out: io.Discard}
 		_, err := c.UpgradePackages(ctx, kubeconfigFile(t, mgmt.Kubeconfig), "w1", newer)
 		g.Expect(err).NotTo(HaveOccurred())
 		g.Eventually(func(g Gomega) {
@@ -214,7 +214,7 @@ func TestPackagesOfAWorkloadCluster(t *testing.T) {
 		g := NewWithT(t)
 		g.Expect(mgmt.Client.Delete(ctx, newPackage("w1", "hello-old", "", ""))).To(Succeed())
 		g.Eventually(func() bool {
-			return apierrors.IsNotFound(workload.Client.Get(ctx, client.ObjectKey{Namespace: "old", Name: "hello-old"}, &appsv1.Deployment{}))
+			return apierrors.IsNotFound(workload.Client.Get(ctx, ctrlclient.ObjectKey{Namespace: "old", Name: "hello-old"}, &appsv1.Deployment{}))
 		}, timeout, interval).Should(BeTrue())
 	})
 
@@ -224,12 +224,12 @@ func TestPackagesOfAWorkloadCluster(t *testing.T) {
 		g.Eventually(func(g Gomega) {
 			g.Expect(apierrors.IsNotFound(workloadDeployment(ctx, "hello"))).To(BeTrue())
 			g.Expect(apierrors.IsNotFound(workloadDeployment(ctx, "stack"))).To(BeTrue())
-			err := mgmt.Client.Get(ctx, client.ObjectKey{Namespace: packagesv1.PackagesNamespace, Name: "w1"}, &packagesv1.PackageBundleController{})
+			err := mgmt.Client.Get(ctx, ctrlclient.ObjectKey{Namespace: packagesv1.PackagesNamespace, Name: "w1"}, &packagesv1.PackageBundleController{})
 			g.Expect(apierrors.IsNotFound(err)).To(BeTrue())
-			err = mgmt.Client.Get(ctx, client.ObjectKeyFromObject(c), &flotillav1.Cluster{})
+			err = mgmt.Client.Get(ctx, ctrlclient.ObjectKeyFromObject(c), &flotillav1.Cluster{})
 			g.Expect(apierrors.IsNotFound(err)).To(BeTrue())
 			ns := &corev1.Namespace{}
-			err = mgmt.Client.Get(ctx, client.ObjectKey{Name: "flotilla-packages-w1"}, ns)
+			err = mgmt.Client.Get(ctx, ctrlclient.ObjectKey{Name: "flotilla-packages-w1"}, ns)
 			g.Expect(apierrors.IsNotFound(err) || !ns.DeletionTimestamp.IsZero()).To(BeTrue())
 		}, timeout, interval).Should(Succeed())
 	})
@@ -255,7 +255,7 @@ func TestAnUnreachableClusterIsReportedAndReleasedOnDelete(t *testing.T) {
 	// The cluster is being deleted and cannot be reached: its release goes with it.
 	g.Expect(mgmt.Client.Delete(ctx, c)).To(Succeed())
 	g.Eventually(func() bool {
-		return apierrors.IsNotFound(mgmt.Client.Get(ctx, client.ObjectKeyFromObject(c), &flotillav1.Cluster{}))
+		return apierrors.IsNotFound(mgmt.Client.Get(ctx, ctrlclient.ObjectKeyFromObject(c), &flotillav1.Cluster{}))
 	}, timeout, interval).Should(BeTrue())
 }
 
@@ -267,15 +267,15 @@ func TestAClusterMovedAwayKeepsItsPackages(t *testing.T) {
 	g.Expect(mgmt.Client.Create(ctx, newPackage("w-move", "hello", "hello", ""))).To(Succeed())
 
 	current := &flotillav1.Cluster{}
-	g.Expect(mgmt.Client.Get(ctx, client.ObjectKeyFromObject(c), current)).To(Succeed())
+	g.Expect(mgmt.Client.Get(ctx, ctrlclient.ObjectKeyFromObject(c), current)).To(Succeed())
 	current.Annotations = map[string]string{clusterctlv1.DeleteForMoveAnnotation: ""}
 	g.Expect(mgmt.Client.Update(ctx, current)).To(Succeed())
 	g.Expect(mgmt.Client.Delete(ctx, current)).To(Succeed())
 	g.Eventually(func() bool {
-		return apierrors.IsNotFound(mgmt.Client.Get(ctx, client.ObjectKeyFromObject(c), &flotillav1.Cluster{}))
+		return apierrors.IsNotFound(mgmt.Client.Get(ctx, ctrlclient.ObjectKeyFromObject(c), &flotillav1.Cluster{}))
 	}, timeout, interval).Should(BeTrue())
 	// Nothing was uninstalled or deleted: the Package and the PBC are still there.
-	g.Expect(mgmt.Client.Get(ctx, client.ObjectKey{Namespace: "flotilla-packages-w-move", Name: "hello"}, &packagesv1.Package{})).To(Succeed())
+	g.Expect(mgmt.Client.Get(ctx, ctrlclient.ObjectKey{Namespace: "flotilla-packages-w-move", Name: "hello"}, &packagesv1.Package{})).To(Succeed())
 	pbcOf(g, "w-move")
 }
 
@@ -302,7 +302,7 @@ func TestBundleSignaturesDecideWhichBundlesAreUsed(t *testing.T) {
 		g.Eventually(func(g Gomega) {
 			for _, name := range []string{tampered, unsigned} {
 				b := &packagesv1.PackageBundle{}
-				g.Expect(mgmt.Client.Get(ctx, client.ObjectKey{Namespace: packagesv1.PackagesNamespace, Name: name}, b)).To(Succeed())
+				g.Expect(mgmt.Client.Get(ctx, ctrlclient.ObjectKey{Namespace: packagesv1.PackagesNamespace, Name: name}, b)).To(Succeed())
 				g.Expect(b.Status.State).To(Equal(packagesv1.BundleInvalid), name)
 			}
 			pbc := pbcOf(g, "w-sig")
@@ -347,7 +347,7 @@ func TestABundleEditedInTheAPIServerIsInvalidUntilTheRegistryRestoresIt(t *testi
 	}
 	g.Expect(mgmt.Client.Create(ctx, pbc)).To(Succeed())
 	newCluster(t, "w-edit", "1.36")
-	key := client.ObjectKey{Namespace: packagesv1.PackagesNamespace, Name: name}
+	key := ctrlclient.ObjectKey{Namespace: packagesv1.PackagesNamespace, Name: name}
 	stateOf := func(g Gomega) packagesv1.PackageBundleState {
 		b := &packagesv1.PackageBundle{}
 		g.Expect(mgmt.Client.Get(ctx, key, b)).To(Succeed())
@@ -373,7 +373,7 @@ func requestCheck(g Gomega, name, value string) {
 	pbc := pbcOf(g, name)
 	before := pbc.DeepCopy()
 	pbc.Annotations = map[string]string{packagesv1.CheckUpgradesAnnotation: value}
-	g.Expect(mgmt.Client.Patch(context.Background(), pbc, client.MergeFrom(before))).To(Succeed())
+	g.Expect(mgmt.Client.Patch(context.Background(), pbc, ctrlclient.MergeFrom(before))).To(Succeed())
 }
 
 func TestAnUnreachableRegistryDisconnectsThePackageBundleController(t *testing.T) {
@@ -415,9 +415,9 @@ func TestAManagementClusterInstallsItsPackagesIntoItself(t *testing.T) {
 	g.Expect(mgmt.Client.Create(ctx, p)).To(Succeed())
 	// No cluster cache entry: the manager's own config reaches the management cluster.
 	g.Eventually(func() error {
-		return mgmt.Client.Get(ctx, client.ObjectKey{Namespace: "self", Name: "hello"}, &appsv1.Deployment{})
+		return mgmt.Client.Get(ctx, ctrlclient.ObjectKey{Namespace: "self", Name: "hello"}, &appsv1.Deployment{})
 	}, timeout, interval).Should(Succeed())
-	g.Expect(workload.Client.Get(ctx, client.ObjectKey{Namespace: "self", Name: "hello"}, &appsv1.Deployment{})).NotTo(Succeed())
+	g.Expect(workload.Client.Get(ctx, ctrlclient.ObjectKey{Namespace: "self", Name: "hello"}, &appsv1.Deployment{})).NotTo(Succeed())
 }
 
 func TestANewPublicKeyVerifiesEveryBundleAgain(t *testing.T) {
@@ -444,7 +444,7 @@ func TestANewPublicKeyVerifiesEveryBundleAgain(t *testing.T) {
 
 func bundleState(g Gomega, name string) packagesv1.PackageBundleState {
 	b := &packagesv1.PackageBundle{}
-	g.Expect(mgmt.Client.Get(context.Background(), client.ObjectKey{Namespace: packagesv1.PackagesNamespace, Name: name}, b)).To(Succeed())
+	g.Expect(mgmt.Client.Get(context.Background(), ctrlclient.ObjectKey{Namespace: packagesv1.PackagesNamespace, Name: name}, b)).To(Succeed())
 	return b.Status.State
 }
 
@@ -453,7 +453,7 @@ func setPublicKey(t *testing.T, pub *ecdsa.PublicKey) {
 	data, err := bundle.EncodePublicKey(pub)
 	must(t, err)
 	cm := &corev1.ConfigMap{}
-	must(t, mgmt.Client.Get(context.Background(), client.ObjectKey{Namespace: packagesv1.PackagesNamespace, Name: packagesv1.DefaultsConfigMapName}, cm))
+	must(t, mgmt.Client.Get(context.Background(), ctrlclient.ObjectKey{Namespace: packagesv1.PackagesNamespace, Name: packagesv1.DefaultsConfigMapName}, cm))
 	cm.Data[packagesv1.DefaultsPublicKeyKey] = string(data)
 	must(t, mgmt.Client.Update(context.Background(), cm))
 }

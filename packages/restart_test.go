@@ -16,7 +16,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/rest"
-	"sigs.k8s.io/controller-runtime/pkg/client"
+	ctrlclient "sigs.k8s.io/controller-runtime/pkg/client"
 
 	flotillav1 "github.com/flotilla-dev/flotilla/api/cluster/v1alpha1"
 	packagesv1 "github.com/flotilla-dev/flotilla/api/packages/v1alpha1"
@@ -75,10 +75,10 @@ type stateLog struct {
 // watchStates watches the Packages of namespace ns until the test ends.
 func watchStates(t *testing.T, ns string) *stateLog {
 	t.Helper()
-	wc, err := client.NewWithWatch(mgmt.Config, client.Options{Scheme: mgmt.Scheme})
+	wc, err := ctrlclient.NewWithWatch(mgmt.Config, ctrlclient.Options{Scheme: mgmt.Scheme})
 	must(t, err)
 	ctx, cancel := context.WithCancel(context.Background())
-	w, err := wc.Watch(ctx, &packagesv1.PackageList{}, client.InNamespace(ns))
+	w, err := wc.Watch(ctx, &packagesv1.PackageList{}, ctrlclient.InNamespace(ns))
 	must(t, err)
 	l := &stateLog{states: map[string][]packagesv1.PackageState{}}
 	done := make(chan struct{})
@@ -114,7 +114,7 @@ func (l *stateLog) of(name string) []packagesv1.PackageState {
 // workload cluster.
 func releaseSecrets(g Gomega, ns string) []string {
 	list := &corev1.SecretList{}
-	g.Expect(workload.Client.List(context.Background(), list, client.InNamespace(ns), client.MatchingLabels{"owner": "helm"})).To(Succeed())
+	g.Expect(workload.Client.List(context.Background(), list, ctrlclient.InNamespace(ns), ctrlclient.MatchingLabels{"owner": "helm"})).To(Succeed())
 	names := make([]string, 0, len(list.Items))
 	for _, s := range list.Items {
 		names = append(names, s.Name)
@@ -151,7 +151,7 @@ func TestARestartedControllerResyncsWithoutWritingAnything(t *testing.T) {
 	g.Expect(err).NotTo(HaveOccurred())
 	workloadRequests := &requestLog{}
 	c := newCluster(t, "w-restart", "1.36")
-	configs.set(client.ObjectKeyFromObject(c), workloadRequests.wrap(user.Config))
+	configs.set(ctrlclient.ObjectKeyFromObject(c), workloadRequests.wrap(user.Config))
 	t.Cleanup(func() { deleteCluster(t, c) })
 	g.Eventually(func(g Gomega) {
 		g.Expect(pbcOf(g, "w-restart").Spec.ActiveBundle).NotTo(BeEmpty())
@@ -269,15 +269,15 @@ func setConfig(g Gomega, cluster, name, config string) {
 	p := packageOf(g, cluster, name)
 	before := p.DeepCopy()
 	p.Spec.Config = config
-	g.Expect(mgmt.Client.Patch(context.Background(), p, client.MergeFrom(before))).To(Succeed())
+	g.Expect(mgmt.Client.Patch(context.Background(), p, ctrlclient.MergeFrom(before))).To(Succeed())
 }
 
 // deleteCluster deletes c and waits until it is gone (its Packages uninstalled).
 func deleteCluster(t *testing.T, c *flotillav1.Cluster) {
 	t.Helper()
 	g := NewWithT(t)
-	g.Expect(client.IgnoreNotFound(mgmt.Client.Delete(context.Background(), c))).To(Succeed())
+	g.Expect(ctrlclient.IgnoreNotFound(mgmt.Client.Delete(context.Background(), c))).To(Succeed())
 	g.Eventually(func() bool {
-		return apierrors.IsNotFound(mgmt.Client.Get(context.Background(), client.ObjectKeyFromObject(c), &flotillav1.Cluster{}))
+		return apierrors.IsNotFound(mgmt.Client.Get(context.Background(), ctrlclient.ObjectKeyFromObject(c), &flotillav1.Cluster{}))
 	}, timeout, interval).Should(BeTrue(), fmt.Sprintf("Cluster %s is not gone", c.Name))
 }

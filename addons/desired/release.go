@@ -7,7 +7,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/utils/ptr"
-	"sigs.k8s.io/controller-runtime/pkg/client"
+	ctrlclient "sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/flotilla-dev/flotilla/addons/engine"
 	"github.com/flotilla-dev/flotilla/addons/values"
@@ -43,7 +43,7 @@ func ReleaseNamespace(hrp *addonsv1.HelmReleaseProxy) string {
 // Release builds the release hrp's spec asks for, with the hash of its merged values (as the
 // Helm engine records it, helm.ValuesHash), reading valuesFrom and registry Secrets through c.
 // Its input errors (missing values or credentials) are *InputError and say what to fix.
-func Release(ctx context.Context, c client.Reader, hrp *addonsv1.HelmReleaseProxy) (engine.Release, string, error) {
+func Release(ctx context.Context, c ctrlclient.Reader, hrp *addonsv1.HelmReleaseProxy) (engine.Release, string, error) {
 	from, err := values.FromSources(ctx, c, hrp.Namespace, hrp.Spec.ValuesFrom)
 	if err != nil {
 		return engine.Release{}, "", &InputError{Reason: addonsv1.ValuesErrorReason, Err: err}
@@ -86,7 +86,7 @@ func Release(ctx context.Context, c client.Reader, hrp *addonsv1.HelmReleaseProx
 }
 
 // registry reads the repository's credentials and CA from the Secrets spec.registry names.
-func registry(ctx context.Context, c client.Reader, hrp *addonsv1.HelmReleaseProxy) (registryconn.Config, error) {
+func registry(ctx context.Context, c ctrlclient.Reader, hrp *addonsv1.HelmReleaseProxy) (registryconn.Config, error) {
 	spec := hrp.Spec.Registry
 	if spec == nil {
 		return registryconn.Config{}, nil
@@ -94,7 +94,7 @@ func registry(ctx context.Context, c client.Reader, hrp *addonsv1.HelmReleasePro
 	reg := registryconn.Config{InsecureSkipTLSVerify: spec.InsecureSkipTLSVerify, PlainHTTP: spec.PlainHTTP}
 	if ref := spec.CredentialsSecretRef; ref != nil {
 		secret := &corev1.Secret{}
-		if err := c.Get(ctx, client.ObjectKey{Namespace: hrp.Namespace, Name: ref.Name}, secret); err != nil {
+		if err := c.Get(ctx, ctrlclient.ObjectKey{Namespace: hrp.Namespace, Name: ref.Name}, secret); err != nil {
 			return registryconn.Config{}, fmt.Errorf("reading registry credentials Secret %s: %w", ref.Name, err)
 		}
 		reg.Username, reg.Password = string(secret.Data["username"]), string(secret.Data["password"])
@@ -104,7 +104,7 @@ func registry(ctx context.Context, c client.Reader, hrp *addonsv1.HelmReleasePro
 	}
 	if ref := spec.CASecretRef; ref != nil {
 		secret := &corev1.Secret{}
-		if err := c.Get(ctx, client.ObjectKey{Namespace: hrp.Namespace, Name: ref.Name}, secret); err != nil {
+		if err := c.Get(ctx, ctrlclient.ObjectKey{Namespace: hrp.Namespace, Name: ref.Name}, secret); err != nil {
 			return registryconn.Config{}, fmt.Errorf("reading registry CA Secret %s: %w", ref.Name, err)
 		}
 		if reg.CAData = secret.Data["ca.crt"]; len(reg.CAData) == 0 {

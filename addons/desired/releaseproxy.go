@@ -9,7 +9,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
-	"sigs.k8s.io/controller-runtime/pkg/client"
+	ctrlclient "sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/flotilla-dev/flotilla/addons/values"
 	addonsv1 "github.com/flotilla-dev/flotilla/api/addons/v1alpha1"
@@ -41,7 +41,7 @@ func releaseName(hcp *addonsv1.HelmChartProxy) string {
 
 // RenderValues renders the proxy's valuesTemplate for cluster, reading the cluster's control
 // plane and infrastructure objects through c; "" when the proxy has no template.
-func RenderValues(ctx context.Context, c client.Reader, mapper meta.RESTMapper, hcp *addonsv1.HelmChartProxy, cluster *clusterv1.Cluster) (string, error) {
+func RenderValues(ctx context.Context, c ctrlclient.Reader, mapper meta.RESTMapper, hcp *addonsv1.HelmChartProxy, cluster *clusterv1.Cluster) (string, error) {
 	if hcp.Spec.ValuesTemplate == "" {
 		return "", nil
 	}
@@ -49,7 +49,7 @@ func RenderValues(ctx context.Context, c client.Reader, mapper meta.RESTMapper, 
 	if err != nil {
 		return "", err
 	}
-	return values.Render(hcp.Spec.ValuesTemplate, data)
+	return values.Render(ctx, hcp.Spec.ValuesTemplate, data)
 }
 
 // ReleaseProxy builds the HelmReleaseProxy of hcp for cluster, with the values rendered for that

@@ -10,7 +10,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/client-go/rest"
-	"sigs.k8s.io/controller-runtime/pkg/client"
+	ctrlclient "sigs.k8s.io/controller-runtime/pkg/client"
 
 	addonsv1 "github.com/flotilla-dev/flotilla/api/addons/v1alpha1"
 )
@@ -40,7 +40,7 @@ type Checker struct {
 	FieldManager string
 
 	mu      sync.Mutex
-	clients map[string]client.Client
+	clients map[string]ctrlclient.Client
 }
 
 // Check returns the objects of the release that drifted, in manifest order.
@@ -57,13 +57,13 @@ func (c *Checker) Check(ctx context.Context, cfg *rest.Config, objects []*unstru
 		}
 		live := &unstructured.Unstructured{}
 		live.SetGroupVersionKind(want.GroupVersionKind())
-		err := cl.Get(ctx, client.ObjectKeyFromObject(want), live)
+		err := cl.Get(ctx, ctrlclient.ObjectKeyFromObject(want), live)
 		switch {
 		case apierrors.IsNotFound(err):
 			drifted = append(drifted, driftedObject(want, Deleted, nil))
 			continue
 		case err != nil:
-			return nil, fmt.Errorf("reading %s %s: %w", want.GetKind(), client.ObjectKeyFromObject(want), err)
+			return nil, fmt.Errorf("reading %s %s: %w", want.GetKind(), ctrlclient.ObjectKeyFromObject(want), err)
 		}
 		if diffs := Compare(want.Object, live.Object, ignored); len(diffs) > 0 {
 			drifted = append(drifted, driftedObject(want, Modified, diffs))
@@ -97,26 +97,26 @@ func (c *Checker) Restore(ctx context.Context, cfg *rest.Config, obj *unstructur
 	annotations[ReleaseNameAnnotation] = releaseName
 	annotations[ReleaseNamespaceAnnotation] = releaseNamespace
 	apply.SetAnnotations(annotations)
-	if err := cl.Apply(ctx, client.ApplyConfigurationFromUnstructured(apply), client.FieldOwner(c.FieldManager), client.ForceOwnership); err != nil {
-		return fmt.Errorf("restoring %s %s: %w", obj.GetKind(), client.ObjectKeyFromObject(obj), err)
+	if err := cl.Apply(ctx, ctrlclient.ApplyConfigurationFromUnstructured(apply), ctrlclient.FieldOwner(c.FieldManager), ctrlclient.ForceOwnership); err != nil {
+		return fmt.Errorf("restoring %s %s: %w", obj.GetKind(), ctrlclient.ObjectKeyFromObject(obj), err)
 	}
 	return nil
 }
 
 // client returns a client of the cluster cfg reaches, cached by its endpoint and credentials.
-func (c *Checker) client(cfg *rest.Config) (client.Client, error) {
+func (c *Checker) client(cfg *rest.Config) (ctrlclient.Client, error) {
 	key := configKey(cfg)
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if cl, ok := c.clients[key]; ok {
 		return cl, nil
 	}
-	cl, err := client.New(rest.CopyConfig(cfg), client.Options{})
+	cl, err := ctrlclient.New(rest.CopyConfig(cfg), ctrlclient.Options{})
 	if err != nil {
 		return nil, fmt.Errorf("creating a client for %s: %w", cfg.Host, err)
 	}
 	if c.clients == nil {
-		c.clients = map[string]client.Client{}
+		c.clients = map[string]ctrlclient.Client{}
 	}
 	c.clients[key] = cl
 	return cl, nil

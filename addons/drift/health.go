@@ -8,7 +8,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/rest"
-	"sigs.k8s.io/controller-runtime/pkg/client"
+	ctrlclient "sigs.k8s.io/controller-runtime/pkg/client"
 )
 
 // IsWorkload reports whether objects of kind gvk are workloads whose availability Unavailable
@@ -32,7 +32,7 @@ func (c *Checker) Unavailable(ctx context.Context, cfg *rest.Config, objects []*
 		}
 		live := &unstructured.Unstructured{}
 		live.SetGroupVersionKind(gvk)
-		key := client.ObjectKeyFromObject(want)
+		key := ctrlclient.ObjectKeyFromObject(want)
 		if err := cl.Get(ctx, key, live); err != nil {
 			if apierrors.IsNotFound(err) {
 				unavailable = append(unavailable, fmt.Sprintf("%s %s (missing)", gvk.Kind, key))

@@ -9,13 +9,13 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
-	"sigs.k8s.io/controller-runtime/pkg/client"
+	ctrlclient "sigs.k8s.io/controller-runtime/pkg/client"
 )
 
 // ForCluster gathers a template's Data for cluster: its own content and that of the objects its
 // controlPlaneRef and infrastructureRef name, read in the version the API server prefers. An
 // object that is referenced but cannot be read is an error naming it.
-func ForCluster(ctx context.Context, c client.Reader, mapper meta.RESTMapper, cluster *clusterv1.Cluster) (Data, error) {
+func ForCluster(ctx context.Context, c ctrlclient.Reader, mapper meta.RESTMapper, cluster *clusterv1.Cluster) (Data, error) {
 	content, err := runtime.DefaultUnstructuredConverter.ToUnstructured(cluster)
 	if err != nil {
 		return Data{}, fmt.Errorf("converting Cluster %s: %w", cluster.Name, err)
@@ -33,7 +33,7 @@ func ForCluster(ctx context.Context, c client.Reader, mapper meta.RESTMapper, cl
 }
 
 // referenced returns the content of the object ref names, an empty map when ref is unset.
-func referenced(ctx context.Context, c client.Reader, mapper meta.RESTMapper, namespace string, ref clusterv1.ContractVersionedObjectReference) (map[string]any, error) {
+func referenced(ctx context.Context, c ctrlclient.Reader, mapper meta.RESTMapper, namespace string, ref clusterv1.ContractVersionedObjectReference) (map[string]any, error) {
 	if !ref.IsDefined() {
 		return map[string]any{}, nil
 	}
@@ -43,7 +43,7 @@ func referenced(ctx context.Context, c client.Reader, mapper meta.RESTMapper, na
 	}
 	obj := &unstructured.Unstructured{}
 	obj.SetGroupVersionKind(mapping.GroupVersionKind)
-	if err := c.Get(ctx, client.ObjectKey{Namespace: namespace, Name: ref.Name}, obj); err != nil {
+	if err := c.Get(ctx, ctrlclient.ObjectKey{Namespace: namespace, Name: ref.Name}, obj); err != nil {
 		return nil, fmt.Errorf("%s %s: %w", ref.Kind, ref.Name, err)
 	}
 	return obj.Object, nil

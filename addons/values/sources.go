@@ -7,7 +7,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"sigs.k8s.io/controller-runtime/pkg/client"
+	ctrlclient "sigs.k8s.io/controller-runtime/pkg/client"
 
 	addonsv1 "github.com/flotilla-dev/flotilla/api/addons/v1alpha1"
 )
@@ -15,7 +15,7 @@ import (
 // FromSources reads the values of refs (ConfigMaps and Secrets in namespace) and merges them in
 // order. A missing object or key is an error naming it unless the reference is optional. The
 // errors never contain the values themselves.
-func FromSources(ctx context.Context, c client.Reader, namespace string, refs []addonsv1.ValuesReference) (map[string]any, error) {
+func FromSources(ctx context.Context, c ctrlclient.Reader, namespace string, refs []addonsv1.ValuesReference) (map[string]any, error) {
 	layers := make([]map[string]any, 0, len(refs))
 	for i, ref := range refs {
 		key := ref.Key
@@ -42,8 +42,8 @@ func FromSources(ctx context.Context, c client.Reader, namespace string, refs []
 var errMissing = errors.New("not found")
 
 // read returns the text under key of the ConfigMap or Secret.
-func read(ctx context.Context, c client.Reader, namespace string, kind addonsv1.ValuesSourceKind, name, key string) (string, error) {
-	var obj client.Object
+func read(ctx context.Context, c ctrlclient.Reader, namespace string, kind addonsv1.ValuesSourceKind, name, key string) (string, error) {
+	var obj ctrlclient.Object
 	switch kind {
 	case addonsv1.ConfigMapValues:
 		obj = &corev1.ConfigMap{}
@@ -52,7 +52,7 @@ func read(ctx context.Context, c client.Reader, namespace string, kind addonsv1.
 	default:
 		return "", fmt.Errorf("kind %q is neither ConfigMap nor Secret", kind)
 	}
-	if err := c.Get(ctx, client.ObjectKey{Namespace: namespace, Name: name}, obj); err != nil {
+	if err := c.Get(ctx, ctrlclient.ObjectKey{Namespace: namespace, Name: name}, obj); err != nil {
 		if apierrors.IsNotFound(err) {
 			return "", fmt.Errorf("%s %s/%s %w", kind, namespace, name, errMissing)
 		}

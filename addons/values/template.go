@@ -23,7 +23,7 @@ type Data struct {
 	InfraCluster map[string]any
 }
 
-// MaxRenderedSize bounds the output of one template, so a runaway range cannot exhaust memory.
+// MaxRenderedSize bounds the output of one template, and the values it encodes to.
 const MaxRenderedSize = 1 << 20
 
 // excludedFunctions are Sprig functions left out on top of those Sprig itself calls
@@ -64,10 +64,12 @@ func Functions() template.FuncMap {
 // templateName names the template in text/template's errors, which formatError rewrites.
 const templateName = "valuesTemplate"
 
-// Render renders a values template with data and returns the values as canonical YAML (sorted
-// keys; "" when the template renders no values). Its errors say on which line of the template
-// the problem is, and what it is.
-func Render(text string, data Data) (string, error) {
+// execute renders a values template with data in this process and returns the values as
+// canonical YAML (sorted keys; "" when the template renders no values). Nothing but the size of
+// its output bounds it: only a render worker (worker.go) calls it, in a process Render kills
+// when it runs over its limits. Its errors say on which line of the template the problem is,
+// and what it is.
+func execute(text string, data Data) (string, error) {
 	t, err := parse(text)
 	if err != nil {
 		return "", formatError(err)
@@ -85,7 +87,15 @@ func Render(text string, data Data) (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("the rendered valuesTemplate is not a YAML mapping: %w", err)
 	}
-	return Encode(values)
+	canonical, err := Encode(values)
+	if err != nil {
+		return "", fmt.Errorf("valuesTemplate: %w", err)
+	}
+	// YAML anchors expand when the values are encoded again: the result is bounded too.
+	if len(canonical) > MaxRenderedSize {
+		return "", fmt.Errorf("valuesTemplate: %w", errTooLarge)
+	}
+	return canonical, nil
 }
 
 // parsed holds the templates parse parsed, by their text: a HelmChartProxy renders the same

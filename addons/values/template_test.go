@@ -1,7 +1,9 @@
 package values
 
 import (
+	"context"
 	"fmt"
+	"strings"
 	"sync"
 	"testing"
 
@@ -128,15 +130,17 @@ func TestRender(t *testing.T) {
 			wantErr:  "the rendered valuesTemplate is not a YAML mapping",
 		},
 		{
-			name:     "output beyond the size limit stops the template",
-			template: `big: {{ range until 2000000 }}xx{{ end }}`,
+			name: "output beyond the size limit stops the template",
+			// (100 bytes a turn over an integer, allocating nothing: the limit is met after 10,000
+			// turns, well within the time limit even on a busy machine)
+			template: `big: {{ range 2000000 }}` + strings.Repeat("x", 100) + `{{ end }}`,
 			wantErr:  "exceed 1048576 bytes",
 		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			g := NewWithT(t)
-			got, err := Render(tt.template, testData())
+			got, err := Render(context.Background(), tt.template, testData())
 			if tt.wantErr != "" {
 				g.Expect(err).To(MatchError(ContainSubstring(tt.wantErr)))
 				return
@@ -150,10 +154,10 @@ func TestRender(t *testing.T) {
 func TestRenderIsRepeatable(t *testing.T) {
 	g := NewWithT(t)
 	tmpl := "a: {{ .Cluster.metadata.name | sha256sum }}\nlist: {{ list 3 1 2 | sortAlpha | toJson }}"
-	first, err := Render(tmpl, testData())
+	first, err := Render(context.Background(), tmpl, testData())
 	g.Expect(err).NotTo(HaveOccurred())
 	for range 5 {
-		g.Expect(Render(tmpl, testData())).To(Equal(first))
+		g.Expect(Render(context.Background(), tmpl, testData())).To(Equal(first))
 	}
 }
 
@@ -219,7 +223,7 @@ func TestATemplateParsedOnceRendersEachClustersValuesConcurrently(t *testing.T) 
 	for i := range got {
 		wg.Go(func() {
 			data := Data{Cluster: map[string]any{"metadata": map[string]any{"name": fmt.Sprintf("w%d", i)}}}
-			got[i], errs[i] = Render(text, data)
+			got[i], errs[i] = Render(context.Background(), text, data)
 		})
 	}
 	wg.Wait()

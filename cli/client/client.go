@@ -1,11 +1,16 @@
 package client
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/runtime"
 
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
@@ -99,5 +104,58 @@ func KubeClient(path string) (ctrlclient.Client, error) {
 	if err != nil {
 		return nil, fmt.Errorf("connecting to the cluster of %s: %w", path, err)
 	}
-	return c, nil
+	return webhookRetrying{c}, nil
+}
+
+// webhookRetryTimeout bounds how long a write is retried while admission webhooks cannot be
+// called.
+const webhookRetryTimeout = 2 * time.Minute
+
+// webhookRetrying is a client whose writes are retried, for up to webhookRetryTimeout, while the
+// API server cannot call an admission webhook: the manager that serves the webhooks is
+// restarting (its supervisor starts it again within seconds). The API server stored nothing
+// then, so every write can be sent again. Other errors are returned at once.
+type webhookRetrying struct{ ctrlclient.Client }
+
+func (c webhookRetrying) Create(ctx context.Context, obj ctrlclient.Object, opts ...ctrlclient.CreateOption) error {
+	return retryWebhook(ctx, func() error { return c.Client.Create(ctx, obj, opts...) })
+}
+
+func (c webhookRetrying) Update(ctx context.Context, obj ctrlclient.Object, opts ...ctrlclient.UpdateOption) error {
+	return retryWebhook(ctx, func() error { return c.Client.Update(ctx, obj, opts...) })
+}
+
+func (c webhookRetrying) Patch(ctx context.Context, obj ctrlclient.Object, patch ctrlclient.Patch, opts ...ctrlclient.PatchOption) error {
+	return retryWebhook(ctx, func() error { return c.Client.Patch(ctx, obj, patch, opts...) })
+}
+
+func (c webhookRetrying) Apply(ctx context.Context, obj runtime.ApplyConfiguration, opts ...ctrlclient.ApplyOption) error {
+	return retryWebhook(ctx, func() error { return c.Client.Apply(ctx, obj, opts...) })
+}
+
+func (c webhookRetrying) Delete(ctx context.Context, obj ctrlclient.Object, opts ...ctrlclient.DeleteOption) error {
+	return retryWebhook(ctx, func() error { return c.Client.Delete(ctx, obj, opts...) })
+}
+
+// retryWebhook runs write until it succeeds, fails otherwise than by an unreachable admission
+// webhook, webhookRetryTimeout passes or ctx ends.
+func retryWebhook(ctx context.Context, write func() error) error {
+	deadline := time.Now().Add(webhookRetryTimeout)
+	for delay := 250 * time.Millisecond; ; delay = min(2*delay, 2*time.Second) {
+		err := write()
+		if err == nil || !webhookUnreachable(err) || time.Now().After(deadline) {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return err
+		case <-time.After(delay):
+		}
+	}
+}
+
+// webhookUnreachable reports whether err says that the API server could not call an admission
+// webhook (as opposed to a webhook that answered and refused).
+func webhookUnreachable(err error) bool {
+	return apierrors.IsInternalError(err) && strings.Contains(err.Error(), "failed calling webhook")
 }

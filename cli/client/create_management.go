@@ -111,6 +111,10 @@ func setupAndValidate(_ context.Context, r *managementRun) error {
 		return fmt.Errorf("a management cluster named %q already runs on this machine (data in %s); delete it first with `flotilla delete cluster %s`, or choose another name",
 			r.name, r.c.clusterDir(r.name), r.name)
 	}
+	if _, recorded := r.c.supervisor(r.name).Inspect(managerProcess); recorded {
+		return fmt.Errorf("a management cluster named %q exists on this machine but does not run (its processes stopped, as after a restart of the machine; data in %s): bring it back with `flotilla start`, or delete it with `flotilla delete cluster %s --force`",
+			r.name, r.c.clusterDir(r.name), r.name)
+	}
 	if _, err := os.Stat(UserKubeconfigPath(r.opts.OutDir, r.name)); err == nil {
 		return fmt.Errorf("%s already exists: a cluster named %q was created from this directory before; delete it with `flotilla delete cluster %s` or remove the file",
 			UserKubeconfigPath(r.opts.OutDir, r.name), r.name, r.name)
@@ -125,6 +129,9 @@ func createBootstrapCluster(ctx context.Context, r *managementRun) error {
 	cfg := controlplane.Config{Name: r.boot, Dir: r.c.clusterDir(r.boot), Binaries: r.bins, UnsafeNoFsync: true}
 	if _, err := controlplane.Ensure(ctx, cfg); err != nil {
 		return fmt.Errorf("starting the bootstrap cluster: %w", err)
+	}
+	if err := r.c.EnsureSupervisor(ctx); err != nil {
+		return err
 	}
 	if err := controlplane.WaitReady(ctx, cfg); err != nil {
 		return fmt.Errorf("waiting for the bootstrap cluster: %w", err)
@@ -155,6 +162,7 @@ func createCluster(ctx context.Context, r *managementRun) error {
 	if err := r.c.StartManager(ctx, r.boot); err != nil {
 		return err
 	}
+	defer r.c.watchManager(ctx, r.boot)()
 	c, err := KubeClient(r.bootCfg)
 	if err != nil {
 		return err
@@ -215,6 +223,7 @@ func installManagementComponents(ctx context.Context, r *managementRun) error {
 	if err := r.c.StartManager(ctx, r.name); err != nil {
 		return err
 	}
+	defer r.c.watchManager(ctx, r.name)()
 	c, err := KubeClient(r.mgmtCfg)
 	if err != nil {
 		return err

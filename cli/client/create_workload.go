@@ -89,9 +89,11 @@ func (c *Client) CreateWorkloadCluster(ctx context.Context, opts CreateWorkloadC
 	if err := c.CheckCompatibility(ctx, kc, opts.Kubeconfig, Mutating); err != nil {
 		return err
 	}
-	if err := c.ensureManagerOf(ctx, kc, opts.Kubeconfig, s.Cluster.Namespace); err != nil {
+	stopWatch, err := c.ensureManagerOf(ctx, kc, opts.Kubeconfig, s.Cluster.Namespace)
+	if err != nil {
 		return err
 	}
+	defer stopWatch()
 	r := &workloadRun{c: c, opts: opts, spec: s, kc: kc}
 	fingerprint, err := workflow.Fingerprint(s.Objects, opts.Kubeconfig)
 	if err != nil {

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -46,10 +47,19 @@ func (c *Client) DeleteManagementCluster(ctx context.Context, opts DeleteManagem
 			name, filepath.Join(c.Home, "clusters"))
 	}
 	workloads := c.managedWorkloadClusters(ctx, name)
-	if len(workloads) > 0 && !opts.Force {
+	// The local workload clusters its manager ran, as their directories record it: also when
+	// its API server does not answer (its processes stopped with the machine).
+	local, err := c.localClustersManagedBy(name)
+	if err != nil {
+		return err
+	}
+	if (len(workloads) > 0 || len(local) > 0) && !opts.Force {
 		names := make([]string, 0, len(workloads))
 		for _, w := range workloads {
 			names = append(names, w.Namespace+"/"+w.Name)
+		}
+		if len(names) == 0 {
+			names = local
 		}
 		return fmt.Errorf("management cluster %q still manages workload clusters %s: delete them first with `flotilla delete cluster NAME --kubeconfig %s`, or pass --force",
 			name, strings.Join(names, ", "), UserKubeconfigPath(opts.OutDir, name))
@@ -63,13 +73,15 @@ func (c *Client) DeleteManagementCluster(ctx context.Context, opts DeleteManagem
 	// With --force, the local workload clusters go too: their processes were started by the
 	// manager just stopped, and nothing would ever stop them otherwise.
 	for _, w := range workloads {
-		if w.Spec.DatacenterRef.Kind != flotillav1.LocalDatacenterConfigKind {
-			continue
+		if w.Spec.DatacenterRef.Kind == flotillav1.LocalDatacenterConfigKind && !slices.Contains(local, w.Name) {
+			local = append(local, w.Name)
 		}
-		if _, err := os.Stat(c.clusterDir(w.Name)); err == nil {
-			dirs = append(dirs, c.clusterDir(w.Name))
+	}
+	for _, w := range local {
+		if _, err := os.Stat(c.clusterDir(w)); err == nil {
+			dirs = append(dirs, c.clusterDir(w))
 		}
-		removeUserKubeconfig(opts.OutDir, w.Name)
+		removeUserKubeconfig(opts.OutDir, w)
 	}
 	for _, dir := range dirs {
 		fmt.Fprintf(c.Out, "Stopping the processes of %s and removing its data\n", filepath.Base(dir))
@@ -88,6 +100,22 @@ func removeUserKubeconfig(outDir, name string) {
 	kubeconfig := UserKubeconfigPath(outDir, name)
 	_ = os.Remove(kubeconfig)
 	_ = os.Remove(filepath.Dir(kubeconfig))
+}
+
+// localClustersManagedBy lists the local clusters of the home, other than name itself, whose
+// control planes the manager of local management cluster name runs.
+func (c *Client) localClustersManagedBy(name string) ([]string, error) {
+	clusters, err := c.LocalClusters()
+	if err != nil {
+		return nil, err
+	}
+	var out []string
+	for _, cl := range clusters {
+		if cl.ManagedBy == name && cl.Name != name {
+			out = append(out, cl.Name)
+		}
+	}
+	return out, nil
 }
 
 // managedWorkloadClusters lists the workload clusters the management cluster name manages. A
@@ -136,9 +164,11 @@ func (c *Client) DeleteWorkloadCluster(ctx context.Context, opts DeleteWorkloadC
 		return err
 	}
 	// Its finalizers need the management cluster's manager.
-	if err := c.ensureManagerOf(ctx, kc, opts.Kubeconfig, opts.Namespace); err != nil {
+	stopWatch, err := c.ensureManagerOf(ctx, kc, opts.Kubeconfig, opts.Namespace)
+	if err != nil {
 		return err
 	}
+	defer stopWatch()
 	fc := &flotillav1.Cluster{}
 	if err := kc.Get(ctx, ctrlclient.ObjectKey{Namespace: opts.Namespace, Name: opts.Name}, fc); err != nil {
 		if apierrors.IsNotFound(err) {

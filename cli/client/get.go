@@ -14,6 +14,8 @@ import (
 	ctrlclient "sigs.k8s.io/controller-runtime/pkg/client"
 
 	flotillav1 "github.com/flotilla-dev/flotilla/api/cluster/v1alpha1"
+	"github.com/flotilla-dev/flotilla/pkg/binaries"
+	"github.com/flotilla-dev/flotilla/pkg/supervisor"
 )
 
 // ReadManagementCluster connects a read-only command to the management cluster given with
@@ -37,8 +39,8 @@ func (c *Client) ReadManagementCluster(ctx context.Context, flag, name string) (
 	return kc, nil
 }
 
-// LocalManagementClusters lists the management clusters this machine runs (those the CLI
-// created without --kubeconfig), by name.
+// LocalManagementClusters lists the management clusters of this machine (those the CLI created
+// without --kubeconfig), by name, whether their processes run or not.
 func (c *Client) LocalManagementClusters() ([]string, error) {
 	entries, err := os.ReadDir(filepath.Join(c.Home, "clusters"))
 	if err != nil {
@@ -49,7 +51,7 @@ func (c *Client) LocalManagementClusters() ([]string, error) {
 	}
 	var names []string
 	for _, e := range entries {
-		if e.IsDir() && c.managerRunning(e.Name()) {
+		if _, recorded := c.supervisor(e.Name()).Inspect(managerProcess); e.IsDir() && recorded {
 			names = append(names, e.Name())
 		}
 	}
@@ -68,6 +70,10 @@ func (c *Client) GetClusters(ctx context.Context, kubeconfig string) ([]flotilla
 		}
 		paths = paths[:0]
 		for _, n := range names {
+			if _, serving := c.supervisor(n).Running(binaries.KubeAPIServer); !serving && !supervisor.Running(c.Home) {
+				return nil, fmt.Errorf("management cluster %q does not run (its processes stopped, as after a restart of this machine; data in %s): bring it back with `flotilla start`",
+					n, c.clusterDir(n))
+			}
 			paths = append(paths, c.localKubeconfigPath(n))
 		}
 	}

@@ -11,7 +11,7 @@ import (
 
 	flotillav1 "github.com/flotilla-dev/flotilla/api/cluster/v1alpha1"
 	"github.com/flotilla-dev/flotilla/cli/spec"
-	"github.com/flotilla-dev/flotilla/cluster/gitops"
+	gitopsrepo "github.com/flotilla-dev/flotilla/cluster/gitops"
 )
 
 // commitClusterSpec commits the spec s to the Git repository of the GitOpsConfig that its
@@ -49,13 +49,16 @@ func (c *Client) commitClusterSpec(ctx context.Context, kc ctrlclient.Client, s 
 	if err != nil {
 		return err
 	}
-	repo := gitopsRepository(config)
+	repo, err := gitopsRepository(config)
+	if err != nil {
+		return err
+	}
 	res, err := repo.PutCluster(ctx, management, s.Cluster.Name, data)
 	if err != nil {
 		return fmt.Errorf("committing the spec of cluster %q to Git: %w (the CLI pushes with your Git credentials: %s and %s for HTTPS, your SSH agent for SSH)",
-			s.Cluster.Name, err, gitops.UsernameEnv, gitops.PasswordEnv)
+			s.Cluster.Name, err, gitopsrepo.UsernameEnv, gitopsrepo.PasswordEnv)
 	}
-	path := gitops.SpecPath(management, s.Cluster.Name)
+	path := gitopsrepo.SpecPath(management, s.Cluster.Name)
 	if res.Changed {
 		fmt.Fprintf(c.Out, "Committed the spec of cluster %q to %s as %s (commit %.7s)\n", s.Cluster.Name, repo, path, res.Commit)
 	} else {
@@ -82,11 +85,14 @@ func (c *Client) removeClusterSpec(ctx context.Context, kc ctrlclient.Client, fc
 	if err != nil {
 		return fmt.Errorf("reading GitOpsConfig %q of cluster %q: %w", ref.Name, fc.Name, err)
 	}
-	repo := gitopsRepository(config)
+	repo, err := gitopsRepository(config)
+	if err != nil {
+		return err
+	}
 	res, err := repo.RemoveCluster(ctx, fc.Spec.ManagementCluster.Name, fc.Name)
 	if err != nil {
 		return fmt.Errorf("removing the spec of cluster %q from Git before deleting it: %w (the CLI pushes with your Git credentials: %s and %s for HTTPS, your SSH agent for SSH)",
-			fc.Name, err, gitops.UsernameEnv, gitops.PasswordEnv)
+			fc.Name, err, gitopsrepo.UsernameEnv, gitopsrepo.PasswordEnv)
 	}
 	if res.Changed {
 		fmt.Fprintf(c.Out, "Removed cluster %q from %s (commit %.7s)\n", fc.Name, repo, res.Commit)
@@ -145,14 +151,20 @@ func renderClusterSpec(s *spec.Spec, management string, config *flotillav1.GitOp
 		"Management cluster %s applies what is committed here every %s (GitOpsConfig %s/%s):\n"+
 		"change a worker count, commit, and the cluster scales.",
 		role, management, config.Spec.Interval.Duration, config.Namespace, config.Name)
-	return gitops.RenderSpec(header, objs)
+	return gitopsrepo.RenderSpec(header, objs)
 }
 
-// gitopsRepository is the branch of config's repository, reached with the user's credentials.
-func gitopsRepository(config *flotillav1.GitOpsConfig) gitops.Repository {
-	return gitops.Repository{
-		URL:    config.Spec.Repository,
-		Branch: config.Spec.Branch,
-		Auth:   gitops.AuthFromEnv(config.Spec.Repository, os.Getenv),
+// gitopsRepository is the branch of config's repository, reached with the user's credentials
+// within config's timeout.
+func gitopsRepository(config *flotillav1.GitOpsConfig) (gitopsrepo.Repository, error) {
+	auth, err := gitopsrepo.AuthFromEnv(config.Spec.Repository, os.Getenv)
+	if err != nil {
+		return gitopsrepo.Repository{}, fmt.Errorf("GitOpsConfig %s/%s: spec.repository: %w", config.Namespace, config.Name, err)
 	}
+	return gitopsrepo.Repository{
+		URL:     config.Spec.Repository,
+		Branch:  config.Spec.Branch,
+		Auth:    auth,
+		Timeout: config.Spec.Timeout.Duration,
+	}, nil
 }

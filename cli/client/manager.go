@@ -13,8 +13,6 @@ import (
 	"strconv"
 	"time"
 
-	"k8s.io/apimachinery/pkg/util/wait"
-
 	"github.com/flotilla-dev/flotilla/pkg/atomicfile"
 	"github.com/flotilla-dev/flotilla/pkg/controlplane"
 	"github.com/flotilla-dev/flotilla/pkg/process"
@@ -46,97 +44,138 @@ func (c *Client) managerRunning(name string) bool {
 	return ok
 }
 
-// StartManager starts the manager process of local cluster name, against that cluster's own API
-// server, unless it already runs, and waits until it is ready. The process outlives the CLI.
+// managerReadyTimeout bounds StartManager's wait for the manager's readiness.
+const managerReadyTimeout = 2 * time.Minute
+
+// StartManager makes the manager process of local cluster name run, against that cluster's own
+// API server, and waits until it is ready. The process outlives the CLI, and the supervisor of
+// the home (which StartManager starts when none runs) starts it again when it exits.
 func (c *Client) StartManager(ctx context.Context, name string) error {
-	if !c.managerRunning(name) {
-		ports, err := freePorts(3)
-		if err != nil {
-			return err
-		}
-		ep := managerEndpoints{
-			Health:  net.JoinHostPort("127.0.0.1", strconv.Itoa(ports[0])),
-			Metrics: net.JoinHostPort("127.0.0.1", strconv.Itoa(ports[1])),
-			Webhook: ports[2],
+	if _, err := c.ensureManagerProcess(ctx, name); err != nil {
+		return fmt.Errorf("starting the manager of %s: %w", name, err)
+	}
+	if err := c.EnsureSupervisor(ctx); err != nil {
+		return err
+	}
+	return waitProcess(ctx, c.supervisor(name), managerProcess, "the manager of "+name, managerReadyTimeout, 500*time.Millisecond,
+		func(ctx context.Context) error { return c.ManagerReady(ctx, name) })
+}
+
+// ensureManagerProcess adopts the manager of name, or starts it (again), under the lock of the
+// cluster's run directory. It keeps the endpoints of the last start, so that a manager that
+// exited is the same process to the restart policy, unless one of their ports was taken
+// meanwhile.
+func (c *Client) ensureManagerProcess(ctx context.Context, name string) (process.Process, error) {
+	sup := c.supervisor(name)
+	unlock, err := sup.Lock(ctx)
+	if err != nil {
+		return process.Process{}, err
+	}
+	defer unlock()
+	ep, err := c.managerEndpoints(name)
+	if _, running := sup.Running(managerProcess); err != nil || (!running && !ep.free()) {
+		if ep, err = newManagerEndpoints(); err != nil {
+			return process.Process{}, err
 		}
 		data, err := json.Marshal(ep)
 		if err != nil {
-			return fmt.Errorf("encoding manager endpoints: %w", err)
+			return process.Process{}, fmt.Errorf("encoding manager endpoints: %w", err)
 		}
 		if err := atomicfile.Write(c.managerEndpointsPath(name), data); err != nil {
-			return err
-		}
-		spec := process.Spec{
-			Name: managerProcess,
-			Path: c.Executable,
-			Args: []string{
-				"manager",
-				"--kubeconfig", c.localKubeconfigPath(name),
-				"--home", c.Home,
-				"--bin-dir", c.BinRoot,
-				"--health-addr", ep.Health,
-				"--metrics-addr", ep.Metrics,
-				"--webhook-port", strconv.Itoa(ep.Webhook),
-				"--webhook-cert-dir", filepath.Join(c.clusterDir(name), "manager", "certs"),
-				// No leader election: the supervisor already runs one manager per cluster, and a
-				// local manager that missed a lease renewal on a busy machine would exit with
-				// nothing to restart it. (In a real cluster, replicas elect a leader.)
-			},
-		}
-		if _, err := c.supervisor(name).Start(ctx, spec); err != nil {
-			return fmt.Errorf("starting the manager of %s: %w", name, err)
+			return process.Process{}, err
 		}
 	}
-	ctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
-	defer cancel()
-	var lastErr error
-	err := wait.PollUntilContextCancel(ctx, 500*time.Millisecond, true, func(ctx context.Context) (bool, error) {
-		if !c.managerRunning(name) {
-			return false, fmt.Errorf("the manager of %s exited; its log:\n%s", name, c.supervisor(name).LogTail(managerProcess, 20))
-		}
-		lastErr = c.ManagerReady(ctx, name)
-		return lastErr == nil, nil
-	})
+	return sup.Ensure(ctx, c.managerSpec(name, ep))
+}
+
+// managerSpec is the manager process of local cluster name serving on ep.
+func (c *Client) managerSpec(name string, ep managerEndpoints) process.Spec {
+	return process.Spec{
+		Name: managerProcess,
+		Path: c.Executable,
+		Args: []string{
+			"manager",
+			"--kubeconfig", c.localKubeconfigPath(name),
+			"--home", c.Home,
+			"--bin-dir", c.BinRoot,
+			"--health-addr", ep.Health,
+			"--metrics-addr", ep.Metrics,
+			"--webhook-port", strconv.Itoa(ep.Webhook),
+			"--webhook-cert-dir", filepath.Join(c.clusterDir(name), "manager", "certs"),
+			// It starts the supervisor of the home again should that one stop.
+			"--keep-supervisor",
+			// No leader election: the supervisor already runs one manager per cluster, and a
+			// local manager that missed a lease renewal on a busy machine would exit. (In a
+			// real cluster, replicas elect a leader.)
+		},
+		Ports: []string{ep.Health, ep.Metrics, net.JoinHostPort("127.0.0.1", strconv.Itoa(ep.Webhook))},
+	}
+}
+
+// newManagerEndpoints picks free loopback ports for a manager.
+func newManagerEndpoints() (managerEndpoints, error) {
+	ports, err := freePorts(3)
 	if err != nil {
-		if lastErr != nil && !errors.Is(err, context.DeadlineExceeded) {
-			return err
-		}
-		return fmt.Errorf("the manager of %s is not ready after 2m (%v); see %s", name, lastErr, c.supervisor(name).LogPath(managerProcess))
+		return managerEndpoints{}, err
 	}
-	return nil
+	return managerEndpoints{
+		Health:  net.JoinHostPort("127.0.0.1", strconv.Itoa(ports[0])),
+		Metrics: net.JoinHostPort("127.0.0.1", strconv.Itoa(ports[1])),
+		Webhook: ports[2],
+	}, nil
+}
+
+// free reports whether every port of ep is free.
+func (ep managerEndpoints) free() bool {
+	return process.PortFree(ep.Health) && process.PortFree(ep.Metrics) && process.PortFree(net.JoinHostPort("127.0.0.1", strconv.Itoa(ep.Webhook)))
+}
+
+// managerEndpoints reads the endpoints the manager of name was last started with.
+func (c *Client) managerEndpoints(name string) (managerEndpoints, error) {
+	var ep managerEndpoints
+	data, err := os.ReadFile(c.managerEndpointsPath(name))
+	if err != nil {
+		return ep, fmt.Errorf("reading the manager's endpoints: %w", err)
+	}
+	if err := json.Unmarshal(data, &ep); err != nil {
+		return ep, fmt.Errorf("reading %s: %w", c.managerEndpointsPath(name), err)
+	}
+	return ep, nil
 }
 
 // ManagerReady returns nil when the manager of local cluster name answers its readiness probe.
 func (c *Client) ManagerReady(ctx context.Context, name string) error {
-	data, err := os.ReadFile(c.managerEndpointsPath(name))
+	return c.probeManager(ctx, name, "/readyz")
+}
+
+// probeManager asks the manager of local cluster name for one of its probes, /healthz or /readyz.
+func (c *Client) probeManager(ctx context.Context, name, path string) error {
+	ep, err := c.managerEndpoints(name)
 	if err != nil {
-		return fmt.Errorf("reading the manager's endpoints: %w", err)
+		return err
 	}
-	var ep managerEndpoints
-	if err := json.Unmarshal(data, &ep); err != nil {
-		return fmt.Errorf("reading %s: %w", c.managerEndpointsPath(name), err)
-	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+ep.Health+"/readyz", nil)
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+ep.Health+path, nil)
 	if err != nil {
 		return err
 	}
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
-		return fmt.Errorf("manager readiness: %w", err)
+		return fmt.Errorf("manager %s: %w", path, err)
 	}
 	defer func() { _ = resp.Body.Close() }()
 	if resp.StatusCode != http.StatusOK {
-		return fmt.Errorf("manager readiness: %s", resp.Status)
+		return fmt.Errorf("manager %s: %s", path, resp.Status)
 	}
 	return nil
 }
 
-// stopManager stops the manager process of local cluster name if it runs.
+// stopManager stops the manager process of local cluster name if it runs; the supervisor does
+// not start it again.
 func (c *Client) stopManager(ctx context.Context, name string) error {
 	if _, err := os.Stat(c.clusterDir(name)); errors.Is(err, fs.ErrNotExist) {
 		return nil
 	}
-	if err := c.supervisor(name).Stop(ctx, managerProcess, process.DefaultStopTimeout); err != nil {
+	if err := stopLocked(ctx, c.supervisor(name), managerProcess); err != nil {
 		return fmt.Errorf("stopping the manager of %s: %w", name, err)
 	}
 	return nil

@@ -18,7 +18,6 @@ import (
 	packagesv1 "github.com/flotilla-dev/flotilla/api/packages/v1alpha1"
 	"github.com/flotilla-dev/flotilla/packages/defaults"
 	"github.com/flotilla-dev/flotilla/pkg/kubeversion"
-	"github.com/flotilla-dev/flotilla/pkg/netaddr"
 )
 
 // packagesRequestTimeout bounds each packages command's requests to the management cluster.
@@ -100,7 +99,7 @@ func (c *Client) ListPackages(ctx context.Context, kubeconfig, cluster, kubeVers
 	var newest *packagesv1.PackageBundle
 	for i := range bundles {
 		b := &bundles[i]
-		if b.Spec.KubernetesMinor == minor && b.Status.State == packagesv1.BundleValid && (newest == nil || b.Spec.Build > newest.Spec.Build) {
+		if b.Spec.KubernetesMinor == minor && b.IsValid() && (newest == nil || b.Spec.Build > newest.Spec.Build) {
 			newest = b
 		}
 	}
@@ -252,8 +251,8 @@ func (c *Client) UpgradePackages(ctx context.Context, kubeconfig, cluster, bundl
 		}
 		return nil, fmt.Errorf("reading PackageBundle %s: %w", bundleName, err)
 	}
-	if b.Status.State != packagesv1.BundleValid {
-		return nil, fmt.Errorf("bundle %s is not valid (%s): it cannot be used", bundleName, orNone(b.Status.Detail))
+	if !b.IsValid() {
+		return nil, fmt.Errorf("bundle %s is not valid (%s): it cannot be used", bundleName, b.WhyNotValid())
 	}
 	if minor := pbc.Status.KubernetesMinor; minor != "" && b.Spec.KubernetesMinor != minor {
 		return nil, fmt.Errorf("bundle %s is for Kubernetes %s, cluster %s runs %s", bundleName, b.Spec.KubernetesMinor, cluster, minor)
@@ -318,8 +317,8 @@ type PackageControllerOptions struct {
 	// PublicKey is the PEM public key bundles are verified with; left as it is when empty.
 	PublicKey []byte
 	// PlainHTTP, when set, says whether registries are reached over plain HTTP. When it is not,
-	// a registry on this machine (netaddr.IsLoopback) is reached over plain HTTP, as Flotilla's
-	// embedded registry speaks it, and InstallPackageController says so.
+	// a registry on this machine (netaddr.IsLoopback) without CAData is reached over plain HTTP,
+	// as Flotilla's embedded registry speaks it, and InstallPackageController says so.
 	PlainHTTP *bool
 	// Source, when set, is the PBC's own source (spec.source).
 	Source *packagesv1.BundleSource
@@ -342,7 +341,7 @@ func (c *Client) InstallPackageController(ctx context.Context, kubeconfig string
 	if o.Source != nil {
 		registry = o.Source.Registry
 	}
-	if o.PlainHTTP == nil && netaddr.IsLoopback(registry) {
+	if o.PlainHTTP == nil && plainHTTPByDefault(registry, len(o.CAData) > 0) {
 		plain := true
 		o.PlainHTTP = &plain
 		_, _ = fmt.Fprintf(c.Out, "Registry %s is on this machine: reaching it over plain HTTP (--plain-http=false for TLS)\n", registry)

@@ -3,15 +3,12 @@ package client
 import (
 	"context"
 	"crypto/tls"
-	"errors"
 	"fmt"
 	"io"
 	"net/http"
 	"path/filepath"
 	"strconv"
 	"time"
-
-	"k8s.io/apimachinery/pkg/util/wait"
 
 	"github.com/flotilla-dev/flotilla/pkg/ociregistry"
 	"github.com/flotilla-dev/flotilla/pkg/process"
@@ -27,7 +24,9 @@ const (
 )
 
 // RegistryHome is where the embedded registry and the signing key live: <home>/registry.
-func (c *Client) RegistryHome() string { return filepath.Join(c.Home, "registry") }
+func (c *Client) RegistryHome() string { return registryHome(c.Home) }
+
+func registryHome(home string) string { return filepath.Join(home, "registry") }
 
 // DefaultRegistryDataDir is the embedded registry's default data directory.
 func (c *Client) DefaultRegistryDataDir() string { return filepath.Join(c.RegistryHome(), "data") }
@@ -151,28 +150,22 @@ func (c *Client) EnsureRegistry(ctx context.Context, o RegistryOptions) (Registr
 		return RegistryInfo{}, err
 	}
 	sup := c.registrySupervisor()
-	p, err := sup.Ensure(ctx, process.Spec{Name: registryProcess, Path: c.Executable, Args: o.serveArgs()})
+	spec := process.Spec{Name: registryProcess, Path: c.Executable, Args: o.serveArgs(), Ports: []string{o.Listen}}
+	p, err := ensureLocked(ctx, sup, spec)
 	if err != nil {
 		return RegistryInfo{}, fmt.Errorf("starting the registry: %w", err)
+	}
+	if err := c.EnsureSupervisor(ctx); err != nil {
+		return RegistryInfo{}, err
 	}
 	info := RegistryInfo{
 		Address: o.Listen, Dir: o.Dir, PID: p.PID, Log: sup.LogPath(registryProcess),
 		TLS: o.TLSCertFile != "", Authenticated: o.HTPasswdFile != "", Started: !p.Adopted,
 	}
-	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-	defer cancel()
-	var lastErr error
-	err = wait.PollUntilContextCancel(ctx, 100*time.Millisecond, true, func(ctx context.Context) (bool, error) {
-		if _, ok := sup.Running(registryProcess); !ok {
-			return false, fmt.Errorf("the registry exited; its log:\n%s", sup.LogTail(registryProcess, 20))
-		}
-		lastErr = RegistryReady(ctx, o.Listen, info.TLS)
-		return lastErr == nil, nil
+	err = waitProcess(ctx, sup, registryProcess, "the registry", 30*time.Second, 100*time.Millisecond, func(ctx context.Context) error {
+		return RegistryReady(ctx, o.Listen, info.TLS)
 	})
 	if err != nil {
-		if lastErr != nil && errors.Is(err, context.DeadlineExceeded) {
-			return info, fmt.Errorf("the registry at %s does not answer after 30s (%v); see %s", o.Listen, lastErr, info.Log)
-		}
 		return info, err
 	}
 	// Another program answering on the address while ours fails to bind it would pass for it:
@@ -184,38 +177,45 @@ func (c *Client) EnsureRegistry(ctx context.Context, o RegistryOptions) (Registr
 	if _, ok := sup.Running(registryProcess); !ok {
 		return info, fmt.Errorf("the registry exited (is another program listening on %s?); its log:\n%s", o.Listen, sup.LogTail(registryProcess, 20))
 	}
+	info.PID, _ = sup.Running(registryProcess)
 	return info, nil
 }
 
 // RegistryStatus returns the running embedded registry, or false when none runs.
 func (c *Client) RegistryStatus() (RegistryInfo, bool) {
 	sup := c.registrySupervisor()
-	pid, ok := sup.Running(registryProcess)
-	if !ok {
+	p, recorded := sup.Inspect(registryProcess)
+	if !recorded || p.PID == 0 {
 		return RegistryInfo{}, false
 	}
-	info := RegistryInfo{PID: pid, Log: sup.LogPath(registryProcess)}
 	// The command line is the record of where and how it serves.
-	if args, err := process.Cmdline(pid); err == nil {
-		for i := 0; i+1 < len(args); i++ {
-			switch args[i] {
-			case "--listen":
-				info.Address = args[i+1]
-			case "--dir":
-				info.Dir = args[i+1]
-			case "--tls-cert-file":
-				info.TLS = true
-			case "--htpasswd":
-				info.Authenticated = true
-			}
-		}
-	}
+	info := registryServing(p.Argv)
+	info.PID, info.Log = p.PID, sup.LogPath(registryProcess)
 	return info, true
 }
 
-// StopRegistry stops the embedded registry if it runs.
+// registryServing reads where and how a `flotilla registry serve` command line serves: its
+// Address, Dir, TLS and Authenticated.
+func registryServing(argv []string) RegistryInfo {
+	var info RegistryInfo
+	for i := 0; i+1 < len(argv); i++ {
+		switch argv[i] {
+		case "--listen":
+			info.Address = argv[i+1]
+		case "--dir":
+			info.Dir = argv[i+1]
+		case "--tls-cert-file":
+			info.TLS = true
+		case "--htpasswd":
+			info.Authenticated = true
+		}
+	}
+	return info
+}
+
+// StopRegistry stops the embedded registry if it runs; the supervisor does not start it again.
 func (c *Client) StopRegistry(ctx context.Context) error {
-	if err := c.registrySupervisor().Stop(ctx, registryProcess, process.DefaultStopTimeout); err != nil {
+	if err := stopLocked(ctx, c.registrySupervisor(), registryProcess); err != nil {
 		return fmt.Errorf("stopping the registry: %w", err)
 	}
 	return nil

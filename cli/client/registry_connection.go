@@ -55,7 +55,7 @@ func RegistryConnection(ctx context.Context, o RegistryConnectionOptions) (regis
 	if o.PlainHTTP != nil {
 		conn.PlainHTTP = *o.PlainHTTP
 	} else {
-		conn.PlainHTTP = netaddr.IsLoopback(o.Registry) && o.CAFile == "" && !o.InsecureSkipTLSVerify
+		conn.PlainHTTP = plainHTTPByDefault(o.Registry, o.CAFile != "" || o.InsecureSkipTLSVerify)
 	}
 	if o.CAFile != "" {
 		data, err := os.ReadFile(o.CAFile) //nolint:gosec // the file the user names
@@ -75,6 +75,13 @@ func RegistryConnection(ctx context.Context, o RegistryConnectionOptions) (regis
 		return registryconn.Config{}, fmt.Errorf("refusing to send the credentials for %s over plain HTTP, which anyone on the way can read: drop --plain-http to use TLS", o.Registry)
 	}
 	return conn, nil
+}
+
+// plainHTTPByDefault says whether a registry the user said nothing about is reached over plain
+// HTTP: one on this machine is (Flotilla's embedded registry speaks plain HTTP on loopback),
+// unless TLS settings were given for it; every other registry gets TLS.
+func plainHTTPByDefault(registry string, tlsSettings bool) bool {
+	return netaddr.IsLoopback(registry) && !tlsSettings
 }
 
 // storedCredentials looks up the credentials stored for host: Helm's registry config

@@ -1,6 +1,7 @@
 package client_test
 
 import (
+	"bytes"
 	"context"
 	"encoding/base64"
 	"io"
@@ -21,12 +22,14 @@ import (
 	"github.com/flotilla-dev/flotilla/packages/bundle"
 	"github.com/flotilla-dev/flotilla/pkg/pki"
 	"github.com/flotilla-dev/flotilla/pkg/registryconn"
+	"github.com/flotilla-dev/flotilla/pkg/supervisor"
 )
 
 // TestMain lets this test binary be the flotilla binary that EnsureRegistry starts: run as
-// `<test binary> registry serve ...`, it runs that command of the real CLI.
+// `<test binary> registry serve ...` or `<test binary> supervisor ...`, it runs that command of
+// the real CLI.
 func TestMain(m *testing.M) {
-	if len(os.Args) > 2 && os.Args[1] == "registry" && os.Args[2] == "serve" {
+	if len(os.Args) > 2 && (os.Args[1] == "registry" && os.Args[2] == "serve" || os.Args[1] == "supervisor") {
 		ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 		root := cmd.NewRootCmd(genericiooptions.IOStreams{In: os.Stdin, Out: os.Stdout, ErrOut: os.Stderr})
 		root.SetArgs(os.Args[1:])
@@ -46,7 +49,9 @@ func TestTheBackgroundRegistryOutlivesItsStarterAndKeepsItsData(t *testing.T) {
 	ctx := context.Background()
 	exe, err := os.Executable()
 	g.Expect(err).NotTo(HaveOccurred())
-	c := &client.Client{Home: t.TempDir(), Executable: exe}
+	var progress bytes.Buffer
+	c := &client.Client{Home: t.TempDir(), Executable: exe, Out: &progress}
+	t.Cleanup(func() { _ = supervisor.Stop(context.Background(), c.Home) })
 	addr := freeAddr(g)
 	opts := client.RegistryOptions{Listen: addr}
 	t.Cleanup(func() { _ = c.StopRegistry(context.Background()) })
@@ -83,9 +88,12 @@ func TestTheBackgroundRegistryOutlivesItsStarterAndKeepsItsData(t *testing.T) {
 	g.Expect(err).NotTo(HaveOccurred(), "what was pushed before the restart is still there")
 	g.Expect(bundle.Verify(pulled, &key.PublicKey)).To(Succeed())
 
-	other := &client.Client{Home: t.TempDir(), Executable: exe}
+	other := &client.Client{Home: t.TempDir(), Executable: exe, Out: &progress}
 	_, err = other.EnsureRegistry(ctx, opts)
-	g.Expect(err).To(MatchError(ContainSubstring("address already in use")), "a registry that cannot listen says why")
+	g.Expect(err).To(MatchError(ContainSubstring("registry cannot listen on "+addr+": the address is in use by another program")),
+		"a registry that cannot listen says why, and is not started")
+	_, running = other.RegistryStatus()
+	g.Expect(running).To(BeFalse())
 }
 
 func TestSigningKeyIsGeneratedOnceWithItsPublicKeyNextToIt(t *testing.T) {
@@ -122,7 +130,9 @@ func TestARegistryWithTLSAndUsersTakesTheCatalogFromItsUsersOnly(t *testing.T) {
 	ctx := context.Background()
 	exe, err := os.Executable()
 	g.Expect(err).NotTo(HaveOccurred())
-	c := &client.Client{Home: t.TempDir(), Executable: exe}
+	var progress bytes.Buffer
+	c := &client.Client{Home: t.TempDir(), Executable: exe, Out: &progress}
+	t.Cleanup(func() { _ = supervisor.Stop(context.Background(), c.Home) })
 	tlsDir := t.TempDir()
 	ca, err := pki.NewCA("registry-ca")
 	g.Expect(err).NotTo(HaveOccurred())

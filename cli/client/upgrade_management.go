@@ -171,14 +171,10 @@ func upgradeOnBootstrap(ctx context.Context, r *managementRun) error {
 	if err := applyObjects(ctx, kc, r.spec.Objects); err != nil {
 		return err
 	}
+	// The supervisor starts the bootstrap cluster's manager again should it stop; the watch says so.
+	defer r.c.watchManager(ctx, r.boot)()
 	return r.c.waitForRollout(ctx, rollout{
 		kc: kc, key: ctrlclient.ObjectKey{Namespace: r.spec.Cluster.Namespace, Name: r.name},
 		version: r.spec.KubernetesVersion, kubeconfig: r.bootCfg,
-		ensureManager: func(ctx context.Context) error {
-			if r.c.managerRunning(r.boot) {
-				return nil
-			}
-			return r.c.StartManager(ctx, r.boot)
-		},
 	})
 }

@@ -16,26 +16,22 @@ import (
 	"github.com/flotilla-dev/flotilla/pkg/kubeversion"
 )
 
-// waitRollout waits until the upgraded workload cluster runs its spec (see waitForRollout),
-// starting the management cluster's manager again should it stop meanwhile.
+// waitRollout waits until the upgraded workload cluster runs its spec (see waitForRollout). Should
+// the management cluster's manager stop meanwhile, the supervisor starts it again and the
+// command's watch (ensureManagerOf) says so.
 func (r *upgradeRun) waitRollout(ctx context.Context) error {
 	return r.c.waitForRollout(ctx, rollout{
 		kc: r.kc, key: r.clusterKey(), version: r.Plan.Version, kubeconfig: r.opts.Kubeconfig,
-		ensureManager: func(ctx context.Context) error {
-			return r.c.ensureLocalManager(ctx, r.Plan.Management, r.opts.Kubeconfig)
-		},
 	})
 }
 
 // rollout is what waitForRollout watches: the Cluster key in the cluster behind kc (whose
-// kubeconfig the messages name), rolling out to the full version; ensureManager keeps the
-// manager doing it running.
+// kubeconfig the messages name), rolling out to the full version.
 type rollout struct {
-	kc            ctrlclient.Client
-	key           ctrlclient.ObjectKey
-	version       string
-	kubeconfig    string
-	ensureManager func(context.Context) error
+	kc         ctrlclient.Client
+	key        ctrlclient.ObjectKey
+	version    string
+	kubeconfig string
 }
 
 // waitForRollout waits until the cluster runs its spec: the control plane reports the spec's
@@ -47,9 +43,6 @@ func (c *Client) waitForRollout(ctx context.Context, ro rollout) error {
 	start := time.Now()
 	var last rolloutStatus
 	err := poll(ctx, c.WaitTimeout, func(ctx context.Context) (bool, error) {
-		if err := ro.ensureManager(ctx); err != nil {
-			return false, err
-		}
 		st, err := observeRollout(ctx, ro.kc, key, ro.version)
 		if err != nil {
 			return false, nil //nolint:nilerr // the API may blink; keep asking until the timeout

@@ -20,6 +20,7 @@ import (
 	"github.com/flotilla-dev/flotilla/cli/spec"
 	"github.com/flotilla-dev/flotilla/cli/workflow"
 	"github.com/flotilla-dev/flotilla/pkg/binaries"
+	"github.com/flotilla-dev/flotilla/pkg/supervisor"
 )
 
 // Upgrading a workload cluster.
@@ -139,9 +140,11 @@ func (c *Client) UpgradeWorkloadCluster(ctx context.Context, opts UpgradeWorkloa
 	if err != nil {
 		return err
 	}
-	if err := c.ensureManagerOf(ctx, kc, opts.Kubeconfig, s.Cluster.Namespace); err != nil {
+	stopWatch, err := c.ensureManagerOf(ctx, kc, opts.Kubeconfig, s.Cluster.Namespace)
+	if err != nil {
 		return err
 	}
+	defer stopWatch()
 	r := &upgradeRun{c: c, opts: opts, spec: s, kc: kc}
 	checkpoint := filepath.Join(opts.OutDir, s.Cluster.Name, ".upgrade-checkpoint.json")
 	err = upgradeWorkflow.Run(ctx, r, workflow.Options{Out: c.Out, CheckpointPath: checkpoint, Fingerprint: fingerprint})
@@ -157,25 +160,35 @@ func (c *Client) UpgradeWorkloadCluster(ctx context.Context, opts UpgradeWorkloa
 	return nil
 }
 
-// ensureManagerOf starts the manager of the management cluster behind kc (kubeconfig) again when
-// it runs on this machine and its manager has stopped: without it nothing is reconciled, and its
-// webhooks refuse every write. A kubeconfig that is not a management cluster's is left to the
-// command's own checks, which say what it points to.
-func (c *Client) ensureManagerOf(ctx context.Context, kc ctrlclient.Client, kubeconfig, namespace string) error {
+// ensureManagerOf makes sure the manager of the management cluster behind kc (kubeconfig) runs
+// when that cluster runs on this machine: without it nothing is reconciled, and its webhooks
+// refuse every write. Then, until the returned stop is called, it reports what happens
+// to that manager while the command waits (watchManager). A kubeconfig that is not a management
+// cluster's is left to the command's own checks, which say what it points to.
+func (c *Client) ensureManagerOf(ctx context.Context, kc ctrlclient.Client, kubeconfig, namespace string) (stop func(), err error) {
 	mgmt, err := managementClusterOf(ctx, kc, kubeconfig, namespace)
-	if err != nil {
-		return nil //nolint:nilerr // reported by the command's own checks
+	if err != nil || !c.runsHere(mgmt, kubeconfig) {
+		return func() {}, nil //nolint:nilerr // reported by the command's own checks
 	}
-	return c.ensureLocalManager(ctx, mgmt, kubeconfig)
+	if err := c.ensureLocalManager(ctx, mgmt, kubeconfig); err != nil {
+		return nil, err
+	}
+	return c.watchManager(ctx, mgmt), nil
 }
 
-// ensureLocalManager starts the manager of management cluster mgmt again when that cluster runs
-// on this machine (created from this Home, and kubeconfig names its API server) and its manager
-// has stopped, as after a crash or a kill in the middle of an upgrade. A management cluster
-// elsewhere is left to whoever runs it.
+// ensureLocalManager makes sure the manager of management cluster mgmt runs when that cluster
+// runs on this machine, and the supervisor of the home with it; a manager that stopped, as after a
+// crash or a kill in the middle of an upgrade, is started again (by the supervisor, or by this)
+// and waited for until it is ready. A management cluster elsewhere is left to whoever runs it.
 func (c *Client) ensureLocalManager(ctx context.Context, mgmt, kubeconfig string) error {
-	if !c.runsHere(mgmt, kubeconfig) || c.managerRunning(mgmt) {
+	if !c.runsHere(mgmt, kubeconfig) {
 		return nil
+	}
+	if c.managerRunning(mgmt) {
+		if supervisor.Running(c.Home) {
+			return nil
+		}
+		return c.EnsureSupervisor(ctx)
 	}
 	fmt.Fprintf(c.Out, "The manager of management cluster %q is not running; starting it again\n", mgmt)
 	if err := c.StartManager(ctx, mgmt); err != nil {

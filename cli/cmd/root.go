@@ -87,6 +87,8 @@ Create one with 'flotilla create cluster -f FILE'; create workload clusters from
 		NewApplyCmd(streams, global),
 		NewVersionCmd(streams),
 		NewRegistryCmd(streams, global),
+		NewSupervisorCmd(streams, global),
+		NewStartCmd(streams, global),
 		NewDevCmd(streams, global),
 		NewAddonsCmd(streams, global),
 		NewBinariesCmd(streams, global),

@@ -12,7 +12,7 @@ import (
 	"strings"
 
 	yaml3 "go.yaml.in/yaml/v3"
-	"sigs.k8s.io/controller-runtime/pkg/client"
+	ctrlclient "sigs.k8s.io/controller-runtime/pkg/client"
 	kjson "sigs.k8s.io/json"
 	"sigs.k8s.io/yaml"
 )
@@ -36,7 +36,7 @@ type document struct {
 
 	kind     kind
 	provider *provider // nil for the Cluster
-	obj      client.Object
+	obj      ctrlclient.Object
 }
 
 // label names the document for people: document 2 (LocalMachineConfig "w1-workers").

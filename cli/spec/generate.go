@@ -267,9 +267,12 @@ spec:
 #   branch: main
 #   # interval: how often the management cluster pulls the branch and applies what changed.
 #   interval: 1m
+#   # timeout: how long one fetch, clone or push may take before it fails.
+#   timeout: 1m
 #   # secretRef: a Secret in flotilla-system with the credentials the management cluster
-#   # pulls with: username and password (HTTPS), or identity and known_hosts (SSH). The CLI
-#   # pushes with yours: FLOTILLA_GIT_USERNAME and FLOTILLA_GIT_PASSWORD, or your SSH agent.
+#   # pulls with: username and password (HTTPS, or plain HTTP to this machine only), or
+#   # identity and known_hosts (SSH). The CLI pushes with yours: FLOTILLA_GIT_USERNAME and
+#   # FLOTILLA_GIT_PASSWORD, or your SSH agent.
 #   # secretRef:
 #   #   name: fleet-git
 `

@@ -6,10 +6,10 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
-	"sigs.k8s.io/controller-runtime/pkg/client"
+	ctrlclient "sigs.k8s.io/controller-runtime/pkg/client"
 
 	flotillav1 "github.com/flotilla-dev/flotilla/api/cluster/v1alpha1"
-	"github.com/flotilla-dev/flotilla/cluster/gitops"
+	gitopsrepo "github.com/flotilla-dev/flotilla/cluster/gitops"
 )
 
 // MinGitOpsInterval is the shortest pull interval a GitOpsConfig may ask for.
@@ -19,7 +19,7 @@ const MinGitOpsInterval = time.Second
 // provider.
 var gitOpsConfigKind = kind{
 	gvk:       flotillav1.GroupVersion.WithKind(flotillav1.GitOpsConfigKind),
-	newObject: func() client.Object { return &flotillav1.GitOpsConfig{} },
+	newObject: func() ctrlclient.Object { return &flotillav1.GitOpsConfig{} },
 }
 
 // checkGitOps finds the file's GitOpsConfig, defaults and validates it, and checks
@@ -63,7 +63,8 @@ func (a *assembler) checkGitOps(c *flotillav1.Cluster, s *Spec) {
 	s.GitOpsConfig = config
 }
 
-// defaultGitOpsConfig sets what the API server would default: the branch and the interval.
+// defaultGitOpsConfig sets what the API server would default: the branch, the interval and the
+// timeout.
 func defaultGitOpsConfig(config *flotillav1.GitOpsConfig) {
 	if config.Spec.Branch == "" {
 		config.Spec.Branch = flotillav1.DefaultGitOpsBranch
@@ -72,23 +73,30 @@ func defaultGitOpsConfig(config *flotillav1.GitOpsConfig) {
 		interval, _ := time.ParseDuration(flotillav1.DefaultGitOpsInterval)
 		config.Spec.Interval = metav1.Duration{Duration: interval}
 	}
+	if config.Spec.Timeout.Duration == 0 {
+		timeout, _ := time.ParseDuration(flotillav1.DefaultGitOpsTimeout)
+		config.Spec.Timeout = metav1.Duration{Duration: timeout}
+	}
 }
 
-// validateGitOpsConfig checks the repository, branch, interval and Secret name.
+// validateGitOpsConfig checks the repository, branch, interval, timeout and Secret name.
 func (a *assembler) validateGitOpsConfig(d *document, config *flotillav1.GitOpsConfig) {
 	spec := config.Spec
 	if spec.Repository == "" {
 		a.p.doc(d, "spec.repository", "missing; set a Git URL (https://..., ssh://..., git@host:path) "+
 			"or the absolute path of a repository on the management cluster's machine")
-	} else if err := gitops.ValidateURL(spec.Repository); err != nil {
+	} else if err := gitopsrepo.ValidateURL(spec.Repository); err != nil {
 		a.p.doc(d, "spec.repository", "%v", err)
 	}
-	if err := gitops.ValidateBranch(spec.Branch); err != nil {
+	if err := gitopsrepo.ValidateBranch(spec.Branch); err != nil {
 		a.p.doc(d, "spec.branch", "%v", err)
 	}
 	if spec.Interval.Duration < MinGitOpsInterval {
 		a.p.doc(d, "spec.interval", "%s is too short; pull at most once a second, such as 30s or %s",
 			spec.Interval.Duration, flotillav1.DefaultGitOpsInterval)
+	}
+	if spec.Timeout.Duration < 0 {
+		a.p.doc(d, "spec.timeout", "%s is negative; use a positive duration such as %s", spec.Timeout.Duration, flotillav1.DefaultGitOpsTimeout)
 	}
 	if ref := spec.SecretRef; ref != nil {
 		if len(validation.IsDNS1123Subdomain(ref.Name)) > 0 {

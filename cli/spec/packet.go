@@ -2,7 +2,7 @@ package spec
 
 import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
-	"sigs.k8s.io/controller-runtime/pkg/client"
+	ctrlclient "sigs.k8s.io/controller-runtime/pkg/client"
 
 	infrav1 "github.com/flotilla-dev/flotilla/api/infrastructure/v1alpha1"
 	clustervalidation "github.com/flotilla-dev/flotilla/cluster/validation"
@@ -23,19 +23,19 @@ func packetProvider() provider {
 		name: clustervalidation.Packet.Name,
 		datacenter: kind{
 			gvk:       infrav1.GroupVersion.WithKind(clustervalidation.Packet.DatacenterKind),
-			newObject: func() client.Object { return &infrav1.PacketDatacenterConfig{} },
-			validate: func(obj client.Object) field.ErrorList {
+			newObject: func() ctrlclient.Object { return &infrav1.PacketDatacenterConfig{} },
+			validate: func(obj ctrlclient.Object) field.ErrorList {
 				return clustervalidation.ValidatePacketDatacenterConfig(obj.(*infrav1.PacketDatacenterConfig))
 			},
 		},
 		machineConfig: kind{
 			gvk:       infrav1.GroupVersion.WithKind(clustervalidation.Packet.MachineConfigKind),
-			newObject: func() client.Object { return &infrav1.PacketMachineConfig{} },
-			validate: func(obj client.Object) field.ErrorList {
+			newObject: func() ctrlclient.Object { return &infrav1.PacketMachineConfig{} },
+			validate: func(obj ctrlclient.Object) field.ErrorList {
 				return clustervalidation.ValidatePacketMachineConfig(obj.(*infrav1.PacketMachineConfig))
 			},
 		},
-		defaultObjects: func(datacenter client.Object, machineConfigs []client.Object) {
+		defaultObjects: func(datacenter ctrlclient.Object, machineConfigs []ctrlclient.Object) {
 			dc := datacenter.(*infrav1.PacketDatacenterConfig)
 			if dc.Spec.APIURL == "" {
 				dc.Spec.APIURL = infrav1.DefaultPacketAPIURL

@@ -6,7 +6,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/utils/ptr"
-	"sigs.k8s.io/controller-runtime/pkg/client"
+	ctrlclient "sigs.k8s.io/controller-runtime/pkg/client"
 
 	flotillav1 "github.com/flotilla-dev/flotilla/api/cluster/v1alpha1"
 	infrav1 "github.com/flotilla-dev/flotilla/api/infrastructure/v1alpha1"
@@ -20,10 +20,10 @@ const ProviderLocal = clustervalidation.ProviderLocal
 // kind is a document kind a spec file may hold.
 type kind struct {
 	gvk       schema.GroupVersionKind
-	newObject func() client.Object
+	newObject func() ctrlclient.Object
 	// validate checks an object of the kind with its rules in cluster/validation; nil when the
 	// kind has none beyond its schema.
-	validate func(client.Object) field.ErrorList
+	validate func(ctrlclient.Object) field.ErrorList
 }
 
 // provider describes what one infrastructure provider contributes to a spec file. Adding a
@@ -37,7 +37,7 @@ type provider struct {
 	machineConfig kind
 	// defaultObjects sets the provider's defaults on its datacenter and machine configs (those
 	// its CRDs' schemas set in the API server).
-	defaultObjects func(datacenter client.Object, machineConfigs []client.Object)
+	defaultObjects func(datacenter ctrlclient.Object, machineConfigs []ctrlclient.Object)
 	// template renders the provider's `generate clusterconfig` output.
 	template string
 }
@@ -68,7 +68,7 @@ func providerNamed(name string) (provider, bool) {
 // clusterKind is the Flotilla Cluster.
 var clusterKind = kind{
 	gvk:       flotillav1.GroupVersion.WithKind("Cluster"),
-	newObject: func() client.Object { return &flotillav1.Cluster{} },
+	newObject: func() ctrlclient.Object { return &flotillav1.Cluster{} },
 }
 
 // kindNamed returns the kind called name, and the provider it belongs to (nil for Cluster and
@@ -105,19 +105,19 @@ func localProvider() provider {
 		name: clustervalidation.Local.Name,
 		datacenter: kind{
 			gvk:       infrav1.GroupVersion.WithKind(clustervalidation.Local.DatacenterKind),
-			newObject: func() client.Object { return &infrav1.LocalDatacenterConfig{} },
-			validate: func(obj client.Object) field.ErrorList {
+			newObject: func() ctrlclient.Object { return &infrav1.LocalDatacenterConfig{} },
+			validate: func(obj ctrlclient.Object) field.ErrorList {
 				return clustervalidation.ValidateLocalDatacenterConfig(obj.(*infrav1.LocalDatacenterConfig))
 			},
 		},
 		machineConfig: kind{
 			gvk:       infrav1.GroupVersion.WithKind(clustervalidation.Local.MachineConfigKind),
-			newObject: func() client.Object { return &infrav1.LocalMachineConfig{} },
-			validate: func(obj client.Object) field.ErrorList {
+			newObject: func() ctrlclient.Object { return &infrav1.LocalMachineConfig{} },
+			validate: func(obj ctrlclient.Object) field.ErrorList {
 				return clustervalidation.ValidateLocalMachineConfig(obj.(*infrav1.LocalMachineConfig))
 			},
 		},
-		defaultObjects: func(datacenter client.Object, _ []client.Object) {
+		defaultObjects: func(datacenter ctrlclient.Object, _ []ctrlclient.Object) {
 			dc := datacenter.(*infrav1.LocalDatacenterConfig)
 			if dc.Spec.ControllerManager == nil {
 				dc.Spec.ControllerManager = ptr.To(true)

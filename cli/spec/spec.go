@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"os"
 
-	"sigs.k8s.io/controller-runtime/pkg/client"
+	ctrlclient "sigs.k8s.io/controller-runtime/pkg/client"
 
 	flotillav1 "github.com/flotilla-dev/flotilla/api/cluster/v1alpha1"
 )
@@ -40,16 +40,16 @@ type Spec struct {
 
 	// Datacenter is the datacenter config spec.datacenterRef names, such as a
 	// *infrav1.LocalDatacenterConfig.
-	Datacenter client.Object
+	Datacenter ctrlclient.Object
 
 	// MachineConfigs are the provider's machine configs in the file by name, such as
 	// *infrav1.LocalMachineConfig.
-	MachineConfigs map[string]client.Object
+	MachineConfigs map[string]ctrlclient.Object
 
 	// Objects are every object of the file in the order to apply them: the datacenter config,
 	// the machine configs in file order, then the Cluster, which references them. Each has its
 	// apiVersion and kind set.
-	Objects []client.Object
+	Objects []ctrlclient.Object
 
 	// GitOpsConfig is the GitOpsConfig that spec.gitOpsRef names, when the file holds it, with
 	// its apiVersion and kind set; nil otherwise. It is not in Objects: it belongs to the

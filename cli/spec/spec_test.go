@@ -10,7 +10,7 @@ import (
 	. "github.com/onsi/gomega"
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/utils/ptr"
-	"sigs.k8s.io/controller-runtime/pkg/client"
+	ctrlclient "sigs.k8s.io/controller-runtime/pkg/client"
 
 	flotillav1 "github.com/flotilla-dev/flotilla/api/cluster/v1alpha1"
 	infrav1 "github.com/flotilla-dev/flotilla/api/infrastructure/v1alpha1"
@@ -103,7 +103,7 @@ func TestParseAcceptsAValidSpec(t *testing.T) {
 	mc := s.MachineConfigs["w1-workers"].(*infrav1.LocalMachineConfig)
 	g.Expect(mc.Spec.Capacity.Cpu().Equal(resource.MustParse("8"))).To(BeTrue())
 
-	g.Expect(s.Objects).To(Equal([]client.Object{s.Datacenter, mc, s.Cluster}), "configs first, then the Cluster that references them")
+	g.Expect(s.Objects).To(Equal([]ctrlclient.Object{s.Datacenter, mc, s.Cluster}), "configs first, then the Cluster that references them")
 	var kinds []string
 	for _, obj := range s.Objects {
 		gvk := obj.GetObjectKind().GroupVersionKind()

@@ -8,7 +8,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
-	"sigs.k8s.io/controller-runtime/pkg/client"
+	ctrlclient "sigs.k8s.io/controller-runtime/pkg/client"
 
 	flotillav1 "github.com/flotilla-dev/flotilla/api/cluster/v1alpha1"
 	clustervalidation "github.com/flotilla-dev/flotilla/cluster/validation"
@@ -60,7 +60,7 @@ func assemble(file string, docs []*document, p *problems) *Spec {
 	})
 	a.checkMachineRefs(c)
 
-	s := &Spec{File: file, Cluster: c, MachineConfigs: map[string]client.Object{}}
+	s := &Spec{File: file, Cluster: c, MachineConfigs: map[string]ctrlclient.Object{}}
 	s.KubernetesVersion, _ = binaries.ResolveMinor(c.Spec.KubernetesVersion) // reported above when it fails
 	a.checkGitOps(c, s)
 	if a.provider != nil {
@@ -121,7 +121,7 @@ func (a *assembler) checkConfigs() {
 		}
 	}
 	if a.datacenter != nil {
-		var machineConfigs []client.Object
+		var machineConfigs []ctrlclient.Object
 		for _, d := range configs {
 			if a.provider.isMachineConfigKind(d.kind.gvk.Kind) {
 				machineConfigs = append(machineConfigs, d.obj)
@@ -136,7 +136,7 @@ func (a *assembler) checkConfigs() {
 	}
 }
 
-func (a *assembler) documentOf(obj client.Object) *document {
+func (a *assembler) documentOf(obj ctrlclient.Object) *document {
 	for _, d := range a.docs {
 		if d.obj == obj {
 			return d

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"net/url"
 	"strings"
 
 	"github.com/go-git/go-git/v5/plumbing/transport"
@@ -15,6 +16,7 @@ import (
 	"golang.org/x/crypto/ssh/knownhosts"
 
 	flotillav1 "github.com/flotilla-dev/flotilla/api/cluster/v1alpha1"
+	"github.com/flotilla-dev/flotilla/pkg/netaddr"
 )
 
 // Environment variables the CLI takes HTTPS credentials from (SSH uses the SSH agent).
@@ -53,6 +55,9 @@ func AuthFromSecret(url string, data map[string][]byte) (transport.AuthMethod, e
 		auth.HostKeyCallback = callback
 		return auth, nil
 	case hasPassword:
+		if err := CheckCredentialsTransport(url); err != nil {
+			return nil, err
+		}
 		return &githttp.BasicAuth{Username: string(data[flotillav1.GitOpsUsernameKey]), Password: string(password)}, nil
 	default:
 		return nil, fmt.Errorf("the Secret has neither %q (SSH, with %q) nor %q (HTTPS, with %q)",
@@ -62,16 +67,44 @@ func AuthFromSecret(url string, data map[string][]byte) (transport.AuthMethod, e
 
 // AuthFromEnv returns the credentials the CLI pushes to url with: UsernameEnv and PasswordEnv
 // for an HTTP(S) URL when PasswordEnv is set, else nil (go-git's default: none for HTTPS, the
-// SSH agent for SSH).
-func AuthFromEnv(url string, getenv func(string) string) transport.AuthMethod {
+// SSH agent for SSH). Credentials for a plain http:// URL are refused (CheckCredentialsTransport).
+func AuthFromEnv(url string, getenv func(string) string) (transport.AuthMethod, error) {
 	if !strings.HasPrefix(url, "https://") && !strings.HasPrefix(url, "http://") {
-		return nil
+		return nil, nil
 	}
 	password := getenv(PasswordEnv)
 	if password == "" {
+		return nil, nil
+	}
+	if err := CheckCredentialsTransport(url); err != nil {
+		return nil, fmt.Errorf("%s is set: %w", PasswordEnv, err)
+	}
+	return &githttp.BasicAuth{Username: getenv(UsernameEnv), Password: password}, nil
+}
+
+// ErrCredentialsOverHTTP is wrapped by CheckCredentialsTransport's error.
+var ErrCredentialsOverHTTP = errors.New("credentials are never sent over plain http://")
+
+// CheckCredentialsTransport refuses a plain http:// URL to a host other than a loopback one
+// (localhost, 127.0.0.0/8, ::1): a password sent there crosses the network in clear text, where
+// anyone on the path reads it. Over https://, SSH, or to this machine, credentials may go.
+func CheckCredentialsTransport(repository string) error {
+	if !strings.HasPrefix(strings.ToLower(repository), "http://") {
 		return nil
 	}
-	return &githttp.BasicAuth{Username: getenv(UsernameEnv), Password: password}
+	u, err := url.Parse(repository)
+	if err != nil {
+		var urlErr *url.Error
+		if errors.As(err, &urlErr) {
+			err = urlErr.Err // without the URL, which may hold a password
+		}
+		return fmt.Errorf("the repository is not a valid URL: %w", err)
+	}
+	if netaddr.IsLoopback(u.Host) {
+		return nil
+	}
+	return fmt.Errorf("%w: the repository %s is plain http:// to %s; use its https:// URL "+
+		"(plain http:// is allowed only to a loopback host)", ErrCredentialsOverHTTP, u.Redacted(), u.Hostname())
 }
 
 // knownHostsCallback accepts the host keys of known_hosts lines with plain (not hashed) host

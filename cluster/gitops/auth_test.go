@@ -52,6 +52,20 @@ func TestAuthFromSecret(t *testing.T) {
 			},
 		},
 		{
+			name:    "username and password are never sent over plain HTTP to another machine",
+			url:     "http://git.example.com/fleet.git",
+			data:    map[string][]byte{"username": []byte("bot"), "password": []byte("token")},
+			wantErr: "credentials are never sent over plain http://: the repository http://git.example.com/fleet.git is plain http:// to git.example.com; use its https:// URL",
+		},
+		{
+			name: "username and password may go over plain HTTP to this machine",
+			url:  "http://127.0.0.1:8080/fleet.git",
+			data: map[string][]byte{"username": []byte("bot"), "password": []byte("token")},
+			check: func(g Gomega, auth any) {
+				g.Expect(auth).To(Equal(&githttp.BasicAuth{Username: "bot", Password: "token"}))
+			},
+		},
+		{
 			name: "an identity authenticates over SSH as the URL's user, checking the host key",
 			url:  "deploy@git.example.com:fleet.git",
 			data: map[string][]byte{"identity": id, "known_hosts": knownHosts},
@@ -103,21 +117,33 @@ func TestAuthFromEnv(t *testing.T) {
 	env := map[string]string{UsernameEnv: "me", PasswordEnv: "secret"}
 	getenv := func(k string) string { return env[k] }
 	tests := []struct {
-		name string
-		url  string
-		env  func(string) string
-		want any
+		name    string
+		url     string
+		env     func(string) string
+		want    any
+		wantErr string
 	}{
 		{name: "HTTPS with a password set uses it", url: "https://git.example.com/fleet.git", env: getenv,
 			want: &githttp.BasicAuth{Username: "me", Password: "secret"}},
 		{name: "HTTPS without a password uses none", url: "https://git.example.com/fleet.git", env: func(string) string { return "" }},
 		{name: "SSH is left to the agent", url: "git@git.example.com:fleet.git", env: getenv},
 		{name: "a path needs none", url: "/srv/fleet.git", env: getenv},
+		{name: "plain HTTP to localhost with a password set uses it", url: "http://localhost:3000/fleet.git", env: getenv,
+			want: &githttp.BasicAuth{Username: "me", Password: "secret"}},
+		{name: "plain HTTP to another machine with a password set is refused", url: "http://git.example.com/fleet.git", env: getenv,
+			wantErr: "FLOTILLA_GIT_PASSWORD is set: credentials are never sent over plain http://"},
+		{name: "plain HTTP to another machine without a password needs none", url: "http://git.example.com/fleet.git", env: func(string) string { return "" }},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			g := NewWithT(t)
-			auth := AuthFromEnv(tt.url, tt.env)
+			auth, err := AuthFromEnv(tt.url, tt.env)
+			if tt.wantErr != "" {
+				g.Expect(err).To(MatchError(ContainSubstring(tt.wantErr)))
+				g.Expect(err.Error()).NotTo(ContainSubstring("secret"))
+				return
+			}
+			g.Expect(err).NotTo(HaveOccurred())
 			if tt.want == nil {
 				g.Expect(auth).To(BeNil())
 				return

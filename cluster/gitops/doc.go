@@ -45,5 +45,14 @@
 // AuthFromSecret builds go-git credentials from a credentials Secret's data (username and
 // password for HTTPS; identity and known_hosts for SSH, checking the server's host key against
 // known_hosts). AuthFromEnv gives the CLI the user's own HTTPS credentials from
-// FLOTILLA_GIT_USERNAME and FLOTILLA_GIT_PASSWORD; for SSH the CLI uses the SSH agent.
+// FLOTILLA_GIT_USERNAME and FLOTILLA_GIT_PASSWORD; for SSH the CLI uses the SSH agent. Both
+// refuse to send a username and password over plain http:// to a host other than a loopback one
+// (CheckCredentialsTransport, ErrCredentialsOverHTTP); go-git refuses redirects from https://
+// to http://.
+//
+// # Timeouts
+//
+// Each exchange with the Git server of a URL (a clone, a fetch, a push) ends after
+// Repository.Timeout (DefaultTimeout when zero), with an error wrapping ErrTimeout, so a server
+// that accepts connections and never answers holds nothing up for longer.
 package gitops

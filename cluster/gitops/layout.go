@@ -7,7 +7,7 @@ import (
 	"path"
 
 	"k8s.io/klog/v2"
-	"sigs.k8s.io/controller-runtime/pkg/client"
+	ctrlclient "sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 )
 
@@ -46,7 +46,7 @@ func SpecPath(management, name string) string {
 // comment header. Only what a spec file holds is kept: apiVersion, kind, metadata (name,
 // namespace, labels, annotations) and spec. Each object must have its apiVersion and kind set.
 // The output depends on nothing but objs, so rendering the same spec twice gives the same bytes.
-func RenderSpec(header string, objs []client.Object) ([]byte, error) {
+func RenderSpec(header string, objs []ctrlclient.Object) ([]byte, error) {
 	var out bytes.Buffer
 	for _, line := range bytes.Split([]byte(header), []byte("\n")) {
 		out.WriteString("# ")
@@ -66,7 +66,7 @@ func RenderSpec(header string, objs []client.Object) ([]byte, error) {
 
 // specDocument renders one object of a spec file. It goes through JSON so the types'
 // omitempty/omitzero tags decide what is left out; sigs.k8s.io/yaml sorts the keys.
-func specDocument(obj client.Object) ([]byte, error) {
+func specDocument(obj ctrlclient.Object) ([]byte, error) {
 	gvk := obj.GetObjectKind().GroupVersionKind()
 	if gvk.Kind == "" {
 		return nil, fmt.Errorf("rendering %T %s: it has no apiVersion/kind set", obj, klog.KObj(obj))

@@ -6,7 +6,7 @@ import (
 	. "github.com/onsi/gomega"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
-	"sigs.k8s.io/controller-runtime/pkg/client"
+	ctrlclient "sigs.k8s.io/controller-runtime/pkg/client"
 
 	flotillav1 "github.com/flotilla-dev/flotilla/api/cluster/v1alpha1"
 	infrav1 "github.com/flotilla-dev/flotilla/api/infrastructure/v1alpha1"
@@ -56,7 +56,7 @@ func TestRenderSpecKeepsWhatASpecFileHoldsInOrder(t *testing.T) {
 		Spec:       infrav1.LocalDatacenterConfigSpec{Scheduler: ptr.To(true)},
 	}
 
-	out, err := RenderSpec("Spec of w1.\nSecond line.", []client.Object{c, dc})
+	out, err := RenderSpec("Spec of w1.\nSecond line.", []ctrlclient.Object{c, dc})
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(string(out)).To(Equal(`# Spec of w1.
 # Second line.
@@ -94,13 +94,13 @@ spec:
   scheduler: true
 `))
 
-	again, err := RenderSpec("Spec of w1.\nSecond line.", []client.Object{c, dc})
+	again, err := RenderSpec("Spec of w1.\nSecond line.", []ctrlclient.Object{c, dc})
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(again).To(Equal(out), "rendering is deterministic")
 }
 
 func TestRenderSpecRefusesAnObjectWithoutKind(t *testing.T) {
 	g := NewWithT(t)
-	_, err := RenderSpec("x", []client.Object{&flotillav1.Cluster{ObjectMeta: metav1.ObjectMeta{Name: "w1"}}})
+	_, err := RenderSpec("x", []ctrlclient.Object{&flotillav1.Cluster{ObjectMeta: metav1.ObjectMeta{Name: "w1"}}})
 	g.Expect(err).To(MatchError(ContainSubstring("has no apiVersion/kind set")))
 }

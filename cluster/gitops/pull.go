@@ -89,12 +89,14 @@ func (r Repository) fetch(ctx context.Context, dir string) (*git.Repository, err
 		}
 	}
 	refspec := config.RefSpec(fmt.Sprintf("+%s:%s", r.branchRef(), plumbing.NewRemoteReferenceName(remoteName, r.branch())))
-	err = repo.FetchContext(ctx, &git.FetchOptions{
-		RemoteName: remoteName,
-		RefSpecs:   []config.RefSpec{refspec},
-		Auth:       r.Auth,
-		Tags:       git.NoTags,
-		Force:      true,
+	err = r.withTimeout(ctx, func(ctx context.Context) error {
+		return repo.FetchContext(ctx, &git.FetchOptions{
+			RemoteName: remoteName,
+			RefSpecs:   []config.RefSpec{refspec},
+			Auth:       r.Auth,
+			Tags:       git.NoTags,
+			Force:      true,
+		})
 	})
 	switch {
 	case err == nil, errors.Is(err, git.NoErrAlreadyUpToDate):

@@ -4,7 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	neturl "net/url"
+	"net/url"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -38,6 +38,33 @@ type Repository struct {
 
 	// Author signs the commits; DefaultAuthor when its name is empty.
 	Author object.Signature
+
+	// Timeout bounds each exchange with the Git server of a URL (a clone, a fetch, a push);
+	// DefaultTimeout when zero.
+	Timeout time.Duration
+}
+
+// DefaultTimeout bounds each exchange with a Git server when Repository.Timeout is zero.
+const DefaultTimeout = time.Minute
+
+// ErrTimeout is wrapped by the error of an exchange with a Git server that did not finish within
+// Repository.Timeout.
+var ErrTimeout = errors.New("the Git server did not answer in time")
+
+// withTimeout runs exchange, one exchange with the Git server, within the repository's Timeout.
+// Its error wraps ErrTimeout when the timeout, not ctx, ended it.
+func (r Repository) withTimeout(ctx context.Context, exchange func(context.Context) error) error {
+	timeout := r.Timeout
+	if timeout <= 0 {
+		timeout = DefaultTimeout
+	}
+	tctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	err := exchange(tctx)
+	if err != nil && ctx.Err() == nil && errors.Is(tctx.Err(), context.DeadlineExceeded) {
+		return fmt.Errorf("%w: no answer within %s", ErrTimeout, timeout)
+	}
+	return err
 }
 
 // DefaultAuthor signs the commits of a Repository that names no author.
@@ -116,7 +143,7 @@ func (r Repository) branchRef() plumbing.ReferenceName {
 // password written into the URL is left out.
 func (r Repository) String() string {
 	shown := r.URL
-	if u, err := neturl.Parse(r.URL); err == nil && u.User != nil {
+	if u, err := url.Parse(r.URL); err == nil && u.User != nil {
 		shown = u.Redacted()
 	}
 	return fmt.Sprintf("%s (branch %s)", shown, r.branch())
@@ -257,13 +284,18 @@ func (r Repository) openForCommit(ctx context.Context) (*git.Repository, error) 
 	if r.local() {
 		return openLocal(r.URL)
 	}
-	repo, err := git.CloneContext(ctx, memory.NewStorage(), nil, &git.CloneOptions{
-		URL:           r.URL,
-		Auth:          r.Auth,
-		RemoteName:    remoteName,
-		ReferenceName: r.branchRef(),
-		SingleBranch:  true,
-		Tags:          git.NoTags,
+	var repo *git.Repository
+	err := r.withTimeout(ctx, func(ctx context.Context) error {
+		var err error
+		repo, err = git.CloneContext(ctx, memory.NewStorage(), nil, &git.CloneOptions{
+			URL:           r.URL,
+			Auth:          r.Auth,
+			RemoteName:    remoteName,
+			ReferenceName: r.branchRef(),
+			SingleBranch:  true,
+			Tags:          git.NoTags,
+		})
+		return err
 	})
 	if err == nil {
 		return repo, nil
@@ -399,7 +431,9 @@ func (r Repository) push(ctx context.Context, repo *git.Repository, newHead *plu
 		return fmt.Errorf("updating branch %s in the clone: %w", r.branch(), err)
 	}
 	refspec := config.RefSpec(fmt.Sprintf("%s:%s", r.branchRef(), r.branchRef()))
-	err := repo.PushContext(ctx, &git.PushOptions{RemoteName: remoteName, RefSpecs: []config.RefSpec{refspec}, Auth: r.Auth})
+	err := r.withTimeout(ctx, func(ctx context.Context) error {
+		return repo.PushContext(ctx, &git.PushOptions{RemoteName: remoteName, RefSpecs: []config.RefSpec{refspec}, Auth: r.Auth})
+	})
 	switch {
 	case err == nil:
 		return nil

@@ -8,11 +8,11 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/client"
+	ctrlclient "sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
 	flotillav1 "github.com/flotilla-dev/flotilla/api/cluster/v1alpha1"
-	"github.com/flotilla-dev/flotilla/cluster/validation"
+	clustervalidation "github.com/flotilla-dev/flotilla/cluster/validation"
 )
 
 // Paths the manager's webhook server serves the Cluster webhooks on (controller-runtime derives
@@ -29,7 +29,7 @@ const (
 type Cluster struct {
 	// Reader lists Clusters to find the management cluster a new workload cluster defaults
 	// spec.managementCluster to. Optional: without it that default is left to the client.
-	Reader client.Reader
+	Reader ctrlclient.Reader
 }
 
 var (
@@ -57,7 +57,7 @@ func (w *Cluster) SetupWebhookWithManager(mgr ctrl.Manager) error {
 // workload cluster's spec.managementCluster.name, the name of the one management Cluster this
 // API server holds, when there is exactly one.
 func (w *Cluster) Default(ctx context.Context, c *flotillav1.Cluster) error {
-	validation.DefaultCluster(c)
+	clustervalidation.DefaultCluster(c)
 	if c.Spec.ManagementCluster.Name == "" {
 		name, err := w.managementClusterName(ctx)
 		if err != nil {
@@ -92,12 +92,12 @@ func (w *Cluster) managementClusterName(ctx context.Context) (string, error) {
 
 // ValidateCreate checks a new Cluster with validation.ValidateCluster.
 func (w *Cluster) ValidateCreate(_ context.Context, c *flotillav1.Cluster) (admission.Warnings, error) {
-	return nil, invalid(flotillav1.GroupVersion.WithKind("Cluster").GroupKind(), c.Name, validation.ValidateCluster(c))
+	return nil, invalid(flotillav1.GroupVersion.WithKind("Cluster").GroupKind(), c.Name, clustervalidation.ValidateCluster(c))
 }
 
 // ValidateUpdate checks a change with validation.ValidateClusterUpdate.
 func (w *Cluster) ValidateUpdate(_ context.Context, oldC, newC *flotillav1.Cluster) (admission.Warnings, error) {
-	return nil, invalid(flotillav1.GroupVersion.WithKind("Cluster").GroupKind(), newC.Name, validation.ValidateClusterUpdate(oldC, newC))
+	return nil, invalid(flotillav1.GroupVersion.WithKind("Cluster").GroupKind(), newC.Name, clustervalidation.ValidateClusterUpdate(oldC, newC))
 }
 
 // ValidateDelete allows every deletion.

@@ -8,12 +8,12 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/client"
+	ctrlclient "sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
 	infrav1 "github.com/flotilla-dev/flotilla/api/infrastructure/v1alpha1"
-	"github.com/flotilla-dev/flotilla/cluster/validation"
+	clustervalidation "github.com/flotilla-dev/flotilla/cluster/validation"
 )
 
 // +kubebuilder:webhook:path=/validate-infrastructure-flotilla-dev-v1alpha1-localdatacenterconfig,mutating=false,failurePolicy=fail,sideEffects=None,groups=infrastructure.flotilla.dev,resources=localdatacenterconfigs,verbs=create;update,versions=v1alpha1,name=validate.localdatacenterconfig.infrastructure.flotilla.dev,admissionReviewVersions=v1
@@ -24,7 +24,7 @@ import (
 // Config validates one kind of provider config with its function in cluster/validation: on
 // create always, on update when the spec changed (a config created under older rules keeps
 // taking label and annotation changes, as clusterctl move makes them).
-type Config[T client.Object] struct {
+type Config[T ctrlclient.Object] struct {
 	kind     schema.GroupKind
 	validate func(T) field.ErrorList
 	spec     func(T) any
@@ -54,26 +54,26 @@ func (w *Config[T]) ValidateDelete(context.Context, T) (admission.Warnings, erro
 // have rules (LocalDatacenterConfig, LocalMachineConfig, PacketDatacenterConfig,
 // PacketMachineConfig) with mgr's webhook server.
 func SetupConfigWebhooksWithManager(mgr ctrl.Manager) error {
-	err := setupConfig(mgr, &infrav1.LocalDatacenterConfig{}, validation.ValidateLocalDatacenterConfig,
+	err := setupConfig(mgr, &infrav1.LocalDatacenterConfig{}, clustervalidation.ValidateLocalDatacenterConfig,
 		func(o *infrav1.LocalDatacenterConfig) any { return o.Spec })
 	if err != nil {
 		return err
 	}
-	err = setupConfig(mgr, &infrav1.LocalMachineConfig{}, validation.ValidateLocalMachineConfig,
+	err = setupConfig(mgr, &infrav1.LocalMachineConfig{}, clustervalidation.ValidateLocalMachineConfig,
 		func(o *infrav1.LocalMachineConfig) any { return o.Spec })
 	if err != nil {
 		return err
 	}
-	err = setupConfig(mgr, &infrav1.PacketDatacenterConfig{}, validation.ValidatePacketDatacenterConfig,
+	err = setupConfig(mgr, &infrav1.PacketDatacenterConfig{}, clustervalidation.ValidatePacketDatacenterConfig,
 		func(o *infrav1.PacketDatacenterConfig) any { return o.Spec })
 	if err != nil {
 		return err
 	}
-	return setupConfig(mgr, &infrav1.PacketMachineConfig{}, validation.ValidatePacketMachineConfig,
+	return setupConfig(mgr, &infrav1.PacketMachineConfig{}, clustervalidation.ValidatePacketMachineConfig,
 		func(o *infrav1.PacketMachineConfig) any { return o.Spec })
 }
 
-func setupConfig[T client.Object](mgr ctrl.Manager, obj T, validate func(T) field.ErrorList, spec func(T) any) error {
+func setupConfig[T ctrlclient.Object](mgr ctrl.Manager, obj T, validate func(T) field.ErrorList, spec func(T) any) error {
 	gvk, err := apiutil.GVKForObject(obj, mgr.GetScheme())
 	if err != nil {
 		return fmt.Errorf("setting up a config webhook: %w", err)

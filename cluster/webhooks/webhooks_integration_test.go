@@ -6,7 +6,6 @@ import (
 	"os"
 	"strings"
 	"testing"
-	"time"
 
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
@@ -14,11 +13,11 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/client"
+	ctrlclient "sigs.k8s.io/controller-runtime/pkg/client"
 
 	flotillav1 "github.com/flotilla-dev/flotilla/api/cluster/v1alpha1"
 	infrav1 "github.com/flotilla-dev/flotilla/api/infrastructure/v1alpha1"
-	"github.com/flotilla-dev/flotilla/cluster/webhooks"
+	clusterwebhooks "github.com/flotilla-dev/flotilla/cluster/webhooks"
 	"github.com/flotilla-dev/flotilla/internal/testenv"
 )
 
@@ -44,13 +43,13 @@ func run(m *testing.M) int {
 			fmt.Fprintf(os.Stderr, "testenv: %v\n", err)
 		}
 	}()
-	var mgr ctrl.Manager
+	// StartManager returns once the webhook server listens: the API server calls it from the first
+	// request on.
 	_, stop, err := e.StartManager(func(_ context.Context, m ctrl.Manager) error {
-		mgr = m
-		if err := (&webhooks.Cluster{}).SetupWebhookWithManager(m); err != nil {
+		if err := (&clusterwebhooks.Cluster{}).SetupWebhookWithManager(m); err != nil {
 			return err
 		}
-		return webhooks.SetupConfigWebhooksWithManager(m)
+		return clusterwebhooks.SetupConfigWebhooksWithManager(m)
 	})
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "%v\n", err)
@@ -61,14 +60,6 @@ func run(m *testing.M) int {
 			fmt.Fprintf(os.Stderr, "manager: %v\n", err)
 		}
 	}()
-	// The API server calls the webhook server from the first request on: wait until it listens.
-	started := mgr.GetWebhookServer().StartedChecker()
-	for deadline := time.Now().Add(30 * time.Second); started(nil) != nil; time.Sleep(50 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			fmt.Fprintln(os.Stderr, "the webhook server did not start")
-			return 1
-		}
-	}
 	return m.Run()
 }
 
@@ -131,7 +122,7 @@ func TestTheAPIServerValidatesProviderConfigs(t *testing.T) {
 
 	tests := []struct {
 		name       string
-		obj        client.Object
+		obj        ctrlclient.Object
 		wantFields []string
 		wantText   string
 	}{
@@ -181,7 +172,7 @@ func TestTheAPIServerValidatesProviderConfigs(t *testing.T) {
 	t.Run("a spec change of a valid config that breaks a rule is refused", func(t *testing.T) {
 		g := NewWithT(t)
 		mc := &infrav1.LocalMachineConfig{}
-		g.Expect(env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "small"}, mc)).To(Succeed())
+		g.Expect(env.Client.Get(ctx, ctrlclient.ObjectKey{Namespace: ns, Name: "small"}, mc)).To(Succeed())
 		mc.Spec.Capacity["memory"] = resource.MustParse("-1Gi")
 		err := env.Client.Update(ctx, mc)
 		g.Expect(causes(g, err)).To(ConsistOf("spec.capacity[memory]"))

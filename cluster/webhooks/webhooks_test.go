@@ -13,7 +13,7 @@ import (
 
 	flotillav1 "github.com/flotilla-dev/flotilla/api/cluster/v1alpha1"
 	infrav1 "github.com/flotilla-dev/flotilla/api/infrastructure/v1alpha1"
-	"github.com/flotilla-dev/flotilla/cluster/validation"
+	clustervalidation "github.com/flotilla-dev/flotilla/cluster/validation"
 )
 
 func TestDefault(t *testing.T) {
@@ -102,7 +102,7 @@ func TestDefault(t *testing.T) {
 func TestConfigUpdatesAreCheckedWhenTheSpecChanges(t *testing.T) {
 	w := &Config[*infrav1.PacketMachineConfig]{
 		kind:     infrav1.GroupVersion.WithKind("PacketMachineConfig").GroupKind(),
-		validate: validation.ValidatePacketMachineConfig,
+		validate: clustervalidation.ValidatePacketMachineConfig,
 		spec:     func(o *infrav1.PacketMachineConfig) any { return o.Spec },
 	}
 	// A config created under older rules: no plan.

@@ -7,6 +7,7 @@ import (
 	"os/signal"
 	"strings"
 	"syscall"
+	"time"
 
 	"github.com/go-logr/logr"
 	"github.com/spf13/cobra"
@@ -17,9 +18,12 @@ import (
 	"k8s.io/klog/v2/textlogger"
 	ctrl "sigs.k8s.io/controller-runtime"
 
+	"github.com/flotilla-dev/flotilla/cli/client"
 	"github.com/flotilla-dev/flotilla/cli/cmd"
 	"github.com/flotilla-dev/flotilla/internal/version"
 	"github.com/flotilla-dev/flotilla/manager"
+	"github.com/flotilla-dev/flotilla/pkg/controlplane"
+	"github.com/flotilla-dev/flotilla/pkg/supervisor"
 )
 
 // managerOptions are the flags of `flotilla manager`.
@@ -35,6 +39,7 @@ type managerOptions struct {
 	leaderElect    bool
 	home           string
 	binDir         string
+	keepSupervisor bool
 
 	restConfig *rest.Config
 }
@@ -77,6 +82,7 @@ For a local management cluster the CLI starts the manager itself; run it by hand
 	f.BoolVar(&o.leaderElect, "leader-elect", false, "take a Lease in "+manager.Namespace+" before running controllers, so one replica is active")
 	f.StringVar(&o.home, "home", "", "Flotilla's state directory (default: $FLOTILLA_HOME or ~/.flotilla)")
 	f.StringVar(&o.binDir, "bin-dir", "", "control plane binary cache (default: $FLOTILLA_BIN_CACHE or ~/.cache/flotilla/bin)")
+	f.BoolVar(&o.keepSupervisor, "keep-supervisor", false, "start the supervisor of --home ('flotilla supervisor') whenever none runs, as the CLI does for the managers of local clusters")
 	return command
 }
 
@@ -130,5 +136,41 @@ func (o *managerOptions) Run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	if o.keepSupervisor {
+		go o.keepSupervisorRunning(ctx)
+	}
 	return m.Run(ctx)
+}
+
+// supervisorCheckInterval is how often a manager run with --keep-supervisor checks that the
+// supervisor of its home runs.
+const supervisorCheckInterval = 10 * time.Second
+
+// keepSupervisorRunning starts the supervisor of the home whenever none runs, until ctx ends:
+// the supervisor restarts this manager, and this manager the supervisor.
+func (o *managerOptions) keepSupervisorRunning(ctx context.Context) {
+	log := ctrl.LoggerFrom(ctx).WithName("supervisor")
+	home := o.home
+	if home == "" {
+		home = controlplane.HomeDir()
+	}
+	exe, err := os.Executable()
+	if err != nil {
+		log.Error(err, "Cannot keep the supervisor running: the flotilla executable is unknown")
+		return
+	}
+	ticker := time.NewTicker(supervisorCheckInterval)
+	defer ticker.Stop()
+	for {
+		if pid, err := supervisor.Ensure(ctx, home, client.SupervisorSpec(exe, home)); err != nil {
+			log.Error(err, "Starting the supervisor")
+		} else if pid != 0 {
+			log.Info("Started the supervisor, which was not running", "pid", pid, "home", home)
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-ticker.C:
+		}
+	}
 }

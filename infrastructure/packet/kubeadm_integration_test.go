@@ -16,9 +16,10 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/uuid"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/tools/clientcmd"
 	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/client"
+	ctrlclient "sigs.k8s.io/controller-runtime/pkg/client"
 
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 
@@ -28,6 +29,7 @@ import (
 	"github.com/flotilla-dev/flotilla/infrastructure/packet/devicesim"
 	"github.com/flotilla-dev/flotilla/infrastructure/packet/metal"
 	"github.com/flotilla-dev/flotilla/infrastructure/packet/metalsim"
+	"github.com/flotilla-dev/flotilla/internal/testenv"
 	"github.com/flotilla-dev/flotilla/manager"
 	"github.com/flotilla-dev/flotilla/pkg/binaries"
 )
@@ -40,6 +42,7 @@ const sshKey = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIA/PTutyBcbXNghTZ1PTvpKHkNIV
 func startCAPIManager(t *testing.T) {
 	t.Helper()
 	ctx, cancel := context.WithCancel(ctrl.LoggerInto(context.Background(), ctrl.Log))
+	t.Cleanup(cancel)
 	m, err := manager.New(ctx, env.Config, manager.Options{
 		Components:                   []string{"capi", "kubeadm", "cluster"},
 		HealthProbeBindAddress:       "0",
@@ -49,33 +52,48 @@ func startCAPIManager(t *testing.T) {
 		SkipControllerNameValidation: true,
 	})
 	if err != nil {
-		cancel()
 		t.Fatalf("creating manager: %v", err)
 	}
-	done := make(chan error, 1)
-	go func() { done <- m.Run(ctx) }()
+	_, stop, err := testenv.RunManager(ctx, m.Manager(), m.Run, testenv.Readiness{Checks: []func() error{m.Ready}})
+	if err != nil {
+		t.Fatal(err)
+	}
 	t.Cleanup(func() {
-		cancel()
-		select {
-		case err := <-done:
-			if err != nil && !errors.Is(err, context.Canceled) {
-				t.Errorf("manager: %v", err)
-			}
-		case <-time.After(time.Minute):
-			t.Errorf("manager did not stop within a minute")
+		if err := stop(); err != nil && !errors.Is(err, context.Canceled) {
+			t.Errorf("manager: %v", err)
 		}
 		// The manager registered Cluster API's webhooks with the API server; with the manager
 		// gone they would refuse every CAPI object the package's other tests create.
-		ctx := context.Background()
-		for _, obj := range []client.Object{
-			&admissionregistrationv1.MutatingWebhookConfiguration{ObjectMeta: metav1.ObjectMeta{Name: "flotilla-manager-capi-cluster-kubeadm"}},
-			&admissionregistrationv1.ValidatingWebhookConfiguration{ObjectMeta: metav1.ObjectMeta{Name: "flotilla-manager-capi-cluster-kubeadm"}},
-		} {
-			if err := env.Client.Delete(ctx, obj); client.IgnoreNotFound(err) != nil {
-				t.Errorf("deleting %T: %v", obj, err)
-			}
-		}
+		removeWebhookConfigurations(t, m.ID())
 	})
+}
+
+// removeWebhookConfigurations deletes the webhook configurations named name and waits until the
+// API server no longer calls them: its view of the configurations lags behind their deletion,
+// and until it catches up it refuses a Cluster API Cluster, calling a webhook server that is gone.
+func removeWebhookConfigurations(t *testing.T, name string) {
+	t.Helper()
+	ctx := context.Background()
+	for _, obj := range []ctrlclient.Object{
+		&admissionregistrationv1.MutatingWebhookConfiguration{ObjectMeta: metav1.ObjectMeta{Name: name}},
+		&admissionregistrationv1.ValidatingWebhookConfiguration{ObjectMeta: metav1.ObjectMeta{Name: name}},
+	} {
+		if err := env.Client.Delete(ctx, obj); ctrlclient.IgnoreNotFound(err) != nil {
+			t.Errorf("deleting %T: %v", obj, err)
+		}
+	}
+	probe := &clusterv1.Cluster{
+		ObjectMeta: metav1.ObjectMeta{Namespace: metav1.NamespaceDefault, GenerateName: "webhook-probe-"},
+		Spec: clusterv1.ClusterSpec{
+			InfrastructureRef: clusterv1.ContractVersionedObjectReference{APIGroup: infrav1.GroupVersion.Group, Kind: "PacketCluster", Name: "probe"},
+		},
+	}
+	err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
+		return env.Client.Create(ctx, probe.DeepCopy(), ctrlclient.DryRunAll) == nil, nil
+	})
+	if err != nil {
+		t.Errorf("the API server still calls the webhooks of %s: %v", name, env.Client.Create(ctx, probe.DeepCopy(), ctrlclient.DryRunAll))
+	}
 }
 
 // startBootingSimulator serves a Metal API simulator whose devices boot (package devicesim)
@@ -104,7 +122,7 @@ func TestAPacketClusterBootsItsDevicesFromTheirKubeadmCloudInitBecomesReadyAndDe
 	ns := env.NewNamespace(t)
 	project := string(uuid.NewUUID())
 	// What `flotilla create cluster -f metal.yaml` applies: the Packet configs, then the Cluster.
-	objs := []client.Object{
+	objs := []ctrlclient.Object{
 		&infrav1.PacketDatacenterConfig{
 			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "metal"},
 			Spec:       infrav1.PacketDatacenterConfigSpec{APIURL: url, ProjectID: project, Metro: "da"},
@@ -173,7 +191,7 @@ func TestAPacketClusterBootsItsDevicesFromTheirKubeadmCloudInitBecomesReadyAndDe
 	g.Expect(cpDevice.Userdata).To(ContainSubstring(sshKey))
 	g.Eventually(func(g Gomega) {
 		machines := &clusterv1.MachineList{}
-		g.Expect(env.Client.List(ctx, machines, client.InNamespace(ns), client.MatchingLabels{clusterv1.MachineControlPlaneLabel: ""})).To(Succeed())
+		g.Expect(env.Client.List(ctx, machines, ctrlclient.InNamespace(ns), ctrlclient.MatchingLabels{clusterv1.MachineControlPlaneLabel: ""})).To(Succeed())
 		g.Expect(machines.Items).To(HaveLen(1))
 		bootstrap := get(g, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: *machines.Items[0].Spec.Bootstrap.DataSecretName}})
 		g.Expect(string(bootstrap.Data["value"])).To(Equal(cpDevice.Userdata), "the bootstrap data Secret is the device's userdata")
@@ -197,11 +215,11 @@ func TestAPacketClusterBootsItsDevicesFromTheirKubeadmCloudInitBecomesReadyAndDe
 	kubeconfig := get(g, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "metal-kubeconfig"}})
 	restConfig, err := clientcmd.RESTConfigFromKubeConfig(kubeconfig.Data["value"])
 	g.Expect(err).NotTo(HaveOccurred())
-	workload, err := client.New(restConfig, client.Options{})
+	workload, err := ctrlclient.New(restConfig, ctrlclient.Options{})
 	g.Expect(err).NotTo(HaveOccurred())
-	g.Expect(workload.Get(ctx, client.ObjectKey{Namespace: "kube-system", Name: "kubeadm-config"}, &corev1.ConfigMap{})).To(Succeed())
+	g.Expect(workload.Get(ctx, ctrlclient.ObjectKey{Namespace: "kube-system", Name: "kubeadm-config"}, &corev1.ConfigMap{})).To(Succeed())
 	machines := &clusterv1.MachineList{}
-	g.Expect(env.Client.List(ctx, machines, client.InNamespace(ns))).To(Succeed())
+	g.Expect(env.Client.List(ctx, machines, ctrlclient.InNamespace(ns))).To(Succeed())
 	g.Expect(machines.Items).To(HaveLen(2))
 	nodes := &corev1.NodeList{}
 	g.Expect(workload.List(ctx, nodes)).To(Succeed())
@@ -221,7 +239,7 @@ func TestAPacketClusterBootsItsDevicesFromTheirKubeadmCloudInitBecomesReadyAndDe
 	g.Eventually(func(g Gomega) {
 		g.Expect(booting.Devices(project)).To(BeEmpty())
 		g.Expect(booting.IPReservations(project)).To(BeEmpty())
-		g.Expect(apierrors.IsNotFound(env.Client.Get(ctx, client.ObjectKeyFromObject(cluster), &flotillav1.Cluster{}))).To(BeTrue(), "the Flotilla Cluster is gone")
+		g.Expect(apierrors.IsNotFound(env.Client.Get(ctx, ctrlclient.ObjectKeyFromObject(cluster), &flotillav1.Cluster{}))).To(BeTrue(), "the Flotilla Cluster is gone")
 		g.Expect(devices.Running()).To(BeEmpty(), "every device shut down")
 	}, 2*time.Minute).Should(Succeed())
 	_, err = net.DialTimeout("tcp", net.JoinHostPort(endpoint, "6443"), time.Second)

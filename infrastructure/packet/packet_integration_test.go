@@ -14,7 +14,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/uuid"
 	"k8s.io/utils/ptr"
-	"sigs.k8s.io/controller-runtime/pkg/client"
+	ctrlclient "sigs.k8s.io/controller-runtime/pkg/client"
 
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 	"sigs.k8s.io/cluster-api/util/conditions"
@@ -72,10 +72,10 @@ func newWorldAt(t *testing.T, secretName, url string) *world {
 // markInfrastructureProvisioned sets the Cluster's status.initialization.infrastructureProvisioned.
 func (w *world) markInfrastructureProvisioned(g Gomega) {
 	ctx := context.Background()
-	g.Expect(env.Client.Get(ctx, client.ObjectKeyFromObject(w.cluster), w.cluster)).To(Succeed())
+	g.Expect(env.Client.Get(ctx, ctrlclient.ObjectKeyFromObject(w.cluster), w.cluster)).To(Succeed())
 	base := w.cluster.DeepCopy()
 	w.cluster.Status.Initialization.InfrastructureProvisioned = ptr.To(true)
-	g.Expect(env.Client.Status().Patch(ctx, w.cluster, client.MergeFrom(base))).To(Succeed())
+	g.Expect(env.Client.Status().Patch(ctx, w.cluster, ctrlclient.MergeFrom(base))).To(Succeed())
 }
 
 // newMachine creates a Machine with bootstrap data and its PacketMachine, as CAPI's Machine
@@ -113,8 +113,8 @@ func (w *world) newMachine(t *testing.T, name string, controlPlane bool, plan st
 	return pm
 }
 
-func get[T client.Object](g Gomega, obj T) T {
-	g.Expect(env.Client.Get(context.Background(), client.ObjectKeyFromObject(obj), obj)).To(Succeed())
+func get[T ctrlclient.Object](g Gomega, obj T) T {
+	g.Expect(env.Client.Get(context.Background(), ctrlclient.ObjectKeyFromObject(obj), obj)).To(Succeed())
 	return obj
 }
 
@@ -180,7 +180,7 @@ func TestAClusterGetsAnElasticIPAndItsMachinesGetDevicesThatAreReleasedOnDelete(
 	g.Eventually(func(g Gomega) {
 		g.Expect(sim.Devices(w.project)).To(BeEmpty())
 		for _, pm := range []*infrav1.PacketMachine{cp, worker} {
-			err := env.Client.Get(ctx, client.ObjectKeyFromObject(pm), &infrav1.PacketMachine{})
+			err := env.Client.Get(ctx, ctrlclient.ObjectKeyFromObject(pm), &infrav1.PacketMachine{})
 			g.Expect(apierrors.IsNotFound(err)).To(BeTrue())
 		}
 	}, timeout).Should(Succeed())
@@ -188,7 +188,7 @@ func TestAClusterGetsAnElasticIPAndItsMachinesGetDevicesThatAreReleasedOnDelete(
 	g.Expect(env.Client.Delete(ctx, w.pc)).To(Succeed())
 	g.Eventually(func(g Gomega) {
 		g.Expect(sim.IPReservations(w.project)).To(BeEmpty())
-		err := env.Client.Get(ctx, client.ObjectKeyFromObject(w.pc), &infrav1.PacketCluster{})
+		err := env.Client.Get(ctx, ctrlclient.ObjectKeyFromObject(w.pc), &infrav1.PacketCluster{})
 		g.Expect(apierrors.IsNotFound(err)).To(BeTrue())
 	}, timeout).Should(Succeed())
 }

@@ -8,7 +8,7 @@ import (
 	. "github.com/onsi/gomega"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/utils/ptr"
-	"sigs.k8s.io/controller-runtime/pkg/client"
+	ctrlclient "sigs.k8s.io/controller-runtime/pkg/client"
 
 	"sigs.k8s.io/cluster-api/util/conditions"
 
@@ -24,7 +24,7 @@ func TestEveryWrittenVersionIsReadyOnlyWhenProvisioned(t *testing.T) {
 	g := NewWithT(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	wc, err := client.NewWithWatch(env.Config, client.Options{Scheme: env.Scheme})
+	wc, err := ctrlclient.NewWithWatch(env.Config, ctrlclient.Options{Scheme: env.Scheme})
 	g.Expect(err).NotTo(HaveOccurred())
 	clusters, err := wc.Watch(ctx, &infrav1.PacketClusterList{})
 	g.Expect(err).NotTo(HaveOccurred())
@@ -44,12 +44,12 @@ func TestEveryWrittenVersionIsReadyOnlyWhenProvisioned(t *testing.T) {
 	}, timeout).Should(Succeed())
 
 	type versioned interface {
-		client.Object
+		ctrlclient.Object
 		conditions.Getter
 	}
 	// check reads the watch's events of the test's namespace until one shows the object
 	// provisioned, and returns how many versions it saw.
-	check := func(events watch.Interface, provisioned func(client.Object) bool) (versions int) {
+	check := func(events watch.Interface, provisioned func(ctrlclient.Object) bool) (versions int) {
 		deadline := time.After(timeout)
 		for {
 			select {
@@ -70,10 +70,10 @@ func TestEveryWrittenVersionIsReadyOnlyWhenProvisioned(t *testing.T) {
 			}
 		}
 	}
-	clusterVersions := check(clusters, func(o client.Object) bool {
+	clusterVersions := check(clusters, func(o ctrlclient.Object) bool {
 		return ptr.Deref(o.(*infrav1.PacketCluster).Status.Initialization.Provisioned, false)
 	})
-	machineVersions := check(machines, func(o client.Object) bool {
+	machineVersions := check(machines, func(o ctrlclient.Object) bool {
 		return ptr.Deref(o.(*infrav1.PacketMachine).Status.Initialization.Provisioned, false)
 	})
 	g.Expect(clusterVersions).To(BeNumerically(">", 1), "the watch saw the PacketCluster's writes")

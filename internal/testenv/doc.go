@@ -16,8 +16,15 @@
 // API server with Gomega's Eventually.
 //
 // With Options.Webhooks, Flotilla's admission webhook configurations are installed too, pointing
-// at https://127.0.0.1:<port>; the test serves them from a controller-runtime manager whose
-// webhook server uses env.WebhookServerOptions().
+// at https://127.0.0.1:<port>; the test serves them from the manager env.StartManager starts.
+//
+// Every manager a test runs is started through RunManager (StartManager uses it), which returns
+// only once the manager is ready for the test's first request: its webhook server listens (until
+// then the API server's calls to it are refused, and so are the objects they admit), its cache
+// has synced, and any further check passes (Flotilla's own manager, from manager.New, adds its
+// Ready: its webhooks are registered with the API server). The API server's view of webhook
+// configurations lags a moment behind their creation and deletion: a test that registers or
+// removes some waits for the API server's behaviour to change, not for the objects.
 //
 // When the binaries are missing, Start fails with the command that builds them.
 package testenv

@@ -6,20 +6,15 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"strconv"
 	"testing"
 	"time"
 
-	"github.com/go-logr/logr/funcr"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/rest"
-	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/client"
-	ctrlconfig "sigs.k8s.io/controller-runtime/pkg/config"
+	ctrlclient "sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
-	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 	"sigs.k8s.io/controller-runtime/pkg/webhook"
 
 	"github.com/flotilla-dev/flotilla/config"
@@ -52,7 +47,7 @@ type Environment struct {
 	// Scheme holds client-go's, apiextensions', Cluster API's and Flotilla's types.
 	Scheme *runtime.Scheme
 	// Client is an uncached client using Scheme.
-	Client client.Client
+	Client ctrlclient.Client
 	// Kubeconfig is Config as a kubeconfig file's contents, for processes a test starts.
 	Kubeconfig []byte
 	// BinaryDir is the directory of the kube-apiserver and etcd binaries in use.
@@ -110,7 +105,7 @@ func Start(opts Options) (*Environment, error) {
 		return nil, fmt.Errorf("starting the test API server from %s: %w", set.Dir, err)
 	}
 	e := &Environment{Config: cfg, Kubeconfig: env.KubeConfig, Scheme: s, BinaryDir: set.Dir, env: env}
-	e.Client, err = client.New(cfg, client.Options{Scheme: s})
+	e.Client, err = ctrlclient.New(cfg, ctrlclient.Options{Scheme: s})
 	if err != nil {
 		_ = e.Stop()
 		return nil, fmt.Errorf("creating client: %w", err)
@@ -202,65 +197,9 @@ func (e *Environment) NewNamespace(t testing.TB) string {
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		defer cancel()
-		if err := e.Client.Delete(ctx, ns); err != nil && !errors.Is(err, context.Canceled) && client.IgnoreNotFound(err) != nil {
+		if err := e.Client.Delete(ctx, ns); err != nil && !errors.Is(err, context.Canceled) && ctrlclient.IgnoreNotFound(err) != nil {
 			t.Errorf("deleting test namespace %s: %v", ns.Name, err)
 		}
 	})
 	return ns.Name
-}
-
-// StartManager starts a controller-runtime manager against the Environment, with whatever setup
-// registers on it (a component's Setup, a reconciler's SetupWithManager), logging to stderr at
-// the verbosity in FLOTILLA_TEST_VERBOSE (default 0). It serves the installed webhooks when the
-// Environment has them. The returned context ends with stop, which stops the manager and reports
-// how it ended.
-func (e *Environment) StartManager(setup func(ctx context.Context, mgr ctrl.Manager) error) (context.Context, func() error, error) {
-	return e.StartManagerWith(ManagerOptions{}, setup)
-}
-
-// ManagerOptions adjust the manager StartManagerWith starts.
-type ManagerOptions struct {
-	// Config is the manager's REST config, Config when nil: a copy of Config whose transport
-	// counts requests, say.
-	Config *rest.Config
-	// Restart lets the controllers take names that controllers of a manager this process
-	// stopped had: a test restarts its controllers as a new process would.
-	Restart bool
-}
-
-// StartManagerWith is StartManager with options.
-func (e *Environment) StartManagerWith(o ManagerOptions, setup func(ctx context.Context, mgr ctrl.Manager) error) (context.Context, func() error, error) {
-	verbosity, _ := strconv.Atoi(os.Getenv("FLOTILLA_TEST_VERBOSE"))
-	ctrl.SetLogger(funcr.New(func(prefix, args string) { fmt.Fprintln(os.Stderr, prefix, args) },
-		funcr.Options{Verbosity: verbosity}))
-	opts := ctrl.Options{
-		Scheme:                 e.Scheme,
-		Metrics:                metricsserver.Options{BindAddress: "0"},
-		HealthProbeBindAddress: "0",
-		// controller-runtime refuses a controller name used twice in a process.
-		Controller: ctrlconfig.Controller{SkipNameValidation: &o.Restart},
-	}
-	if e.env.WebhookInstallOptions.LocalServingPort != 0 {
-		opts.WebhookServer = webhook.NewServer(e.WebhookServerOptions())
-	}
-	cfg := o.Config
-	if cfg == nil {
-		cfg = e.Config
-	}
-	mgr, err := ctrl.NewManager(cfg, opts)
-	if err != nil {
-		return nil, nil, fmt.Errorf("creating manager: %w", err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	if err := setup(ctx, mgr); err != nil {
-		cancel()
-		return nil, nil, fmt.Errorf("setting up the manager: %w", err)
-	}
-	done := make(chan error, 1)
-	go func() { done <- mgr.Start(ctx) }()
-	stop := func() error {
-		cancel()
-		return <-done
-	}
-	return ctx, stop, nil
 }

@@ -2,17 +2,18 @@ package testenv_test
 
 import (
 	"context"
+	"errors"
 	"os"
 	"slices"
 	"testing"
-	"time"
 
 	. "github.com/onsi/gomega"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/discovery"
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
-	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/webhook"
+	ctrl "sigs.k8s.io/controller-runtime"
+	ctrlclient "sigs.k8s.io/controller-runtime/pkg/client"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
 	flotillav1 "github.com/flotilla-dev/flotilla/api/cluster/v1alpha1"
@@ -60,16 +61,16 @@ func TestObjectsOfClusterAPIAndFlotillaCanBeStoredAndRead(t *testing.T) {
 		Spec:       clusterv1.ClusterSpec{ControlPlaneEndpoint: clusterv1.APIEndpoint{Host: "127.0.0.1", Port: 6443}},
 	}
 	g.Expect(env.Client.Create(ctx, capiCluster)).To(Succeed())
-	g.Expect(env.Client.Get(ctx, client.ObjectKeyFromObject(capiCluster), &clusterv1.Cluster{})).To(Succeed())
+	g.Expect(env.Client.Get(ctx, ctrlclient.ObjectKeyFromObject(capiCluster), &clusterv1.Cluster{})).To(Succeed())
 
 	list := &flotillav1.ClusterList{}
-	g.Expect(env.Client.List(ctx, list, client.InNamespace(ns))).To(Succeed())
+	g.Expect(env.Client.List(ctx, list, ctrlclient.InNamespace(ns))).To(Succeed())
 	g.Expect(list.Items).To(BeEmpty())
 }
 
 // TestWebhooksCallTheTestsWebhookServer starts a second Environment with Flotilla's webhook
-// configurations installed and serves them from a webhook server built from
-// WebhookServerOptions: the API server calls it.
+// configurations installed and serves them from a manager StartManager starts: the API server
+// calls its webhook server from the first request on.
 func TestWebhooksCallTheTestsWebhookServer(t *testing.T) {
 	g := NewWithT(t)
 	e, err := testenv.Start(testenv.Options{Webhooks: true})
@@ -98,21 +99,38 @@ func TestWebhooksCallTheTestsWebhookServer(t *testing.T) {
 		t.Skip("Flotilla declares no webhook yet (config/webhook/manifests.yaml is absent)")
 	}
 
-	server := webhook.NewServer(e.WebhookServerOptions())
 	deny := &admission.Webhook{Handler: admission.HandlerFunc(func(context.Context, admission.Request) admission.Response {
 		return admission.Denied("denied by the test's webhook server")
 	})}
-	for _, p := range paths {
-		server.Register(p, deny)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	go func() { _ = server.Start(ctx) }()
-	g.Eventually(func() error { return server.StartedChecker()(nil) }, 10*time.Second, 100*time.Millisecond).Should(Succeed())
+	ctx, stop, err := e.StartManager(func(_ context.Context, mgr ctrl.Manager) error {
+		for _, p := range paths {
+			mgr.GetWebhookServer().Register(p, deny)
+		}
+		return nil
+	})
+	g.Expect(err).NotTo(HaveOccurred())
+	defer func() { g.Expect(stop()).To(Succeed()) }()
 
+	// No retry: StartManager returned once the webhook server listened.
 	ns := e.NewNamespace(t)
 	cluster := &flotillav1.Cluster{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "denied"}}
 	g.Expect(e.Client.Create(ctx, cluster)).To(MatchError(ContainSubstring("denied by the test's webhook server")))
+}
+
+func TestRunManagerSaysWhenTheManagerStopsBeforeItIsReady(t *testing.T) {
+	g := NewWithT(t)
+	mgr, err := ctrl.NewManager(env.Config, ctrl.Options{
+		Scheme:                 env.Scheme,
+		Metrics:                metricsserver.Options{BindAddress: "0"},
+		HealthProbeBindAddress: "0",
+	})
+	g.Expect(err).NotTo(HaveOccurred())
+	broken := func(context.Context) error { return errors.New("the manager's setup failed") }
+	_, _, err = testenv.RunManager(context.Background(), mgr, broken, testenv.Readiness{})
+	g.Expect(err).To(MatchError(And(
+		ContainSubstring("the manager stopped before it was ready"),
+		ContainSubstring("the manager's setup failed"),
+	)))
 }
 
 func TestStartSaysHowToBuildMissingBinaries(t *testing.T) {

@@ -7,7 +7,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
-	"sigs.k8s.io/controller-runtime/pkg/client"
+	ctrlclient "sigs.k8s.io/controller-runtime/pkg/client"
 
 	flotillav1 "github.com/flotilla-dev/flotilla/api/cluster/v1alpha1"
 )
@@ -31,10 +31,10 @@ const (
 
 // Record writes v into the ConfigMap flotilla-system/flotilla-version and its public copy
 // kube-public/flotilla-version, server-side applied as fieldOwner. Both namespaces must exist.
-func Record(ctx context.Context, c client.Client, fieldOwner, v string) error {
+func Record(ctx context.Context, c ctrlclient.Client, fieldOwner, v string) error {
 	for _, ns := range []string{flotillav1.SystemNamespace, PublicNamespace} {
 		cm := corev1ac.ConfigMap(ConfigMapName, ns).WithData(map[string]string{ConfigMapKey: v})
-		if err := c.Apply(ctx, cm, client.FieldOwner(fieldOwner), client.ForceOwnership); err != nil {
+		if err := c.Apply(ctx, cm, ctrlclient.FieldOwner(fieldOwner), ctrlclient.ForceOwnership); err != nil {
 			return fmt.Errorf("recording manager version in ConfigMap %s/%s: %w", ns, ConfigMapName, err)
 		}
 	}
@@ -43,9 +43,9 @@ func Record(ctx context.Context, c client.Client, fieldOwner, v string) error {
 
 // Recorded returns the version of the manager that last started against the cluster c talks
 // to, as flotilla-system keeps it, or "" when none has.
-func Recorded(ctx context.Context, c client.Reader) (string, error) {
+func Recorded(ctx context.Context, c ctrlclient.Reader) (string, error) {
 	cm := &corev1.ConfigMap{}
-	err := c.Get(ctx, client.ObjectKey{Namespace: flotillav1.SystemNamespace, Name: ConfigMapName}, cm)
+	err := c.Get(ctx, ctrlclient.ObjectKey{Namespace: flotillav1.SystemNamespace, Name: ConfigMapName}, cm)
 	if apierrors.IsNotFound(err) {
 		return "", nil
 	}

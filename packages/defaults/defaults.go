@@ -11,7 +11,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"sigs.k8s.io/controller-runtime/pkg/client"
+	ctrlclient "sigs.k8s.io/controller-runtime/pkg/client"
 
 	packagesv1 "github.com/flotilla-dev/flotilla/api/packages/v1alpha1"
 )
@@ -36,10 +36,10 @@ type Defaults struct {
 }
 
 // Key is the ConfigMap's name.
-var Key = client.ObjectKey{Namespace: packagesv1.PackagesNamespace, Name: packagesv1.DefaultsConfigMapName}
+var Key = ctrlclient.ObjectKey{Namespace: packagesv1.PackagesNamespace, Name: packagesv1.DefaultsConfigMapName}
 
 // Read reads the ConfigMap and the Secret it names. A missing ConfigMap is not an error.
-func Read(ctx context.Context, c client.Reader) (Defaults, error) {
+func Read(ctx context.Context, c ctrlclient.Reader) (Defaults, error) {
 	cm := &corev1.ConfigMap{}
 	if err := c.Get(ctx, Key, cm); err != nil {
 		if apierrors.IsNotFound(err) {
@@ -57,7 +57,7 @@ func Read(ctx context.Context, c client.Reader) (Defaults, error) {
 	d.PublicKey, d.KeyError = ParsePublicKey([]byte(cm.Data[packagesv1.DefaultsPublicKeyKey]))
 	if name := cm.Data[packagesv1.DefaultsCredentialsSecretKey]; name != "" {
 		s := &corev1.Secret{}
-		if err := c.Get(ctx, client.ObjectKey{Namespace: packagesv1.PackagesNamespace, Name: name}, s); err != nil {
+		if err := c.Get(ctx, ctrlclient.ObjectKey{Namespace: packagesv1.PackagesNamespace, Name: name}, s); err != nil {
 			return Defaults{}, fmt.Errorf("reading registry credentials Secret %s/%s named in %s: %w", packagesv1.PackagesNamespace, name, Key, err)
 		}
 		d.Username = string(s.Data[packagesv1.CredentialsUsernameKey])

@@ -8,7 +8,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/client"
+	ctrlclient "sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
 	packagesv1 "github.com/flotilla-dev/flotilla/api/packages/v1alpha1"
@@ -23,7 +23,7 @@ const ValidatingPath = "/validate-packages-flotilla-dev-v1alpha1-package"
 // Package validates Packages on create and update.
 type Package struct {
 	// Reader reads PackageBundleControllers and PackageBundles; the manager's API reader when nil.
-	Reader client.Reader
+	Reader ctrlclient.Reader
 }
 
 var _ admission.Validator[*packagesv1.Package] = &Package{}
@@ -74,7 +74,7 @@ func (w *Package) validate(ctx context.Context, p *packagesv1.Package, old *pack
 	}
 
 	pbc := &packagesv1.PackageBundleController{}
-	if err := w.Reader.Get(ctx, client.ObjectKey{Namespace: packagesv1.PackagesNamespace, Name: cluster}, pbc); err != nil {
+	if err := w.Reader.Get(ctx, ctrlclient.ObjectKey{Namespace: packagesv1.PackagesNamespace, Name: cluster}, pbc); err != nil {
 		if apierrors.IsNotFound(err) {
 			return admission.Warnings{fmt.Sprintf("cluster %s has no PackageBundleController yet: the Package is checked when it has an active bundle", cluster)}, nil
 		}
@@ -84,7 +84,7 @@ func (w *Package) validate(ctx context.Context, p *packagesv1.Package, old *pack
 		return admission.Warnings{fmt.Sprintf("PackageBundleController %s has no active bundle yet: the Package is checked when it has one", cluster)}, nil
 	}
 	bundle := &packagesv1.PackageBundle{}
-	if err := w.Reader.Get(ctx, client.ObjectKey{Namespace: packagesv1.PackagesNamespace, Name: pbc.Spec.ActiveBundle}, bundle); err != nil {
+	if err := w.Reader.Get(ctx, ctrlclient.ObjectKey{Namespace: packagesv1.PackagesNamespace, Name: pbc.Spec.ActiveBundle}, bundle); err != nil {
 		if apierrors.IsNotFound(err) {
 			return admission.Warnings{fmt.Sprintf("the active bundle %s of cluster %s does not exist", pbc.Spec.ActiveBundle, cluster)}, nil
 		}

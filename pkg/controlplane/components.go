@@ -140,7 +140,8 @@ func etcdSpec(cfg Config, l layout, st state) process.Spec {
 	if cfg.UnsafeNoFsync {
 		args = append(args, "--unsafe-no-fsync=true")
 	}
-	return process.Spec{Name: binaries.Etcd, Path: cfg.Binaries.Path(binaries.Etcd), Args: args, Dir: string(l)}
+	return process.Spec{Name: binaries.Etcd, Path: cfg.Binaries.Path(binaries.Etcd), Args: args, Dir: string(l),
+		Ports: []string{hostPort("127.0.0.1", st.EtcdClientPort), hostPort("127.0.0.1", st.EtcdPeerPort)}}
 }
 
 func apiserverSpec(cfg Config, l layout, st state) process.Spec {
@@ -176,7 +177,8 @@ func apiserverSpec(cfg Config, l layout, st state) process.Spec {
 			"--kubelet-client-key="+l.pki(kubeletClientKey),
 		)
 	}
-	return process.Spec{Name: binaries.KubeAPIServer, Path: cfg.Binaries.Path(binaries.KubeAPIServer), Dir: string(l), Args: args}
+	return process.Spec{Name: binaries.KubeAPIServer, Path: cfg.Binaries.Path(binaries.KubeAPIServer), Dir: string(l),
+		Ports: []string{hostPort(st.Host, st.APIServerPort)}, Args: args}
 }
 
 // nodeGateway is the gateway of a node network: where nodes and Pods reach kube-apiserver.

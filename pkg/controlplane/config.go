@@ -59,6 +59,11 @@ type Config struct {
 	// kube-controller-manager signing kubelet client certificates and giving Nodes Pod ranges.
 	// Nil keeps a control plane for simulated workers only.
 	RealNodes *RealNodes
+	// ManagedBy is the API server URL of the management cluster whose controllers run this
+	// control plane. Recorded in Dir/state.json (see Describe), it lets that management cluster's
+	// deletion find its local workload clusters when its API server does not answer. Empty
+	// keeps what was recorded.
+	ManagedBy string
 	// UnsafeNoFsync runs etcd with --unsafe-no-fsync: faster writes, at the price of losing
 	// recent writes (or the whole member) if the machine crashes. For tests and throw-away
 	// clusters; a management cluster should leave it off.

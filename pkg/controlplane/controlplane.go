@@ -13,6 +13,7 @@ import (
 	"net/http"
 	"net/netip"
 	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"time"
@@ -47,14 +48,25 @@ type Status struct {
 	NodeNetwork netip.Prefix
 }
 
-// ProcessStatus is one process of a control plane.
+// ProcessStatus is one process of a control plane, or another process recorded in its
+// directory (the manager of a management cluster).
 type ProcessStatus struct {
-	// Name is the program: etcd, kube-apiserver, kube-controller-manager, kube-scheduler, kwok.
+	// Name is the program: etcd, kube-apiserver, kube-controller-manager, kube-scheduler, kwok,
+	// or the other process's name.
 	Name string
-	// PID is its process id.
+	// PID is its process id; 0 when it does not run because it waits out its back-off after
+	// exiting (History says why and until when).
 	PID int
 	// Adopted is true when it was already running, false when Ensure started it.
 	Adopted bool
+	// Restarted is true when Ensure started it again after it had exited.
+	Restarted bool
+	// Started is when it last started.
+	Started time.Time
+	// History counts its exits and restarts (package process).
+	History process.History
+	// Log is its log file.
+	Log string
 }
 
 // Ensure makes the control plane of cfg run, without waiting for it to be ready (see
@@ -68,7 +80,8 @@ func Ensure(ctx context.Context, cfg Config) (*Status, error) {
 		return nil, err
 	}
 	l := layout(cfg.Dir)
-	unlock, err := lockDir(ctx, l)
+	sup := l.supervisor()
+	unlock, err := sup.Lock(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -79,7 +92,6 @@ func Ensure(ctx context.Context, cfg Config) (*Status, error) {
 			return nil, fmt.Errorf("creating %s: %w", dir, err)
 		}
 	}
-	sup := l.supervisor()
 	st, err := loadState(l.state())
 	if err != nil {
 		return nil, err
@@ -90,6 +102,9 @@ func Ensure(ctx context.Context, cfg Config) (*Status, error) {
 	}
 	if desired, err = ensureNodeNetwork(ctx, cfg, l, desired); err != nil {
 		return nil, err
+	}
+	if cfg.ManagedBy != "" {
+		desired.ManagedBy = cfg.ManagedBy
 	}
 	if desired != st {
 		if err := saveState(l.state(), desired); err != nil {
@@ -112,13 +127,13 @@ func Ensure(ctx context.Context, cfg Config) (*Status, error) {
 	if err := stopChanged(ctx, cfg, l, st, sup); err != nil {
 		return nil, err
 	}
-	if _, running := sup.Running(binaries.KubeAPIServer); !running && !waitPortFree(ctx, st.Host, st.APIServerPort) {
-		return nil, fmt.Errorf("cannot start kube-apiserver of %s: %s is in use by another program; stop that program, or give the control plane another port (set Config.APIServerPort, or remove %s to pick a free one)",
-			cfg.Name, hostPort(st.Host, st.APIServerPort), l.state())
-	}
-
 	processes, err := ensureProcesses(ctx, cfg, l, st, sup)
 	if err != nil {
+		var inUse *process.PortInUseError
+		if errors.As(err, &inUse) && inUse.Name == binaries.KubeAPIServer {
+			return nil, fmt.Errorf("cannot start kube-apiserver of %s: %s is in use by another program; stop that program, or give the control plane another port (set Config.APIServerPort, or remove %s to pick a free one)",
+				cfg.Name, inUse.Address, l.state())
+		}
 		return nil, err
 	}
 	status := &Status{Host: st.Host, Port: st.APIServerPort, Server: server, CA: *ca, Processes: processes}
@@ -191,10 +206,17 @@ func choosePorts(cfg Config, sup process.Supervisor, st state) (state, error) {
 }
 
 // ensureProcesses runs every enabled component in start order (adopting what runs, restarting
-// what changed) and stops the disabled ones.
+// what changed, starting again what exited unless it waits out its back-off), stops the disabled
+// ones, and reports every other process recorded in the directory (a management cluster's
+// manager) after them.
 func ensureProcesses(ctx context.Context, cfg Config, l layout, st state, sup process.Supervisor) ([]ProcessStatus, error) {
+	if err := checkPorts(ctx, cfg, l, st, sup); err != nil {
+		return nil, err
+	}
 	var out []ProcessStatus
+	ours := map[string]bool{}
 	for _, c := range components {
+		ours[c.name] = true
 		if !c.enabled(cfg) {
 			if err := sup.Stop(ctx, c.name, StopTimeout); err != nil {
 				return nil, err
@@ -206,15 +228,57 @@ func ensureProcesses(ctx context.Context, cfg Config, l layout, st state, sup pr
 			return nil, fmt.Errorf("preparing %s: %w", c.name, err)
 		}
 		p, err := sup.Ensure(ctx, spec)
+		var inUse *process.PortInUseError
+		if errors.As(err, &inUse) && p.Name != "" {
+			// A process that ran found its port taken when it was to start again: recorded in its
+			// history, with a back-off, and reported like any process that waits (PID 0).
+			err = nil
+		}
 		if err != nil {
 			return nil, fmt.Errorf("%w (see %s)", err, sup.LogPath(c.name))
 		}
-		if !p.Adopted {
-			ctrl.LoggerFrom(ctx).Info("Started control plane process", "cluster", cfg.Name, "process", p.Name, "pid", p.PID)
+		switch {
+		case p.PID == 0:
+			ctrl.LoggerFrom(ctx).Info("Control plane process waits out its back-off", "cluster", cfg.Name, "process", p.Name,
+				"failures", p.History.Failures, "lastExit", p.History.LastExit, "nextStart", time.Until(p.History.NextStart).Round(100*time.Millisecond).String())
+		case !p.Adopted:
+			ctrl.LoggerFrom(ctx).Info("Started control plane process", "cluster", cfg.Name, "process", p.Name, "pid", p.PID, "restarted", p.Restarted)
 		}
-		out = append(out, ProcessStatus{Name: p.Name, PID: p.PID, Adopted: p.Adopted})
+		out = append(out, processStatus(p, sup))
+	}
+	names, err := sup.Names()
+	if err != nil {
+		return nil, err
+	}
+	for _, name := range names {
+		if p, recorded := sup.Inspect(name); recorded && !ours[name] {
+			out = append(out, processStatus(p, sup))
+		}
 	}
 	return out, nil
+}
+
+// checkPorts checks, before anything starts, that the ports of every enabled component that was
+// never started are free, so that a taken port leaves nothing half-started. (A component that ran
+// before and finds its port taken when it starts again waits out a back-off instead.)
+func checkPorts(ctx context.Context, cfg Config, l layout, st state, sup process.Supervisor) error {
+	for _, c := range components {
+		if !c.enabled(cfg) {
+			continue
+		}
+		if _, recorded := sup.Inspect(c.name); recorded {
+			continue
+		}
+		if err := process.CheckPorts(ctx, c.spec(cfg, l, st)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// processStatus describes p.
+func processStatus(p process.Process, sup process.Supervisor) ProcessStatus {
+	return ProcessStatus{Name: p.Name, PID: p.PID, Adopted: p.Adopted, Restarted: p.Restarted, Started: p.Started, History: p.History, Log: sup.LogPath(p.Name)}
 }
 
 // Ready checks once whether kube-apiserver answers /readyz with ok, and returns its version
@@ -244,8 +308,10 @@ func Ready(ctx context.Context, cfg Config) (string, error) {
 	return info.GitVersion, nil
 }
 
-// WaitReady waits until Ready succeeds, the context ends (DefaultReadyTimeout without a
-// deadline), or kube-apiserver or etcd exits, in which case the error carries the end of its log.
+// WaitReady waits until Ready succeeds or the context ends (DefaultReadyTimeout without a
+// deadline). Meanwhile it keeps etcd and kube-apiserver running as the supervisor does
+// (process.Supervisor.Keep, under the directory's lock), and fails early, with the end of the
+// log, when one of them crash loops or is no longer recorded (stopped, deleted).
 func WaitReady(ctx context.Context, cfg Config) error {
 	if _, ok := ctx.Deadline(); !ok {
 		var cancel context.CancelFunc
@@ -255,8 +321,7 @@ func WaitReady(ctx context.Context, cfg Config) error {
 	if cfg.Dir == "" {
 		cfg.Dir = ClusterDir(HomeDir(), cfg.Name)
 	}
-	l := layout(cfg.Dir)
-	sup := l.supervisor()
+	sup := layout(cfg.Dir).supervisor()
 	var lastErr error
 	for delay := 50 * time.Millisecond; ; delay = min(delay*2, 250*time.Millisecond) {
 		attempt, cancel := context.WithTimeout(ctx, 2*time.Second)
@@ -265,10 +330,8 @@ func WaitReady(ctx context.Context, cfg Config) error {
 		if lastErr == nil {
 			return nil
 		}
-		for _, name := range []string{binaries.Etcd, binaries.KubeAPIServer} {
-			if _, running := sup.Running(name); !running {
-				return fmt.Errorf("%s of %s is not running; the end of %s:\n%s", name, cfg.Name, sup.LogPath(name), sup.LogTail(name, 20))
-			}
+		if err := keepServing(ctx, cfg.Name, sup); err != nil {
+			return err
 		}
 		select {
 		case <-ctx.Done():
@@ -279,16 +342,49 @@ func WaitReady(ctx context.Context, cfg Config) error {
 	}
 }
 
+// keepServing starts etcd and kube-apiserver again when they exited, and returns an error with
+// the end of its log for the first that crash loops or is not recorded.
+func keepServing(ctx context.Context, cluster string, sup process.Supervisor) error {
+	for _, name := range []string{binaries.Etcd, binaries.KubeAPIServer} {
+		if _, running := sup.Running(name); running {
+			continue
+		}
+		p, err := keepLocked(ctx, sup, name)
+		if err == nil && !p.History.CrashLooping(p.PID != 0, p.Started, time.Now()) {
+			continue
+		}
+		why := "is not running"
+		if err == nil {
+			why = fmt.Sprintf("keeps exiting (%d times in a row, last: %s)", p.History.Failures, p.History.LastExit)
+		}
+		return fmt.Errorf("%s of %s %s; the end of %s:\n%s", name, cluster, why, sup.LogPath(name), sup.LogTail(name, 20))
+	}
+	return nil
+}
+
+// keepLocked is process.Supervisor.Keep under the directory's lock.
+func keepLocked(ctx context.Context, sup process.Supervisor, name string) (process.Process, error) {
+	unlock, ok, err := sup.LockExisting(ctx)
+	if err != nil {
+		return process.Process{}, err
+	}
+	if !ok {
+		return process.Process{}, fmt.Errorf("%s was removed", sup.RunDir)
+	}
+	defer unlock()
+	return sup.Keep(ctx, name)
+}
+
 // Stop stops every process of the control plane in dir: kwok, the scheduler and the controller
 // manager first, kube-apiserver, then etcd; each gets SIGTERM and its grace (StopTimeout, or
-// less for kube-apiserver) before SIGKILL.
-// Data and PKI stay, so Ensure starts the same cluster again.
+// less for kube-apiserver) before SIGKILL. Their records go, so no supervisor starts them
+// again. Data and PKI stay, so Ensure starts the same cluster again.
 func Stop(ctx context.Context, dir string) error {
 	l := layout(dir)
 	if _, err := os.Stat(dir); errors.Is(err, fs.ErrNotExist) {
 		return nil
 	}
-	unlock, err := lockDir(ctx, l)
+	unlock, err := l.supervisor().Lock(ctx)
 	if err != nil {
 		return err
 	}
@@ -317,7 +413,7 @@ func Delete(ctx context.Context, dir string) error {
 	if !looksLikeControlPlane(l) {
 		return fmt.Errorf("refusing to delete %s: it holds no control plane (no state.json, pki/ or run/)", dir)
 	}
-	unlock, err := lockDir(ctx, l)
+	unlock, err := l.supervisor().Lock(ctx)
 	if err != nil {
 		return err
 	}
@@ -335,6 +431,29 @@ func Delete(ctx context.Context, dir string) error {
 		return fmt.Errorf("removing %s: %w", dir, err)
 	}
 	return nil
+}
+
+// Info is what a control plane directory records about its cluster.
+type Info struct {
+	// Dir is the directory; Name, its base name, the cluster's name.
+	Dir, Name string
+	// Server is kube-apiserver's URL, https://host:port.
+	Server string
+	// KubernetesVersion is the version of the binaries last started.
+	KubernetesVersion string
+	// ManagedBy is Config.ManagedBy as last given.
+	ManagedBy string
+}
+
+// Describe returns what the control plane in dir recorded in its state.json; an error when it
+// has not chosen its endpoint yet.
+func Describe(dir string) (Info, error) {
+	_, st, err := endpoint(Config{Name: filepath.Base(dir), Dir: dir})
+	if err != nil {
+		return Info{}, err
+	}
+	return Info{Dir: dir, Name: filepath.Base(dir), Server: "https://" + hostPort(st.Host, st.APIServerPort),
+		KubernetesVersion: st.KubernetesVersion, ManagedBy: st.ManagedBy}, nil
 }
 
 func looksLikeControlPlane(l layout) bool {

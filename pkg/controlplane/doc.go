@@ -37,25 +37,36 @@
 //   - adopts every process that runs (package process: pid file, live and not a zombie, same
 //     command line, start time and executable), starts the missing ones in order (etcd,
 //     kube-apiserver, kube-controller-manager, kube-scheduler, kwok) without waiting between
-//     them, restarts dead ones, restarts those whose flags, binaries (a Kubernetes upgrade) or
-//     input files (certificates, kubeconfigs) changed, and stops the optional ones Config no
-//     longer asks for. It never starts a duplicate;
-//   - fails with an instruction when it cannot go on: a missing program ("run: flotilla binaries
-//     build v1.36.3"), kube-apiserver's port held by another program.
+//     them, starts exited ones again under package process's restart policy (a process that
+//     keeps exiting waits out a back-off and is reported with PID 0), restarts those whose
+//     flags, binaries (a Kubernetes upgrade) or input files (certificates, kubeconfigs) changed,
+//     and stops the optional ones Config no longer asks for. It never starts a duplicate;
+//   - fails with an instruction when it cannot go on, before it starts anything: a missing
+//     program ("run: flotilla binaries build v1.36.3"), kube-apiserver's port
+//     held by another program (every process declares its ports, and they are checked first).
+//
+// Status.Processes lists the components, then any other process recorded in the directory (the
+// manager of a management cluster), each with its restart history.
 //
 // Processes are detached (own session, no context): they outlive the program that started them,
-// and a later program adopts them. Ensure, Stop and Delete on the same directory are serialised
-// by a file lock (Dir/.lock), across goroutines and programs.
+// and a later program adopts them. Their records stay until Stop or Delete, and the supervisor
+// of the Flotilla home (package supervisor) starts an exited one again from its record, even when
+// no program calls Ensure: the control plane of a management cluster comes back while its own
+// manager cannot run. Ensure, Stop and Delete on the same directory are serialised with it by
+// the run directory's lock (Dir/run/.lock, process.Supervisor.Lock), across goroutines and
+// programs.
 //
 // Ready asks /readyz (with the admin certificate) once and returns /version's gitVersion.
-// WaitReady polls it and fails early, with the end of the log, when etcd or kube-apiserver exits.
+// WaitReady polls it, keeps etcd and kube-apiserver running meanwhile as the supervisor does,
+// and fails early, with the end of the log, when one of them crash loops or is not recorded.
 // Stop sends SIGTERM to kwok, the scheduler, the controller manager, kube-apiserver and etcd in
-// turn, waits up to StopTimeout (10 s) for each, then SIGKILL; the data stays. Delete stops, then
-// removes Dir; it refuses a directory that holds no control plane.
+// turn, waits up to StopTimeout (10 s) for each, then SIGKILL; the records go, the data stays.
+// Delete stops, then removes Dir; it refuses a directory that holds no control plane. Describe
+// reads what a directory recorded: its endpoint, version and Config.ManagedBy.
 //
 // # Directory layout
 //
-//	<Dir>/state.json                 host, ports, Kubernetes version
+//	<Dir>/state.json                 host, ports, Kubernetes version, managed by
 //	<Dir>/pki/                       ca.crt/key, apiserver.crt/key, etcd-server.crt/key,
 //	                                 apiserver-etcd-client.crt/key, admin.crt/key,
 //	                                 kube-controller-manager.crt/key, kube-scheduler.crt/key,
@@ -64,7 +75,8 @@
 //	<Dir>/etcd/                      etcd data
 //	<Dir>/kwok/kwok.yaml             kwok's Stages
 //	<Dir>/logs/<process>.log         stdout and stderr
-//	<Dir>/run/<process>.pid, .json   pid files and records
+//	<Dir>/run/<process>.pid, .json   pid files and records (with restart histories)
+//	<Dir>/run/.lock                  serialises Ensure, Stop, Delete and the supervisor
 //
 // # Flags, and why
 //

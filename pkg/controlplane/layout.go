@@ -16,7 +16,7 @@ import (
 //	nodes/<machine>/           the cluster's real nodes (package realnode)
 //	logs/<process>.log         stdout and stderr of each process
 //	run/<process>.pid          pid files, and <process>.json records (package process)
-//	.lock                      serialises Ensure, Stop and Delete on the directory
+//	run/.lock                  serialises Ensure, Stop, Delete and the supervisor on the directory
 type layout string
 
 func (l layout) path(elem ...string) string {
@@ -24,7 +24,6 @@ func (l layout) path(elem ...string) string {
 }
 
 func (l layout) state() string          { return l.path("state.json") }
-func (l layout) lock() string           { return l.path(".lock") }
 func (l layout) pki(name string) string { return l.path("pki", name) }
 func (l layout) etcdData() string       { return l.path("etcd") }
 func (l layout) kwokDir() string        { return l.path("kwok") }

@@ -1,7 +1,6 @@
 package controlplane
 
 import (
-	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -12,10 +11,9 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"time"
 
 	"github.com/flotilla-dev/flotilla/pkg/atomicfile"
-	"github.com/flotilla-dev/flotilla/pkg/filelock"
+	"github.com/flotilla-dev/flotilla/pkg/process"
 )
 
 // state is what a control plane remembers in Dir/state.json: the choices made once and reused so
@@ -31,6 +29,8 @@ type state struct {
 	KubernetesVersion string `json:"kubernetesVersion,omitempty"`
 	// NodeNetwork is the node network of the cluster's real nodes, once it has one.
 	NodeNetwork string `json:"nodeNetwork,omitempty"`
+	// ManagedBy is Config.ManagedBy as last given.
+	ManagedBy string `json:"managedBy,omitempty"`
 }
 
 func loadState(path string) (state, error) {
@@ -94,25 +94,7 @@ func PickPort(host string) (int32, error) {
 
 // portFree reports whether a server could listen on host:port now.
 func portFree(host string, port int32) bool {
-	l, err := net.Listen("tcp", net.JoinHostPort(host, strconv.Itoa(int(port))))
-	if err != nil {
-		return false
-	}
-	_ = l.Close()
-	return true
-}
-
-// waitPortFree waits up to two seconds for host:port to be free: a server that was just killed
-// may still be releasing it.
-func waitPortFree(ctx context.Context, host string, port int32) bool {
-	deadline := time.Now().Add(2 * time.Second)
-	for !portFree(host, port) {
-		if time.Now().After(deadline) || ctx.Err() != nil {
-			return false
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-	return true
+	return process.PortFree(hostPort(host, port))
 }
 
 // ephemeralLow returns the first port of the kernel's ephemeral range (32768 by default).
@@ -126,17 +108,4 @@ func ephemeralLow() int {
 		}
 	}
 	return 32768
-}
-
-// lockDir takes an exclusive lock on dir's lock file, waiting for another holder (another
-// goroutine or program working on the same control plane) until ctx ends.
-func lockDir(ctx context.Context, l layout) (unlock func(), err error) {
-	if err := os.MkdirAll(string(l), 0o700); err != nil {
-		return nil, fmt.Errorf("creating %s: %w", l, err)
-	}
-	unlock, err = filelock.Lock(ctx, l.lock())
-	if err != nil && ctx.Err() != nil {
-		return nil, fmt.Errorf("waiting for another operation on %s to finish: %w", l, ctx.Err())
-	}
-	return unlock, err
 }

@@ -10,7 +10,7 @@ import (
 	. "github.com/onsi/gomega"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/client-go/rest"
-	"sigs.k8s.io/controller-runtime/pkg/client"
+	ctrlclient "sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 
 	"github.com/flotilla-dev/flotilla/pkg/registryconn"
@@ -60,7 +60,7 @@ func TestDiscoveryIsKeptPerClusterAndRefreshedAfterAFailure(t *testing.T) {
 	g.Expect(env.Client.Create(ctx, obj)).To(Succeed())
 	t.Cleanup(func() { _ = env.Client.Delete(context.Background(), obj) })
 	g.Eventually(func(g Gomega) {
-		g.Expect(env.Client.Get(ctx, client.ObjectKeyFromObject(obj), obj)).To(Succeed())
+		g.Expect(env.Client.Get(ctx, ctrlclient.ObjectKeyFromObject(obj), obj)).To(Succeed())
 		conds, _, _ := unstructured.NestedSlice(obj.Object, "status", "conditions")
 		g.Expect(conds).To(ContainElement(HaveKeyWithValue("type", "Established")))
 	}).Should(Succeed())

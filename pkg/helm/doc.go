@@ -41,8 +41,10 @@
 // release and waited for until they are served, also on upgrade; existing CRDs are never changed,
 // as in Helm. Objects are applied server-side and validated by the API server.
 //
-// Re-running is always safe. A release left pending-install, pending-upgrade or
-// pending-rollback by a process that died is marked failed and then upgraded, which Helm
+// Re-running is always safe. A first install that did not finish (left pending-install by a
+// process that died, or failed because the cluster's API server went away) is installed again as
+// revision 1, adopting what it applied, so an interrupted install leaves no second revision. A
+// release left pending-upgrade or pending-rollback is marked failed and then upgraded, which Helm
 // allows from a failed release; one left uninstalling is purged and installed again. Calls for
 // the same release are serialised inside an Engine, so a pending release seen while holding
 // that lock belongs to nobody alive in this process (so a process shares one Engine between

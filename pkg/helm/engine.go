@@ -179,6 +179,17 @@ func checkDependencies(ch *chart.Chart) error {
 func (e *Engine) recoverStuck(ctx context.Context, ac *action.Configuration, last *release.Release) (*release.Release, error) {
 	logger := log.FromContext(ctx)
 	switch status := last.Info.Status; {
+	case last.Version == 1 && (status.IsPending() || status == rcommon.StatusFailed):
+		// A first install that never finished (its process died) or failed (its cluster's API
+		// server went away): its record goes and the install runs again as revision 1, adopting
+		// the objects it applied (they carry the release's ownership annotations). Upgrading
+		// from it instead would leave a second revision of one install.
+		logger.Info("Installing again a Helm release whose first install did not finish", "release", last.Namespace+"/"+last.Name, "status", status)
+		if _, err := ac.Releases.Delete(last.Name, last.Version); err != nil {
+			return nil, fmt.Errorf("removing the unfinished first install of release %s/%s (%s): %w", last.Namespace, last.Name, status, err)
+		}
+		e.stats.recoveries.Add(1)
+		return nil, nil
 	case status.IsPending():
 		logger.Info("Recovering a Helm release left pending", "release", last.Namespace+"/"+last.Name, "revision", last.Version, "status", status)
 		last.SetStatus(rcommon.StatusFailed, fmt.Sprintf("Marked failed by Flotilla: the %s did not finish", status))

@@ -16,7 +16,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"sigs.k8s.io/controller-runtime/pkg/client"
+	ctrlclient "sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/flotilla-dev/flotilla/pkg/registryconn"
 )
@@ -35,13 +35,13 @@ func testContext(t *testing.T) context.Context {
 // releaseSecrets lists Helm's release Secrets of a release.
 func releaseSecrets(g Gomega, ctx context.Context, namespace, name string) []corev1.Secret {
 	list := &corev1.SecretList{}
-	g.Expect(env.Client.List(ctx, list, client.InNamespace(namespace), client.MatchingLabels{"owner": "helm", "name": name})).To(Succeed())
+	g.Expect(env.Client.List(ctx, list, ctrlclient.InNamespace(namespace), ctrlclient.MatchingLabels{"owner": "helm", "name": name})).To(Succeed())
 	return list.Items
 }
 
 func configMapData(g Gomega, ctx context.Context, namespace, name string) map[string]string {
 	cm := &corev1.ConfigMap{}
-	g.Expect(env.Client.Get(ctx, client.ObjectKey{Namespace: namespace, Name: name}, cm)).To(Succeed())
+	g.Expect(env.Client.Get(ctx, ctrlclient.ObjectKey{Namespace: namespace, Name: name}, cm)).To(Succeed())
 	return cm.Data
 }
 
@@ -70,7 +70,7 @@ func TestAReleaseGoesThroughItsWholeLife(t *testing.T) {
 	g.Expect(objectNames(res.Objects)).To(Equal([]string{"ConfigMap " + ns + "/web-config", "Deployment " + ns + "/web"}),
 		"the manifest's objects, namespaced")
 	g.Expect(configMapData(g, ctx, ns, "web-config")).To(HaveKeyWithValue("greeting", "ahoy"))
-	g.Expect(env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "web"}, &appsv1.Deployment{})).To(Succeed())
+	g.Expect(env.Client.Get(ctx, ctrlclient.ObjectKey{Namespace: ns, Name: "web"}, &appsv1.Deployment{})).To(Succeed())
 	secrets := releaseSecrets(g, ctx, ns, "web")
 	g.Expect(secrets).To(HaveLen(1))
 	g.Expect(secrets[0].Labels).To(HaveKeyWithValue(ChartDigestKey, labelValue(digest)))
@@ -147,7 +147,7 @@ func TestAReleaseGoesThroughItsWholeLife(t *testing.T) {
 
 	// Uninstall removes the objects and the release; a second uninstall is a no-op.
 	g.Expect(e.Uninstall(ctx, cluster, "web", ns)).To(Succeed())
-	err = env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "web-config"}, &corev1.ConfigMap{})
+	err = env.Client.Get(ctx, ctrlclient.ObjectKey{Namespace: ns, Name: "web-config"}, &corev1.ConfigMap{})
 	g.Expect(apierrors.IsNotFound(err)).To(BeTrue(), "the ConfigMap is gone: %v", err)
 	g.Expect(releaseSecrets(g, ctx, ns, "web")).To(BeEmpty())
 	_, err = e.Get(ctx, cluster, "web", ns)
@@ -190,7 +190,7 @@ func TestChartsWithDependenciesAndCRDsInstall(t *testing.T) {
 	g.Expect(res.Status).To(Equal("deployed"))
 	widget := &unstructured.Unstructured{}
 	widget.SetGroupVersionKind(schema.GroupVersionKind{Group: "test.flotilla.dev", Version: "v1", Kind: "Widget"})
-	g.Expect(env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "widgets"}, widget)).To(Succeed())
+	g.Expect(env.Client.Get(ctx, ctrlclient.ObjectKey{Namespace: ns, Name: "widgets"}, widget)).To(Succeed())
 	g.Expect(widget.Object["spec"]).To(HaveKeyWithValue("size", BeNumerically("==", 3)))
 }
 
@@ -220,7 +220,7 @@ func TestWaitAndAtomic(t *testing.T) {
 	g.Expect(time.Since(start)).To(BeNumerically("<", 15*time.Second), "the timeout bounds the wait")
 	_, err = e.Get(ctx, cluster, "never", ns)
 	g.Expect(err).To(MatchError(ErrReleaseNotFound), "atomic uninstalled the failed first install")
-	err = env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "never-config"}, &corev1.ConfigMap{})
+	err = env.Client.Get(ctx, ctrlclient.ObjectKey{Namespace: ns, Name: "never-config"}, &corev1.ConfigMap{})
 	g.Expect(apierrors.IsNotFound(err)).To(BeTrue())
 }
 
@@ -255,7 +255,7 @@ func TestSkipCRDsLeavesTheCRDsOut(t *testing.T) {
 	g.Expect(err).To(MatchError(ContainSubstring(`no matches for kind "Gadget"`)))
 	crd := &unstructured.Unstructured{}
 	crd.SetGroupVersionKind(schema.GroupVersionKind{Group: "apiextensions.k8s.io", Version: "v1", Kind: "CustomResourceDefinition"})
-	err = env.Client.Get(ctx, client.ObjectKey{Name: "gadgets.test.flotilla.dev"}, crd)
+	err = env.Client.Get(ctx, ctrlclient.ObjectKey{Name: "gadgets.test.flotilla.dev"}, crd)
 	g.Expect(apierrors.IsNotFound(err)).To(BeTrue(), "the CRD was not created: %v", err)
 }
 

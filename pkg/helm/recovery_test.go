@@ -6,7 +6,7 @@ import (
 	. "github.com/onsi/gomega"
 	rcommon "helm.sh/helm/v4/pkg/release/common"
 	corev1 "k8s.io/api/core/v1"
-	"sigs.k8s.io/controller-runtime/pkg/client"
+	ctrlclient "sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/flotilla-dev/flotilla/pkg/registryconn"
 )
@@ -29,7 +29,9 @@ func TestReleasesLeftStuckByADeadProcessAreRecovered(t *testing.T) {
 		wantAction  Action
 		wantRev     int
 	}{
-		{name: "a first install left pending-install before anything was applied", status: rcommon.StatusPendingInstall, objectsLost: true, wantAction: ActionUpgraded, wantRev: 2},
+		{name: "a first install left pending-install before anything was applied is installed again as revision 1", status: rcommon.StatusPendingInstall, objectsLost: true, wantAction: ActionInstalled, wantRev: 1},
+		{name: "a first install left pending-install after its objects were applied adopts them as revision 1", status: rcommon.StatusPendingInstall, wantAction: ActionInstalled, wantRev: 1},
+		{name: "a first install that failed (its API server went away) is installed again as revision 1", status: rcommon.StatusFailed, wantAction: ActionInstalled, wantRev: 1},
 		{name: "an upgrade left pending-upgrade", upgrades: 1, status: rcommon.StatusPendingUpgrade, wantAction: ActionUpgraded, wantRev: 3},
 		{name: "a rollback left pending-rollback", upgrades: 1, status: rcommon.StatusPendingRollback, wantAction: ActionUpgraded, wantRev: 3},
 		{name: "an uninstall left uninstalling", status: rcommon.StatusUninstalling, objectsLost: true, wantAction: ActionInstalled, wantRev: 1},
@@ -59,7 +61,7 @@ func TestReleasesLeftStuckByADeadProcessAreRecovered(t *testing.T) {
 			if tt.objectsLost {
 				cm := &corev1.ConfigMap{}
 				cm.Namespace, cm.Name = ns, "stuck-config"
-				g.Expect(client.IgnoreNotFound(env.Client.Delete(ctx, cm))).To(Succeed())
+				g.Expect(ctrlclient.IgnoreNotFound(env.Client.Delete(ctx, cm))).To(Succeed())
 			}
 
 			// Same inputs again: the engine does not give up on the stuck record.

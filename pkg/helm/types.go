@@ -182,7 +182,8 @@ type Stats struct {
 	Installs, Upgrades, Unchanged int64
 	// Uninstalls counts releases removed by Uninstall.
 	Uninstalls int64
-	// Recoveries counts releases found stuck (pending, uninstalling) and repaired.
+	// Recoveries counts releases found stuck (pending, uninstalling) or with a failed first
+	// install, and repaired.
 	Recoveries int64
 }
 

@@ -11,7 +11,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/klog/v2"
-	"sigs.k8s.io/controller-runtime/pkg/client"
+	ctrlclient "sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
@@ -25,19 +25,19 @@ const ConflictRetry = time.Second
 // sends what the reconcile changed since the object was read or last written, and remembers the
 // object as written.
 type Patch struct {
-	client client.Client
+	client ctrlclient.Client
 	// obj is the object the reconcile changes.
-	obj client.Object
+	obj ctrlclient.Object
 	// base is obj as the API server holds it, as far as the reconcile knows: as read, or as
 	// last written.
-	base client.Object
+	base ctrlclient.Object
 }
 
 // New starts following obj, as just read with c. Every later change to obj goes to the API
 // server through the Patch's methods, which keep obj's resourceVersion and generation those of
 // the last write.
-func New(c client.Client, obj client.Object) *Patch {
-	return &Patch{client: c, obj: obj, base: obj.DeepCopyObject().(client.Object)}
+func New(c ctrlclient.Client, obj ctrlclient.Object) *Patch {
+	return &Patch{client: c, obj: obj, base: obj.DeepCopyObject().(ctrlclient.Object)}
 }
 
 // Option changes how Write writes.
@@ -97,7 +97,7 @@ func (p *Patch) Write(ctx context.Context, opts ...Option) error {
 		if err != nil {
 			return fmt.Errorf("patching the status of %s: %w", p.describe(), err)
 		}
-		p.base = p.obj.DeepCopyObject().(client.Object)
+		p.base = p.obj.DeepCopyObject().(ctrlclient.Object)
 		p.wrote(written)
 	}
 	return nil
@@ -110,7 +110,7 @@ func (p *Patch) EnsureFinalizer(ctx context.Context, finalizer string) (added bo
 	if !p.obj.GetDeletionTimestamp().IsZero() || controllerutil.ContainsFinalizer(p.obj, finalizer) {
 		return false, nil
 	}
-	add := func(o client.Object) { controllerutil.AddFinalizer(o, finalizer) }
+	add := func(o ctrlclient.Object) { controllerutil.AddFinalizer(o, finalizer) }
 	if err := p.writeFinalizers(ctx, add); err != nil {
 		return false, fmt.Errorf("adding finalizer %s to %s: %w", finalizer, p.describe(), err)
 	}
@@ -124,7 +124,7 @@ func (p *Patch) RemoveFinalizer(ctx context.Context, finalizer string) error {
 	if !controllerutil.ContainsFinalizer(p.obj, finalizer) {
 		return nil
 	}
-	remove := func(o client.Object) { controllerutil.RemoveFinalizer(o, finalizer) }
+	remove := func(o ctrlclient.Object) { controllerutil.RemoveFinalizer(o, finalizer) }
 	err := p.writeFinalizers(ctx, remove)
 	if apierrors.IsNotFound(err) {
 		remove(p.obj) // gone: no finalizer holds it
@@ -139,8 +139,8 @@ func (p *Patch) RemoveFinalizer(ctx context.Context, finalizer string) error {
 
 // writeFinalizers makes change to the finalizers of the object as last written and patches
 // that alone, with an optimistic lock; once written, it makes the change to obj too.
-func (p *Patch) writeFinalizers(ctx context.Context, change func(client.Object)) error {
-	changed := p.base.DeepCopyObject().(client.Object)
+func (p *Patch) writeFinalizers(ctx context.Context, change func(ctrlclient.Object)) error {
+	changed := p.base.DeepCopyObject().(ctrlclient.Object)
 	change(changed)
 	written, err := p.patch(ctx, objectEndpoint, changed, true)
 	if err != nil {
@@ -162,12 +162,12 @@ const (
 
 // patch sends the merge patch from the object as last written to want, and returns the
 // object as the API server wrote it. want itself is not modified.
-func (p *Patch) patch(ctx context.Context, to endpoint, want client.Object, lock bool) (client.Object, error) {
-	mergePatch := client.MergeFrom(p.base)
+func (p *Patch) patch(ctx context.Context, to endpoint, want ctrlclient.Object, lock bool) (ctrlclient.Object, error) {
+	mergePatch := ctrlclient.MergeFrom(p.base)
 	if lock {
-		mergePatch = client.MergeFromWithOptions(p.base, client.MergeFromWithOptimisticLock{})
+		mergePatch = ctrlclient.MergeFromWithOptions(p.base, ctrlclient.MergeFromWithOptimisticLock{})
 	}
-	written := want.DeepCopyObject().(client.Object)
+	written := want.DeepCopyObject().(ctrlclient.Object)
 	var err error
 	if to == statusEndpoint {
 		err = p.client.Status().Patch(ctx, written, mergePatch)
@@ -179,8 +179,8 @@ func (p *Patch) patch(ctx context.Context, to endpoint, want client.Object, lock
 
 // wrote records in obj, and in the base of the next write, what the API server changed on its
 // own when it wrote: the resourceVersion, and the generation after a change of the spec.
-func (p *Patch) wrote(written client.Object) {
-	for _, o := range []client.Object{p.obj, p.base} {
+func (p *Patch) wrote(written ctrlclient.Object) {
+	for _, o := range []ctrlclient.Object{p.obj, p.base} {
 		o.SetResourceVersion(written.GetResourceVersion())
 		o.SetGeneration(written.GetGeneration())
 	}
@@ -197,7 +197,7 @@ func (p *Patch) describe() string {
 
 // withStatus returns a copy of obj with the given status (as unstructured content; nil for
 // none).
-func withStatus(obj client.Object, status any) (client.Object, error) {
+func withStatus(obj ctrlclient.Object, status any) (ctrlclient.Object, error) {
 	content, err := runtime.DefaultUnstructuredConverter.ToUnstructured(obj)
 	if err != nil {
 		return nil, err
@@ -206,7 +206,7 @@ func withStatus(obj client.Object, status any) (client.Object, error) {
 	if status != nil {
 		content["status"] = status
 	}
-	out := reflect.New(reflect.TypeOf(obj).Elem()).Interface().(client.Object)
+	out := reflect.New(reflect.TypeOf(obj).Elem()).Interface().(ctrlclient.Object)
 	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(content, out); err != nil {
 		return nil, err
 	}

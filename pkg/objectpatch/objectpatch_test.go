@@ -10,7 +10,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/watch"
-	"sigs.k8s.io/controller-runtime/pkg/client"
+	ctrlclient "sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	infrav1 "github.com/flotilla-dev/flotilla/api/infrastructure/v1alpha1"
@@ -44,7 +44,7 @@ func newPacketCluster(t *testing.T, finalizers ...string) *infrav1.PacketCluster
 func read(t *testing.T, pc *infrav1.PacketCluster) *infrav1.PacketCluster {
 	t.Helper()
 	got := &infrav1.PacketCluster{}
-	NewWithT(t).Expect(env.Client.Get(context.Background(), client.ObjectKeyFromObject(pc), got)).To(Succeed())
+	NewWithT(t).Expect(env.Client.Get(context.Background(), ctrlclient.ObjectKeyFromObject(pc), got)).To(Succeed())
 	return got
 }
 
@@ -61,10 +61,10 @@ func TestWriteSendsMetadataAndSpecThenTheWholeStatusInOneWrite(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
 	pc := newPacketCluster(t)
-	w, err := client.NewWithWatch(env.Config, client.Options{Scheme: env.Scheme})
+	w, err := ctrlclient.NewWithWatch(env.Config, ctrlclient.Options{Scheme: env.Scheme})
 	g.Expect(err).NotTo(HaveOccurred())
-	watcher, err := w.Watch(ctx, &infrav1.PacketClusterList{}, client.InNamespace(pc.Namespace),
-		&client.ListOptions{Raw: &metav1.ListOptions{ResourceVersion: pc.ResourceVersion}})
+	watcher, err := w.Watch(ctx, &infrav1.PacketClusterList{}, ctrlclient.InNamespace(pc.Namespace),
+		&ctrlclient.ListOptions{Raw: &metav1.ListOptions{ResourceVersion: pc.ResourceVersion}})
 	g.Expect(err).NotTo(HaveOccurred())
 	defer watcher.Stop()
 
@@ -211,7 +211,7 @@ func TestAnObjectThatLetGoTakesItsStatusWithIt(t *testing.T) {
 	pc = read(t, pc)
 	p := objectpatch.New(env.Client, pc)
 	g.Expect(p.RemoveFinalizer(ctx, ourFinalizer)).To(Succeed())
-	g.Expect(apierrors.IsNotFound(env.Client.Get(ctx, client.ObjectKeyFromObject(pc), &infrav1.PacketCluster{}))).To(BeTrue())
+	g.Expect(apierrors.IsNotFound(env.Client.Get(ctx, ctrlclient.ObjectKeyFromObject(pc), &infrav1.PacketCluster{}))).To(BeTrue())
 	ready(pc)
 	g.Expect(p.Write(ctx)).To(Succeed())
 	// A reconcile from a copy read before is not bothered either.
@@ -225,7 +225,7 @@ func TestAnObjectThatLetGoTakesItsStatusWithIt(t *testing.T) {
 	controllerutil.RemoveFinalizer(pc, ourFinalizer)
 	ready(pc)
 	g.Expect(p.Write(ctx)).To(Succeed())
-	g.Expect(apierrors.IsNotFound(env.Client.Get(ctx, client.ObjectKeyFromObject(pc), &infrav1.PacketCluster{}))).To(BeTrue())
+	g.Expect(apierrors.IsNotFound(env.Client.Get(ctx, ctrlclient.ObjectKeyFromObject(pc), &infrav1.PacketCluster{}))).To(BeTrue())
 }
 
 func TestRequeueOnConflictReturnsOtherErrorsAsTheyAre(t *testing.T) {

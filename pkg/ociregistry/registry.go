@@ -21,7 +21,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/google/go-containerregistry/pkg/registry"
+	ggcrregistry "github.com/google/go-containerregistry/pkg/registry"
 
 	"github.com/flotilla-dev/flotilla/pkg/netaddr"
 )
@@ -236,10 +236,10 @@ func newHandler(opts Options) (*handler, error) {
 	}
 	// go-containerregistry serves what this handler forwards (reads, manifest writes, blob
 	// deletes) and never sees a blob upload; this handler logs every request itself.
-	h.inner = registry.New(
-		registry.WithBlobHandler(blobs),
-		registry.Logger(log.New(io.Discard, "", 0)),
-		registry.WithReferrersSupport(true),
+	h.inner = ggcrregistry.New(
+		ggcrregistry.WithBlobHandler(blobs),
+		ggcrregistry.Logger(log.New(io.Discard, "", 0)),
+		ggcrregistry.WithReferrersSupport(true),
 	)
 	if err := st.replay(h.inner); err != nil {
 		return nil, err
@@ -314,7 +314,7 @@ func (h *handler) deleteBlob(w http.ResponseWriter, req *http.Request, r route) 
 		err = h.uploads.blobs.Delete(req.Context(), r.repo, digest)
 	}
 	switch {
-	case errors.Is(err, registry.ErrNotFound):
+	case errors.Is(err, ggcrregistry.ErrNotFound):
 		writeError(w, http.StatusNotFound, "BLOB_UNKNOWN", "blob "+r.ref+" is unknown")
 	case err != nil:
 		writeError(w, http.StatusInternalServerError, "UNKNOWN", "deleting the blob: "+err.Error())

@@ -15,7 +15,7 @@ import (
 	"sort"
 	"sync"
 
-	"github.com/google/go-containerregistry/pkg/registry"
+	ggcrregistry "github.com/google/go-containerregistry/pkg/registry"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/types"
 
@@ -182,8 +182,8 @@ func (s *store) replay(inner http.Handler) error {
 type diskBlobs struct{ dir string }
 
 var (
-	_ registry.BlobStatHandler   = (*diskBlobs)(nil)
-	_ registry.BlobDeleteHandler = (*diskBlobs)(nil)
+	_ ggcrregistry.BlobStatHandler   = (*diskBlobs)(nil)
+	_ ggcrregistry.BlobDeleteHandler = (*diskBlobs)(nil)
 )
 
 func (d *diskBlobs) path(h v1.Hash) string { return filepath.Join(d.dir, h.Algorithm, h.Hex) }
@@ -191,7 +191,7 @@ func (d *diskBlobs) path(h v1.Hash) string { return filepath.Join(d.dir, h.Algor
 func (d *diskBlobs) Stat(_ context.Context, _ string, h v1.Hash) (int64, error) {
 	fi, err := os.Stat(d.path(h))
 	if errors.Is(err, fs.ErrNotExist) {
-		return 0, registry.ErrNotFound
+		return 0, ggcrregistry.ErrNotFound
 	}
 	if err != nil {
 		return 0, err
@@ -202,7 +202,7 @@ func (d *diskBlobs) Stat(_ context.Context, _ string, h v1.Hash) (int64, error) 
 func (d *diskBlobs) Get(_ context.Context, _ string, h v1.Hash) (io.ReadCloser, error) {
 	f, err := os.Open(d.path(h))
 	if errors.Is(err, fs.ErrNotExist) {
-		return nil, registry.ErrNotFound
+		return nil, ggcrregistry.ErrNotFound
 	}
 	return f, err
 }
@@ -222,7 +222,7 @@ func (d *diskBlobs) commit(h v1.Hash, path string) error {
 func (d *diskBlobs) Delete(_ context.Context, _ string, h v1.Hash) error {
 	err := os.Remove(d.path(h))
 	if errors.Is(err, fs.ErrNotExist) {
-		return registry.ErrNotFound
+		return ggcrregistry.ErrNotFound
 	}
 	return err
 }

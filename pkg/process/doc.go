@@ -6,13 +6,14 @@
 //
 // A Supervisor owns two directories. RunDir holds, for every process it started, a pid file
 // (<name>.pid: the decimal pid and a newline, usable as `kill $(cat etcd.pid)`) and a record
-// (<name>.json: the exact command line, the extra environment and the kernel start time of the
-// process). LogDir holds <name>.log, which receives the process's stdout and stderr, appended
+// (<name>.json: the exact command line, the extra environment, working directory and ports, the
+// kernel start time of the process, and the history of its restarts), and .lock. LogDir holds <name>.log, which receives the process's stdout and stderr, appended
 // across restarts (each start writes a "==> <time> starting <command line>" line) and rotated
 // once to <name>.log.1 past 10 MiB. Every file is 0600, every directory 0700.
 //
 // A Spec describes the desired process: a Name, the absolute Path of the program, its Args,
-// extra Env and a working Dir. Supervisor.Ensure makes the desired process run:
+// extra Env, a working Dir and the Ports it listens on. Supervisor.Ensure makes the desired
+// process run:
 //
 //   - when the pid file names a live process (not a zombie) whose /proc/<pid>/cmdline and
 //     start time are those recorded, and whose /proc/<pid>/exe is the program, that process is
@@ -20,9 +21,12 @@
 //     (Process.Adopted is true) and nothing is started;
 //   - when it is ours but was started differently (another version of the program, other
 //     flags, another Env: callers put a digest of the files a process reads in Env to have it
-//     restarted when they change), it is stopped and the Spec is started instead;
-//   - otherwise the pid file is stale (the process died, or the pid now belongs to someone
-//     else) and the Spec is started. A pid that is not ours is never signalled.
+//     restarted when they change), it is stopped and the Spec is started instead, with a new
+//     history;
+//   - when the record describes the Spec but its process exited, it is started again under the
+//     restart policy below;
+//   - otherwise the pid file is stale (the pid now belongs to someone else, the record is
+//     unreadable) and the Spec is started. A pid that is not ours is never signalled.
 //
 // Because adoption compares command lines, a program must keep the one it was started with: a
 // shell script that execs another program, or a program that rewrites its argv, is never
@@ -30,7 +34,34 @@
 //
 // A Supervisor value holds no state besides its two directories: a fresh value, in the same
 // program or another one started later, finds and adopts the processes an earlier one started.
-// Running reports whether a recorded process is alive and ours; Names lists the recorded ones.
+// Running reports whether a recorded process is alive and ours; Inspect returns it with its
+// history; Names lists the recorded ones.
+//
+// # Records, restarts and back-off
+//
+// A record stays after its process exits, until Stop: it is the declaration that the process
+// should run. Keep starts a recorded process again from its record alone, which is what the
+// supervisor daemon (package supervisor) does for every recorded process of a Flotilla home.
+// Ensure and Keep apply one restart policy, kept in the record's History:
+//
+//   - the first call that finds the process gone notices the exit: how it ended ("exit status
+//     1", "signal: killed") when this program had started it, else "exited";
+//   - a process that ran at least StableAfter (30 s) had an accident and starts again at once;
+//     one that exited sooner failed, and so did a start that could not happen (a program gone,
+//     a port taken). The Nth consecutive failure waits BackOff(N): 1 s, 2 s, 4 s ... capped at
+//     MaxBackOff (1 minute). Until then Ensure and Keep return the process with PID 0;
+//   - from CrashLoopFailures (3) consecutive failures on, History.CrashLooping says so, until the
+//     process has run StableAfter again;
+//   - before a start, each of Spec.Ports must be free (within two seconds, for a server that was
+//     just killed); otherwise the start fails with a PortInUseError, recorded in
+//     History.PortInUse: a taken port is reported as such, not as a crash every 500 ms.
+//
+// # Locking
+//
+// Methods do not lock: two callers ensuring the same name at the same time could both start
+// it. Every program that acts on a RunDir another program may act on (a CLI, a manager, the
+// supervisor daemon) does so under Lock, an flock on RunDir/.lock; LockExisting creates nothing
+// and reports a RunDir that was removed, so that a deleted cluster is not brought back.
 //
 // # Detaching and reaping
 //
@@ -52,13 +83,8 @@
 // Supervisor.Stop sends SIGTERM to the process group of a process it recognises as its own,
 // waits up to the given grace period (10 s in DefaultStopTimeout), then sends SIGKILL, and
 // removes the pid file and record. StopAll stops every process that has a pid file in RunDir.
-// A process that is not running, or not ours, only has its files removed.
-//
-// # Concurrency
-//
-// Methods do not lock: two callers ensuring the same name at the same time could both start
-// it. Callers that may race (several reconcilers, a CLI next to a manager) serialise with a
-// file lock around their use of a Supervisor, as pkg/controlplane does.
+// A process that is not running, or not ours, only has its files removed. Without its record,
+// nothing starts it again.
 //
 // The package is Linux-only: it relies on /proc.
 package process

@@ -46,6 +46,10 @@ type Spec struct {
 	Env []string
 	// Dir is the working directory; empty means the Supervisor's RunDir.
 	Dir string
+	// Ports are the addresses (host:port) the process listens on. A start waits a moment for
+	// them to be free and otherwise fails with a PortInUseError, so that a port another program
+	// took is reported as such rather than as a crash.
+	Ports []string
 	// NetNS and MountNS are the paths of a network and a mount namespace (files such as
 	// /run/netns/<name>) the process runs in; empty: this program's.
 	NetNS, MountNS string
@@ -60,15 +64,24 @@ func (s Spec) argv() []string {
 	return append([]string{s.Path}, s.Args...)
 }
 
-// Process is a running process of a Supervisor.
+// Process is a process of a Supervisor.
 type Process struct {
 	// Name is the Spec name.
 	Name string
-	// PID is the process id.
+	// PID is the process id; 0 when the process does not run because it waits out its back-off
+	// (History.NextStart says until when).
 	PID int
 	// Adopted is true when the process was already running and was taken over, false when it
 	// was started by this call.
 	Adopted bool
+	// Restarted is true when this call started the process again after it had exited.
+	Restarted bool
+	// Argv is the command line it was started with, the program first.
+	Argv []string
+	// Started is when the process last started.
+	Started time.Time
+	// History counts its exits and restarts.
+	History History
 }
 
 // Supervisor starts, adopts and stops processes, keeping pid files and records in RunDir and
@@ -80,16 +93,35 @@ type Supervisor struct {
 	LogDir string
 }
 
-// record is what the supervisor remembers about a process it started, in <name>.json.
+// record is what the supervisor remembers about a process it started, in <name>.json. It stays
+// after the process exits, until Stop: it is what Keep starts again.
 type record struct {
 	PID       int      `json:"pid"`
 	Argv      []string `json:"argv"`
 	Env       []string `json:"env,omitempty"`
+	Dir       string   `json:"dir,omitempty"`
+	Ports     []string `json:"ports,omitempty"`
 	NetNS     string   `json:"netns,omitempty"`
 	MountNS   string   `json:"mountns,omitempty"`
 	Cgroup    string   `json:"cgroup,omitempty"`
 	StartTime uint64   `json:"startTime"`
 	Started   string   `json:"started"`
+	History   History  `json:"history,omitzero"`
+}
+
+// spec returns the Spec the record was started from.
+func (rec record) spec(name string) Spec {
+	return Spec{Name: name, Path: rec.Argv[0], Args: rec.Argv[1:], Env: rec.Env, Dir: rec.Dir, Ports: rec.Ports,
+		NetNS: rec.NetNS, MountNS: rec.MountNS, Cgroup: rec.Cgroup}
+}
+
+// recorded reports whether rec is a readable record of a start.
+func (rec record) recorded() bool { return rec.PID > 0 && len(rec.Argv) > 0 }
+
+// started returns when the recorded process started; zero when unknown.
+func (rec record) started() time.Time {
+	t, _ := time.Parse(time.RFC3339Nano, rec.Started)
+	return t
 }
 
 // PIDPath returns the pid file of name.
@@ -102,26 +134,98 @@ func (s Supervisor) recordPath(name string) string { return filepath.Join(s.RunD
 
 // Ensure makes spec run: it adopts the process recorded under spec.Name when that process is
 // alive and was started with exactly spec's command line and Env, stops it when it is ours but
-// was started differently, and starts spec when nothing of ours runs. It never starts a second copy of a process it
-// adopted and never signals a process it did not start.
+// was started differently, and starts spec when nothing of ours runs. A process that was
+// started with spec's command line and exited is started again under the restart policy (see
+// Keep). It never starts a second copy of a process it adopted and never signals a process it
+// did not start. Callers that share RunDir with another program hold Lock.
 func (s Supervisor) Ensure(ctx context.Context, spec Spec) (Process, error) {
 	if err := spec.validate(); err != nil {
 		return Process{}, err
 	}
 	rec, why := s.check(spec.Name)
-	if why == "" {
-		if rec.runs(spec) {
-			return Process{Name: spec.Name, PID: rec.PID, Adopted: true}, nil
-		}
+	switch {
+	case why == "" && rec.runs(spec):
+		return rec.process(spec.Name, true), nil
+	case why == "":
 		ctrl.LoggerFrom(ctx).Info("Restarting process with a changed command line or environment", "process", spec.Name, "pid", rec.PID)
 		if err := s.stop(ctx, spec.Name, rec, DefaultStopTimeout); err != nil {
 			return Process{}, err
 		}
-	}
-	if why != "" && rec.PID != 0 {
+	case rec.recorded() && rec.runs(spec):
+		return s.restart(ctx, spec, rec)
+	case rec.PID != 0:
 		ctrl.LoggerFrom(ctx).V(1).Info("Ignoring stale pid file", "process", spec.Name, "pid", rec.PID, "reason", why)
 	}
-	return s.Start(ctx, spec)
+	return s.start(ctx, spec, History{})
+}
+
+// Keep makes the process recorded under name run again when it has exited, from its record,
+// under the restart policy: a process that ran for StableAfter is started at once; one that
+// failed waits BackOff(failures) after it was noticed, and until then Keep returns it with PID 0.
+// A start that fails (a port in use, a program gone) counts as a failure too: its error is
+// returned with the process, PID 0 and the failure in its history. A running process is returned
+// as adopted. Callers that share RunDir with another
+// program hold Lock.
+func (s Supervisor) Keep(ctx context.Context, name string) (Process, error) {
+	rec, why := s.check(name)
+	if why == "" {
+		return rec.process(name, true), nil
+	}
+	if !rec.recorded() {
+		return Process{}, fmt.Errorf("process %s: %s, nothing to start again", name, why)
+	}
+	return s.restart(ctx, rec.spec(name), rec)
+}
+
+// Inspect returns the process recorded under name, with PID 0 when it does not run, and false
+// when nothing is recorded. It reads and changes nothing else.
+func (s Supervisor) Inspect(name string) (Process, bool) {
+	rec, why := s.check(name)
+	if !rec.recorded() {
+		return Process{}, false
+	}
+	p := rec.process(name, true)
+	if why != "" {
+		p.PID, p.Adopted = 0, false
+	}
+	return p, true
+}
+
+// restart starts spec, which ran as rec and exited, unless its back-off says to wait. The first
+// call after the exit records it in the history.
+func (s Supervisor) restart(ctx context.Context, spec Spec, rec record) (Process, error) {
+	log := ctrl.LoggerFrom(ctx)
+	now := time.Now().UTC().Round(0) // as read back from the record: no monotonic reading
+	h := rec.History
+	if h.ExitedAt.IsZero() {
+		h = h.exited(exitOf(rec), now.Sub(rec.started()), now)
+		rec.History = h
+		if err := s.writeRecord(spec.Name, rec); err != nil {
+			return Process{}, err
+		}
+		log.Info("Process exited", "process", spec.Name, "pid", rec.PID, "exit", h.LastExit, "failures", h.Failures, "nextStart", h.NextStart.Sub(now).Round(time.Millisecond).String())
+	}
+	if now.Before(h.NextStart) {
+		return Process{Name: spec.Name, Argv: rec.Argv, Started: rec.started(), History: h}, nil
+	}
+	next := h
+	next.Restarts++
+	next.ExitedAt, next.NextStart = time.Time{}, time.Time{}
+	p, err := s.start(ctx, spec, next)
+	if err != nil {
+		rec.History = h.startFailed(err, time.Now().UTC().Round(0))
+		if werr := s.writeRecord(spec.Name, rec); werr != nil {
+			return Process{}, errors.Join(err, werr)
+		}
+		return Process{Name: spec.Name, Argv: rec.Argv, Started: rec.started(), History: rec.History}, err
+	}
+	p.Restarted = true
+	return p, nil
+}
+
+// process returns the Process rec describes.
+func (rec record) process(name string, adopted bool) Process {
+	return Process{Name: name, PID: rec.PID, Adopted: adopted, Argv: rec.Argv, Started: rec.started(), History: rec.History}
 }
 
 // Differs reports whether Ensure would restart spec: a process of ours runs under spec.Name,
@@ -138,15 +242,24 @@ func (rec record) runs(spec Spec) bool {
 }
 
 // Start starts spec unconditionally, detached from the caller (see the package documentation),
-// and records it. Use Ensure unless the caller has just checked that nothing runs.
+// and records it with an empty history. Use Ensure unless the caller has just checked that
+// nothing runs.
 func (s Supervisor) Start(ctx context.Context, spec Spec) (Process, error) {
 	if err := spec.validate(); err != nil {
 		return Process{}, err
 	}
+	return s.start(ctx, spec, History{})
+}
+
+// start starts spec once its ports are free, and records it with history h.
+func (s Supervisor) start(ctx context.Context, spec Spec, h History) (Process, error) {
 	for _, dir := range []string{s.RunDir, s.LogDir} {
 		if err := os.MkdirAll(dir, 0o700); err != nil {
 			return Process{}, fmt.Errorf("creating %s: %w", dir, err)
 		}
+	}
+	if err := CheckPorts(ctx, spec); err != nil {
+		return Process{}, err
 	}
 	logFile, err := s.openLog(spec)
 	if err != nil {
@@ -175,24 +288,33 @@ func (s Supervisor) Start(ctx context.Context, spec Spec) (Process, error) {
 		return Process{}, fmt.Errorf("starting %s (%s): %w", spec.Name, spec.Path, err)
 	}
 	pid := cmd.Process.Pid
-	// Reap the child when it exits so that it does not stay a zombie while we live.
-	go func() { _ = cmd.Wait() }()
+	// Reap the child when it exits so that it does not stay a zombie while we live, and keep
+	// how it ended for the restart that notices.
+	c := &child{done: make(chan struct{})}
+	go func() {
+		_ = cmd.Wait()
+		c.how = cmd.ProcessState.String()
+		close(c.done)
+	}()
 
 	// exec(2) lets the starter go on before it has set up the new command line, which adoption
 	// compares: wait for it, so that a lookup right after Start finds the process.
 	waitExec(pid, spec.argv())
 
-	rec := record{PID: pid, Argv: spec.argv(), Env: spec.Env, NetNS: spec.NetNS, MountNS: spec.MountNS, Cgroup: spec.Cgroup,
-		Started: time.Now().UTC().Format(time.RFC3339)}
+	started := time.Now().UTC().Round(0)
+	rec := record{PID: pid, Argv: spec.argv(), Env: spec.Env, Dir: spec.Dir, Ports: spec.Ports,
+		NetNS: spec.NetNS, MountNS: spec.MountNS, Cgroup: spec.Cgroup, Started: started.Format(time.RFC3339Nano), History: h}
 	if st, err := readStat(pid); err == nil {
 		rec.StartTime = st.StartTime
 	}
+	c.startTime = rec.StartTime
+	children.Store(pid, c)
 	if err := s.writeRecord(spec.Name, rec); err != nil {
 		_ = signalGroup(pid, syscall.SIGKILL)
 		return Process{}, err
 	}
 	ctrl.LoggerFrom(ctx).V(1).Info("Started process", "process", spec.Name, "pid", pid, "log", s.LogPath(spec.Name))
-	return Process{Name: spec.Name, PID: pid}, nil
+	return Process{Name: spec.Name, PID: pid, Argv: spec.argv(), Started: started, History: h}, nil
 }
 
 // waitExec waits, up to a second, until pid shows argv as its command line or exits.
@@ -234,8 +356,9 @@ func (s Supervisor) Names() ([]string, error) {
 }
 
 // Stop stops the process recorded under name, if it is alive and ours: SIGTERM to its process
-// group, up to timeout for it to exit, then SIGKILL. It removes the pid file and record. A
-// process that is not running is not an error.
+// group, up to timeout for it to exit, then SIGKILL. It removes the pid file and record, so that
+// nothing starts the process again (Keep needs the record). A process that is not running is not
+// an error. Callers that share RunDir with another program hold Lock.
 func (s Supervisor) Stop(ctx context.Context, name string, timeout time.Duration) error {
 	rec, ours := s.lookup(name)
 	if !ours {
@@ -289,6 +412,7 @@ func (s Supervisor) stop(ctx context.Context, name string, rec record, timeout t
 			return fmt.Errorf("stopping %s: pid %d still runs after SIGKILL", name, rec.PID)
 		}
 	}
+	children.Delete(rec.PID)
 	log.V(1).Info("Stopped process", "process", name, "pid", rec.PID)
 	return s.forget(name)
 }

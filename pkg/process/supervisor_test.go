@@ -78,7 +78,9 @@ func TestEnsureStartsAProcessThatAFreshSupervisorAdopts(t *testing.T) {
 	g.Expect(why).To(BeEmpty())
 	adopted, err := fresh.Ensure(ctx, spec)
 	g.Expect(err).NotTo(HaveOccurred())
-	g.Expect(adopted).To(Equal(Process{Name: "sleeper", PID: started.PID, Adopted: true}))
+	g.Expect(adopted.PID).To(Equal(started.PID))
+	g.Expect(adopted.Adopted).To(BeTrue())
+	g.Expect(adopted.Started).To(Equal(started.Started))
 
 	g.Expect(fresh.Stop(ctx, "sleeper", time.Second)).To(Succeed())
 	g.Expect(Alive(started.PID)).To(BeFalse())
@@ -163,7 +165,7 @@ func TestDiffersTellsWhatEnsureWouldRestart(t *testing.T) {
 	g.Expect(s.Differs(changed)).To(BeTrue())
 }
 
-func TestEnsureRestartsADeadProcess(t *testing.T) {
+func TestEnsureRestartsADeadProcessThatHadRunAWhileAtOnce(t *testing.T) {
 	g := NewWithT(t)
 	ctx := testContext(t)
 	s := newSupervisor(t)
@@ -171,6 +173,7 @@ func TestEnsureRestartsADeadProcess(t *testing.T) {
 
 	first, err := s.Ensure(ctx, spec)
 	g.Expect(err).NotTo(HaveOccurred())
+	ranSince(t, s, "sleeper", StableAfter+time.Second)
 	g.Expect(syscall.Kill(first.PID, syscall.SIGKILL)).To(Succeed())
 	// The reaping goroutine collects the child: it does not linger as a zombie.
 	g.Eventually(func() bool { _, err := readStat(first.PID); return os.IsNotExist(err) }).
@@ -179,7 +182,9 @@ func TestEnsureRestartsADeadProcess(t *testing.T) {
 	second, err := s.Ensure(ctx, spec)
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(second.Adopted).To(BeFalse())
+	g.Expect(second.Restarted).To(BeTrue())
 	g.Expect(second.PID).NotTo(Equal(first.PID))
+	g.Expect(second.History).To(Equal(History{Restarts: 1, LastExit: "signal: killed"}), "it was this program's child: how it ended is known")
 }
 
 func TestAStalePIDFileIsNeverSignalled(t *testing.T) {

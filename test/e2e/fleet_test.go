@@ -43,6 +43,7 @@ func TestFleet(t *testing.T) {
 	t.Run("upgrade workload cluster", func(t *testing.T) { testUpgradeWorkloadCluster(t, f) })
 	t.Run("upgrade management cluster", func(t *testing.T) { testUpgradeManagementCluster(t, f) })
 	t.Run("packages and addons", func(t *testing.T) { testPackagesAndAddons(t, f) })
+	t.Run("supervision", func(t *testing.T) { testSupervision(t, f) })
 	t.Run("manager restart", func(t *testing.T) { testManagerRestart(t, f) })
 	t.Run("delete", func(t *testing.T) { testDeleteManagementCluster(t, f) })
 }

@@ -22,6 +22,7 @@ import (
 	"github.com/flotilla-dev/flotilla/cli/client"
 	"github.com/flotilla-dev/flotilla/cli/spec"
 	"github.com/flotilla-dev/flotilla/pkg/process"
+	"github.com/flotilla-dev/flotilla/pkg/supervisor"
 )
 
 // testManagementCluster checks what issue 2 promises about a management cluster created with
@@ -155,6 +156,8 @@ func testDeleteManagementCluster(t *testing.T, f *fleet) {
 	entries, err := os.ReadDir(filepath.Join(f.home, "clusters"))
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(entries).To(BeEmpty(), "no cluster data is left")
+	g.Eventually(func() bool { return supervisor.Running(f.home) }).WithTimeout(30*time.Second).Should(BeFalse(),
+		"the supervisor exits once nothing is left to supervise")
 	_, err = os.Stat(f.kubeconfig)
 	g.Expect(os.IsNotExist(err)).To(BeTrue())
 }

@@ -12,7 +12,7 @@ import (
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
-	"sigs.k8s.io/controller-runtime/pkg/client"
+	ctrlclient "sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
@@ -48,7 +48,7 @@ const (
 // Reconciler keeps one HelmReleaseProxy per Cluster a HelmChartProxy selects.
 type Reconciler struct {
 	// Client reads through the manager's cache and writes to the API server.
-	Client client.Client
+	Client ctrlclient.Client
 	// Recorder records Events on HelmChartProxies.
 	Recorder events.EventRecorder
 	// ResyncInterval is how often a proxy is rendered again unprompted; 0 means
@@ -101,7 +101,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (result ctrl.Result, reterr error) {
 	hcp := &addonsv1.HelmChartProxy{}
 	if err := r.Client.Get(ctx, req.NamespacedName, hcp); err != nil {
-		return ctrl.Result{}, client.IgnoreNotFound(err)
+		return ctrl.Result{}, ctrlclient.IgnoreNotFound(err)
 	}
 	s := &scope{proxy: hcp, patch: objectpatch.New(r.Client, hcp), renderErrors: map[string]error{}, requeueAfter: r.ResyncInterval}
 	defer func() {
@@ -185,15 +185,15 @@ func (r *Reconciler) persistStatus(ctx context.Context, s *scope) error {
 
 // proxiesInNamespace maps a Cluster to every HelmChartProxy of its namespace: any of them may
 // select it now, or have selected it before.
-func (r *Reconciler) proxiesInNamespace(ctx context.Context, obj client.Object) []reconcile.Request {
+func (r *Reconciler) proxiesInNamespace(ctx context.Context, obj ctrlclient.Object) []reconcile.Request {
 	list := &addonsv1.HelmChartProxyList{}
-	if err := r.Client.List(ctx, list, client.InNamespace(obj.GetNamespace())); err != nil {
+	if err := r.Client.List(ctx, list, ctrlclient.InNamespace(obj.GetNamespace())); err != nil {
 		ctrl.LoggerFrom(ctx).Error(err, "Listing HelmChartProxies for a Cluster", "cluster", klog.KObj(obj))
 		return nil
 	}
 	requests := make([]reconcile.Request, 0, len(list.Items))
 	for i := range list.Items {
-		requests = append(requests, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&list.Items[i])})
+		requests = append(requests, reconcile.Request{NamespacedName: ctrlclient.ObjectKeyFromObject(&list.Items[i])})
 	}
 	return requests
 }

@@ -3,8 +3,10 @@ package helmchartproxy
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"sort"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -14,14 +16,19 @@ import (
 	"k8s.io/utils/ptr"
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/client"
+	ctrlclient "sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/flotilla-dev/flotilla/addons/desired"
+	"github.com/flotilla-dev/flotilla/addons/values"
 	addonsv1 "github.com/flotilla-dev/flotilla/api/addons/v1alpha1"
 	"github.com/flotilla-dev/flotilla/pkg/objectpatch"
 )
+
+// starvedRetry is how soon a proxy renders again after a render that the machine was too busy
+// to run (values.ErrRenderStarved).
+const starvedRetry = 5 * time.Second
 
 // Event reasons.
 const (
@@ -40,7 +47,7 @@ func (r *Reconciler) selectClusters(ctx context.Context, s *scope) error {
 		return reconcile.TerminalError(s.invalid)
 	}
 	list := &clusterv1.ClusterList{}
-	if err := r.Client.List(ctx, list, client.InNamespace(hcp.Namespace), client.MatchingLabelsSelector{Selector: selector}); err != nil {
+	if err := r.Client.List(ctx, list, ctrlclient.InNamespace(hcp.Namespace), ctrlclient.MatchingLabelsSelector{Selector: selector}); err != nil {
 		return fmt.Errorf("listing Clusters: %w", err)
 	}
 	s.clusters = map[string]*clusterv1.Cluster{}
@@ -57,8 +64,8 @@ func (r *Reconciler) selectClusters(ctx context.Context, s *scope) error {
 // listReleaseProxies finds the proxy's HelmReleaseProxies by their label.
 func (r *Reconciler) listReleaseProxies(ctx context.Context, s *scope) error {
 	list := &addonsv1.HelmReleaseProxyList{}
-	if err := r.Client.List(ctx, list, client.InNamespace(s.proxy.Namespace),
-		client.MatchingLabels{addonsv1.HelmChartProxyNameLabel: s.proxy.Name}); err != nil {
+	if err := r.Client.List(ctx, list, ctrlclient.InNamespace(s.proxy.Namespace),
+		ctrlclient.MatchingLabels{addonsv1.HelmChartProxyNameLabel: s.proxy.Name}); err != nil {
 		return fmt.Errorf("listing HelmReleaseProxies: %w", err)
 	}
 	s.releaseProxies = map[string]*addonsv1.HelmReleaseProxy{}
@@ -81,6 +88,9 @@ func (r *Reconciler) applyReleaseProxies(ctx context.Context, s *scope) error {
 			continue
 		}
 		rendered, err := desired.RenderValues(ctx, r.Client, r.Client.RESTMapper(), hcp, cluster)
+		if errors.Is(err, values.ErrRenderStarved) {
+			s.requeueAfter = min(s.requeueAfter, starvedRetry) // the template may well be fine
+		}
 		if err != nil {
 			s.renderErrors[name] = err
 			r.Recorder.Eventf(hcp, cluster, corev1.EventTypeWarning, templateFailedEvent, "Render", "Cluster %s: %v", name, err)
@@ -130,7 +140,7 @@ func (r *Reconciler) apply(ctx context.Context, hrp *addonsv1.HelmReleaseProxy) 
 	}
 	unstructured.RemoveNestedField(u.Object, "status")
 	unstructured.RemoveNestedField(u.Object, "metadata", "creationTimestamp")
-	if err := r.Client.Apply(ctx, client.ApplyConfigurationFromUnstructured(u), client.FieldOwner(FieldOwner), client.ForceOwnership); err != nil {
+	if err := r.Client.Apply(ctx, ctrlclient.ApplyConfigurationFromUnstructured(u), ctrlclient.FieldOwner(FieldOwner), ctrlclient.ForceOwnership); err != nil {
 		return fmt.Errorf("applying HelmReleaseProxy %s: %w", klog.KObj(hrp), err)
 	}
 	return runtimeFromUnstructured(u, hrp)
@@ -148,7 +158,7 @@ func (r *Reconciler) deleteUnselected(ctx context.Context, s *scope) error {
 			continue
 		}
 		cluster := &clusterv1.Cluster{}
-		err := r.Client.Get(ctx, client.ObjectKey{Namespace: hrp.Namespace, Name: name}, cluster)
+		err := r.Client.Get(ctx, ctrlclient.ObjectKey{Namespace: hrp.Namespace, Name: name}, cluster)
 		if err == nil && cluster.DeletionTimestamp.IsZero() && clusterPaused(cluster) {
 			continue
 		}
@@ -165,7 +175,7 @@ func (r *Reconciler) deleteReleaseProxy(ctx context.Context, s *scope, hrp *addo
 		return nil
 	}
 	ctrl.LoggerFrom(ctx).Info("Deleting HelmReleaseProxy", "helmReleaseProxy", klog.KObj(hrp), "cluster", hrp.Spec.ClusterName)
-	if err := r.Client.Delete(ctx, hrp); client.IgnoreNotFound(err) != nil {
+	if err := r.Client.Delete(ctx, hrp); ctrlclient.IgnoreNotFound(err) != nil {
 		r.Recorder.Eventf(s.proxy, hrp, corev1.EventTypeWarning, deleteFailedEvent, "Delete", "Deleting HelmReleaseProxy %s: %v", hrp.Name, err)
 		return fmt.Errorf("deleting HelmReleaseProxy %s: %w", klog.KObj(hrp), err)
 	}

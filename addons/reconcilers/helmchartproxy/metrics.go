@@ -6,7 +6,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
-	"sigs.k8s.io/controller-runtime/pkg/client"
+	ctrlclient "sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	addonsv1 "github.com/flotilla-dev/flotilla/api/addons/v1alpha1"
@@ -23,14 +23,14 @@ var (
 
 // registerMetrics registers the rollout gauge once per process; it reads HelmChartProxies
 // through c (the manager's cache, the last one set up) at scrape time.
-func registerMetrics(c client.Reader) {
+func registerMetrics(c ctrlclient.Reader) {
 	rollouts.c.Set(c)
 	registerOnce.Do(func() { metrics.Registry.MustRegister(rollouts) })
 }
 
 type rolloutCollector struct {
 	// c is the cache of the newest manager.
-	c latest.Value[client.Reader]
+	c latest.Value[ctrlclient.Reader]
 }
 
 // rollouts is the process's rollout gauge.

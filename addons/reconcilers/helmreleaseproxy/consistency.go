@@ -6,7 +6,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/resourceversion"
-	"sigs.k8s.io/controller-runtime/pkg/client"
+	ctrlclient "sigs.k8s.io/controller-runtime/pkg/client"
 )
 
 // staleCacheRetry is how soon a reconcile that found the cache behind its own last write tries
@@ -30,13 +30,13 @@ type written struct {
 }
 
 // wrote records obj as the reconciler wrote it.
-func (w *writes) wrote(obj client.Object) {
+func (w *writes) wrote(obj ctrlclient.Object) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if w.last == nil {
 		w.last = map[types.NamespacedName]written{}
 	}
-	w.last[client.ObjectKeyFromObject(obj)] = written{uid: obj.GetUID(), resourceVersion: obj.GetResourceVersion()}
+	w.last[ctrlclient.ObjectKeyFromObject(obj)] = written{uid: obj.GetUID(), resourceVersion: obj.GetResourceVersion()}
 }
 
 // forget drops what is known of key: the object is gone.
@@ -47,9 +47,9 @@ func (w *writes) forget(key types.NamespacedName) {
 }
 
 // stale reports whether obj, as read from the cache, predates the reconciler's last write to it.
-func (w *writes) stale(obj client.Object) bool {
+func (w *writes) stale(obj ctrlclient.Object) bool {
 	w.mu.Lock()
-	last, ok := w.last[client.ObjectKeyFromObject(obj)]
+	last, ok := w.last[ctrlclient.ObjectKeyFromObject(obj)]
 	w.mu.Unlock()
 	if !ok || last.uid != obj.GetUID() {
 		return false

@@ -11,7 +11,7 @@ import (
 	"k8s.io/klog/v2"
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/client"
+	ctrlclient "sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	addonsv1 "github.com/flotilla-dev/flotilla/api/addons/v1alpha1"
@@ -25,8 +25,8 @@ func (r *Reconciler) waitingForDependencies(ctx context.Context, hrp *addonsv1.H
 		return "", nil
 	}
 	list := &addonsv1.HelmReleaseProxyList{}
-	if err := r.Client.List(ctx, list, client.InNamespace(hrp.Namespace),
-		client.MatchingLabels{clusterv1.ClusterNameLabel: hrp.Spec.ClusterName}); err != nil {
+	if err := r.Client.List(ctx, list, ctrlclient.InNamespace(hrp.Namespace),
+		ctrlclient.MatchingLabels{clusterv1.ClusterNameLabel: hrp.Spec.ClusterName}); err != nil {
 		return "", fmt.Errorf("listing the HelmReleaseProxies of cluster %s: %w", hrp.Spec.ClusterName, err)
 	}
 	for _, dep := range hrp.Spec.DependsOn {
@@ -54,8 +54,8 @@ func (r *Reconciler) waitingForDependencies(ctx context.Context, hrp *addonsv1.H
 func (r *Reconciler) waitingForDependents(ctx context.Context, hrp *addonsv1.HelmReleaseProxy) (string, error) {
 	proxy := hrp.Labels[addonsv1.HelmChartProxyNameLabel]
 	list := &addonsv1.HelmReleaseProxyList{}
-	if err := r.Client.List(ctx, list, client.InNamespace(hrp.Namespace),
-		client.MatchingLabels{clusterv1.ClusterNameLabel: hrp.Spec.ClusterName}); err != nil {
+	if err := r.Client.List(ctx, list, ctrlclient.InNamespace(hrp.Namespace),
+		ctrlclient.MatchingLabels{clusterv1.ClusterNameLabel: hrp.Spec.ClusterName}); err != nil {
 		return "", fmt.Errorf("listing the HelmReleaseProxies of cluster %s: %w", hrp.Spec.ClusterName, err)
 	}
 	var dependents []string
@@ -75,7 +75,7 @@ func (r *Reconciler) waitingForDependents(ctx context.Context, hrp *addonsv1.Hel
 // related maps a HelmReleaseProxy to those of the same cluster that wait for it: the ones whose
 // dependsOn names its HelmChartProxy (they install once it is Ready) and, while it is being
 // deleted, the ones its dependsOn names (they uninstall once it is gone).
-func (r *Reconciler) related(ctx context.Context, obj client.Object) []reconcile.Request {
+func (r *Reconciler) related(ctx context.Context, obj ctrlclient.Object) []reconcile.Request {
 	proxy := obj.GetLabels()[addonsv1.HelmChartProxyNameLabel]
 	cluster := obj.GetLabels()[clusterv1.ClusterNameLabel]
 	hrp, ok := obj.(*addonsv1.HelmReleaseProxy)
@@ -83,7 +83,7 @@ func (r *Reconciler) related(ctx context.Context, obj client.Object) []reconcile
 		return nil
 	}
 	list := &addonsv1.HelmReleaseProxyList{}
-	if err := r.Client.List(ctx, list, client.InNamespace(obj.GetNamespace()), client.MatchingLabels{clusterv1.ClusterNameLabel: cluster}); err != nil {
+	if err := r.Client.List(ctx, list, ctrlclient.InNamespace(obj.GetNamespace()), ctrlclient.MatchingLabels{clusterv1.ClusterNameLabel: cluster}); err != nil {
 		ctrl.LoggerFrom(ctx).Error(err, "Listing HelmReleaseProxies to find related ones", "helmReleaseProxy", klog.KObj(obj))
 		return nil
 	}
@@ -92,7 +92,7 @@ func (r *Reconciler) related(ctx context.Context, obj client.Object) []reconcile
 	for i := range list.Items {
 		o := &list.Items[i]
 		if slices.Contains(o.Spec.DependsOn, proxy) || (deleting && slices.Contains(hrp.Spec.DependsOn, o.Labels[addonsv1.HelmChartProxyNameLabel])) {
-			requests = append(requests, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(o)})
+			requests = append(requests, reconcile.Request{NamespacedName: ctrlclient.ObjectKeyFromObject(o)})
 		}
 	}
 	return requests

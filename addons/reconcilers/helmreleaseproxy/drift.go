@@ -8,7 +8,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/client-go/rest"
-	"sigs.k8s.io/controller-runtime/pkg/client"
+	ctrlclient "sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/flotilla-dev/flotilla/addons/desired"
 	"github.com/flotilla-dev/flotilla/addons/drift"
@@ -103,7 +103,7 @@ func manifestObject(s *scope, d addonsv1.DriftedObject) *unstructured.Unstructur
 
 // describe names a drifted object and what happened to it, for events and conditions.
 func describe(d addonsv1.DriftedObject) string {
-	name := client.ObjectKey{Namespace: d.Namespace, Name: d.Name}.String()
+	name := ctrlclient.ObjectKey{Namespace: d.Namespace, Name: d.Name}.String()
 	if d.Reason == drift.Deleted {
 		return fmt.Sprintf("%s %s (deleted)", d.Kind, name)
 	}

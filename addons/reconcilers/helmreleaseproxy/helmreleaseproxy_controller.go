@@ -15,7 +15,7 @@ import (
 	"sigs.k8s.io/cluster-api/controllers/clustercache"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
-	"sigs.k8s.io/controller-runtime/pkg/client"
+	ctrlclient "sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
@@ -46,13 +46,13 @@ const (
 // CAPI's clustercache.ClusterCache satisfies it; its error wraps clustercache.ErrClusterNotConnected
 // while the cluster is not reachable.
 type RESTConfigGetter interface {
-	GetRESTConfig(ctx context.Context, cluster client.ObjectKey) (*rest.Config, error)
+	GetRESTConfig(ctx context.Context, cluster ctrlclient.ObjectKey) (*rest.Config, error)
 }
 
 // clusterSourcer is implemented by CAPI's clustercache: a source of events when the cache
 // connects to or disconnects from a workload cluster.
 type clusterSourcer interface {
-	GetClusterSource(controllerName string, mapFunc func(ctx context.Context, cluster client.Object) []ctrl.Request, opts ...clustercache.GetClusterSourceOption) source.Source
+	GetClusterSource(controllerName string, mapFunc func(ctx context.Context, cluster ctrlclient.Object) []ctrl.Request, opts ...clustercache.GetClusterSourceOption) source.Source
 }
 
 // +kubebuilder:rbac:groups=addons.flotilla.dev,resources=helmreleaseproxies,verbs=get;list;watch;update;patch
@@ -64,10 +64,10 @@ type clusterSourcer interface {
 // Reconciler installs the release of a HelmReleaseProxy into its workload cluster.
 type Reconciler struct {
 	// Client reads through the manager's cache and writes to the API server.
-	Client client.Client
+	Client ctrlclient.Client
 	// APIReader reads ConfigMaps and Secrets (valuesFrom, registry credentials) without caching
 	// every Secret of the management cluster.
-	APIReader client.Reader
+	APIReader ctrlclient.Reader
 	// Engine performs the Helm actions.
 	Engine engine.Engine
 	// ClusterCache hands out REST configs of workload clusters.
@@ -159,7 +159,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 		if apierrors.IsNotFound(err) {
 			r.writes.forget(req.NamespacedName)
 		}
-		return ctrl.Result{}, client.IgnoreNotFound(err)
+		return ctrl.Result{}, ctrlclient.IgnoreNotFound(err)
 	}
 	if r.writes.stale(hrp) {
 		return ctrl.Result{RequeueAfter: staleCacheRetry}, nil // the cache has not seen our last write yet
@@ -247,16 +247,16 @@ func (r *Reconciler) patchStatus(ctx context.Context, s *scope) error {
 
 // proxiesOfCluster maps a Cluster to the HelmReleaseProxies installing into it, through the
 // cluster.x-k8s.io/cluster-name label they carry.
-func (r *Reconciler) proxiesOfCluster(ctx context.Context, obj client.Object) []reconcile.Request {
+func (r *Reconciler) proxiesOfCluster(ctx context.Context, obj ctrlclient.Object) []reconcile.Request {
 	list := &addonsv1.HelmReleaseProxyList{}
-	if err := r.Client.List(ctx, list, client.InNamespace(obj.GetNamespace()),
-		client.MatchingLabels{clusterv1.ClusterNameLabel: obj.GetName()}); err != nil {
+	if err := r.Client.List(ctx, list, ctrlclient.InNamespace(obj.GetNamespace()),
+		ctrlclient.MatchingLabels{clusterv1.ClusterNameLabel: obj.GetName()}); err != nil {
 		ctrl.LoggerFrom(ctx).Error(err, "Listing HelmReleaseProxies of a Cluster", "cluster", klog.KObj(obj))
 		return nil
 	}
 	requests := make([]reconcile.Request, 0, len(list.Items))
 	for i := range list.Items {
-		requests = append(requests, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&list.Items[i])})
+		requests = append(requests, reconcile.Request{NamespacedName: ctrlclient.ObjectKeyFromObject(&list.Items[i])})
 	}
 	return requests
 }

@@ -16,7 +16,7 @@ import (
 	"k8s.io/utils/ptr"
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/client"
+	ctrlclient "sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	"github.com/flotilla-dev/flotilla/addons/desired"
@@ -59,7 +59,7 @@ func (r *Reconciler) reconcileNormal(ctx context.Context, s *scope) (ctrl.Result
 		return ctrl.Result{}, nil
 	}
 
-	cfg, err := r.ClusterCache.GetRESTConfig(ctx, client.ObjectKeyFromObject(cluster))
+	cfg, err := r.ClusterCache.GetRESTConfig(ctx, ctrlclient.ObjectKeyFromObject(cluster))
 	if err != nil {
 		s.fail(addonsv1.ClusterUnreachableReason, "waiting for cluster %s to be reachable: %v", cluster.Name, err)
 		return ctrl.Result{RequeueAfter: unreachableRetry}, nil
@@ -270,7 +270,7 @@ func (r *Reconciler) reconcileDelete(ctx context.Context, s *scope) (ctrl.Result
 	}
 
 	reason := addonsv1.ClusterUnreachableReason
-	cfg, err := r.ClusterCache.GetRESTConfig(ctx, client.ObjectKeyFromObject(cluster))
+	cfg, err := r.ClusterCache.GetRESTConfig(ctx, ctrlclient.ObjectKeyFromObject(cluster))
 	if err == nil {
 		reason = addonsv1.UninstallFailedReason
 		err = r.Engine.Uninstall(ctx, cfg, inst.ReleaseName, inst.Namespace)
@@ -310,7 +310,7 @@ func (r *Reconciler) removeFinalizer(ctx context.Context, s *scope) (ctrl.Result
 // getCluster returns the HelmReleaseProxy's Cluster, nil when it does not exist.
 func (r *Reconciler) getCluster(ctx context.Context, hrp *addonsv1.HelmReleaseProxy) (*clusterv1.Cluster, error) {
 	c := &clusterv1.Cluster{}
-	err := r.Client.Get(ctx, client.ObjectKey{Namespace: hrp.Namespace, Name: hrp.Spec.ClusterName}, c)
+	err := r.Client.Get(ctx, ctrlclient.ObjectKey{Namespace: hrp.Namespace, Name: hrp.Spec.ClusterName}, c)
 	if apierrors.IsNotFound(err) {
 		return nil, nil
 	}

@@ -8,7 +8,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"sigs.k8s.io/controller-runtime/pkg/client"
+	ctrlclient "sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	addonsv1 "github.com/flotilla-dev/flotilla/api/addons/v1alpha1"
@@ -39,7 +39,7 @@ var (
 
 // registerMetrics registers the metrics once per process; the releases gauge reads
 // HelmReleaseProxies through c (the manager's cache, the last one set up) at scrape time.
-func registerMetrics(c client.Reader) {
+func registerMetrics(c ctrlclient.Reader) {
 	releases.c.Set(c)
 	registerOnce.Do(func() {
 		metrics.Registry.MustRegister(driftCorrections, helmActions, releases)
@@ -58,7 +58,7 @@ func countAction(action string, err error) {
 // releasesCollector reports how many HelmReleaseProxies are in which state.
 type releasesCollector struct {
 	// c is the cache of the newest manager.
-	c latest.Value[client.Reader]
+	c latest.Value[ctrlclient.Reader]
 }
 
 // releases is the process's releases gauge.

@@ -17,7 +17,7 @@ import (
 	"sigs.k8s.io/cluster-api/controllers/clustercache"
 	ctrl "sigs.k8s.io/controller-runtime"
 	ctrlcache "sigs.k8s.io/controller-runtime/pkg/cache"
-	"sigs.k8s.io/controller-runtime/pkg/client"
+	ctrlclient "sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
@@ -32,7 +32,7 @@ import (
 // clusterWatcher is implemented by CAPI's clustercache: it adds a watch on a workload cluster,
 // once per connection for each watcher name, and drops them all when the connection is lost.
 type clusterWatcher interface {
-	Watch(ctx context.Context, cluster client.ObjectKey, watcher clustercache.Watcher) error
+	Watch(ctx context.Context, cluster ctrlclient.ObjectKey, watcher clustercache.Watcher) error
 }
 
 // releaseIndex indexes HelmReleaseProxies by the releases they stand for in their cluster, as
@@ -44,7 +44,7 @@ func releaseKey(cluster, namespace, name string) string {
 }
 
 // indexRelease is the releaseIndex function.
-func indexRelease(obj client.Object) []string {
+func indexRelease(obj ctrlclient.Object) []string {
 	hrp, ok := obj.(*addonsv1.HelmReleaseProxy)
 	if !ok {
 		return nil
@@ -80,7 +80,7 @@ func (r *Reconciler) watchRelease(ctx context.Context, s *scope) {
 	if !ok || r.controller == nil {
 		return
 	}
-	cluster := client.ObjectKeyFromObject(s.cluster)
+	cluster := ctrlclient.ObjectKeyFromObject(s.cluster)
 	var errs []error
 	for _, gvk := range watchedKinds(s.objects, driftEnabled(s.hrp)) {
 		w := r.releaseObjectWatcher(cluster, gvk)
@@ -123,7 +123,7 @@ func watchedKinds(objects []*unstructured.Unstructured, all bool) []schema.Group
 // releaseObjectWatcher watches the objects of kind gvk in cluster, metadata only: the
 // annotations say which release an object belongs to, and the reconcile reads what it
 // compares. The name makes the watch one per controller, kind and connection.
-func (r *Reconciler) releaseObjectWatcher(cluster client.ObjectKey, gvk schema.GroupVersionKind) *objectWatcher {
+func (r *Reconciler) releaseObjectWatcher(cluster ctrlclient.ObjectKey, gvk schema.GroupVersionKind) *objectWatcher {
 	kind := &metav1.PartialObjectMetadata{}
 	kind.SetGroupVersionKind(gvk)
 	return &objectWatcher{
@@ -148,8 +148,8 @@ type objectWatcher struct {
 
 var _ clustercache.Watcher = &objectWatcher{}
 
-func (w *objectWatcher) Name() string          { return w.name }
-func (w *objectWatcher) Object() client.Object { return w.kind }
+func (w *objectWatcher) Name() string              { return w.name }
+func (w *objectWatcher) Object() ctrlclient.Object { return w.kind }
 
 // Watch adds the watch to the controller; the ClusterCache calls it once per connection.
 func (w *objectWatcher) Watch(c ctrlcache.Cache) error {
@@ -190,8 +190,8 @@ func (w *objectWatcher) waitForSync(ctx context.Context) error {
 //   - a creation after the watch started: nothing (the reconciler created the object);
 //   - the informer's periodic resync (the same resourceVersion): nothing.
 type releaseObjectEvents struct {
-	reader   client.Reader
-	cluster  client.ObjectKey
+	reader   ctrlclient.Reader
+	cluster  ctrlclient.ObjectKey
 	workload bool
 	// started is when the watch was added.
 	started time.Time
@@ -256,15 +256,15 @@ func (e *releaseObjectEvents) enqueue(ctx context.Context, q workqueue.TypedRate
 		return
 	}
 	list := &addonsv1.HelmReleaseProxyList{}
-	if err := e.reader.List(ctx, list, client.InNamespace(e.cluster.Namespace),
-		client.MatchingFields{releaseIndex: releaseKey(e.cluster.Name, namespace, name)}); err != nil {
+	if err := e.reader.List(ctx, list, ctrlclient.InNamespace(e.cluster.Namespace),
+		ctrlclient.MatchingFields{releaseIndex: releaseKey(e.cluster.Name, namespace, name)}); err != nil {
 		ctrl.LoggerFrom(ctx).Error(err, "Listing the HelmReleaseProxies of a release", "cluster", e.cluster.String(), "release", namespace+"/"+name)
 		return
 	}
 	for i := range list.Items {
 		hrp := &list.Items[i]
 		if (w.drift && driftEnabled(hrp)) || (w.health && waitingForWorkloads(hrp)) {
-			q.Add(reconcile.Request{NamespacedName: client.ObjectKeyFromObject(hrp)})
+			q.Add(reconcile.Request{NamespacedName: ctrlclient.ObjectKeyFromObject(hrp)})
 		}
 	}
 }

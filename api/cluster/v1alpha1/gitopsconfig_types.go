@@ -18,6 +18,8 @@ const (
 	DefaultGitOpsBranch = "main"
 	// DefaultGitOpsInterval is how often a GitOpsConfig that names no interval pulls.
 	DefaultGitOpsInterval = "1m"
+	// DefaultGitOpsTimeout bounds each Git operation of a GitOpsConfig that names no timeout.
+	DefaultGitOpsTimeout = "1m"
 )
 
 // Keys of the credentials Secret a GitOpsConfig's spec.secretRef names. HTTPS repositories use
@@ -77,9 +79,20 @@ type GitOpsConfigSpec struct {
 	// +optional
 	Interval metav1.Duration `json:"interval,omitempty,omitzero"`
 
+	// timeout bounds each Git operation of a sync (fetching the branch), such as 30s or 2m: a
+	// Git server that does not answer within it fails the sync, which is tried again at the
+	// next interval. GitOpsConfigs sync in parallel, so a hung server holds up only its own.
+	// +kubebuilder:default="1m"
+	// +kubebuilder:validation:Type=string
+	// +kubebuilder:validation:Pattern=`^([0-9]+(\.[0-9]+)?(ms|s|m|h))+$`
+	// +optional
+	Timeout metav1.Duration `json:"timeout,omitempty,omitzero"`
+
 	// secretRef names a Secret in flotilla-system holding the credentials the management
 	// cluster pulls with: username and password for HTTPS, identity and known_hosts for SSH.
-	// A repository that needs none (a local path, a public URL) leaves it out.
+	// A repository that needs none (a local path, a public URL) leaves it out. Credentials are
+	// never sent over plain http://, except to a loopback host (localhost, 127.0.0.0/8, ::1):
+	// a sync of an http:// repository elsewhere with a secretRef fails without contacting it.
 	// +optional
 	SecretRef *SecretReference `json:"secretRef,omitempty"`
 }

@@ -250,6 +250,7 @@ func (in *GitOpsConfigList) DeepCopyObject() runtime.Object {
 func (in *GitOpsConfigSpec) DeepCopyInto(out *GitOpsConfigSpec) {
 	*out = *in
 	out.Interval = in.Interval
+	out.Timeout = in.Timeout
 	if in.SecretRef != nil {
 		in, out := &in.SecretRef, &out.SecretRef
 		*out = new(SecretReference)

@@ -13,6 +13,15 @@ const (
 	// ClusterNameConflictReason: a LocalControlPlane of a Cluster with the same name in another
 	// namespace already owns the data directory $FLOTILLA_HOME/clusters/<name>.
 	ClusterNameConflictReason = "ClusterNameConflict"
+	// ProcessRestartingReason: a process exited and waits a moment before the supervisor starts
+	// it again; the message says how it ended and when it starts.
+	ProcessRestartingReason = "ProcessRestarting"
+	// CrashLoopBackOffReason: a process exited soon after its start several times in a row, and
+	// the supervisor waits ever longer (up to a minute) before starting it again.
+	CrashLoopBackOffReason = "CrashLoopBackOff"
+	// PortInUseReason: a process cannot start because another program listens on its port; the
+	// message names the address.
+	PortInUseReason = "PortInUse"
 )
 
 // GetConditions returns the conditions of the LocalControlPlane (CAPI's conditions.Getter).

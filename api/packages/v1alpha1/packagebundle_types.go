@@ -1,6 +1,9 @@
 package v1alpha1
 
 import (
+	"fmt"
+
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
@@ -112,6 +115,29 @@ type PackageBundleList struct {
 	metav1.TypeMeta `json:",inline"`
 	metav1.ListMeta `json:"metadata,omitempty"`
 	Items           []PackageBundle `json:"items"`
+}
+
+// IsValid reports whether the bundle may be used: its Valid condition is True and was written
+// for the bundle's current generation. A verdict on an older spec says nothing about this one,
+// so a bundle whose spec changed is not used until the packagebundle reconciler has verified it
+// again. status.state is what `kubectl get` shows; it is never read to decide.
+func (b *PackageBundle) IsValid() bool {
+	return b.WhyNotValid() == ""
+}
+
+// WhyNotValid says why the bundle may not be used, "" when it may (see IsValid).
+func (b *PackageBundle) WhyNotValid() string {
+	c := meta.FindStatusCondition(b.Status.Conditions, ValidCondition)
+	switch {
+	case c == nil:
+		return "not verified yet"
+	case c.ObservedGeneration != b.Generation:
+		return fmt.Sprintf("its spec changed (generation %d) since it was last verified (generation %d); waiting for it to be verified again",
+			b.Generation, c.ObservedGeneration)
+	case c.Status != metav1.ConditionTrue:
+		return c.Message
+	}
+	return ""
 }
 
 // Package returns the bundle's package named name, nil when it has none.

@@ -10,7 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/klog/v2"
-	"sigs.k8s.io/controller-runtime/pkg/client"
+	ctrlclient "sigs.k8s.io/controller-runtime/pkg/client"
 
 	flotillav1 "github.com/flotilla-dev/flotilla/api/cluster/v1alpha1"
 )
@@ -19,11 +19,11 @@ import (
 // fields another manager set (the desired objects hold only fields Flotilla owns). On success obj
 // holds the object as the API server returned it, status included. A failure records a Warning
 // Event on the Flotilla Cluster c.
-func (r *Reconciler) apply(ctx context.Context, c *flotillav1.Cluster, obj client.Object) error {
+func (r *Reconciler) apply(ctx context.Context, c *flotillav1.Cluster, obj ctrlclient.Object) error {
 	kind := obj.GetObjectKind().GroupVersionKind().Kind
 	u, err := applyConfiguration(obj)
 	if err == nil {
-		err = r.Client.Apply(ctx, client.ApplyConfigurationFromUnstructured(u), client.FieldOwner(FieldOwner), client.ForceOwnership)
+		err = r.Client.Apply(ctx, ctrlclient.ApplyConfigurationFromUnstructured(u), ctrlclient.FieldOwner(FieldOwner), ctrlclient.ForceOwnership)
 	}
 	if err == nil {
 		err = runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, obj)
@@ -40,7 +40,7 @@ func (r *Reconciler) apply(ctx context.Context, c *flotillav1.Cluster, obj clien
 // applyConfiguration turns a typed object into the body of an apply request. It goes through
 // JSON so the types' omitempty/omitzero tags decide what is left out, and drops what an apply
 // must not carry: status (a subresource) and the zero creationTimestamp.
-func applyConfiguration(obj client.Object) (*unstructured.Unstructured, error) {
+func applyConfiguration(obj ctrlclient.Object) (*unstructured.Unstructured, error) {
 	if obj.GetObjectKind().GroupVersionKind().Kind == "" {
 		return nil, fmt.Errorf("%T %s has no apiVersion/kind set", obj, klog.KObj(obj))
 	}

@@ -13,7 +13,7 @@ import (
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
-	"sigs.k8s.io/controller-runtime/pkg/client"
+	ctrlclient "sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
@@ -42,7 +42,7 @@ const FieldOwner = "flotilla-cluster-controller"
 // status.
 type Reconciler struct {
 	// Client reads through the manager's cache and writes to the API server.
-	Client client.Client
+	Client ctrlclient.Client
 
 	// Recorder records Events on Flotilla Clusters.
 	Recorder events.EventRecorder
@@ -103,7 +103,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Result, reterr error) {
 	c := &flotillav1.Cluster{}
 	if err := r.Client.Get(ctx, req.NamespacedName, c); err != nil {
-		return ctrl.Result{}, client.IgnoreNotFound(err)
+		return ctrl.Result{}, ctrlclient.IgnoreNotFound(err)
 	}
 
 	s := &scope{cluster: c, patch: objectpatch.New(r.Client, c)}
@@ -212,24 +212,24 @@ func (r *Reconciler) patchStatus(ctx context.Context, s *scope) error {
 
 // clusterFromLabel maps an object Flotilla created to its Flotilla Cluster through the
 // cluster.flotilla.dev/cluster-name label.
-func clusterFromLabel(_ context.Context, obj client.Object) []reconcile.Request {
+func clusterFromLabel(_ context.Context, obj ctrlclient.Object) []reconcile.Request {
 	name, ok := obj.GetLabels()[flotillav1.ClusterNameLabel]
 	if !ok || name == "" {
 		return nil
 	}
-	return []reconcile.Request{{NamespacedName: client.ObjectKey{Namespace: obj.GetNamespace(), Name: name}}}
+	return []reconcile.Request{{NamespacedName: ctrlclient.ObjectKey{Namespace: obj.GetNamespace(), Name: name}}}
 }
 
 // clustersReferencing maps a LocalDatacenterConfig or LocalMachineConfig to the Clusters of its
 // namespace that reference it, so a config created after its Cluster (a multi-document file
 // applied in order) or changed later is picked up.
-func (r *Reconciler) clustersReferencing(ctx context.Context, obj client.Object) []reconcile.Request {
+func (r *Reconciler) clustersReferencing(ctx context.Context, obj ctrlclient.Object) []reconcile.Request {
 	kind := flotillav1.LocalMachineConfigKind
 	if _, ok := obj.(*infrav1.LocalDatacenterConfig); ok {
 		kind = flotillav1.LocalDatacenterConfigKind
 	}
 	clusters := &flotillav1.ClusterList{}
-	if err := r.Client.List(ctx, clusters, client.InNamespace(obj.GetNamespace())); err != nil {
+	if err := r.Client.List(ctx, clusters, ctrlclient.InNamespace(obj.GetNamespace())); err != nil {
 		ctrl.LoggerFrom(ctx).Error(err, "Listing Clusters to map a config to", "config", klog.KObj(obj))
 		return nil
 	}
@@ -237,7 +237,7 @@ func (r *Reconciler) clustersReferencing(ctx context.Context, obj client.Object)
 	for i := range clusters.Items {
 		c := &clusters.Items[i]
 		if references(c, flotillav1.Ref{Kind: kind, Name: obj.GetName()}) {
-			requests = append(requests, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(c)})
+			requests = append(requests, reconcile.Request{NamespacedName: ctrlclient.ObjectKeyFromObject(c)})
 		}
 	}
 	return requests

@@ -13,7 +13,7 @@ import (
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 	clusterctlv1 "sigs.k8s.io/cluster-api/cmd/clusterctl/api/v1alpha3"
 	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/client"
+	ctrlclient "sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	flotillav1 "github.com/flotilla-dev/flotilla/api/cluster/v1alpha1"
@@ -36,7 +36,7 @@ const (
 // observe reads the objects Flotilla created for the Cluster from the cache into the scope.
 func (r *Reconciler) observe(ctx context.Context, s *scope) error {
 	c := s.cluster
-	key := client.ObjectKeyFromObject(c)
+	key := ctrlclient.ObjectKeyFromObject(c)
 
 	capi := &clusterv1.Cluster{}
 	if found, err := r.get(ctx, key, capi); err != nil {
@@ -57,7 +57,7 @@ func (r *Reconciler) observe(ctx context.Context, s *scope) error {
 		}
 	}
 
-	owned := []client.ListOption{client.InNamespace(c.Namespace), client.MatchingLabels{flotillav1.ClusterNameLabel: c.Name}}
+	owned := []ctrlclient.ListOption{ctrlclient.InNamespace(c.Namespace), ctrlclient.MatchingLabels{flotillav1.ClusterNameLabel: c.Name}}
 	mds := &clusterv1.MachineDeploymentList{}
 	if err := r.Client.List(ctx, mds, owned...); err != nil {
 		return fmt.Errorf("listing MachineDeployments of Cluster %s: %w", klog.KObj(c), err)
@@ -156,8 +156,8 @@ func (r *Reconciler) machineConfig(ctx context.Context, c *flotillav1.Cluster, p
 
 // getRef reads the object ref names in the Cluster's namespace into obj. A missing object is an
 // invalid spec (appended to errs), not an error.
-func (r *Reconciler) getRef(ctx context.Context, c *flotillav1.Cluster, path *field.Path, ref flotillav1.Ref, obj client.Object, errs *field.ErrorList) error {
-	found, err := r.get(ctx, client.ObjectKey{Namespace: c.Namespace, Name: ref.Name}, obj)
+func (r *Reconciler) getRef(ctx context.Context, c *flotillav1.Cluster, path *field.Path, ref flotillav1.Ref, obj ctrlclient.Object, errs *field.ErrorList) error {
+	found, err := r.get(ctx, ctrlclient.ObjectKey{Namespace: c.Namespace, Name: ref.Name}, obj)
 	if err != nil {
 		return err
 	}
@@ -211,7 +211,7 @@ func (r *Reconciler) reconcileControlPlane(ctx context.Context, s *scope) error 
 		return r.reconcilePacketControlPlane(ctx, s) // packet.go
 	}
 	c := s.cluster
-	for _, obj := range []client.Object{desiredBootstrapSecret(c), desiredLocalCluster(c)} {
+	for _, obj := range []ctrlclient.Object{desiredBootstrapSecret(c), desiredLocalCluster(c)} {
 		if err := r.apply(ctx, c, obj); err != nil {
 			return err
 		}
@@ -269,7 +269,7 @@ func (r *Reconciler) pruneWorkers(ctx context.Context, s *scope) error {
 		if wanted[group] || !md.DeletionTimestamp.IsZero() {
 			continue
 		}
-		if err := r.Client.Delete(ctx, md); client.IgnoreNotFound(err) != nil {
+		if err := r.Client.Delete(ctx, md); ctrlclient.IgnoreNotFound(err) != nil {
 			r.Recorder.Eventf(c, md, corev1.EventTypeWarning, "DeleteFailed", "Delete", "Deleting MachineDeployment %s: %v", md.Name, err)
 			return fmt.Errorf("deleting MachineDeployment %s of removed worker node group %q: %w", klog.KObj(md), group, err)
 		}
@@ -279,7 +279,7 @@ func (r *Reconciler) pruneWorkers(ctx context.Context, s *scope) error {
 		if wanted[group] || s.machineDeployments[group] != nil {
 			continue
 		}
-		if err := r.Client.Delete(ctx, lmt); client.IgnoreNotFound(err) != nil {
+		if err := r.Client.Delete(ctx, lmt); ctrlclient.IgnoreNotFound(err) != nil {
 			return fmt.Errorf("deleting LocalMachineTemplate %s of removed worker node group %q: %w", klog.KObj(lmt), group, err)
 		}
 	}
@@ -310,7 +310,7 @@ func (r *Reconciler) reconcileDelete(ctx context.Context, s *scope) (ctrl.Result
 	}
 	if capi := s.capiCluster; capi != nil {
 		if capi.DeletionTimestamp.IsZero() {
-			if err := r.Client.Delete(ctx, capi); client.IgnoreNotFound(err) != nil {
+			if err := r.Client.Delete(ctx, capi); ctrlclient.IgnoreNotFound(err) != nil {
 				r.Recorder.Eventf(c, capi, corev1.EventTypeWarning, "DeleteFailed", "Delete", "Deleting CAPI Cluster %s: %v", capi.Name, err)
 				return ctrl.Result{}, fmt.Errorf("deleting CAPI Cluster %s: %w", klog.KObj(capi), err)
 			}
@@ -335,7 +335,7 @@ func (r *Reconciler) removeFinalizer(ctx context.Context, s *scope) error {
 }
 
 // get reads key into obj from the cache; found is false when it does not exist.
-func (r *Reconciler) get(ctx context.Context, key client.ObjectKey, obj client.Object) (found bool, err error) {
+func (r *Reconciler) get(ctx context.Context, key ctrlclient.ObjectKey, obj ctrlclient.Object) (found bool, err error) {
 	if err := r.Client.Get(ctx, key, obj); err != nil {
 		if apierrors.IsNotFound(err) {
 			return false, nil

@@ -17,7 +17,7 @@ import (
 	"k8s.io/utils/ptr"
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 	clusterctlv1 "sigs.k8s.io/cluster-api/cmd/clusterctl/api/v1alpha3"
-	"sigs.k8s.io/controller-runtime/pkg/client"
+	ctrlclient "sigs.k8s.io/controller-runtime/pkg/client"
 
 	flotillav1 "github.com/flotilla-dev/flotilla/api/cluster/v1alpha1"
 	controlplanev1 "github.com/flotilla-dev/flotilla/api/controlplane/v1alpha1"
@@ -106,14 +106,14 @@ func group(name string, count int32, machineConfig string) flotillav1.WorkerNode
 	}
 }
 
-func key(c *flotillav1.Cluster, name string) client.ObjectKey {
-	return client.ObjectKey{Namespace: c.Namespace, Name: name}
+func key(c *flotillav1.Cluster, name string) ctrlclient.ObjectKey {
+	return ctrlclient.ObjectKey{Namespace: c.Namespace, Name: name}
 }
 
 // conditionOf returns the condition of the Cluster as the API server has it.
 func conditionOf(g Gomega, c *flotillav1.Cluster, conditionType string) metav1.Condition {
 	current := &flotillav1.Cluster{}
-	g.Expect(env.Client.Get(context.Background(), client.ObjectKeyFromObject(c), current)).To(Succeed())
+	g.Expect(env.Client.Get(context.Background(), ctrlclient.ObjectKeyFromObject(c), current)).To(Succeed())
 	cond := meta.FindStatusCondition(current.Status.Conditions, conditionType)
 	g.Expect(cond).NotTo(BeNil(), "condition %s", conditionType)
 	return *cond
@@ -129,7 +129,7 @@ func TestClusterBecomesCAPIObjects(t *testing.T) {
 		g.Expect(env.Client.Get(ctx, key(c, "w1"), capi)).To(Succeed())
 	}, timeout, interval).Should(Succeed())
 	current := &flotillav1.Cluster{}
-	g.Expect(env.Client.Get(ctx, client.ObjectKeyFromObject(c), current)).To(Succeed())
+	g.Expect(env.Client.Get(ctx, ctrlclient.ObjectKeyFromObject(c), current)).To(Succeed())
 
 	t.Run("the CAPI Cluster points at the local provider's objects and is owned by the Flotilla Cluster", func(t *testing.T) {
 		g := NewWithT(t)
@@ -178,7 +178,7 @@ func TestClusterBecomesCAPIObjects(t *testing.T) {
 		g := NewWithT(t)
 		g.Eventually(func(g Gomega) {
 			current := &flotillav1.Cluster{}
-			g.Expect(env.Client.Get(ctx, client.ObjectKeyFromObject(c), current)).To(Succeed())
+			g.Expect(env.Client.Get(ctx, ctrlclient.ObjectKeyFromObject(c), current)).To(Succeed())
 			g.Expect(current.Finalizers).To(ContainElement(flotillav1.ClusterFinalizer))
 			g.Expect(current.Annotations).To(HaveKey(clusterctlv1.BlockMoveAnnotation))
 			g.Expect(current.Status.Phase).To(Equal(flotillav1.ClusterPhaseProvisioning))
@@ -208,7 +208,7 @@ func TestClusterBecomesCAPIObjects(t *testing.T) {
 			ready := conditionOf(g, c, flotillav1.ReadyCondition)
 			g.Expect(ready.Status).To(Equal(metav1.ConditionTrue), ready.Message)
 			current := &flotillav1.Cluster{}
-			g.Expect(env.Client.Get(ctx, client.ObjectKeyFromObject(c), current)).To(Succeed())
+			g.Expect(env.Client.Get(ctx, ctrlclient.ObjectKeyFromObject(c), current)).To(Succeed())
 			g.Expect(current.Status.Phase).To(Equal(flotillav1.ClusterPhaseReady))
 			g.Expect(current.Status.KubernetesVersion).To(Equal("v1.36.3"))
 			g.Expect(current.Status.Workers).To(Equal(flotillav1.WorkerStatus{Desired: 2, Ready: 2}))
@@ -248,7 +248,7 @@ func TestInvalidMachineGroupRef(t *testing.T) {
 			g.Expect(workers.Reason).To(Equal(flotillav1.InvalidSpecReason))
 		}, timeout, interval).Should(Succeed())
 		current := &flotillav1.Cluster{}
-		g.Expect(env.Client.Get(ctx, client.ObjectKeyFromObject(c), current)).To(Succeed())
+		g.Expect(env.Client.Get(ctx, ctrlclient.ObjectKeyFromObject(c), current)).To(Succeed())
 		g.Expect(current.Status.Phase).To(Equal(flotillav1.ClusterPhaseFailed))
 		g.Expect(apierrors.IsNotFound(env.Client.Get(ctx, key(c, "w1"), &clusterv1.Cluster{}))).To(BeTrue(),
 			"nothing is created from an invalid spec")
@@ -298,7 +298,7 @@ func TestWorkerGroupChanges(t *testing.T) {
 func updateCluster(g Gomega, c *flotillav1.Cluster, mutate func(*flotillav1.Cluster)) {
 	g.Eventually(func(g Gomega) {
 		current := &flotillav1.Cluster{}
-		g.Expect(env.Client.Get(context.Background(), client.ObjectKeyFromObject(c), current)).To(Succeed())
+		g.Expect(env.Client.Get(context.Background(), ctrlclient.ObjectKeyFromObject(c), current)).To(Succeed())
 		mutate(current)
 		g.Expect(env.Client.Update(context.Background(), current)).To(Succeed())
 	}, timeout, interval).Should(Succeed())
@@ -316,7 +316,7 @@ func TestDeleteCluster(t *testing.T) {
 	// Stand in for CAPI's finalizer, which holds the CAPI Cluster until machines and control
 	// plane are gone.
 	const capiFinalizer = "test.flotilla.dev/capi"
-	patch := client.MergeFrom(capi.DeepCopy())
+	patch := ctrlclient.MergeFrom(capi.DeepCopy())
 	capi.Finalizers = append(capi.Finalizers, capiFinalizer)
 	g.Expect(env.Client.Patch(ctx, capi, patch)).To(Succeed())
 
@@ -331,18 +331,18 @@ func TestDeleteCluster(t *testing.T) {
 			g.Expect(ready.Reason).To(Equal(flotillav1.DeletingReason))
 		}, timeout, interval).Should(Succeed())
 		g.Consistently(func(g Gomega) {
-			g.Expect(env.Client.Get(ctx, client.ObjectKeyFromObject(c), &flotillav1.Cluster{})).To(Succeed())
+			g.Expect(env.Client.Get(ctx, ctrlclient.ObjectKeyFromObject(c), &flotillav1.Cluster{})).To(Succeed())
 		}, 2*time.Second, interval).Should(Succeed())
 	})
 
 	t.Run("the Flotilla Cluster goes once the CAPI Cluster is gone", func(t *testing.T) {
 		g := NewWithT(t)
-		patch := client.MergeFrom(capi.DeepCopy())
+		patch := ctrlclient.MergeFrom(capi.DeepCopy())
 		capi.Finalizers = nil
 		g.Expect(env.Client.Patch(ctx, capi, patch)).To(Succeed())
 		g.Eventually(func(g Gomega) {
 			g.Expect(apierrors.IsNotFound(env.Client.Get(ctx, key(c, "w1"), &clusterv1.Cluster{}))).To(BeTrue())
-			g.Expect(apierrors.IsNotFound(env.Client.Get(ctx, client.ObjectKeyFromObject(c), &flotillav1.Cluster{}))).To(BeTrue())
+			g.Expect(apierrors.IsNotFound(env.Client.Get(ctx, ctrlclient.ObjectKeyFromObject(c), &flotillav1.Cluster{}))).To(BeTrue())
 		}, timeout, interval).Should(Succeed())
 	})
 }
@@ -401,10 +401,10 @@ func TestStandsAsideForMove(t *testing.T) {
 	g.Eventually(func(g Gomega) {
 		g.Expect(env.Client.Get(ctx, key(c, "w1"), capi)).To(Succeed())
 		current := &flotillav1.Cluster{}
-		g.Expect(env.Client.Get(ctx, client.ObjectKeyFromObject(c), current)).To(Succeed())
+		g.Expect(env.Client.Get(ctx, ctrlclient.ObjectKeyFromObject(c), current)).To(Succeed())
 		g.Expect(current.Annotations).To(HaveKey(clusterctlv1.BlockMoveAnnotation))
 	}, timeout, interval).Should(Succeed())
-	clusterctl := client.WithFieldOwner(env.Client, "clusterctl")
+	clusterctl := ctrlclient.WithFieldOwner(env.Client, "clusterctl")
 
 	t.Run("a CAPI Cluster paused by someone else makes the reconciler hold and unblock the move, even with an invalid spec", func(t *testing.T) {
 		g := NewWithT(t)
@@ -412,10 +412,10 @@ func TestStandsAsideForMove(t *testing.T) {
 		g.Eventually(func(g Gomega) {
 			g.Expect(conditionOf(g, c, flotillav1.ReadyCondition).Reason).To(Equal(flotillav1.InvalidSpecReason))
 		}, timeout, interval).Should(Succeed())
-		g.Expect(clusterctl.Patch(ctx, capi, client.RawPatch(types.MergePatchType, []byte(`{"spec":{"paused":true}}`)))).To(Succeed())
+		g.Expect(clusterctl.Patch(ctx, capi, ctrlclient.RawPatch(types.MergePatchType, []byte(`{"spec":{"paused":true}}`)))).To(Succeed())
 		g.Eventually(func(g Gomega) {
 			current := &flotillav1.Cluster{}
-			g.Expect(env.Client.Get(ctx, client.ObjectKeyFromObject(c), current)).To(Succeed())
+			g.Expect(env.Client.Get(ctx, ctrlclient.ObjectKeyFromObject(c), current)).To(Succeed())
 			g.Expect(current.Annotations).NotTo(HaveKey(clusterctlv1.BlockMoveAnnotation))
 			g.Expect(current.Annotations).To(HaveKey(flotillav1.CAPIPausedAnnotation))
 			g.Expect(conditionOf(g, c, flotillav1.PausedCondition).Status).To(Equal(metav1.ConditionTrue))
@@ -435,7 +435,7 @@ func TestStandsAsideForMove(t *testing.T) {
 	t.Run("the reconciler resumes once the CAPI Cluster is back and unpaused", func(t *testing.T) {
 		g := NewWithT(t)
 		current := &flotillav1.Cluster{}
-		g.Expect(env.Client.Get(ctx, client.ObjectKeyFromObject(c), current)).To(Succeed())
+		g.Expect(env.Client.Get(ctx, ctrlclient.ObjectKeyFromObject(c), current)).To(Succeed())
 		moved := &clusterv1.Cluster{
 			ObjectMeta: metav1.ObjectMeta{Name: "w1", Namespace: c.Namespace, Labels: map[string]string{flotillav1.ClusterNameLabel: "w1"},
 				OwnerReferences: []metav1.OwnerReference{{APIVersion: flotillav1.GroupVersion.String(), Kind: "Cluster",
@@ -457,10 +457,10 @@ func TestStandsAsideForMove(t *testing.T) {
 		}, 2*time.Second, interval).Should(Succeed(), "still holding while the CAPI Cluster is paused")
 
 		g.Expect(env.Client.Create(ctx, &infrav1.LocalMachineConfig{ObjectMeta: metav1.ObjectMeta{Name: "small", Namespace: c.Namespace}})).To(Succeed())
-		g.Expect(clusterctl.Patch(ctx, moved, client.RawPatch(types.MergePatchType, []byte(`{"spec":{"paused":null}}`)))).To(Succeed())
+		g.Expect(clusterctl.Patch(ctx, moved, ctrlclient.RawPatch(types.MergePatchType, []byte(`{"spec":{"paused":null}}`)))).To(Succeed())
 		g.Eventually(func(g Gomega) {
 			current := &flotillav1.Cluster{}
-			g.Expect(env.Client.Get(ctx, client.ObjectKeyFromObject(c), current)).To(Succeed())
+			g.Expect(env.Client.Get(ctx, ctrlclient.ObjectKeyFromObject(c), current)).To(Succeed())
 			g.Expect(current.Annotations).To(HaveKey(clusterctlv1.BlockMoveAnnotation))
 			g.Expect(current.Annotations).NotTo(HaveKey(flotillav1.CAPIPausedAnnotation))
 			md := &clusterv1.MachineDeployment{}
@@ -479,7 +479,7 @@ func TestStandsAsideForMove(t *testing.T) {
 		})
 		g.Expect(env.Client.Delete(ctx, c)).To(Succeed())
 		g.Eventually(func(g Gomega) {
-			g.Expect(apierrors.IsNotFound(env.Client.Get(ctx, client.ObjectKeyFromObject(c), &flotillav1.Cluster{}))).To(BeTrue())
+			g.Expect(apierrors.IsNotFound(env.Client.Get(ctx, ctrlclient.ObjectKeyFromObject(c), &flotillav1.Cluster{}))).To(BeTrue())
 		}, timeout, interval).Should(Succeed())
 		capi := &clusterv1.Cluster{}
 		g.Expect(env.Client.Get(ctx, key(c, "w1"), capi)).To(Succeed())
@@ -528,7 +528,7 @@ func TestWebhookThroughTheAPIServer(t *testing.T) {
 				g.Expect(err).NotTo(HaveOccurred())
 				g.Expect(c.Spec.ClusterNetwork.Pods).To(Equal([]string{flotillav1.DefaultPodCIDR}), "defaulted by the webhook")
 				// A merge patch: the reconciler adds its finalizer meanwhile.
-				patch := client.MergeFrom(c.DeepCopy())
+				patch := ctrlclient.MergeFrom(c.DeepCopy())
 				tt.update(c)
 				err = env.Client.Patch(ctx, c, patch)
 			}

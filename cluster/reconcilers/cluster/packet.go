@@ -9,7 +9,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/klog/v2"
-	"sigs.k8s.io/controller-runtime/pkg/client"
+	ctrlclient "sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	kubeadmcontrolplanev1 "sigs.k8s.io/cluster-api/api/controlplane/kubeadm/v1beta2"
@@ -37,7 +37,7 @@ import (
 // (packet_status.go) into s.packetObserved.
 func (r *Reconciler) observePacket(ctx context.Context, s *scope) error {
 	c := s.cluster
-	key := client.ObjectKeyFromObject(c)
+	key := ctrlclient.ObjectKeyFromObject(c)
 	o := &packetObserved{}
 	pc := &infrav1.PacketCluster{}
 	if found, err := r.get(ctx, key, pc); err != nil {
@@ -52,7 +52,7 @@ func (r *Reconciler) observePacket(ctx context.Context, s *scope) error {
 		o.kcp = kcp
 	}
 	machines := &clusterv1.MachineList{}
-	if err := r.Client.List(ctx, machines, client.InNamespace(c.Namespace), client.MatchingLabels{clusterv1.ClusterNameLabel: c.Name}); err != nil {
+	if err := r.Client.List(ctx, machines, ctrlclient.InNamespace(c.Namespace), ctrlclient.MatchingLabels{clusterv1.ClusterNameLabel: c.Name}); err != nil {
 		return fmt.Errorf("listing Machines of Cluster %s: %w", klog.KObj(c), err)
 	}
 	o.machines = machines.Items
@@ -63,12 +63,12 @@ func (r *Reconciler) observePacket(ctx context.Context, s *scope) error {
 // clusterOfPacketMachine maps a Machine of the Packet provider (its infrastructure is a
 // PacketMachine) to the Flotilla Cluster of the same name as its CAPI Cluster. Machines of other
 // providers map to nothing: the local provider's status does not read Machines.
-func clusterOfPacketMachine(_ context.Context, obj client.Object) []reconcile.Request {
+func clusterOfPacketMachine(_ context.Context, obj ctrlclient.Object) []reconcile.Request {
 	m, ok := obj.(*clusterv1.Machine)
 	if !ok || m.Spec.InfrastructureRef.Kind != clusterspec.MachineKind || m.Spec.ClusterName == "" {
 		return nil
 	}
-	return []reconcile.Request{{NamespacedName: client.ObjectKey{Namespace: m.Namespace, Name: m.Spec.ClusterName}}}
+	return []reconcile.Request{{NamespacedName: ctrlclient.ObjectKey{Namespace: m.Namespace, Name: m.Spec.ClusterName}}}
 }
 
 // packetInputs are the Packet configs a Cluster names.
@@ -124,7 +124,7 @@ func (r *Reconciler) resolvePacketInputs(ctx context.Context, s *scope, errs *fi
 }
 
 // packetObjects builds the Packet cluster's objects other than the CAPI Cluster.
-func packetObjects(s *scope) ([]client.Object, error) {
+func packetObjects(s *scope) ([]ctrlclient.Object, error) {
 	objs, err := clusterspec.Objects(clusterspec.Input{
 		Cluster: s.cluster, Version: s.version,
 		Datacenter: s.packet.datacenter, ControlPlaneMachine: s.packet.controlPlane, WorkerMachines: s.packet.workers,

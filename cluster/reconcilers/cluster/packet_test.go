@@ -13,7 +13,7 @@ import (
 	kubeadmcontrolplanev1 "sigs.k8s.io/cluster-api/api/controlplane/kubeadm/v1beta2"
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 	"sigs.k8s.io/cluster-api/util"
-	"sigs.k8s.io/controller-runtime/pkg/client"
+	ctrlclient "sigs.k8s.io/controller-runtime/pkg/client"
 
 	flotillav1 "github.com/flotilla-dev/flotilla/api/cluster/v1alpha1"
 	infrav1 "github.com/flotilla-dev/flotilla/api/infrastructure/v1alpha1"
@@ -64,7 +64,7 @@ func TestPacketClusterAndControlPlaneAreOwnedByTheCAPIClusterFromTheStart(t *tes
 	// (ensureOwnerRefAndLabel): with it in place, it has nothing to add.
 	want := metav1.OwnerReference{APIVersion: clusterv1.GroupVersion.String(), Kind: "Cluster", Name: "p1", UID: capi.UID}
 
-	for _, obj := range []client.Object{&infrav1.PacketCluster{}, &kubeadmcontrolplanev1.KubeadmControlPlane{}} {
+	for _, obj := range []ctrlclient.Object{&infrav1.PacketCluster{}, &kubeadmcontrolplanev1.KubeadmControlPlane{}} {
 		g.Eventually(func(g Gomega) {
 			g.Expect(env.Client.Get(ctx, key(c, "p1"), obj)).To(Succeed())
 			g.Expect(util.HasExactOwnerRef(obj.GetOwnerReferences(), want)).To(BeTrue(), "%T owners: %v", obj, obj.GetOwnerReferences())

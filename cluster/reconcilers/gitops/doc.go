@@ -17,7 +17,9 @@
 //     mover has just deleted there.
 //  3. pulls the branch with go-git: a repository given by path is read in place; one given by
 //     URL is fetched into a bare repository under CacheDir (<CacheDir>/<management>/<namespace>/
-//     <name>), with the credentials of the Secret spec.secretRef names in flotilla-system.
+//     <name>), with the credentials of the Secret spec.secretRef names in flotilla-system,
+//     within spec.timeout. Credentials are never sent over plain http:// except to a loopback
+//     host (cluster/gitops.CheckCredentialsTransport): Ready is False, naming spec.repository.
 //  4. reads the specs of the layout (package cluster/gitops): clusters/<management>/cluster.yaml
 //     and clusters/<management>/workload-clusters/<name>/cluster.yaml, and parses each with the
 //     CLI's spec loader (cli/spec), so a file is held to the same rules as `flotilla create
@@ -33,6 +35,10 @@
 //     its directory first) is never recreated from an old commit. The Cluster webhook still
 //     applies: a commit that changes an immutable field fails with its message.
 //  6. records status.lastAppliedCommit and status.clusters, and Ready True (Synced).
+//
+// GitOpsConfigs sync in parallel (MaxConcurrentReconciles, DefaultMaxConcurrentReconciles by
+// default), so a Git server that never answers holds up only its own GitOpsConfigs, each until
+// its spec.timeout.
 //
 // The GitOpsConfig in a spec file is never applied from Git: the repository cannot redirect
 // the management cluster to another repository. The reconciler does not delete Clusters whose

@@ -12,7 +12,8 @@ import (
 	"sigs.k8s.io/cluster-api/util/annotations"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
-	"sigs.k8s.io/controller-runtime/pkg/client"
+	ctrlclient "sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
@@ -38,11 +39,11 @@ const FieldOwner = "flotilla-gitops-controller"
 // cluster specs that changed in it.
 type Reconciler struct {
 	// Client reads through the manager's cache and writes to the API server.
-	Client client.Client
+	Client ctrlclient.Client
 
 	// APIReader reads the credentials Secret straight from the API server, so that Secrets
 	// are never cached.
-	APIReader client.Reader
+	APIReader ctrlclient.Reader
 
 	// Recorder records Events on GitOpsConfigs.
 	Recorder events.EventRecorder
@@ -51,7 +52,14 @@ type Reconciler struct {
 	// cluster and GitOpsConfig: <CacheDir>/<management>/<namespace>/<name>. Repositories given
 	// by path are read in place.
 	CacheDir string
+	// MaxConcurrentReconciles bounds how many GitOpsConfigs sync at once; 0 means
+	// DefaultMaxConcurrentReconciles. A Git server that does not answer holds up only the syncs
+	// of its own GitOpsConfigs, each for at most its spec.timeout.
+	MaxConcurrentReconciles int
 }
+
+// DefaultMaxConcurrentReconciles is how many GitOpsConfigs sync at once by default.
+const DefaultMaxConcurrentReconciles = 4
 
 // SetupWithManager registers the reconciler with mgr. Besides GitOpsConfigs it watches
 // management Clusters, so that a sync resumes as soon as a management cluster appears or is
@@ -68,12 +76,17 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		return errors.New("gitops reconciler: CacheDir is required")
 	}
 	changed := predicate.Or(predicate.GenerationChangedPredicate{}, predicate.AnnotationChangedPredicate{})
-	isManagement := predicate.NewPredicateFuncs(func(obj client.Object) bool {
+	isManagement := predicate.NewPredicateFuncs(func(obj ctrlclient.Object) bool {
 		c, ok := obj.(*flotillav1.Cluster)
 		return ok && c.Spec.Management
 	})
+	concurrency := r.MaxConcurrentReconciles
+	if concurrency <= 0 {
+		concurrency = DefaultMaxConcurrentReconciles
+	}
 	err := ctrl.NewControllerManagedBy(mgr).
 		Named("flotilla-gitopsconfig").
+		WithOptions(controller.Options{MaxConcurrentReconciles: concurrency}).
 		For(&flotillav1.GitOpsConfig{}, builder.WithPredicates(changed)).
 		Watches(&flotillav1.Cluster{}, handler.EnqueueRequestsFromMapFunc(r.allConfigs),
 			builder.WithPredicates(isManagement, changed)).
@@ -90,7 +103,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Result, reterr error) {
 	config := &flotillav1.GitOpsConfig{}
 	if err := r.Client.Get(ctx, req.NamespacedName, config); err != nil {
-		return ctrl.Result{}, client.IgnoreNotFound(err)
+		return ctrl.Result{}, ctrlclient.IgnoreNotFound(err)
 	}
 	if !config.DeletionTimestamp.IsZero() {
 		return ctrl.Result{}, nil
@@ -177,7 +190,7 @@ func (r *Reconciler) patchStatus(ctx context.Context, s *scope) error {
 
 // allConfigs maps a management Cluster to every GitOpsConfig: which of them sync its
 // directory is decided by each reconcile.
-func (r *Reconciler) allConfigs(ctx context.Context, _ client.Object) []reconcile.Request {
+func (r *Reconciler) allConfigs(ctx context.Context, _ ctrlclient.Object) []reconcile.Request {
 	configs := &flotillav1.GitOpsConfigList{}
 	if err := r.Client.List(ctx, configs); err != nil {
 		ctrl.LoggerFrom(ctx).Error(err, "Listing GitOpsConfigs to map a management Cluster to")
@@ -185,7 +198,7 @@ func (r *Reconciler) allConfigs(ctx context.Context, _ client.Object) []reconcil
 	}
 	requests := make([]reconcile.Request, 0, len(configs.Items))
 	for i := range configs.Items {
-		requests = append(requests, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&configs.Items[i])})
+		requests = append(requests, reconcile.Request{NamespacedName: ctrlclient.ObjectKeyFromObject(&configs.Items[i])})
 	}
 	return requests
 }

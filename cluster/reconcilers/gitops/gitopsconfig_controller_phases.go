@@ -18,7 +18,7 @@ import (
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 	"sigs.k8s.io/cluster-api/util/annotations"
 	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/client"
+	ctrlclient "sigs.k8s.io/controller-runtime/pkg/client"
 
 	flotillav1 "github.com/flotilla-dev/flotilla/api/cluster/v1alpha1"
 	"github.com/flotilla-dev/flotilla/cli/spec"
@@ -81,7 +81,7 @@ func (r *Reconciler) findManagement(ctx context.Context, s *scope) error {
 		s.paused = fmt.Sprintf("management cluster %s is being moved (its Cluster API Cluster is paused)", m.Name)
 	default:
 		capi := &clusterv1.Cluster{}
-		err := r.Client.Get(ctx, client.ObjectKeyFromObject(m), capi)
+		err := r.Client.Get(ctx, ctrlclient.ObjectKeyFromObject(m), capi)
 		switch {
 		case err == nil && ptr.Deref(capi.Spec.Paused, false):
 			s.paused = fmt.Sprintf("management cluster %s is being moved or upgraded (its Cluster API Cluster is paused)", m.Name)
@@ -95,7 +95,7 @@ func (r *Reconciler) findManagement(ctx context.Context, s *scope) error {
 // pull fetches the branch (with the credentials of spec.secretRef, when set).
 func (r *Reconciler) pull(ctx context.Context, s *scope) error {
 	cfg := s.config
-	s.repo = gitopsrepo.Repository{URL: cfg.Spec.Repository, Branch: cfg.Spec.Branch}
+	s.repo = gitopsrepo.Repository{URL: cfg.Spec.Repository, Branch: cfg.Spec.Branch, Timeout: cfg.Spec.Timeout.Duration}
 	if ref := cfg.Spec.SecretRef; ref != nil {
 		auth, err := r.credentials(ctx, ref.Name, cfg.Spec.Repository)
 		if err != nil {
@@ -115,7 +115,7 @@ func (r *Reconciler) pull(ctx context.Context, s *scope) error {
 // the missing key, never a value.
 func (r *Reconciler) credentials(ctx context.Context, name, url string) (transport.AuthMethod, error) {
 	secret := &corev1.Secret{}
-	key := client.ObjectKey{Namespace: flotillav1.GitOpsCredentialsNamespace, Name: name}
+	key := ctrlclient.ObjectKey{Namespace: flotillav1.GitOpsCredentialsNamespace, Name: name}
 	if err := r.APIReader.Get(ctx, key, secret); err != nil {
 		if apierrors.IsNotFound(err) {
 			return nil, fmt.Errorf("spec.secretRef.name: Secret %s not found; create it in %s, or remove secretRef for a repository that needs no credentials",
@@ -124,6 +124,9 @@ func (r *Reconciler) credentials(ctx context.Context, name, url string) (transpo
 		return nil, fmt.Errorf("reading the credentials Secret %s: %w", key, err)
 	}
 	auth, err := gitopsrepo.AuthFromSecret(url, secret.Data)
+	if errors.Is(err, gitopsrepo.ErrCredentialsOverHTTP) {
+		return nil, fmt.Errorf("spec.repository: %w, or remove spec.secretRef", err)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("spec.secretRef.name: Secret %s: %w", key, err)
 	}
@@ -217,7 +220,7 @@ func (r *Reconciler) applyChanged(ctx context.Context, s *scope) error {
 }
 
 // apply server-side applies obj as FieldOwner, taking over fields the CLI or kubectl set.
-func (r *Reconciler) apply(ctx context.Context, obj client.Object) error {
+func (r *Reconciler) apply(ctx context.Context, obj ctrlclient.Object) error {
 	kind := obj.GetObjectKind().GroupVersionKind().Kind
 	raw, err := json.Marshal(obj)
 	if err != nil {
@@ -229,7 +232,7 @@ func (r *Reconciler) apply(ctx context.Context, obj client.Object) error {
 	}
 	unstructured.RemoveNestedField(u.Object, "status")
 	unstructured.RemoveNestedField(u.Object, "metadata", "creationTimestamp")
-	err = r.Client.Apply(ctx, client.ApplyConfigurationFromUnstructured(u), client.FieldOwner(FieldOwner), client.ForceOwnership)
+	err = r.Client.Apply(ctx, ctrlclient.ApplyConfigurationFromUnstructured(u), ctrlclient.FieldOwner(FieldOwner), ctrlclient.ForceOwnership)
 	if err != nil {
 		return fmt.Errorf("applying %s %s: %w", kind, klog.KObj(obj), err)
 	}

@@ -21,13 +21,13 @@ import (
 	"k8s.io/utils/ptr"
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/client"
+	ctrlclient "sigs.k8s.io/controller-runtime/pkg/client"
 
 	flotillav1 "github.com/flotilla-dev/flotilla/api/cluster/v1alpha1"
 	infrav1 "github.com/flotilla-dev/flotilla/api/infrastructure/v1alpha1"
 	"github.com/flotilla-dev/flotilla/cluster"
 	gitopsrepo "github.com/flotilla-dev/flotilla/cluster/gitops"
-	gitops "github.com/flotilla-dev/flotilla/cluster/reconcilers/gitops"
+	"github.com/flotilla-dev/flotilla/cluster/reconcilers/gitops"
 	"github.com/flotilla-dev/flotilla/internal/testenv"
 )
 
@@ -90,10 +90,10 @@ func run(m *testing.M) int {
 }
 
 // management is the management Cluster every test's GitOpsConfig syncs the directory of.
-var management = client.ObjectKey{Namespace: "mgmt-system", Name: "mgmt"}
+var management = ctrlclient.ObjectKey{Namespace: "mgmt-system", Name: "mgmt"}
 
 func createManagementCluster(ctx context.Context) error {
-	objs := []client.Object{
+	objs := []ctrlclient.Object{
 		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: management.Namespace}},
 		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: flotillav1.GitOpsCredentialsNamespace}},
 		&infrav1.LocalDatacenterConfig{ObjectMeta: metav1.ObjectMeta{Name: "mgmt", Namespace: management.Namespace}},
@@ -107,7 +107,7 @@ func createManagementCluster(ctx context.Context) error {
 		},
 	}
 	for _, obj := range objs {
-		if err := env.Client.Create(ctx, obj); client.IgnoreAlreadyExists(err) != nil {
+		if err := env.Client.Create(ctx, obj); ctrlclient.IgnoreAlreadyExists(err) != nil {
 			return err
 		}
 	}
@@ -167,7 +167,7 @@ func createGitOpsConfig(t *testing.T, g Gomega, ns, repository string, mutate ..
 	}
 	g.Expect(env.Client.Create(context.Background(), config)).To(Succeed())
 	t.Cleanup(func() {
-		if err := env.Client.Delete(context.Background(), config); client.IgnoreNotFound(err) != nil {
+		if err := env.Client.Delete(context.Background(), config); ctrlclient.IgnoreNotFound(err) != nil {
 			t.Errorf("deleting GitOpsConfig %s: %v", config.Name, err)
 		}
 	})
@@ -187,7 +187,7 @@ func newGitOpsConfig(ns, repository string) *flotillav1.GitOpsConfig {
 // readyOf returns the Ready condition of the GitOpsConfig and its status.
 func readyOf(g Gomega, config *flotillav1.GitOpsConfig) (metav1.Condition, flotillav1.GitOpsConfigStatus) {
 	current := &flotillav1.GitOpsConfig{}
-	g.Expect(env.Client.Get(context.Background(), client.ObjectKeyFromObject(config), current)).To(Succeed())
+	g.Expect(env.Client.Get(context.Background(), ctrlclient.ObjectKeyFromObject(config), current)).To(Succeed())
 	cond := meta.FindStatusCondition(current.Status.Conditions, flotillav1.ReadyCondition)
 	g.Expect(cond).NotTo(BeNil(), "the Ready condition")
 	return *cond, current.Status
@@ -198,11 +198,11 @@ func readyOf(g Gomega, config *flotillav1.GitOpsConfig) (metav1.Condition, floti
 func expectWorkers(g Gomega, ns, name string, count int32) {
 	g.Eventually(func(g Gomega) {
 		c := &flotillav1.Cluster{}
-		g.Expect(env.Client.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: name}, c)).To(Succeed())
+		g.Expect(env.Client.Get(context.Background(), ctrlclient.ObjectKey{Namespace: ns, Name: name}, c)).To(Succeed())
 		g.Expect(c.Spec.WorkerNodeGroups).To(HaveLen(1))
 		g.Expect(c.Spec.WorkerNodeGroups[0].Count).To(Equal(count))
 		md := &clusterv1.MachineDeployment{}
-		g.Expect(env.Client.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: name + "-md-0"}, md)).To(Succeed())
+		g.Expect(env.Client.Get(context.Background(), ctrlclient.ObjectKey{Namespace: ns, Name: name + "-md-0"}, md)).To(Succeed())
 		g.Expect(md.Spec.Replicas).To(Equal(ptr.To(count)))
 	}, timeout, interval).Should(Succeed())
 }
@@ -230,10 +230,10 @@ func TestACommittedSpecIsAppliedAndEachNewCommitSyncs(t *testing.T) {
 		g := NewWithT(t)
 		expectWorkers(g, ns, "w1", 2)
 		c := &flotillav1.Cluster{}
-		g.Expect(env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "w1"}, c)).To(Succeed())
+		g.Expect(env.Client.Get(ctx, ctrlclient.ObjectKey{Namespace: ns, Name: "w1"}, c)).To(Succeed())
 		g.Expect(c.Spec.ManagementCluster.Name).To(Equal("mgmt"), "the directory's management cluster")
 		g.Expect(c.Spec.GitOpsRef).To(Equal(&flotillav1.Ref{Kind: flotillav1.GitOpsConfigKind, Name: "fleet"}))
-		g.Expect(env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "w1-workers"}, &infrav1.LocalMachineConfig{})).To(Succeed())
+		g.Expect(env.Client.Get(ctx, ctrlclient.ObjectKey{Namespace: ns, Name: "w1-workers"}, &infrav1.LocalMachineConfig{})).To(Succeed())
 		g.Eventually(func(g Gomega) {
 			ready, status := readyOf(g, config)
 			g.Expect(ready.Status).To(Equal(metav1.ConditionTrue), ready.Message)
@@ -306,7 +306,7 @@ func TestACommittedSpecIsAppliedAndEachNewCommitSyncs(t *testing.T) {
 		commit(g, workloadSpec(ns, "w1", 5, "w1"))
 		g.Consistently(func(g Gomega) {
 			c := &flotillav1.Cluster{}
-			g.Expect(env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "w1"}, c)).To(Succeed())
+			g.Expect(env.Client.Get(ctx, ctrlclient.ObjectKey{Namespace: ns, Name: "w1"}, c)).To(Succeed())
 			g.Expect(c.Spec.WorkerNodeGroups[0].Count).To(Equal(int32(4)))
 		}, 3*time.Second, interval).Should(Succeed())
 
@@ -317,7 +317,7 @@ func TestACommittedSpecIsAppliedAndEachNewCommitSyncs(t *testing.T) {
 	t.Run("a kubectl change stays until the spec changes in Git", func(t *testing.T) {
 		g := NewWithT(t)
 		c := &flotillav1.Cluster{}
-		g.Expect(env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "w1"}, c)).To(Succeed())
+		g.Expect(env.Client.Get(ctx, ctrlclient.ObjectKey{Namespace: ns, Name: "w1"}, c)).To(Succeed())
 		c.Spec.WorkerNodeGroups[0].Count = 1
 		g.Expect(env.Client.Update(ctx, c)).To(Succeed())
 		// Another cluster's spec changes; w1's file does not, so w1 is not applied again.
@@ -329,7 +329,7 @@ func TestACommittedSpecIsAppliedAndEachNewCommitSyncs(t *testing.T) {
 			g.Expect(status.Clusters).To(Equal([]string{ns + "/w1", ns + "/w2"}))
 		}, timeout, interval).Should(Succeed())
 		expectWorkers(g, ns, "w2", 1)
-		g.Expect(env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "w1"}, c)).To(Succeed())
+		g.Expect(env.Client.Get(ctx, ctrlclient.ObjectKey{Namespace: ns, Name: "w1"}, c)).To(Succeed())
 		g.Expect(c.Spec.WorkerNodeGroups[0].Count).To(Equal(int32(1)))
 	})
 }
@@ -420,7 +420,7 @@ func setPaused(g Gomega, paused bool) {
 	} else {
 		delete(c.Annotations, clusterv1.PausedAnnotation)
 	}
-	g.Expect(env.Client.Patch(ctx, c, client.MergeFrom(base))).To(Succeed())
+	g.Expect(env.Client.Patch(ctx, c, ctrlclient.MergeFrom(base))).To(Succeed())
 }
 
 // expectEvent waits for an Event about GitOpsConfig fleet in ns of the type and reason whose
@@ -428,7 +428,7 @@ func setPaused(g Gomega, paused bool) {
 func expectEvent(g Gomega, ns, eventType, reason, text string) {
 	g.Eventually(func(g Gomega) {
 		list := &eventsv1.EventList{}
-		g.Expect(env.Client.List(context.Background(), list, client.InNamespace(ns))).To(Succeed())
+		g.Expect(env.Client.List(context.Background(), list, ctrlclient.InNamespace(ns))).To(Succeed())
 		g.Expect(list.Items).To(ContainElement(And(
 			HaveField("Regarding.Name", "fleet"),
 			HaveField("Type", eventType),

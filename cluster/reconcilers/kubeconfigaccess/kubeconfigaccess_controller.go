@@ -15,7 +15,7 @@ import (
 	"k8s.io/klog/v2"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
-	"sigs.k8s.io/controller-runtime/pkg/client"
+	ctrlclient "sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
@@ -37,7 +37,7 @@ const FieldOwner = "flotilla-kubeconfigaccess"
 type Reconciler struct {
 	// Client reads Clusters, Roles and RoleBindings through the manager's cache and writes to
 	// the API server.
-	Client client.Client
+	Client ctrlclient.Client
 }
 
 // SetupWithManager registers the reconciler with mgr. It watches Flotilla Clusters (created,
@@ -48,8 +48,8 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		return errors.New("kubeconfigaccess reconciler: Client is required")
 	}
 	toNamespace := handler.EnqueueRequestsFromMapFunc(namespaceRequest)
-	ours := predicate.NewPredicateFuncs(func(obj client.Object) bool { return obj.GetName() == RoleName })
-	relevantBinding := predicate.NewPredicateFuncs(func(obj client.Object) bool {
+	ours := predicate.NewPredicateFuncs(func(obj ctrlclient.Object) bool { return obj.GetName() == RoleName })
+	relevantBinding := predicate.NewPredicateFuncs(func(obj ctrlclient.Object) bool {
 		b, ok := obj.(*rbacv1.RoleBinding)
 		return ok && (b.Name == RoleName || bindsClusterCreator(b))
 	})
@@ -66,7 +66,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 }
 
 // namespaceRequest maps any namespaced object to a request for its namespace.
-func namespaceRequest(_ context.Context, obj client.Object) []reconcile.Request {
+func namespaceRequest(_ context.Context, obj ctrlclient.Object) []reconcile.Request {
 	return []reconcile.Request{{NamespacedName: types.NamespacedName{Name: obj.GetNamespace()}}}
 }
 
@@ -79,11 +79,11 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	ctx = ctrl.LoggerInto(ctx, log)
 
 	clusters := &flotillav1.ClusterList{}
-	if err := r.Client.List(ctx, clusters, client.InNamespace(namespace)); err != nil {
+	if err := r.Client.List(ctx, clusters, ctrlclient.InNamespace(namespace)); err != nil {
 		return ctrl.Result{}, fmt.Errorf("listing Clusters in namespace %s: %w", namespace, err)
 	}
 	bindings := &rbacv1.RoleBindingList{}
-	if err := r.Client.List(ctx, bindings, client.InNamespace(namespace)); err != nil {
+	if err := r.Client.List(ctx, bindings, ctrlclient.InNamespace(namespace)); err != nil {
 		return ctrl.Result{}, fmt.Errorf("listing RoleBindings in namespace %s: %w", namespace, err)
 	}
 	role := desiredRole(namespace, kubeconfigSecretNames(clusters.Items))
@@ -106,8 +106,8 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 func (r *Reconciler) grant(ctx context.Context, role *rbacv1.Role, binding *rbacv1.RoleBinding) error {
 	log := ctrl.LoggerFrom(ctx)
 	existingRole := &rbacv1.Role{}
-	err := r.Client.Get(ctx, client.ObjectKeyFromObject(role), existingRole)
-	if client.IgnoreNotFound(err) != nil {
+	err := r.Client.Get(ctx, ctrlclient.ObjectKeyFromObject(role), existingRole)
+	if ctrlclient.IgnoreNotFound(err) != nil {
 		return fmt.Errorf("reading Role %s: %w", klog.KObj(role), err)
 	}
 	if err != nil || !sameRole(existingRole, role) {
@@ -118,8 +118,8 @@ func (r *Reconciler) grant(ctx context.Context, role *rbacv1.Role, binding *rbac
 	}
 
 	existingBinding := &rbacv1.RoleBinding{}
-	err = r.Client.Get(ctx, client.ObjectKeyFromObject(binding), existingBinding)
-	if client.IgnoreNotFound(err) != nil {
+	err = r.Client.Get(ctx, ctrlclient.ObjectKeyFromObject(binding), existingBinding)
+	if ctrlclient.IgnoreNotFound(err) != nil {
 		return fmt.Errorf("reading RoleBinding %s: %w", klog.KObj(binding), err)
 	}
 	if err == nil && sameBinding(existingBinding, binding) {
@@ -127,7 +127,7 @@ func (r *Reconciler) grant(ctx context.Context, role *rbacv1.Role, binding *rbac
 	}
 	if err == nil && existingBinding.RoleRef != binding.RoleRef {
 		// roleRef is immutable: replace a binding that someone pointed elsewhere.
-		if err := r.Client.Delete(ctx, existingBinding); client.IgnoreNotFound(err) != nil {
+		if err := r.Client.Delete(ctx, existingBinding); ctrlclient.IgnoreNotFound(err) != nil {
 			return fmt.Errorf("deleting RoleBinding %s: %w", klog.KObj(existingBinding), err)
 		}
 	}
@@ -137,8 +137,8 @@ func (r *Reconciler) grant(ctx context.Context, role *rbacv1.Role, binding *rbac
 
 // revoke deletes the RoleBinding, then the Role, of namespace.
 func (r *Reconciler) revoke(ctx context.Context, namespace string) error {
-	for _, obj := range []client.Object{&rbacv1.RoleBinding{}, &rbacv1.Role{}} {
-		err := r.Client.Get(ctx, client.ObjectKey{Namespace: namespace, Name: RoleName}, obj)
+	for _, obj := range []ctrlclient.Object{&rbacv1.RoleBinding{}, &rbacv1.Role{}} {
+		err := r.Client.Get(ctx, ctrlclient.ObjectKey{Namespace: namespace, Name: RoleName}, obj)
 		if apierrors.IsNotFound(err) {
 			continue
 		}
@@ -146,7 +146,7 @@ func (r *Reconciler) revoke(ctx context.Context, namespace string) error {
 			return fmt.Errorf("reading %T %s/%s: %w", obj, namespace, RoleName, err)
 		}
 		ctrl.LoggerFrom(ctx).Info("Revoking kubeconfig access: no workload cluster or no cluster creator left", "object", klog.KObj(obj))
-		if err := r.Client.Delete(ctx, obj); client.IgnoreNotFound(err) != nil {
+		if err := r.Client.Delete(ctx, obj); ctrlclient.IgnoreNotFound(err) != nil {
 			return fmt.Errorf("deleting %T %s: %w", obj, klog.KObj(obj), err)
 		}
 	}
@@ -154,14 +154,14 @@ func (r *Reconciler) revoke(ctx context.Context, namespace string) error {
 }
 
 // apply writes obj (a typed object with apiVersion and kind set) with server-side apply.
-func (r *Reconciler) apply(ctx context.Context, obj client.Object) error {
+func (r *Reconciler) apply(ctx context.Context, obj ctrlclient.Object) error {
 	content, err := runtime.DefaultUnstructuredConverter.ToUnstructured(obj)
 	if err != nil {
 		return fmt.Errorf("converting %s: %w", klog.KObj(obj), err)
 	}
 	u := &unstructured.Unstructured{Object: content}
 	unstructured.RemoveNestedField(u.Object, "metadata", "creationTimestamp")
-	if err := r.Client.Apply(ctx, client.ApplyConfigurationFromUnstructured(u), client.FieldOwner(FieldOwner), client.ForceOwnership); err != nil {
+	if err := r.Client.Apply(ctx, ctrlclient.ApplyConfigurationFromUnstructured(u), ctrlclient.FieldOwner(FieldOwner), ctrlclient.ForceOwnership); err != nil {
 		return fmt.Errorf("applying %s %s: %w", u.GetKind(), klog.KObj(obj), err)
 	}
 	return nil

@@ -13,7 +13,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/client"
+	ctrlclient "sigs.k8s.io/controller-runtime/pkg/client"
 
 	flotillav1 "github.com/flotilla-dev/flotilla/api/cluster/v1alpha1"
 	"github.com/flotilla-dev/flotilla/cluster/reconcilers/kubeconfigaccess"
@@ -99,21 +99,21 @@ func userSubject(name string) rbacv1.Subject {
 }
 
 // clientAs returns a client authenticated by a real client certificate of a new user.
-func clientAs(t *testing.T, name string, groups ...string) client.Client {
+func clientAs(t *testing.T, name string, groups ...string) ctrlclient.Client {
 	t.Helper()
 	u, err := env.AddUser(name, groups...)
 	if err != nil {
 		t.Fatal(err)
 	}
-	c, err := client.New(u.Config, client.Options{Scheme: env.Scheme})
+	c, err := ctrlclient.New(u.Config, ctrlclient.Options{Scheme: env.Scheme})
 	if err != nil {
 		t.Fatal(err)
 	}
 	return c
 }
 
-func getSecret(c client.Client, namespace, name string) error {
-	return c.Get(context.Background(), client.ObjectKey{Namespace: namespace, Name: name}, &corev1.Secret{})
+func getSecret(c ctrlclient.Client, namespace, name string) error {
+	return c.Get(context.Background(), ctrlclient.ObjectKey{Namespace: namespace, Name: name}, &corev1.Secret{})
 }
 
 // TestClusterCreatorsReadExactlyTheKubeconfigsOfTheirNamespacesWorkloadClusters checks with the
@@ -123,7 +123,7 @@ func TestClusterCreatorsReadExactlyTheKubeconfigsOfTheirNamespacesWorkloadCluste
 	ctx := context.Background()
 	ns, other := env.NewNamespace(t), env.NewNamespace(t)
 
-	for _, obj := range []client.Object{
+	for _, obj := range []ctrlclient.Object{
 		newCluster(ns, "w1", false), newCluster(ns, "mgmt", true), newCluster(other, "w2", false),
 		newSecret(ns, "w1-kubeconfig"), newSecret(ns, "w1-ca"), newSecret(ns, "mgmt-kubeconfig"),
 		newSecret(ns, "db-password"), newSecret(other, "w2-kubeconfig"),
@@ -137,10 +137,10 @@ func TestClusterCreatorsReadExactlyTheKubeconfigsOfTheirNamespacesWorkloadCluste
 		g := NewWithT(t)
 		g.Eventually(func(g Gomega) {
 			role := &rbacv1.Role{}
-			g.Expect(env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: kubeconfigaccess.RoleName}, role)).To(Succeed())
+			g.Expect(env.Client.Get(ctx, ctrlclient.ObjectKey{Namespace: ns, Name: kubeconfigaccess.RoleName}, role)).To(Succeed())
 			g.Expect(role.Rules).To(HaveExactElements(HaveField("ResourceNames", []string{"w1-kubeconfig"})))
 			binding := &rbacv1.RoleBinding{}
-			g.Expect(env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: kubeconfigaccess.RoleName}, binding)).To(Succeed())
+			g.Expect(env.Client.Get(ctx, ctrlclient.ObjectKey{Namespace: ns, Name: kubeconfigaccess.RoleName}, binding)).To(Succeed())
 			g.Expect(binding.Subjects).To(Equal([]rbacv1.Subject{userSubject("alice")}))
 		}, timeout, interval).Should(Succeed())
 	})
@@ -151,7 +151,7 @@ func TestClusterCreatorsReadExactlyTheKubeconfigsOfTheirNamespacesWorkloadCluste
 	})
 
 	t.Run("the creator cannot read any other Secret, nor list them", func(t *testing.T) {
-		for _, key := range []client.ObjectKey{
+		for _, key := range []ctrlclient.ObjectKey{
 			{Namespace: ns, Name: "w1-ca"},
 			{Namespace: ns, Name: "mgmt-kubeconfig"},
 			{Namespace: ns, Name: "db-password"},
@@ -163,8 +163,8 @@ func TestClusterCreatorsReadExactlyTheKubeconfigsOfTheirNamespacesWorkloadCluste
 			})
 		}
 		g := NewWithT(t)
-		g.Expect(apierrors.IsForbidden(alice.List(ctx, &corev1.SecretList{}, client.InNamespace(ns)))).To(BeTrue())
-		g.Expect(apierrors.IsForbidden(alice.List(ctx, &corev1.ConfigMapList{}, client.InNamespace(ns)))).To(BeTrue())
+		g.Expect(apierrors.IsForbidden(alice.List(ctx, &corev1.SecretList{}, ctrlclient.InNamespace(ns)))).To(BeTrue())
+		g.Expect(apierrors.IsForbidden(alice.List(ctx, &corev1.ConfigMapList{}, ctrlclient.InNamespace(ns)))).To(BeTrue())
 	})
 
 	t.Run("a user bound to nothing reads no kubeconfig", func(t *testing.T) {
@@ -175,7 +175,7 @@ func TestClusterCreatorsReadExactlyTheKubeconfigsOfTheirNamespacesWorkloadCluste
 	t.Run("a namespace without creators gets no Role", func(t *testing.T) {
 		g := NewWithT(t)
 		g.Consistently(func() error {
-			return env.Client.Get(ctx, client.ObjectKey{Namespace: other, Name: kubeconfigaccess.RoleName}, &rbacv1.Role{})
+			return env.Client.Get(ctx, ctrlclient.ObjectKey{Namespace: other, Name: kubeconfigaccess.RoleName}, &rbacv1.Role{})
 		}, time.Second, interval).Should(Satisfy(apierrors.IsNotFound))
 	})
 
@@ -184,7 +184,7 @@ func TestClusterCreatorsReadExactlyTheKubeconfigsOfTheirNamespacesWorkloadCluste
 		g.Expect(env.Client.Create(ctx, newCluster(ns, "w3", false))).To(Succeed())
 		g.Eventually(func(g Gomega) {
 			role := &rbacv1.Role{}
-			g.Expect(env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: kubeconfigaccess.RoleName}, role)).To(Succeed())
+			g.Expect(env.Client.Get(ctx, ctrlclient.ObjectKey{Namespace: ns, Name: kubeconfigaccess.RoleName}, role)).To(Succeed())
 			g.Expect(role.Rules).To(HaveExactElements(HaveField("ResourceNames", []string{"w1-kubeconfig", "w3-kubeconfig"})))
 		}, timeout, interval).Should(Succeed())
 	})
@@ -192,11 +192,11 @@ func TestClusterCreatorsReadExactlyTheKubeconfigsOfTheirNamespacesWorkloadCluste
 	t.Run("a widened Role is put back", func(t *testing.T) {
 		g := NewWithT(t)
 		role := &rbacv1.Role{}
-		g.Expect(env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: kubeconfigaccess.RoleName}, role)).To(Succeed())
+		g.Expect(env.Client.Get(ctx, ctrlclient.ObjectKey{Namespace: ns, Name: kubeconfigaccess.RoleName}, role)).To(Succeed())
 		role.Rules[0].ResourceNames = append(role.Rules[0].ResourceNames, "w1-ca")
 		g.Expect(env.Client.Update(ctx, role)).To(Succeed())
 		g.Eventually(func(g Gomega) {
-			g.Expect(env.Client.Get(ctx, client.ObjectKeyFromObject(role), role)).To(Succeed())
+			g.Expect(env.Client.Get(ctx, ctrlclient.ObjectKeyFromObject(role), role)).To(Succeed())
 			g.Expect(role.Rules[0].ResourceNames).NotTo(ContainElement("w1-ca"))
 		}, timeout, interval).Should(Succeed())
 	})
@@ -205,9 +205,9 @@ func TestClusterCreatorsReadExactlyTheKubeconfigsOfTheirNamespacesWorkloadCluste
 		g := NewWithT(t)
 		g.Expect(env.Client.Delete(ctx, creatorBinding(ns, "alice-creates-clusters"))).To(Succeed())
 		g.Eventually(func(g Gomega) {
-			err := env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: kubeconfigaccess.RoleName}, &rbacv1.Role{})
+			err := env.Client.Get(ctx, ctrlclient.ObjectKey{Namespace: ns, Name: kubeconfigaccess.RoleName}, &rbacv1.Role{})
 			g.Expect(apierrors.IsNotFound(err)).To(BeTrue(), "Role: %v", err)
-			err = env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: kubeconfigaccess.RoleName}, &rbacv1.RoleBinding{})
+			err = env.Client.Get(ctx, ctrlclient.ObjectKey{Namespace: ns, Name: kubeconfigaccess.RoleName}, &rbacv1.RoleBinding{})
 			g.Expect(apierrors.IsNotFound(err)).To(BeTrue(), "RoleBinding: %v", err)
 		}, timeout, interval).Should(Succeed())
 		g.Eventually(func() error { return getSecret(alice, ns, "w1-kubeconfig") }, timeout, interval).Should(Satisfy(apierrors.IsForbidden))

@@ -9,7 +9,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/utils/ptr"
-	"sigs.k8s.io/controller-runtime/pkg/client"
+	ctrlclient "sigs.k8s.io/controller-runtime/pkg/client"
 
 	bootstrapv1 "sigs.k8s.io/cluster-api/api/bootstrap/kubeadm/v1beta2"
 	kubeadmcontrolplanev1 "sigs.k8s.io/cluster-api/api/controlplane/kubeadm/v1beta2"
@@ -65,11 +65,11 @@ func ControlPlaneRef(cluster string) clusterv1.ContractVersionedObjectReference 
 // PacketCluster, the control plane's template and KubeadmControlPlane, then per worker group its
 // templates and MachineDeployment. Objects are labelled with the cluster's name; the caller sets
 // owner references.
-func Objects(in Input) ([]client.Object, error) {
+func Objects(in Input) ([]ctrlclient.Object, error) {
 	if in.Cluster == nil || in.Datacenter == nil || in.ControlPlaneMachine == nil {
 		return nil, fmt.Errorf("building the Packet cluster: the Cluster, its PacketDatacenterConfig and the control plane's PacketMachineConfig are required")
 	}
-	objs := []client.Object{CAPICluster(in.Cluster), PacketCluster(in.Cluster, in.Datacenter),
+	objs := []ctrlclient.Object{CAPICluster(in.Cluster), PacketCluster(in.Cluster, in.Datacenter),
 		MachineTemplate(in.Cluster, ControlPlaneTemplateName(in.Cluster.Name), in.ControlPlaneMachine, nil),
 		KubeadmControlPlane(in)}
 	for _, group := range in.Cluster.Spec.WorkerNodeGroups {

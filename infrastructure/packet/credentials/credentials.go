@@ -7,7 +7,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"sigs.k8s.io/controller-runtime/pkg/client"
+	ctrlclient "sigs.k8s.io/controller-runtime/pkg/client"
 
 	infrav1 "github.com/flotilla-dev/flotilla/api/infrastructure/v1alpha1"
 	"github.com/flotilla-dev/flotilla/infrastructure/packet/metal"
@@ -43,10 +43,10 @@ func APIURL(pc *infrav1.PacketCluster) string {
 
 // ClientFor returns a client for pc's API with the key from its credentials Secret, read with
 // reader (an uncached reader, so the manager does not cache every Secret).
-func ClientFor(ctx context.Context, reader client.Reader, newClient NewClientFunc, pc *infrav1.PacketCluster) (metal.Interface, error) {
+func ClientFor(ctx context.Context, reader ctrlclient.Reader, newClient NewClientFunc, pc *infrav1.PacketCluster) (metal.Interface, error) {
 	name := SecretName(pc)
 	secret := &corev1.Secret{}
-	if err := reader.Get(ctx, client.ObjectKey{Namespace: infrav1.PacketCredentialsNamespace, Name: name}, secret); err != nil {
+	if err := reader.Get(ctx, ctrlclient.ObjectKey{Namespace: infrav1.PacketCredentialsNamespace, Name: name}, secret); err != nil {
 		if apierrors.IsNotFound(err) {
 			return nil, fmt.Errorf("%w: Secret %s/%s does not exist", ErrUnavailable, infrav1.PacketCredentialsNamespace, name)
 		}

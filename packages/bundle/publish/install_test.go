@@ -8,9 +8,12 @@ import (
 
 	. "github.com/onsi/gomega"
 	appsv1 "k8s.io/api/apps/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"sigs.k8s.io/controller-runtime/pkg/client"
+	ctrlclient "sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/flotilla-dev/flotilla/internal/charttest"
 	"github.com/flotilla-dev/flotilla/internal/testenv"
@@ -54,6 +57,24 @@ func TestTheCatalogInstallsFromItsBundle(t *testing.T) {
 
 	engine := &helm.Engine{ChartCache: t.TempDir()}
 	ns := env.NewNamespace(t)
+	// The releases hold cluster-wide objects (a ClusterRole; a CRD, which Helm leaves behind on
+	// uninstall): remove them, so that a repeated run (go test -count) starts from a clean cluster.
+	t.Cleanup(func() {
+		ctx := context.Background()
+		for _, release := range []string{"stack", "greeter", "hello-flotilla"} {
+			if err := engine.Uninstall(ctx, env.Config, release, ns); err != nil {
+				t.Errorf("uninstalling %s: %v", release, err)
+			}
+		}
+		crd := &apiextensionsv1.CustomResourceDefinition{ObjectMeta: metav1.ObjectMeta{Name: "greetings.greeter.flotilla.dev"}}
+		if err := env.Client.Delete(ctx, crd); ctrlclient.IgnoreNotFound(err) != nil {
+			t.Errorf("deleting %s: %v", crd.Name, err)
+			return
+		}
+		g.Eventually(func() bool {
+			return apierrors.IsNotFound(env.Client.Get(ctx, ctrlclient.ObjectKeyFromObject(crd), crd))
+		}, time.Minute, 100*time.Millisecond).Should(BeTrue(), "%s is deleted", crd.Name)
+	})
 	hello, _ := s.Bundle.Package("hello-flotilla")
 	_, err = (&helm.Engine{ChartCache: t.TempDir()}).InstallOrUpgrade(ctx, env.Config, helm.Release{
 		Name: "anonymous", Namespace: ns, Registry: registryconn.Config{CAData: conn.CAData},
@@ -73,7 +94,7 @@ func TestTheCatalogInstallsFromItsBundle(t *testing.T) {
 
 	g.Expect(install("hello-flotilla", "hello-flotilla", map[string]any{"message": "Hello, w1", "replicas": 2})).To(Succeed())
 	var dep appsv1.Deployment
-	g.Expect(env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "hello-flotilla"}, &dep)).To(Succeed())
+	g.Expect(env.Client.Get(ctx, ctrlclient.ObjectKey{Namespace: ns, Name: "hello-flotilla"}, &dep)).To(Succeed())
 	g.Expect(*dep.Spec.Replicas).To(Equal(int32(2)))
 
 	stack, _ := s.Bundle.Package("hello-stack")
@@ -85,8 +106,8 @@ func TestTheCatalogInstallsFromItsBundle(t *testing.T) {
 	g.Expect(install("hello-stack", "stack", nil)).To(Succeed())
 	greeting := &unstructured.Unstructured{}
 	greeting.SetGroupVersionKind(schema.GroupVersionKind{Group: "greeter.flotilla.dev", Version: "v1alpha1", Kind: "Greeting"})
-	g.Expect(env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "stack"}, greeting)).To(Succeed())
-	g.Expect(env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "greeter-example"}, greeting.DeepCopy())).To(Succeed())
-	g.Expect(env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "stack-hello-flotilla"}, &appsv1.Deployment{})).To(Succeed(),
+	g.Expect(env.Client.Get(ctx, ctrlclient.ObjectKey{Namespace: ns, Name: "stack"}, greeting)).To(Succeed())
+	g.Expect(env.Client.Get(ctx, ctrlclient.ObjectKey{Namespace: ns, Name: "greeter-example"}, greeting.DeepCopy())).To(Succeed())
+	g.Expect(env.Client.Get(ctx, ctrlclient.ObjectKey{Namespace: ns, Name: "stack-hello-flotilla"}, &appsv1.Deployment{})).To(Succeed(),
 		"the vendored subchart is part of the hello-stack release")
 }

@@ -22,7 +22,7 @@ import (
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
-	sigsyaml "sigs.k8s.io/yaml"
+	"sigs.k8s.io/yaml"
 
 	"github.com/flotilla-dev/flotilla/packages/bundle"
 	"github.com/flotilla-dev/flotilla/packages/bundle/publish"
@@ -124,7 +124,7 @@ func TestFlotillaGreeterShipsItsCRD(t *testing.T) {
 	crds := c.CRDObjects()
 	g.Expect(crds).To(HaveLen(1))
 	var crd apiextensionsv1.CustomResourceDefinition
-	g.Expect(sigsyaml.UnmarshalStrict(crds[0].File.Data, &crd)).To(Succeed())
+	g.Expect(yaml.UnmarshalStrict(crds[0].File.Data, &crd)).To(Succeed())
 	g.Expect(crd.Name).To(Equal("greetings.greeter.flotilla.dev"))
 	g.Expect(crd.Spec.Versions).To(HaveLen(1))
 	g.Expect(crd.Spec.Versions[0].Schema.OpenAPIV3Schema.Properties["spec"].Required).To(ConsistOf("message"))

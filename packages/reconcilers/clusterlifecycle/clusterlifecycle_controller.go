@@ -13,7 +13,7 @@ import (
 	"k8s.io/klog/v2"
 	clusterctlv1 "sigs.k8s.io/cluster-api/cmd/clusterctl/api/v1alpha3"
 	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/client"
+	ctrlclient "sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	flotillav1 "github.com/flotilla-dev/flotilla/api/cluster/v1alpha1"
@@ -37,7 +37,7 @@ const packageUninstallPoll = 2 * time.Second
 // Reconciler creates and cleans up the packages objects of Flotilla Clusters.
 type Reconciler struct {
 	// Client reads through the manager's cache and writes to the API server.
-	Client client.Client
+	Client ctrlclient.Client
 	// Recorder records Events on Flotilla Clusters.
 	Recorder events.EventRecorder
 }
@@ -65,16 +65,16 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	c := &flotillav1.Cluster{}
 	if err := r.Client.Get(ctx, req.NamespacedName, c); err != nil {
-		return ctrl.Result{}, client.IgnoreNotFound(err)
+		return ctrl.Result{}, ctrlclient.IgnoreNotFound(err)
 	}
 	if !c.DeletionTimestamp.IsZero() {
 		return r.reconcileDelete(ctx, c)
 	}
 	if _, err := objectpatch.New(r.Client, c).EnsureFinalizer(ctx, packagesv1.ClusterCleanupFinalizer); err != nil {
-		return objectpatch.RequeueOnConflict(client.IgnoreNotFound(err), objectpatch.ConflictRetry)
+		return objectpatch.RequeueOnConflict(ctrlclient.IgnoreNotFound(err), objectpatch.ConflictRetry)
 	}
 	shared := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: packagesv1.PackagesNamespace}}
-	for _, obj := range []client.Object{shared, desiredNamespace(c), desiredPBC(c)} {
+	for _, obj := range []ctrlclient.Object{shared, desiredNamespace(c), desiredPBC(c)} {
 		if err := r.createIfMissing(ctx, c, obj); err != nil {
 			return ctrl.Result{}, err
 		}
@@ -100,7 +100,7 @@ func (r *Reconciler) reconcileDelete(ctx context.Context, c *flotillav1.Cluster)
 
 	ns := packagesv1.ClusterNamespace(c.Name)
 	pkgs := &packagesv1.PackageList{}
-	if err := r.Client.List(ctx, pkgs, client.InNamespace(ns)); err != nil {
+	if err := r.Client.List(ctx, pkgs, ctrlclient.InNamespace(ns)); err != nil {
 		return ctrl.Result{}, fmt.Errorf("listing Packages of Cluster %s: %w", klog.KObj(c), err)
 	}
 	if len(pkgs.Items) > 0 {
@@ -109,7 +109,7 @@ func (r *Reconciler) reconcileDelete(ctx context.Context, c *flotillav1.Cluster)
 			if !p.DeletionTimestamp.IsZero() {
 				continue
 			}
-			if err := r.Client.Delete(ctx, p); client.IgnoreNotFound(err) != nil {
+			if err := r.Client.Delete(ctx, p); ctrlclient.IgnoreNotFound(err) != nil {
 				r.Recorder.Eventf(c, p, corev1.EventTypeWarning, "DeleteFailed", "Delete", "Deleting Package %s: %v", klog.KObj(p), err)
 				return ctrl.Result{}, fmt.Errorf("deleting Package %s: %w", klog.KObj(p), err)
 			}
@@ -119,8 +119,8 @@ func (r *Reconciler) reconcileDelete(ctx context.Context, c *flotillav1.Cluster)
 		return ctrl.Result{RequeueAfter: packageUninstallPoll}, nil
 	}
 
-	for _, obj := range []client.Object{desiredPBC(c), desiredNamespace(c)} {
-		if err := r.Client.Delete(ctx, obj); client.IgnoreNotFound(err) != nil {
+	for _, obj := range []ctrlclient.Object{desiredPBC(c), desiredNamespace(c)} {
+		if err := r.Client.Delete(ctx, obj); ctrlclient.IgnoreNotFound(err) != nil {
 			return ctrl.Result{}, fmt.Errorf("deleting %T %s: %w", obj, klog.KObj(obj), err)
 		}
 	}
@@ -134,15 +134,15 @@ func (r *Reconciler) reconcileDelete(ctx context.Context, c *flotillav1.Cluster)
 
 // createIfMissing creates obj unless it exists. Existing objects are left alone: their users
 // (the CLI, an admin) own their specs.
-func (r *Reconciler) createIfMissing(ctx context.Context, c *flotillav1.Cluster, obj client.Object) error {
-	err := r.Client.Get(ctx, client.ObjectKeyFromObject(obj), obj.DeepCopyObject().(client.Object))
+func (r *Reconciler) createIfMissing(ctx context.Context, c *flotillav1.Cluster, obj ctrlclient.Object) error {
+	err := r.Client.Get(ctx, ctrlclient.ObjectKeyFromObject(obj), obj.DeepCopyObject().(ctrlclient.Object))
 	if err == nil {
 		return nil
 	}
 	if !apierrors.IsNotFound(err) {
 		return fmt.Errorf("reading %T %s: %w", obj, klog.KObj(obj), err)
 	}
-	if err := r.Client.Create(ctx, obj, client.FieldOwner(FieldOwner)); err != nil {
+	if err := r.Client.Create(ctx, obj, ctrlclient.FieldOwner(FieldOwner)); err != nil {
 		if apierrors.IsAlreadyExists(err) {
 			return nil
 		}
@@ -153,7 +153,7 @@ func (r *Reconciler) createIfMissing(ctx context.Context, c *flotillav1.Cluster,
 	return nil
 }
 
-func kindOf(obj client.Object) string {
+func kindOf(obj ctrlclient.Object) string {
 	if _, ok := obj.(*corev1.Namespace); ok {
 		return "namespace"
 	}

@@ -4,7 +4,7 @@ import (
 	"context"
 
 	"k8s.io/client-go/rest"
-	"sigs.k8s.io/controller-runtime/pkg/client"
+	ctrlclient "sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/flotilla-dev/flotilla/pkg/helm"
 )
@@ -26,5 +26,5 @@ var _ Installer = (*helm.Engine)(nil)
 // RESTConfigs gives REST configs of workload clusters by their Cluster's key. CAPI's
 // clustercache.ClusterCache satisfies it.
 type RESTConfigs interface {
-	GetRESTConfig(ctx context.Context, cluster client.ObjectKey) (*rest.Config, error)
+	GetRESTConfig(ctx context.Context, cluster ctrlclient.ObjectKey) (*rest.Config, error)
 }

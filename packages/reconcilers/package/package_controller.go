@@ -14,7 +14,7 @@ import (
 	"k8s.io/klog/v2"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
-	"sigs.k8s.io/controller-runtime/pkg/client"
+	ctrlclient "sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
@@ -50,12 +50,12 @@ const (
 // Reconciler installs Packages into their clusters.
 type Reconciler struct {
 	// Client reads through the manager's cache and writes to the API server.
-	Client client.Client
+	Client ctrlclient.Client
 	// Recorder records Events on Packages.
 	Recorder events.EventRecorder
 	// APIReader reads the package-defaults ConfigMap and credentials Secret from the API server
 	// (never a cache that may lag behind the watch event that asked for the read); Client when nil.
-	APIReader client.Reader
+	APIReader ctrlclient.Reader
 	// Installer installs and uninstalls Helm releases.
 	Installer Installer
 	// RESTConfigs reaches workload clusters (CAPI's ClusterCache).
@@ -145,7 +145,7 @@ type scope struct {
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Result, reterr error) {
 	p := &packagesv1.Package{}
 	if err := r.Client.Get(ctx, req.NamespacedName, p); err != nil {
-		return ctrl.Result{}, client.IgnoreNotFound(err)
+		return ctrl.Result{}, ctrlclient.IgnoreNotFound(err)
 	}
 	s := &scope{pkg: p, patch: objectpatch.New(r.Client, p)}
 	defer func() {
@@ -164,7 +164,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 		return ctrl.Result{}, r.terminal(s)
 	}
 	if _, err := s.patch.EnsureFinalizer(ctx, packagesv1.PackageFinalizer); err != nil {
-		return objectpatch.RequeueOnConflict(client.IgnoreNotFound(err), objectpatch.ConflictRetry)
+		return objectpatch.RequeueOnConflict(ctrlclient.IgnoreNotFound(err), objectpatch.ConflictRetry)
 	}
 	if s.resolve(); len(s.invalid) > 0 {
 		return ctrl.Result{}, r.terminal(s)
@@ -217,20 +217,20 @@ func (r *Reconciler) unreachableRetry() time.Duration {
 
 // packagesOfNamespace maps a Package to the other Packages of its namespace (they may depend
 // on it).
-func (r *Reconciler) packagesOfNamespace(ctx context.Context, obj client.Object) []reconcile.Request {
+func (r *Reconciler) packagesOfNamespace(ctx context.Context, obj ctrlclient.Object) []reconcile.Request {
 	return r.packagesIn(ctx, obj.GetNamespace(), obj.GetName())
 }
 
 // packagesOfPBC maps a PackageBundleController, or a Flotilla Cluster, to the Packages of the
 // cluster of its name.
-func (r *Reconciler) packagesOfPBC(ctx context.Context, obj client.Object) []reconcile.Request {
+func (r *Reconciler) packagesOfPBC(ctx context.Context, obj ctrlclient.Object) []reconcile.Request {
 	return r.packagesIn(ctx, packagesv1.ClusterNamespace(obj.GetName()), "")
 }
 
 // packagesOfBundle maps a PackageBundle to the Packages of the clusters whose active bundle it is.
-func (r *Reconciler) packagesOfBundle(ctx context.Context, obj client.Object) []reconcile.Request {
+func (r *Reconciler) packagesOfBundle(ctx context.Context, obj ctrlclient.Object) []reconcile.Request {
 	pbcs := &packagesv1.PackageBundleControllerList{}
-	if err := r.Client.List(ctx, pbcs, client.InNamespace(packagesv1.PackagesNamespace)); err != nil {
+	if err := r.Client.List(ctx, pbcs, ctrlclient.InNamespace(packagesv1.PackagesNamespace)); err != nil {
 		ctrl.LoggerFrom(ctx).Error(err, "Listing PackageBundleControllers")
 		return nil
 	}
@@ -245,14 +245,14 @@ func (r *Reconciler) packagesOfBundle(ctx context.Context, obj client.Object) []
 
 func (r *Reconciler) packagesIn(ctx context.Context, ns, except string) []reconcile.Request {
 	list := &packagesv1.PackageList{}
-	if err := r.Client.List(ctx, list, client.InNamespace(ns)); err != nil {
+	if err := r.Client.List(ctx, list, ctrlclient.InNamespace(ns)); err != nil {
 		ctrl.LoggerFrom(ctx).Error(err, "Listing Packages", "namespace", ns)
 		return nil
 	}
 	var reqs []reconcile.Request
 	for i := range list.Items {
 		if list.Items[i].Name != except {
-			reqs = append(reqs, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&list.Items[i])})
+			reqs = append(reqs, reconcile.Request{NamespacedName: ctrlclient.ObjectKeyFromObject(&list.Items[i])})
 		}
 	}
 	return reqs

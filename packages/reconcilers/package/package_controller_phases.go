@@ -15,7 +15,7 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/klog/v2"
 	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/client"
+	ctrlclient "sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	flotillav1 "github.com/flotilla-dev/flotilla/api/cluster/v1alpha1"
@@ -46,7 +46,7 @@ func (r *Reconciler) observe(ctx context.Context, s *scope) error {
 	}
 	s.clusterName = name
 	pbc := &packagesv1.PackageBundleController{}
-	if found, err := r.get(ctx, client.ObjectKey{Namespace: packagesv1.PackagesNamespace, Name: name}, pbc); err != nil {
+	if found, err := r.get(ctx, ctrlclient.ObjectKey{Namespace: packagesv1.PackagesNamespace, Name: name}, pbc); err != nil {
 		return err
 	} else if found {
 		s.pbc = pbc
@@ -60,7 +60,7 @@ func (r *Reconciler) observe(ctx context.Context, s *scope) error {
 		return nil
 	}
 	b := &packagesv1.PackageBundle{}
-	if found, err := r.get(ctx, client.ObjectKey{Namespace: packagesv1.PackagesNamespace, Name: s.pbc.Spec.ActiveBundle}, b); err != nil {
+	if found, err := r.get(ctx, ctrlclient.ObjectKey{Namespace: packagesv1.PackagesNamespace, Name: s.pbc.Spec.ActiveBundle}, b); err != nil {
 		return err
 	} else if found {
 		s.bundle = b
@@ -73,7 +73,7 @@ func (r *Reconciler) observe(ctx context.Context, s *scope) error {
 func (r *Reconciler) findCluster(ctx context.Context, name string, pbc *packagesv1.PackageBundleController) (*flotillav1.Cluster, error) {
 	if pbc != nil && pbc.Labels[packagesv1.ClusterNamespaceLabel] != "" {
 		c := &flotillav1.Cluster{}
-		found, err := r.get(ctx, client.ObjectKey{Namespace: pbc.Labels[packagesv1.ClusterNamespaceLabel], Name: name}, c)
+		found, err := r.get(ctx, ctrlclient.ObjectKey{Namespace: pbc.Labels[packagesv1.ClusterNamespaceLabel], Name: name}, c)
 		if err != nil || !found {
 			return nil, err
 		}
@@ -109,9 +109,9 @@ func (s *scope) resolve() {
 	case s.bundle == nil:
 		s.waitingReason = packagesv1.PackageControllerNotFoundReason
 		s.waiting = fmt.Sprintf("waiting for PackageBundle %s, the active bundle of %s", s.pbc.Spec.ActiveBundle, s.clusterName)
-	case s.bundle.Status.State != packagesv1.BundleValid:
+	case !s.bundle.IsValid():
 		s.waitingReason = packagesv1.PackageControllerNotFoundReason
-		s.waiting = fmt.Sprintf("the active bundle %s of %s is not valid (%s)", s.bundle.Name, s.clusterName, s.bundle.Status.Detail)
+		s.waiting = fmt.Sprintf("the active bundle %s of %s is not valid (%s)", s.bundle.Name, s.clusterName, s.bundle.WhyNotValid())
 	default:
 		s.resolved, s.invalid = catalog.Resolve(s.bundle, s.pkg.Spec)
 	}
@@ -125,7 +125,7 @@ func (r *Reconciler) ensureDependencies(ctx context.Context, s *scope) error {
 		return nil
 	}
 	list := &packagesv1.PackageList{}
-	if err := r.Client.List(ctx, list, client.InNamespace(s.pkg.Namespace)); err != nil {
+	if err := r.Client.List(ctx, list, ctrlclient.InNamespace(s.pkg.Namespace)); err != nil {
 		return fmt.Errorf("listing Packages of namespace %s: %w", s.pkg.Namespace, err)
 	}
 	var notReady []string
@@ -160,7 +160,7 @@ func (r *Reconciler) createDependency(ctx context.Context, s *scope, dep string)
 		ObjectMeta: metav1.ObjectMeta{Name: dep, Namespace: s.pkg.Namespace, Labels: map[string]string{packagesv1.DependencyOfLabel: s.pkg.Name}},
 		Spec:       packagesv1.PackageSpec{PackageName: dep},
 	}
-	if err := r.Client.Create(ctx, d, client.FieldOwner(FieldOwner)); err != nil {
+	if err := r.Client.Create(ctx, d, ctrlclient.FieldOwner(FieldOwner)); err != nil {
 		if apierrors.IsAlreadyExists(err) {
 			s.waitingReason = packagesv1.WaitingForDependenciesReason
 			s.waiting = fmt.Sprintf("dependency %s cannot be created: Package %s exists for another package", dep, dep)
@@ -196,7 +196,7 @@ func (r *Reconciler) restConfig(ctx context.Context, s *scope) (*rest.Config, er
 	if r.RESTConfigs == nil {
 		return nil, fmt.Errorf("cluster %s cannot be reached: no cluster cache", klog.KObj(c))
 	}
-	cfg, err := r.RESTConfigs.GetRESTConfig(ctx, client.ObjectKeyFromObject(c))
+	cfg, err := r.RESTConfigs.GetRESTConfig(ctx, ctrlclient.ObjectKeyFromObject(c))
 	if err != nil {
 		return nil, fmt.Errorf("cluster %s cannot be reached: %w", klog.KObj(c), err)
 	}
@@ -336,7 +336,7 @@ func verbosity(pbc *packagesv1.PackageBundleController, level int) int {
 }
 
 // get reads key into obj, reporting whether it exists.
-func (r *Reconciler) get(ctx context.Context, key client.ObjectKey, obj client.Object) (bool, error) {
+func (r *Reconciler) get(ctx context.Context, key ctrlclient.ObjectKey, obj ctrlclient.Object) (bool, error) {
 	if err := r.Client.Get(ctx, key, obj); err != nil {
 		if apierrors.IsNotFound(err) {
 			return false, nil

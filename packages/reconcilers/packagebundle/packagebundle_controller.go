@@ -12,7 +12,7 @@ import (
 	"k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
-	"sigs.k8s.io/controller-runtime/pkg/client"
+	ctrlclient "sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
@@ -42,12 +42,12 @@ type Verifier interface {
 // Reconciler reconciles PackageBundles.
 type Reconciler struct {
 	// Client reads through the manager's cache and writes to the API server.
-	Client client.Client
+	Client ctrlclient.Client
 	// Recorder records Events on PackageBundles.
 	Recorder events.EventRecorder
 	// APIReader reads the package-defaults ConfigMap and credentials Secret from the API server
 	// (never a cache that may lag behind the watch event that asked for the read); Client when nil.
-	APIReader client.Reader
+	APIReader ctrlclient.Reader
 	// Verifier verifies signatures.
 	Verifier Verifier
 }
@@ -74,8 +74,8 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		// Metadata only: every change bumps the resourceVersion, and the data is read from the
 		// API server (the manager's client does not cache ConfigMaps).
 		Watches(&corev1.ConfigMap{}, handler.EnqueueRequestsFromMapFunc(r.allBundles), builder.OnlyMetadata,
-			builder.WithPredicates(predicate.NewPredicateFuncs(func(o client.Object) bool {
-				return client.ObjectKeyFromObject(o) == defaults.Key
+			builder.WithPredicates(predicate.NewPredicateFuncs(func(o ctrlclient.Object) bool {
+				return ctrlclient.ObjectKeyFromObject(o) == defaults.Key
 			}))).
 		Watches(&packagesv1.PackageBundle{}, handler.EnqueueRequestsFromMapFunc(r.allBundles),
 			builder.WithPredicates(predicate.Funcs{UpdateFunc: func(event.UpdateEvent) bool { return false }})).
@@ -92,7 +92,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	b := &packagesv1.PackageBundle{}
 	if err := r.Client.Get(ctx, req.NamespacedName, b); err != nil {
-		return ctrl.Result{}, client.IgnoreNotFound(err)
+		return ctrl.Result{}, ctrlclient.IgnoreNotFound(err)
 	}
 	d, err := defaults.Read(ctx, r.APIReader)
 	if err != nil {
@@ -138,15 +138,15 @@ func SetValidity(b *packagesv1.PackageBundle, invalid error) {
 }
 
 // allBundles maps the defaults ConfigMap to every PackageBundle.
-func (r *Reconciler) allBundles(ctx context.Context, _ client.Object) []reconcile.Request {
+func (r *Reconciler) allBundles(ctx context.Context, _ ctrlclient.Object) []reconcile.Request {
 	list := &packagesv1.PackageBundleList{}
-	if err := r.Client.List(ctx, list, client.InNamespace(packagesv1.PackagesNamespace)); err != nil {
+	if err := r.Client.List(ctx, list, ctrlclient.InNamespace(packagesv1.PackagesNamespace)); err != nil {
 		ctrl.LoggerFrom(ctx).Error(err, "Listing PackageBundles")
 		return nil
 	}
 	reqs := make([]reconcile.Request, 0, len(list.Items))
 	for i := range list.Items {
-		reqs = append(reqs, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&list.Items[i])})
+		reqs = append(reqs, reconcile.Request{NamespacedName: ctrlclient.ObjectKeyFromObject(&list.Items[i])})
 	}
 	return reqs
 }

@@ -7,7 +7,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/klog/v2"
 	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/client"
+	ctrlclient "sigs.k8s.io/controller-runtime/pkg/client"
 
 	packagesv1 "github.com/flotilla-dev/flotilla/api/packages/v1alpha1"
 	"github.com/flotilla-dev/flotilla/packages/bundle"
@@ -18,23 +18,23 @@ import (
 // right before the delete, which is conditional on b being unchanged.
 func (r *Reconciler) collect(ctx context.Context, b *packagesv1.PackageBundle, history int) (bool, error) {
 	bundles := &packagesv1.PackageBundleList{}
-	if err := r.Client.List(ctx, bundles, client.InNamespace(packagesv1.PackagesNamespace)); err != nil {
+	if err := r.Client.List(ctx, bundles, ctrlclient.InNamespace(packagesv1.PackagesNamespace)); err != nil {
 		return false, fmt.Errorf("listing PackageBundles: %w", err)
 	}
 	if Keep(b, bundles.Items, nil, history) {
 		return false, nil
 	}
 	pbcs := &packagesv1.PackageBundleControllerList{}
-	if err := r.APIReader.List(ctx, pbcs, client.InNamespace(packagesv1.PackagesNamespace)); err != nil {
+	if err := r.APIReader.List(ctx, pbcs, ctrlclient.InNamespace(packagesv1.PackagesNamespace)); err != nil {
 		return false, fmt.Errorf("listing PackageBundleControllers: %w", err)
 	}
 	if Keep(b, bundles.Items, pbcs.Items, history) {
 		return false, nil
 	}
-	err := r.Client.Delete(ctx, b, client.Preconditions{UID: &b.UID, ResourceVersion: &b.ResourceVersion})
+	err := r.Client.Delete(ctx, b, ctrlclient.Preconditions{UID: &b.UID, ResourceVersion: &b.ResourceVersion})
 	if err != nil {
 		// Gone, or changed meanwhile (the change brings it back here).
-		return false, client.IgnoreNotFound(fmt.Errorf("deleting PackageBundle %s: %w", klog.KObj(b), err))
+		return false, ctrlclient.IgnoreNotFound(fmt.Errorf("deleting PackageBundle %s: %w", klog.KObj(b), err))
 	}
 	ctrl.LoggerFrom(ctx).Info("Deleted an old PackageBundle", "packageBundle", klog.KObj(b), "history", history)
 	r.Recorder.Eventf(b, nil, corev1.EventTypeNormal, "Collected", "Collect",

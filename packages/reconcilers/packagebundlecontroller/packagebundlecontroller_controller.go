@@ -10,7 +10,7 @@ import (
 	"k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
-	"sigs.k8s.io/controller-runtime/pkg/client"
+	ctrlclient "sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
@@ -35,12 +35,12 @@ const FieldOwner = "flotilla-packagebundlecontroller"
 // Reconciler reconciles PackageBundleControllers.
 type Reconciler struct {
 	// Client reads through the manager's cache and writes to the API server.
-	Client client.Client
+	Client ctrlclient.Client
 	// Recorder records Events on PackageBundleControllers.
 	Recorder events.EventRecorder
 	// APIReader reads the package-defaults ConfigMap and credentials Secret from the API server
 	// (never a cache that may lag behind the watch event that asked for the read); Client when nil.
-	APIReader client.Reader
+	APIReader ctrlclient.Reader
 	// Source reads bundles from registries.
 	Source BundleSource
 	// Now is the clock; time.Now when nil.
@@ -113,7 +113,7 @@ type scope struct {
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Result, reterr error) {
 	pbc := &packagesv1.PackageBundleController{}
 	if err := r.Client.Get(ctx, req.NamespacedName, pbc); err != nil {
-		return ctrl.Result{}, client.IgnoreNotFound(err)
+		return ctrl.Result{}, ctrlclient.IgnoreNotFound(err)
 	}
 	if !pbc.DeletionTimestamp.IsZero() {
 		return ctrl.Result{}, nil
@@ -181,25 +181,25 @@ func (r *Reconciler) now() time.Time {
 	return time.Now()
 }
 
-func isDefaults(obj client.Object) bool {
+func isDefaults(obj ctrlclient.Object) bool {
 	return obj.GetNamespace() == defaults.Key.Namespace && obj.GetName() == defaults.Key.Name
 }
 
 // allPBCs maps the defaults ConfigMap or a PackageBundle to every PackageBundleController.
-func (r *Reconciler) allPBCs(ctx context.Context, _ client.Object) []reconcile.Request {
+func (r *Reconciler) allPBCs(ctx context.Context, _ ctrlclient.Object) []reconcile.Request {
 	list := &packagesv1.PackageBundleControllerList{}
-	if err := r.Client.List(ctx, list, client.InNamespace(packagesv1.PackagesNamespace)); err != nil {
+	if err := r.Client.List(ctx, list, ctrlclient.InNamespace(packagesv1.PackagesNamespace)); err != nil {
 		ctrl.LoggerFrom(ctx).Error(err, "Listing PackageBundleControllers")
 		return nil
 	}
 	reqs := make([]reconcile.Request, 0, len(list.Items))
 	for i := range list.Items {
-		reqs = append(reqs, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&list.Items[i])})
+		reqs = append(reqs, reconcile.Request{NamespacedName: ctrlclient.ObjectKeyFromObject(&list.Items[i])})
 	}
 	return reqs
 }
 
 // pbcOfCluster maps a Flotilla Cluster to the PackageBundleController of its name.
-func pbcOfCluster(_ context.Context, obj client.Object) []reconcile.Request {
-	return []reconcile.Request{{NamespacedName: client.ObjectKey{Namespace: packagesv1.PackagesNamespace, Name: obj.GetName()}}}
+func pbcOfCluster(_ context.Context, obj ctrlclient.Object) []reconcile.Request {
+	return []reconcile.Request{{NamespacedName: ctrlclient.ObjectKey{Namespace: packagesv1.PackagesNamespace, Name: obj.GetName()}}}
 }

@@ -12,7 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"sigs.k8s.io/controller-runtime/pkg/client"
+	ctrlclient "sigs.k8s.io/controller-runtime/pkg/client"
 
 	flotillav1 "github.com/flotilla-dev/flotilla/api/cluster/v1alpha1"
 	packagesv1 "github.com/flotilla-dev/flotilla/api/packages/v1alpha1"
@@ -36,7 +36,7 @@ func (r *Reconciler) findCluster(ctx context.Context, s *scope) error {
 	}
 	if ns := pbc.Labels[packagesv1.ClusterNamespaceLabel]; ns != "" {
 		c := &flotillav1.Cluster{}
-		err := r.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: pbc.Name}, c)
+		err := r.Client.Get(ctx, ctrlclient.ObjectKey{Namespace: ns, Name: pbc.Name}, c)
 		switch {
 		case err == nil:
 			s.cluster = c
@@ -124,9 +124,9 @@ func (r *Reconciler) check(ctx context.Context, s *scope, d defaults.Defaults) e
 	}
 	for _, name := range retained(names, s.pbc.Spec.ActiveBundle, d.BundleHistory) {
 		existing := &packagesv1.PackageBundle{}
-		err := r.Client.Get(ctx, client.ObjectKey{Namespace: packagesv1.PackagesNamespace, Name: name}, existing)
+		err := r.Client.Get(ctx, ctrlclient.ObjectKey{Namespace: packagesv1.PackagesNamespace, Name: name}, existing)
 		switch {
-		case err == nil && existing.Status.State == packagesv1.BundleValid:
+		case err == nil && existing.IsValid():
 			continue
 		case err == nil:
 		case apierrors.IsNotFound(err):
@@ -167,7 +167,7 @@ func (e *RegistryError) Unwrap() error { return e.Err }
 func (r *Reconciler) record(ctx context.Context, s *scope, name string, existing *packagesv1.PackageBundle, spec packagesv1.PackageBundleSpec) error {
 	if existing == nil {
 		b := &packagesv1.PackageBundle{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: packagesv1.PackagesNamespace}, Spec: spec}
-		if err := r.Client.Create(ctx, b, client.FieldOwner(FieldOwner)); err != nil {
+		if err := r.Client.Create(ctx, b, ctrlclient.FieldOwner(FieldOwner)); err != nil {
 			if apierrors.IsAlreadyExists(err) {
 				return nil // another PackageBundleController of the same source recorded it
 			}
@@ -180,7 +180,7 @@ func (r *Reconciler) record(ctx context.Context, s *scope, name string, existing
 		return nil
 	}
 	existing.Spec = spec
-	if err := r.Client.Update(ctx, existing, client.FieldOwner(FieldOwner)); err != nil {
+	if err := r.Client.Update(ctx, existing, ctrlclient.FieldOwner(FieldOwner)); err != nil {
 		if apierrors.IsConflict(err) {
 			return nil // changed meanwhile, by another PackageBundleController: the next check looks again
 		}
@@ -193,7 +193,7 @@ func (r *Reconciler) record(ctx context.Context, s *scope, name string, existing
 // observeBundles reads the PackageBundles of the PBC's source and minor into s.
 func (r *Reconciler) observeBundles(ctx context.Context, s *scope) error {
 	list := &packagesv1.PackageBundleList{}
-	if err := r.Client.List(ctx, list, client.InNamespace(packagesv1.PackagesNamespace)); err != nil {
+	if err := r.Client.List(ctx, list, ctrlclient.InNamespace(packagesv1.PackagesNamespace)); err != nil {
 		return fmt.Errorf("listing PackageBundles: %w", err)
 	}
 	for i := range list.Items {
@@ -204,7 +204,7 @@ func (r *Reconciler) observeBundles(ctx context.Context, s *scope) error {
 		if b.Spec.KubernetesMinor != s.minor || b.Spec.Source == nil || *b.Spec.Source != *s.source {
 			continue
 		}
-		if b.Status.State != packagesv1.BundleValid {
+		if !b.IsValid() {
 			s.invalid++
 			continue
 		}

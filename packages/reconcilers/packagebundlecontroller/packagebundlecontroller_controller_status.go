@@ -73,8 +73,8 @@ func setStatus(s *scope, now time.Time) {
 	case s.active == nil:
 		st.Detail = fmt.Sprintf("active bundle %s does not exist", active)
 		ready.Reason, ready.Message = packagesv1.ActiveBundleInvalidReason, "spec.activeBundle: "+st.Detail
-	case s.active.Status.State != packagesv1.BundleValid:
-		st.Detail = fmt.Sprintf("active bundle %s is invalid: %s", active, s.active.Status.Detail)
+	case !s.active.IsValid():
+		st.Detail = fmt.Sprintf("active bundle %s is not valid: %s", active, s.active.WhyNotValid())
 		ready.Reason, ready.Message = packagesv1.ActiveBundleInvalidReason, "spec.activeBundle: "+st.Detail
 	case len(s.bundles) > 0 && s.active.Spec.KubernetesMinor != s.minor:
 		st.State = packagesv1.BundleControllerUpgradeAvailable

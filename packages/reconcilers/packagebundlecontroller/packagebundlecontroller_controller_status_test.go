@@ -10,21 +10,30 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	packagesv1 "github.com/flotilla-dev/flotilla/api/packages/v1alpha1"
+	"github.com/flotilla-dev/flotilla/packages/reconcilers/packagebundle"
 )
 
+// bundleOf is a bundle verified as state by the packagebundle reconciler (an invalid one is not
+// signed).
 func bundleOf(name string, build int, state packagesv1.PackageBundleState) *packagesv1.PackageBundle {
-	return &packagesv1.PackageBundle{
-		ObjectMeta: metav1.ObjectMeta{Name: name},
+	b := &packagesv1.PackageBundle{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Generation: 1},
 		Spec:       packagesv1.PackageBundleSpec{KubernetesMinor: "1.36", Build: build},
-		Status:     packagesv1.PackageBundleStatus{State: state},
 	}
+	var invalid error
+	if state == packagesv1.BundleInvalid {
+		invalid = errors.New("bundle is not signed")
+	}
+	packagebundle.SetValidity(b, invalid)
+	return b
 }
 
 func TestSetStatus(t *testing.T) {
 	src := &packagesv1.BundleSource{Registry: "r", Repository: "b"}
 	b1, b2 := bundleOf("v1-36-1", 1, packagesv1.BundleValid), bundleOf("v1-36-2", 2, packagesv1.BundleValid)
 	invalid := bundleOf("v1-36-3", 3, packagesv1.BundleInvalid)
-	invalid.Status.Detail = "bundle is not signed"
+	edited := bundleOf("v1-36-4", 4, packagesv1.BundleValid)
+	edited.Generation = 2 // its spec changed after it was verified
 	old := bundleOf("v1-35-4", 4, packagesv1.BundleValid)
 	old.Spec.KubernetesMinor = "1.35"
 	tests := []struct {
@@ -52,6 +61,8 @@ func TestSetStatus(t *testing.T) {
 			wantState: packagesv1.BundleControllerUpgradeAvailable, wantReady: metav1.ConditionTrue, wantReason: packagesv1.ReadyReason, wantDetail: "v1-36-1 is available for Kubernetes 1.36"},
 		{name: "an invalid active bundle is not Ready and names spec.activeBundle", active: "v1-36-3", s: scope{minor: "1.36", source: src, bundles: []*packagesv1.PackageBundle{b1}, active: invalid},
 			wantState: packagesv1.BundleControllerActive, wantReady: metav1.ConditionFalse, wantReason: packagesv1.ActiveBundleInvalidReason, wantDetail: "not signed"},
+		{name: "an active bundle whose spec changed since it was verified is not Ready", active: "v1-36-4", s: scope{minor: "1.36", source: src, bundles: []*packagesv1.PackageBundle{b1}, active: edited},
+			wantState: packagesv1.BundleControllerActive, wantReady: metav1.ConditionFalse, wantReason: packagesv1.ActiveBundleInvalidReason, wantDetail: "since it was last verified"},
 		{name: "a missing active bundle is not Ready", active: "v1-36-9", s: scope{minor: "1.36", source: src, bundles: []*packagesv1.PackageBundle{b1}},
 			wantState: packagesv1.BundleControllerActive, wantReady: metav1.ConditionFalse, wantReason: packagesv1.ActiveBundleInvalidReason, wantDetail: "does not exist"},
 	}

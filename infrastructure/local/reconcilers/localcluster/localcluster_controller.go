@@ -9,7 +9,7 @@ import (
 	kerrors "k8s.io/apimachinery/pkg/util/errors"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
-	"sigs.k8s.io/controller-runtime/pkg/client"
+	ctrlclient "sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
@@ -32,7 +32,7 @@ import (
 // Reconciler reconciles a LocalCluster.
 type Reconciler struct {
 	// Client reads and writes objects in the management cluster.
-	Client client.Client
+	Client ctrlclient.Client
 }
 
 // SetupWithManager registers the reconciler with mgr. It watches LocalClusters, the CAPI
@@ -127,7 +127,7 @@ func (r *Reconciler) localControlPlane(ctx context.Context, cluster *clusterv1.C
 		return nil, nil
 	}
 	controlPlane := &controlplanev1.LocalControlPlane{}
-	if err := r.Client.Get(ctx, client.ObjectKey{Namespace: cluster.Namespace, Name: ref.Name}, controlPlane); err != nil {
+	if err := r.Client.Get(ctx, ctrlclient.ObjectKey{Namespace: cluster.Namespace, Name: ref.Name}, controlPlane); err != nil {
 		if apierrors.IsNotFound(err) {
 			return nil, nil
 		}
@@ -138,18 +138,18 @@ func (r *Reconciler) localControlPlane(ctx context.Context, cluster *clusterv1.C
 
 // controlPlaneToLocalCluster maps a LocalControlPlane to the LocalCluster of its Cluster (by
 // CAPI's cluster-name label).
-func (r *Reconciler) controlPlaneToLocalCluster(ctx context.Context, obj client.Object) []ctrl.Request {
+func (r *Reconciler) controlPlaneToLocalCluster(ctx context.Context, obj ctrlclient.Object) []ctrl.Request {
 	name := obj.GetLabels()[clusterv1.ClusterNameLabel]
 	if name == "" {
 		return nil
 	}
 	cluster := &clusterv1.Cluster{}
-	if err := r.Client.Get(ctx, client.ObjectKey{Namespace: obj.GetNamespace(), Name: name}, cluster); err != nil {
+	if err := r.Client.Get(ctx, ctrlclient.ObjectKey{Namespace: obj.GetNamespace(), Name: name}, cluster); err != nil {
 		return nil
 	}
 	ref := cluster.Spec.InfrastructureRef
 	if ref.APIGroup != infrav1.GroupVersion.Group || ref.Kind != "LocalCluster" {
 		return nil
 	}
-	return []ctrl.Request{{NamespacedName: client.ObjectKey{Namespace: cluster.Namespace, Name: ref.Name}}}
+	return []ctrl.Request{{NamespacedName: ctrlclient.ObjectKey{Namespace: cluster.Namespace, Name: ref.Name}}}
 }

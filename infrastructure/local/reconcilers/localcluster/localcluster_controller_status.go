@@ -6,7 +6,7 @@ import (
 
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 	"sigs.k8s.io/cluster-api/util/conditions"
-	"sigs.k8s.io/controller-runtime/pkg/client"
+	ctrlclient "sigs.k8s.io/controller-runtime/pkg/client"
 
 	controlplanev1 "github.com/flotilla-dev/flotilla/api/controlplane/v1alpha1"
 	infrav1 "github.com/flotilla-dev/flotilla/api/infrastructure/v1alpha1"
@@ -57,7 +57,7 @@ func clusterControlPlaneInitialized(cluster *clusterv1.Cluster) bool {
 // /readyz. The LocalCluster is provisioned from that as soon as it happens, one round trip
 // through the CAPI Cluster sooner than from the Cluster's ControlPlaneInitialized, which CAPI
 // copies from the same field.
-func controlPlaneInitialized(obj client.Object) bool {
+func controlPlaneInitialized(obj ctrlclient.Object) bool {
 	controlPlane, ok := obj.(*controlplanev1.LocalControlPlane)
 	return ok && ptr.Deref(controlPlane.Status.Initialization.ControlPlaneInitialized, false)
 }

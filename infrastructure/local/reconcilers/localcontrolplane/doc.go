@@ -36,9 +36,26 @@
 // answers and stays true; status.version is the version the API server reports; conditions
 // Available (mirrored by CAPI into the Cluster's ControlPlaneAvailable), ProcessesRunning and
 // CertificatesAvailable, plus Paused. While the API server starts the reconciler looks again
-// every half second; once it is available, every 30 seconds, so a process that died is restarted
-// (Ensure does that) and the conditions say so meanwhile. A new spec.version restarts the
+// every half second; once it is available, every 30 seconds. A new spec.version restarts the
 // processes on that version's binaries.
+//
+// # Supervision
+//
+// Every process Ensure starts is recorded under the cluster's directory, and the supervisor of
+// the Flotilla home (package pkg/supervisor, `flotilla supervisor`) keeps it running: it starts
+// an exited process again within a second, at once after a stable run and with a back-off of 1 s
+// doubling to a minute after quick exits (package pkg/process). Ensure applies the same policy
+// under the same lock, so the reconciler and the supervisor never both start a process. The
+// reconciler reads the records' history into ProcessesRunning: True naming the restarted
+// processes and how they last ended; False while one waits out its back-off, with reason
+// ProcessRestarting, CrashLoopBackOff (3 quick exits in a row) or PortInUse (another program
+// took its port), saying when it starts again. The manager of a management cluster is recorded
+// in its cluster's directory too, so its restarts show on that cluster's LocalControlPlane. It
+// polls the records' modification times every 2 seconds and reconciles the control planes whose
+// records changed, so conditions and events follow the supervisor within seconds. The
+// management cluster's API server URL is recorded with each control plane
+// (controlplane.Config.ManagedBy), so that deleting that management cluster finds its local
+// workload clusters even when its API server does not answer.
 //
 // # Deleting
 //
@@ -58,7 +75,8 @@
 // Normal: EndpointChosen, Started (processes started), Adopted (processes found running after a
 // manager start), Upgrading (processes restarted on a new spec.version), Available (the API
 // server answered /readyz the first time), Deleted. Warning: BinariesMissing, StartFailed,
-// ProcessRestarted (a process of an initialized control plane had stopped, or its flags or
-// certificates changed, and was started again), SecretsFailed, ClusterNameConflict,
-// DeleteFailed. Neither events nor logs nor conditions carry key material or kubeconfigs.
+// ProcessExited (a process exited and waits out its back-off; once per exit), ProcessRestarted
+// (a process had stopped, or its flags or certificates changed, and was started again: by the
+// supervisor, or by Ensure; the restart count and how it ended), SecretsFailed,
+// ClusterNameConflict, DeleteFailed. Neither events nor logs nor conditions carry key material or kubeconfigs.
 package localcontrolplane

@@ -14,10 +14,11 @@ import (
 	"k8s.io/klog/v2"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
-	"sigs.k8s.io/controller-runtime/pkg/client"
+	ctrlclient "sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 	"sigs.k8s.io/cluster-api/util"
@@ -50,18 +51,30 @@ const (
 // Reconciler reconciles a LocalControlPlane.
 type Reconciler struct {
 	// Client reads and writes objects in the management cluster.
-	Client client.Client
+	Client ctrlclient.Client
 	// Home is $FLOTILLA_HOME: control planes keep their data in Home/clusters/<cluster>.
 	Home string
 	// BinRoot is the binary cache holding <version>/kube-apiserver, etcd, ... (binaries.DefaultRoot()).
 	BinRoot string
+	// ManagementServer is the URL of the management cluster's API server, recorded with each
+	// control plane (controlplane.Config.ManagedBy); SetupWithManager takes it from the manager.
+	ManagementServer string
 
 	recorder events.EventRecorder
+	// started is when this reconciler was set up.
+	started time.Time
 
-	// pids remembers, per LocalControlPlane, the process IDs this reconciler has seen, so that
-	// finding processes running after a manager start is reported once as an adoption.
-	pidsMu sync.Mutex
-	pids   map[types.NamespacedName]map[string]int
+	// seen remembers, per LocalControlPlane, the processes this reconciler has reported, so that
+	// finding processes running after a manager start is reported once as an adoption, and each
+	// restart and exit once.
+	seenMu sync.Mutex
+	seen   map[types.NamespacedName]map[string]seenProcess
+}
+
+// seenProcess is what the reconciler last reported about a process.
+type seenProcess struct {
+	pid      int
+	exitedAt time.Time
 }
 
 // SetupWithManager registers the reconciler with mgr. It watches LocalControlPlanes and the
@@ -75,6 +88,7 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, opt
 		Named("localcontrolplane").
 		For(&controlplanev1.LocalControlPlane{}).
 		WithOptions(options).
+		WatchesRawSource(source.Func(r.watchRecords)).
 		Watches(
 			&clusterv1.Cluster{},
 			handler.EnqueueRequestsFromMapFunc(clusterToLocalControlPlane),
@@ -88,7 +102,11 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, opt
 		return fmt.Errorf("setting up the localcontrolplane controller: %w", err)
 	}
 	r.recorder = mgr.GetEventRecorder("localcontrolplane-controller")
-	r.pids = map[types.NamespacedName]map[string]int{}
+	r.seen = map[types.NamespacedName]map[string]seenProcess{}
+	r.started = time.Now()
+	if r.ManagementServer == "" {
+		r.ManagementServer = mgr.GetConfig().Host
+	}
 	return nil
 }
 
@@ -203,7 +221,7 @@ func (r *Reconciler) owningCluster(ctx context.Context, lcp *controlplanev1.Loca
 		return nil, nil
 	}
 	cluster = &clusterv1.Cluster{}
-	if err := r.Client.Get(ctx, client.ObjectKey{Namespace: lcp.Namespace, Name: name}, cluster); err != nil {
+	if err := r.Client.Get(ctx, ctrlclient.ObjectKey{Namespace: lcp.Namespace, Name: name}, cluster); err != nil {
 		if apierrors.IsNotFound(err) {
 			return nil, nil
 		}
@@ -218,7 +236,7 @@ func (r *Reconciler) owningCluster(ctx context.Context, lcp *controlplanev1.Loca
 }
 
 // clusterToLocalControlPlane maps a Cluster to the LocalControlPlane it references.
-func clusterToLocalControlPlane(_ context.Context, o client.Object) []reconcile.Request {
+func clusterToLocalControlPlane(_ context.Context, o ctrlclient.Object) []reconcile.Request {
 	cluster, ok := o.(*clusterv1.Cluster)
 	if !ok {
 		return nil
@@ -227,30 +245,26 @@ func clusterToLocalControlPlane(_ context.Context, o client.Object) []reconcile.
 	if !ref.IsDefined() || ref.APIGroup != controlplanev1.GroupVersion.Group || ref.Kind != "LocalControlPlane" {
 		return nil
 	}
-	return []reconcile.Request{{NamespacedName: client.ObjectKey{Namespace: cluster.Namespace, Name: ref.Name}}}
+	return []reconcile.Request{{NamespacedName: ctrlclient.ObjectKey{Namespace: cluster.Namespace, Name: ref.Name}}}
 }
 
-// rememberPIDs records the process IDs of a LocalControlPlane. It returns the processes this
-// reconciler had not seen before with these IDs, and the IDs it knew before (nil when it had
-// never seen this control plane, as after a manager start).
-func (r *Reconciler) rememberPIDs(key types.NamespacedName, processes []controlplane.ProcessStatus) (unseen []controlplane.ProcessStatus, previous map[string]int) {
-	r.pidsMu.Lock()
-	defer r.pidsMu.Unlock()
-	previous = r.pids[key]
-	current := make(map[string]int, len(processes))
+// remember records the processes of a LocalControlPlane as reported. It returns what it knew
+// about them before (nil when it had never seen this control plane, as after a manager start).
+func (r *Reconciler) remember(key types.NamespacedName, processes []controlplane.ProcessStatus) (previous map[string]seenProcess) {
+	r.seenMu.Lock()
+	defer r.seenMu.Unlock()
+	previous = r.seen[key]
+	current := make(map[string]seenProcess, len(processes))
 	for _, p := range processes {
-		current[p.Name] = p.PID
-		if previous[p.Name] != p.PID {
-			unseen = append(unseen, p)
-		}
+		current[p.Name] = seenProcess{pid: p.PID, exitedAt: p.History.ExitedAt}
 	}
-	r.pids[key] = current
-	return unseen, previous
+	r.seen[key] = current
+	return previous
 }
 
-// forgetPIDs drops what rememberPIDs recorded for a deleted LocalControlPlane.
-func (r *Reconciler) forgetPIDs(key types.NamespacedName) {
-	r.pidsMu.Lock()
-	defer r.pidsMu.Unlock()
-	delete(r.pids, key)
+// forget drops what remember recorded for a deleted LocalControlPlane.
+func (r *Reconciler) forget(key types.NamespacedName) {
+	r.seenMu.Lock()
+	defer r.seenMu.Unlock()
+	delete(r.seen, key)
 }

@@ -13,7 +13,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/client"
+	ctrlclient "sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
@@ -25,13 +25,14 @@ import (
 	"github.com/flotilla-dev/flotilla/pkg/controlplane"
 	"github.com/flotilla-dev/flotilla/pkg/objectpatch"
 	"github.com/flotilla-dev/flotilla/pkg/pki"
+	"github.com/flotilla-dev/flotilla/pkg/process"
 )
 
 // defaultHost is where local control planes serve.
 const defaultHost = "127.0.0.1"
 
 // fieldOwner is the server-side apply field manager of the Secrets this reconciler writes.
-const fieldOwner = client.FieldOwner("flotilla-localcontrolplane")
+const fieldOwner = ctrlclient.FieldOwner("flotilla-localcontrolplane")
 
 // scope holds what one reconcile learns about a LocalControlPlane; the status setters turn it
 // into status fields and conditions.
@@ -82,7 +83,7 @@ func (r *Reconciler) dir(s *scope) string {
 // data directory, in which case this control plane neither starts nor deletes anything.
 func (r *Reconciler) reconcileNameConflict(ctx context.Context, s *scope) (ctrl.Result, error) {
 	list := &controlplanev1.LocalControlPlaneList{}
-	if err := r.Client.List(ctx, list, client.MatchingLabels{clusterv1.ClusterNameLabel: s.clusterName}); err != nil {
+	if err := r.Client.List(ctx, list, ctrlclient.MatchingLabels{clusterv1.ClusterNameLabel: s.clusterName}); err != nil {
 		return ctrl.Result{}, fmt.Errorf("listing LocalControlPlanes of clusters named %s: %w", s.clusterName, err)
 	}
 	for i := range list.Items {
@@ -164,6 +165,7 @@ func (r *Reconciler) reconcileBinaries(_ context.Context, s *scope) (ctrl.Result
 		Kwok:                  true,
 		ServiceClusterIPRange: s.lcp.Spec.ServiceClusterIPRange,
 		RealNodes:             realNodes(s.lcp.Spec.RealNodes),
+		ManagedBy:             r.ManagementServer,
 	}
 	return ctrl.Result{}, nil
 }
@@ -186,7 +188,7 @@ func (r *Reconciler) reconcileProcesses(ctx context.Context, s *scope) (ctrl.Res
 		return ctrl.Result{}, nil
 	}
 	caSecret := &corev1.Secret{}
-	err := r.Client.Get(ctx, client.ObjectKey{Namespace: s.lcp.Namespace, Name: secret.Name(s.clusterName, secret.ClusterCA)}, caSecret)
+	err := r.Client.Get(ctx, ctrlclient.ObjectKey{Namespace: s.lcp.Namespace, Name: secret.Name(s.clusterName, secret.ClusterCA)}, caSecret)
 	switch {
 	case err == nil:
 		s.caSecret = caSecret
@@ -209,22 +211,40 @@ func (r *Reconciler) reconcileProcesses(ctx context.Context, s *scope) (ctrl.Res
 	}
 	s.processes = status
 	r.recordProcessEvents(ctx, s)
+	for _, p := range status.Processes {
+		if p.PID == 0 {
+			// Waiting out a back-off: look again when it ends, to report the start.
+			return ctrl.Result{RequeueAfter: max(time.Until(p.History.NextStart), startingRequeue)}, nil
+		}
+	}
 	return ctrl.Result{}, nil
 }
 
-// recordProcessEvents reports the processes this reconciler had not seen: started ones,
-// restarted ones (they had stopped, or Ensure replaced them because their version, flags or
-// certificates changed), and adopted ones (found running after a manager start).
+// recordProcessEvents reports what happened to the processes since this reconciler last looked:
+// started ones, ones started again after they exited (by the supervisor of the home, or by
+// Ensure), ones that exited and wait out a back-off, and adopted ones (found running after a
+// manager start, the manager itself included when the supervisor restarted it).
 func (r *Reconciler) recordProcessEvents(ctx context.Context, s *scope) {
-	unseen, previous := r.rememberPIDs(client.ObjectKeyFromObject(s.lcp), s.processes.Processes)
-	var started, restarted, adopted []string
-	for _, p := range unseen {
+	previous := r.remember(ctrlclient.ObjectKeyFromObject(s.lcp), s.processes.Processes)
+	var started, restarted, adopted, exited []string
+	for _, p := range s.processes.Processes {
+		before, ranBefore := previous[p.Name]
+		if p.PID == 0 {
+			if !p.History.ExitedAt.Equal(before.exitedAt) {
+				exited = append(exited, describeExit(p))
+			}
+			continue
+		}
+		if ranBefore && before.pid == p.PID {
+			continue
+		}
 		description := p.Name + " (pid " + strconv.Itoa(p.PID) + ")"
-		_, ranBefore := previous[p.Name]
 		switch {
+		case ranBefore || (previous == nil && r.recentlyRestarted(p)):
+			restarted = append(restarted, describeRestart(p))
 		case p.Adopted:
 			adopted = append(adopted, description)
-		case ranBefore || (previous == nil && s.initialized()):
+		case previous == nil && s.initialized():
 			restarted = append(restarted, description)
 		default:
 			started = append(started, description)
@@ -234,6 +254,10 @@ func (r *Reconciler) recordProcessEvents(ctx context.Context, s *scope) {
 	if len(started) > 0 {
 		log.Info("Started control plane processes", "processes", started)
 		r.recorder.Eventf(s.lcp, nil, corev1.EventTypeNormal, "Started", "Start", "Started %s", strings.Join(started, ", "))
+	}
+	if len(exited) > 0 {
+		log.Info("Control plane processes exited and wait out their back-off", "processes", exited)
+		r.recorder.Eventf(s.lcp, nil, corev1.EventTypeWarning, "ProcessExited", "Supervise", "%s", strings.Join(exited, "; "))
 	}
 	if len(restarted) > 0 {
 		s.restarted = restarted
@@ -251,6 +275,40 @@ func (r *Reconciler) recordProcessEvents(ctx context.Context, s *scope) {
 		log.Info("Adopted running control plane processes", "processes", adopted)
 		r.recorder.Eventf(s.lcp, nil, corev1.EventTypeNormal, "Adopted", "Start", "Adopted running %s", strings.Join(adopted, ", "))
 	}
+}
+
+// recentlyRestarted reports whether p was started again after an exit shortly before this
+// reconciler started, or since: a restart that happened while no manager watched (the manager
+// itself, restarted by the supervisor).
+func (r *Reconciler) recentlyRestarted(p controlplane.ProcessStatus) bool {
+	return p.History.Restarts > 0 && p.Started.After(r.started.Add(-restartedRecently))
+}
+
+// restartedRecently is how long before a manager's start a restart counts as news to it.
+const restartedRecently = time.Minute
+
+// describeRestart says which process runs again, how often it was restarted, and how it ended.
+func describeRestart(p controlplane.ProcessStatus) string {
+	description := fmt.Sprintf("%s (pid %d", p.Name, p.PID)
+	if p.History.Restarts > 0 {
+		description += fmt.Sprintf(", restart %d after it %s", p.History.Restarts, p.History.Ended())
+	}
+	return description + ")"
+}
+
+// describeExit says how a process ended and when it starts again.
+func describeExit(p controlplane.ProcessStatus) string {
+	h := p.History
+	if h.PortInUse != "" {
+		return fmt.Sprintf("%s cannot start: %s is in use by another program; trying again in %s", p.Name, h.PortInUse, untilNext(h))
+	}
+	return fmt.Sprintf("%s %s, %d time(s) in a row within %s of its start; starting it again in %s (see %s)",
+		p.Name, h.Ended(), h.Failures, process.StableAfter, untilNext(h), p.Log)
+}
+
+// untilNext renders the wait before the next start.
+func untilNext(h process.History) string {
+	return max(time.Until(h.NextStart), 0).Round(time.Second).String()
 }
 
 // reconcileSecrets writes the <cluster>-ca and <cluster>-kubeconfig Secrets.
@@ -282,7 +340,7 @@ func (r *Reconciler) reconcileCASecret(ctx context.Context, s *scope) error {
 	if s.caSecret != nil && secretUpToDate(s.caSecret, desired) {
 		return nil
 	}
-	if err := r.Client.Apply(ctx, secretApplyConfiguration(desired), fieldOwner, client.ForceOwnership); err != nil {
+	if err := r.Client.Apply(ctx, secretApplyConfiguration(desired), fieldOwner, ctrlclient.ForceOwnership); err != nil {
 		return fmt.Errorf("writing Secret %s: %w", desired.Name, err)
 	}
 	ctrl.LoggerFrom(ctx).Info("Wrote the CA Secret", "Secret", desired.Name)
@@ -296,7 +354,7 @@ func (r *Reconciler) reconcileCASecret(ctx context.Context, s *scope) error {
 func (r *Reconciler) reconcileKubeconfigSecret(ctx context.Context, s *scope) error {
 	server := serverURL(s.lcp.Spec.ControlPlaneEndpoint)
 	existing := &corev1.Secret{}
-	err := r.Client.Get(ctx, client.ObjectKey{Namespace: s.lcp.Namespace, Name: secret.Name(s.clusterName, secret.Kubeconfig)}, existing)
+	err := r.Client.Get(ctx, ctrlclient.ObjectKey{Namespace: s.lcp.Namespace, Name: secret.Name(s.clusterName, secret.Kubeconfig)}, existing)
 	switch {
 	case apierrors.IsNotFound(err):
 		existing = nil
@@ -320,7 +378,7 @@ func (r *Reconciler) reconcileKubeconfigSecret(ctx context.Context, s *scope) er
 		return err
 	}
 	desired := kubeconfigSecret(s.lcp, s.clusterName, data)
-	if err := r.Client.Apply(ctx, secretApplyConfiguration(desired), fieldOwner, client.ForceOwnership); err != nil {
+	if err := r.Client.Apply(ctx, secretApplyConfiguration(desired), fieldOwner, ctrlclient.ForceOwnership); err != nil {
 		return fmt.Errorf("writing Secret %s: %w", desired.Name, err)
 	}
 	ctrl.LoggerFrom(ctx).Info("Wrote the kubeconfig Secret", "Secret", desired.Name)
@@ -362,7 +420,7 @@ func (r *Reconciler) reconcileDelete(ctx context.Context, s *scope) (ctrl.Result
 	}
 	if _, moved := s.lcp.Annotations[clusterctlv1.DeleteForMoveAnnotation]; moved {
 		log.Info("Deleted by clusterctl move, leaving the processes to the moved copy")
-		r.forgetPIDs(client.ObjectKeyFromObject(s.lcp))
+		r.forget(ctrlclient.ObjectKeyFromObject(s.lcp))
 		controllerutil.RemoveFinalizer(s.lcp, controlplanev1.LocalControlPlaneFinalizer)
 		return ctrl.Result{}, nil
 	}
@@ -380,7 +438,7 @@ func (r *Reconciler) reconcileDelete(ctx context.Context, s *scope) (ctrl.Result
 		log.Info("Stopped the control plane and removed its data", "dir", dir)
 		r.recorder.Eventf(s.lcp, nil, corev1.EventTypeNormal, "Deleted", "Delete", "Stopped every process and removed %s", dir)
 	}
-	r.forgetPIDs(client.ObjectKeyFromObject(s.lcp))
+	r.forget(ctrlclient.ObjectKeyFromObject(s.lcp))
 	controllerutil.RemoveFinalizer(s.lcp, controlplanev1.LocalControlPlaneFinalizer)
 	return ctrl.Result{}, nil
 }

@@ -10,6 +10,7 @@ import (
 	"sigs.k8s.io/cluster-api/util/conditions"
 
 	controlplanev1 "github.com/flotilla-dev/flotilla/api/controlplane/v1alpha1"
+	"github.com/flotilla-dev/flotilla/pkg/process"
 )
 
 // setStatus turns what a reconcile learned into the LocalControlPlane's status.
@@ -79,33 +80,72 @@ func setAvailableCondition(s *scope) {
 }
 
 // setProcessesRunningCondition sets ProcessesRunning: True when every process of the control
-// plane runs, naming the ones this reconcile restarted.
+// plane runs, naming those that were restarted; False while one waits out its back-off, saying
+// how it ended and when it starts again.
 func setProcessesRunningCondition(s *scope) {
 	condition := metav1.Condition{Type: controlplanev1.ProcessesRunningCondition, Status: metav1.ConditionFalse}
 	if reason, message, ok := blocked(s); ok {
 		condition.Reason, condition.Message = reason, message
-	} else {
-		if s.processes == nil {
-			if conditions.Has(s.lcp, controlplanev1.ProcessesRunningCondition) {
-				return
-			}
-			condition.Reason = controlplanev1.StartingReason
-			condition.Message = "Waiting to start the control plane processes"
-			conditions.Set(s.lcp, condition)
+		conditions.Set(s.lcp, condition)
+		return
+	}
+	if s.processes == nil {
+		if conditions.Has(s.lcp, controlplanev1.ProcessesRunningCondition) {
 			return
 		}
-		names := make([]string, 0, len(s.processes.Processes))
-		for _, p := range s.processes.Processes {
-			names = append(names, p.Name)
+		condition.Reason = controlplanev1.StartingReason
+		condition.Message = "Waiting to start the control plane processes"
+		conditions.Set(s.lcp, condition)
+		return
+	}
+	var names, restarts, down []string
+	severity := -1
+	for _, p := range s.processes.Processes {
+		if p.PID == 0 {
+			down = append(down, describeExit(p))
+			severity = max(severity, waitingSeverity(p.History))
+			continue
 		}
-		condition.Status = metav1.ConditionTrue
-		condition.Reason = controlplanev1.ProcessesRunningReason
-		condition.Message = "Running " + strings.Join(names, ", ")
-		if len(s.restarted) > 0 {
-			condition.Message += "; restarted " + strings.Join(s.restarted, ", ")
+		names = append(names, p.Name)
+		if p.History.Restarts > 0 {
+			restarts = append(restarts, fmt.Sprintf("%s %d time(s) (last: %s)", p.Name, p.History.Restarts, p.History.Ended()))
 		}
 	}
+	if len(down) > 0 {
+		condition.Reason = waitingReasons[severity]
+		condition.Message = strings.Join(down, "; ")
+		conditions.Set(s.lcp, condition)
+		return
+	}
+	condition.Status = metav1.ConditionTrue
+	condition.Reason = controlplanev1.ProcessesRunningReason
+	condition.Message = "Running " + strings.Join(names, ", ")
+	if len(s.restarted) > 0 {
+		condition.Message += "; restarted " + strings.Join(s.restarted, ", ")
+	} else if len(restarts) > 0 {
+		condition.Message += "; restarted " + strings.Join(restarts, ", ")
+	}
 	conditions.Set(s.lcp, condition)
+}
+
+// waitingReasons are the reasons of ProcessesRunning while a process waits out its back-off,
+// from the least to the most telling: when several wait, the condition names the last.
+var waitingReasons = []string{
+	controlplanev1.ProcessRestartingReason,
+	controlplanev1.CrashLoopBackOffReason,
+	controlplanev1.PortInUseReason,
+}
+
+// waitingSeverity returns the index in waitingReasons of a waiting process's reason.
+func waitingSeverity(h process.History) int {
+	switch {
+	case h.PortInUse != "":
+		return 2
+	case h.Failures >= process.CrashLoopFailures:
+		return 1
+	default:
+		return 0
+	}
 }
 
 // setCertificatesAvailableCondition sets CertificatesAvailable: True when the PKI exists and the

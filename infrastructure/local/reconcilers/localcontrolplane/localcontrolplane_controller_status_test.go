@@ -3,6 +3,7 @@ package localcontrolplane
 import (
 	"errors"
 	"testing"
+	"time"
 
 	. "github.com/onsi/gomega"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -13,6 +14,7 @@ import (
 
 	controlplanev1 "github.com/flotilla-dev/flotilla/api/controlplane/v1alpha1"
 	"github.com/flotilla-dev/flotilla/pkg/controlplane"
+	"github.com/flotilla-dev/flotilla/pkg/process"
 )
 
 func TestSetStatus(t *testing.T) {
@@ -175,7 +177,7 @@ func TestSetStatusNamesRestartedProcesses(t *testing.T) {
 	s := &scope{
 		lcp:       lcp,
 		cluster:   &clusterv1.Cluster{},
-		processes: &controlplane.Status{Processes: []controlplane.ProcessStatus{{Name: "etcd"}, {Name: "kube-apiserver"}}},
+		processes: &controlplane.Status{Processes: []controlplane.ProcessStatus{{Name: "etcd", PID: 41}, {Name: "kube-apiserver", PID: 42}}},
 		restarted: []string{"kube-apiserver (pid 42)"},
 	}
 
@@ -183,6 +185,56 @@ func TestSetStatusNamesRestartedProcesses(t *testing.T) {
 
 	g.Expect(conditions.GetMessage(lcp, controlplanev1.ProcessesRunningCondition)).To(
 		Equal("Running etcd, kube-apiserver; restarted kube-apiserver (pid 42)"))
+
+	// Later reconciles still say how often it was restarted, and how it ended.
+	s.restarted = nil
+	s.processes.Processes[1].History = process.History{Restarts: 3, LastExit: "signal: killed"}
+	setStatus(s)
+	g.Expect(conditions.GetMessage(lcp, controlplanev1.ProcessesRunningCondition)).To(
+		Equal("Running etcd, kube-apiserver; restarted kube-apiserver 3 time(s) (last: exited (signal: killed))"))
+}
+
+func TestSetStatusSaysWhyAProcessDoesNotRunAndWhenItStarts(t *testing.T) {
+	next := time.Now().Add(8*time.Second + 400*time.Millisecond) // "8s" for most of a second
+	tests := []struct {
+		name        string
+		history     process.History
+		wantReason  string
+		wantMessage string
+	}{
+		{
+			name:        "a process that exited once waits a moment",
+			history:     process.History{Failures: 1, LastExit: "signal: killed", NextStart: next},
+			wantReason:  controlplanev1.ProcessRestartingReason,
+			wantMessage: "kube-apiserver exited (signal: killed), 1 time(s) in a row within 30s of its start; starting it again in 8s (see /logs/kube-apiserver.log)",
+		},
+		{
+			name:        "a process that keeps exiting crash loops",
+			history:     process.History{Failures: 4, LastExit: "exit status 1", NextStart: next},
+			wantReason:  controlplanev1.CrashLoopBackOffReason,
+			wantMessage: "kube-apiserver exited (exit status 1), 4 time(s) in a row within 30s of its start; starting it again in 8s (see /logs/kube-apiserver.log)",
+		},
+		{
+			name:        "a taken port is named",
+			history:     process.History{Failures: 5, LastExit: "not started: taken", PortInUse: "127.0.0.1:6443", NextStart: next},
+			wantReason:  controlplanev1.PortInUseReason,
+			wantMessage: "kube-apiserver cannot start: 127.0.0.1:6443 is in use by another program; trying again in 8s",
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			g := NewWithT(t)
+			lcp := &controlplanev1.LocalControlPlane{}
+			setStatus(&scope{lcp: lcp, cluster: &clusterv1.Cluster{}, processes: &controlplane.Status{Processes: []controlplane.ProcessStatus{
+				{Name: "etcd", PID: 41},
+				{Name: "kube-apiserver", Log: "/logs/kube-apiserver.log", History: tt.history},
+			}}})
+			got := conditions.Get(lcp, controlplanev1.ProcessesRunningCondition)
+			g.Expect(got.Status).To(Equal(metav1.ConditionFalse))
+			g.Expect(got.Reason).To(Equal(tt.wantReason))
+			g.Expect(got.Message).To(Equal(tt.wantMessage))
+		})
+	}
 }
 
 func TestSetStatusKeepsAvailableWhenNothingWasProbed(t *testing.T) {

@@ -9,13 +9,22 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/events"
+	"k8s.io/utils/ptr"
+	ctrl "sigs.k8s.io/controller-runtime"
+	ctrlclient "sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 
 	controlplanev1 "github.com/flotilla-dev/flotilla/api/controlplane/v1alpha1"
 	"github.com/flotilla-dev/flotilla/pkg/controlplane"
+	"github.com/flotilla-dev/flotilla/pkg/process"
 )
+
+func testContext() context.Context {
+	return ctrl.LoggerInto(context.Background(), ctrl.Log)
+}
 
 func TestHoldsDirectoryBefore(t *testing.T) {
 	now := time.Now()
@@ -71,28 +80,85 @@ func TestClusterToLocalControlPlane(t *testing.T) {
 	}
 }
 
-func TestRememberPIDsReportsEachProcessOnce(t *testing.T) {
-	g := NewWithT(t)
-	r := &Reconciler{pids: map[types.NamespacedName]map[string]int{}}
-	key := types.NamespacedName{Namespace: "team-a", Name: "work"}
-	first := []controlplane.ProcessStatus{{Name: "etcd", PID: 10, Adopted: true}, {Name: "kube-apiserver", PID: 11, Adopted: true}}
+func TestEachProcessIsReportedOnce(t *testing.T) {
+	tests := []struct {
+		name string
+		// before is what the reconciler saw last, nil when it never saw the control plane.
+		before []controlplane.ProcessStatus
+		now    []controlplane.ProcessStatus
+		// initialized says the API server answered before.
+		initialized bool
+		want        []string
+	}{
+		{
+			name: "a first start is reported as started",
+			now:  []controlplane.ProcessStatus{{Name: "etcd", PID: 10}, {Name: "kube-apiserver", PID: 11}},
+			want: []string{"Normal Started Started etcd (pid 10), kube-apiserver (pid 11)"},
+		},
+		{
+			name:   "nothing new is not reported again",
+			before: []controlplane.ProcessStatus{{Name: "etcd", PID: 10, Adopted: true}},
+			now:    []controlplane.ProcessStatus{{Name: "etcd", PID: 10, Adopted: true}},
+		},
+		{
+			name: "a manager start reports what it found running as adopted",
+			now: []controlplane.ProcessStatus{
+				{Name: "etcd", PID: 10, Adopted: true, Started: time.Now().Add(-time.Hour)},
+				{Name: "manager", PID: 12, Adopted: true, Started: time.Now().Add(-time.Hour), History: process.History{Restarts: 1}},
+			},
+			initialized: true,
+			want:        []string{"Normal Adopted Adopted running etcd (pid 10), manager (pid 12)"},
+		},
+		{
+			name: "a manager started again by the supervisor reports its own restart",
+			now: []controlplane.ProcessStatus{
+				{Name: "etcd", PID: 10, Adopted: true, Started: time.Now().Add(-time.Hour)},
+				{Name: "manager", PID: 13, Adopted: true, Started: time.Now(), History: process.History{Restarts: 2, LastExit: "signal: killed"}},
+			},
+			initialized: true,
+			want: []string{
+				"Warning ProcessRestarted Restarted manager (pid 13, restart 2 after it exited (signal: killed)): it had stopped, or its configuration changed",
+				"Normal Adopted Adopted running etcd (pid 10)",
+			},
+		},
+		{
+			name:   "a process the supervisor started again is reported as restarted, not adopted",
+			before: []controlplane.ProcessStatus{{Name: "kube-apiserver", PID: 11}},
+			now:    []controlplane.ProcessStatus{{Name: "kube-apiserver", PID: 21, Adopted: true, History: process.History{Restarts: 1, LastExit: "exited"}}},
+			want:   []string{"Warning ProcessRestarted Restarted kube-apiserver (pid 21, restart 1 after it exited): it had stopped, or its configuration changed"},
+		},
+		{
+			name:   "an exit is reported once while the process waits out its back-off",
+			before: []controlplane.ProcessStatus{{Name: "kube-apiserver", PID: 11}},
+			now: []controlplane.ProcessStatus{{Name: "kube-apiserver", Log: "/home/logs/kube-apiserver.log", History: process.History{
+				Failures: 3, LastExit: "exit status 1", ExitedAt: time.Unix(100, 0), NextStart: time.Now().Add(4 * time.Second),
+			}}},
+			want: []string{"Warning ProcessExited kube-apiserver exited (exit status 1), 3 time(s) in a row within 30s of its start; starting it again in 4s (see /home/logs/kube-apiserver.log)"},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			g := NewWithT(t)
+			recorder := events.NewFakeRecorder(10)
+			r := &Reconciler{recorder: recorder, seen: map[types.NamespacedName]map[string]seenProcess{}, started: time.Now()}
+			lcp := &controlplanev1.LocalControlPlane{ObjectMeta: metav1.ObjectMeta{Namespace: "team-a", Name: "work"}}
+			lcp.Status.Initialization.ControlPlaneInitialized = ptr.To(tt.initialized)
+			if tt.before != nil {
+				r.remember(ctrlclient.ObjectKeyFromObject(lcp), tt.before)
+			}
+			s := &scope{lcp: lcp, processes: &controlplane.Status{Processes: tt.now}}
+			r.recordProcessEvents(testContext(), s)
+			var got []string
+			for len(recorder.Events) > 0 {
+				got = append(got, <-recorder.Events)
+			}
+			g.Expect(got).To(Equal(tt.want))
 
-	unseen, previous := r.rememberPIDs(key, first)
-	g.Expect(unseen).To(Equal(first), "a restarted manager sees every process once")
-	g.Expect(previous).To(BeNil())
-
-	unseen, previous = r.rememberPIDs(key, first)
-	g.Expect(unseen).To(BeEmpty(), "and then not again")
-	g.Expect(previous).To(Equal(map[string]int{"etcd": 10, "kube-apiserver": 11}))
-
-	restarted := []controlplane.ProcessStatus{{Name: "etcd", PID: 10, Adopted: true}, {Name: "kube-apiserver", PID: 99}}
-	unseen, _ = r.rememberPIDs(key, restarted)
-	g.Expect(unseen).To(Equal(restarted[1:]), "a new pid is seen")
-
-	r.forgetPIDs(key)
-	unseen, previous = r.rememberPIDs(key, restarted)
-	g.Expect(unseen).To(HaveLen(2))
-	g.Expect(previous).To(BeNil())
+			// Looking again at the same processes reports nothing.
+			r.recordProcessEvents(testContext(), s)
+			g.Expect(recorder.Events).To(BeEmpty())
+		})
+	}
 }
 
 func TestServerURL(t *testing.T) {

@@ -14,7 +14,7 @@ import (
 	"k8s.io/klog/v2"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
-	"sigs.k8s.io/controller-runtime/pkg/client"
+	ctrlclient "sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 	"sigs.k8s.io/controller-runtime/pkg/event"
@@ -50,7 +50,7 @@ const (
 // Reconciler reconciles a LocalMachine.
 type Reconciler struct {
 	// Client reads and writes objects in the management cluster.
-	Client client.Client
+	Client ctrlclient.Client
 	// ClusterCache gives clients for workload clusters, where the Nodes live.
 	ClusterCache clustercache.ClusterCache
 	// Home is $FLOTILLA_HOME: real nodes keep their data in
@@ -161,18 +161,18 @@ func (r *Reconciler) watchNodes(ctx context.Context, cluster *clusterv1.Cluster)
 		Watcher:      r.controller,
 		Kind:         &corev1.Node{},
 		EventHandler: handler.EnqueueRequestsFromMapFunc(nodeToLocalMachine),
-		Predicates:   []predicate.TypedPredicate[client.Object]{nodeReadyChanged()},
+		Predicates:   []predicate.TypedPredicate[ctrlclient.Object]{nodeReadyChanged()},
 	}))
 }
 
 // nodeToLocalMachine maps a simulated Node to the LocalMachine named in its
 // infrav1.MachineNameAnnotation. Nodes the provider did not create map to nothing.
-func nodeToLocalMachine(_ context.Context, o client.Object) []reconcile.Request {
+func nodeToLocalMachine(_ context.Context, o ctrlclient.Object) []reconcile.Request {
 	namespace, name, ok := strings.Cut(o.GetAnnotations()[infrav1.MachineNameAnnotation], "/")
 	if !ok || namespace == "" || name == "" {
 		return nil
 	}
-	return []reconcile.Request{{NamespacedName: client.ObjectKey{Namespace: namespace, Name: name}}}
+	return []reconcile.Request{{NamespacedName: ctrlclient.ObjectKey{Namespace: namespace, Name: name}}}
 }
 
 // nodeReadyChanged lets through Node creations, deletions and updates that change the status of

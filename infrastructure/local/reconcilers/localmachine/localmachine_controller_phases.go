@@ -11,7 +11,7 @@ import (
 	"k8s.io/klog/v2"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/client"
+	ctrlclient "sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
@@ -98,13 +98,13 @@ func (r *Reconciler) reconcileNormal(ctx context.Context, s *scope) (ctrl.Result
 // ensureNode creates the simulated Node when it is missing and adds labels and annotations it
 // lacks. It records the Node in s.node; a Node of the same name that another machine
 // created is a terminal error recorded in s.nodeErr.
-func (r *Reconciler) ensureNode(ctx context.Context, remote client.Client, s *scope) error {
+func (r *Reconciler) ensureNode(ctx context.Context, remote ctrlclient.Client, s *scope) error {
 	log := ctrl.LoggerFrom(ctx)
 	desired := desiredNode(s.machine, s.localMachine)
 	log = log.WithValues("Node", klog.KObj(desired))
 
 	node := &corev1.Node{}
-	err := remote.Get(ctx, client.ObjectKeyFromObject(desired), node)
+	err := remote.Get(ctx, ctrlclient.ObjectKeyFromObject(desired), node)
 	switch {
 	case apierrors.IsNotFound(err):
 		created := desired.DeepCopy()
@@ -183,7 +183,7 @@ func (r *Reconciler) reconcileDelete(ctx context.Context, s *scope) (ctrl.Result
 	}
 
 	node := &corev1.Node{}
-	err = remote.Get(ctx, client.ObjectKey{Name: s.machine.Name}, node)
+	err = remote.Get(ctx, ctrlclient.ObjectKey{Name: s.machine.Name}, node)
 	switch {
 	case apierrors.IsNotFound(err):
 	case err != nil:

@@ -8,7 +8,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"sigs.k8s.io/controller-runtime/pkg/client"
+	ctrlclient "sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
@@ -184,9 +184,9 @@ func TestNodeToLocalMachine(t *testing.T) {
 	tests := []struct {
 		name       string
 		annotation string
-		want       []client.ObjectKey
+		want       []ctrlclient.ObjectKey
 	}{
-		{name: "a simulated Node maps to the LocalMachine that created it", annotation: "team-a/work-md-0-xyz", want: []client.ObjectKey{{Namespace: "team-a", Name: "work-md-0-xyz"}}},
+		{name: "a simulated Node maps to the LocalMachine that created it", annotation: "team-a/work-md-0-xyz", want: []ctrlclient.ObjectKey{{Namespace: "team-a", Name: "work-md-0-xyz"}}},
 		{name: "a Node without the annotation maps to nothing", annotation: ""},
 		{name: "a malformed annotation maps to nothing", annotation: "work-md-0-xyz"},
 	}
@@ -197,7 +197,7 @@ func TestNodeToLocalMachine(t *testing.T) {
 			if tt.annotation != "" {
 				node.Annotations = map[string]string{infrav1.MachineNameAnnotation: tt.annotation}
 			}
-			var got []client.ObjectKey
+			var got []ctrlclient.ObjectKey
 			for _, req := range nodeToLocalMachine(context.Background(), node) {
 				got = append(got, req.NamespacedName)
 			}

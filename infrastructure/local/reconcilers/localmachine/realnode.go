@@ -309,6 +309,7 @@ func patchMissingMetadata(ctx context.Context, remote client.Client, node, desir
 	if err := remote.Patch(ctx, node, client.MergeFrom(original)); err != nil {
 		return fmt.Errorf("patching the labels of Node %s: %w", node.Name, err)
 	}
+	ctrl.LoggerFrom(ctx).Info("Restored the labels and annotations of the Node")
 	return nil
 }
 

@@ -11,7 +11,7 @@ import (
 	"k8s.io/klog/v2"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
-	"sigs.k8s.io/controller-runtime/pkg/client"
+	ctrlclient "sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 
@@ -34,9 +34,9 @@ import (
 // Reconciler reconciles a PacketCluster.
 type Reconciler struct {
 	// Client reads and writes objects in the management cluster.
-	Client client.Client
+	Client ctrlclient.Client
 	// APIReader reads the credentials Secret without caching Secrets.
-	APIReader client.Reader
+	APIReader ctrlclient.Reader
 	// NewMetalClient builds the Metal API client; credentials.NewMetalClient in production.
 	NewMetalClient credentials.NewClientFunc
 

@@ -11,7 +11,7 @@ import (
 	"k8s.io/klog/v2"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
-	"sigs.k8s.io/controller-runtime/pkg/client"
+	ctrlclient "sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 
@@ -35,9 +35,9 @@ import (
 // Reconciler reconciles a PacketMachine.
 type Reconciler struct {
 	// Client reads and writes objects in the management cluster.
-	Client client.Client
+	Client ctrlclient.Client
 	// APIReader reads Secrets (credentials, bootstrap data) without caching Secrets.
-	APIReader client.Reader
+	APIReader ctrlclient.Reader
 	// NewMetalClient builds the Metal API client; credentials.NewMetalClient in production.
 	NewMetalClient credentials.NewClientFunc
 
@@ -151,7 +151,7 @@ func (r *Reconciler) readOwners(ctx context.Context, s *scope) error {
 		return nil
 	}
 	pc := &infrav1.PacketCluster{}
-	err = r.Client.Get(ctx, client.ObjectKey{Namespace: cluster.Namespace, Name: cluster.Spec.InfrastructureRef.Name}, pc)
+	err = r.Client.Get(ctx, ctrlclient.ObjectKey{Namespace: cluster.Namespace, Name: cluster.Spec.InfrastructureRef.Name}, pc)
 	switch {
 	case apierrors.IsNotFound(err):
 		return nil

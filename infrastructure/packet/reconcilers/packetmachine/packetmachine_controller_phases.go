@@ -9,7 +9,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/client"
+	ctrlclient "sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
@@ -119,7 +119,7 @@ func nextPoll(age time.Duration) time.Duration {
 func (r *Reconciler) bootstrapData(ctx context.Context, s *scope) (string, error) {
 	name := *s.machine.Spec.Bootstrap.DataSecretName
 	secret := &corev1.Secret{}
-	if err := r.APIReader.Get(ctx, client.ObjectKey{Namespace: s.machine.Namespace, Name: name}, secret); err != nil {
+	if err := r.APIReader.Get(ctx, ctrlclient.ObjectKey{Namespace: s.machine.Namespace, Name: name}, secret); err != nil {
 		return "", fmt.Errorf("reading bootstrap data Secret %s: %w", name, err)
 	}
 	data, ok := secret.Data["value"]

@@ -1,0 +1,334 @@
+package values
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+)
+
+// The limits of one render (see the package documentation and
+// docs/proposals/2026-11-25-bounded-values-templates.md).
+const (
+	// RenderTimeLimit is how long one render may take, from the moment its worker receives it.
+	RenderTimeLimit = 500 * time.Millisecond
+	// RenderMemoryLimit is how much memory a render worker may take beyond what it holds when it
+	// starts.
+	RenderMemoryLimit = 256 << 20
+	// renderWorkers is how many renders run at once (each in a worker process of its own).
+	renderWorkers = 4
+	// workerStartLimit is how long a worker may take to start: it takes about 0.2 s on a busy
+	// machine; one that needs more is too busy to render (ErrRenderStarved).
+	workerStartLimit = 10 * time.Second
+)
+
+// Errors of a render stopped at one of its limits; the message says which and what to look for.
+var (
+	ErrRenderTimeLimit = fmt.Errorf("valuesTemplate: rendering was stopped after %s: "+
+		"look for a range over a huge list or ranges nested deep", RenderTimeLimit)
+	ErrRenderMemoryLimit = fmt.Errorf("valuesTemplate: rendering was stopped when it needed more than %d MiB of memory: "+
+		"look for until, repeat or strings built in a range", RenderMemoryLimit>>20)
+	ErrRenderRecursion = errors.New("valuesTemplate: rendering was stopped: templates call each other too deep " +
+		"(a template that includes itself?)")
+	// ErrRenderStarved is wrapped by the error of a render that the machine was too busy to run:
+	// it met RenderTimeLimit having had less than starvedCPU of CPU time, or its worker did not
+	// start within workerStartLimit. Nothing is known about the template: render it again later.
+	ErrRenderStarved = errors.New("valuesTemplate: this machine is too busy to render it now")
+)
+
+// starvedCPU is the CPU time under which a render stopped at RenderTimeLimit was starved rather
+// than running away.
+const starvedCPU = RenderTimeLimit / 20
+
+// Render renders a values template with data and returns the values as canonical YAML (sorted
+// keys; "" when the template renders no values). Its errors say on which line of the template
+// the problem is, and what it is.
+//
+// The template runs in a render worker, a child process of this one, which is killed when the
+// render takes longer than RenderTimeLimit or needs more than RenderMemoryLimit: the error is
+// then ErrRenderTimeLimit, ErrRenderMemoryLimit or ErrRenderRecursion, and this process is left
+// as it was. Render may be called concurrently.
+func Render(ctx context.Context, text string, data Data) (string, error) {
+	return workers.render(ctx, request{Template: text, Data: data})
+}
+
+// workers runs every render of this process.
+var workers = &pool{size: renderWorkers}
+
+// pool runs renders in at most size worker processes at once, keeping the idle ones for the
+// next renders: starting a worker costs far more than a render.
+type pool struct {
+	size  int
+	once  sync.Once
+	slots chan struct{}
+
+	mu   sync.Mutex
+	idle []*worker
+}
+
+func (p *pool) render(ctx context.Context, req request) (string, error) {
+	p.once.Do(func() { p.slots = make(chan struct{}, p.size) })
+	select {
+	case p.slots <- struct{}{}:
+	case <-ctx.Done():
+		return "", fmt.Errorf("waiting for a render worker: %w", ctx.Err())
+	}
+	defer func() { <-p.slots }()
+
+	w := p.take()
+	if w == nil {
+		var err error
+		if w, err = startWorker(ctx); err != nil {
+			return "", err
+		}
+	}
+	resp, err := w.exchange(ctx, req)
+	if err != nil {
+		// The worker is gone: its successor starts now rather than delay the next render (it
+		// outlives this render, hence not ctx's cancellation).
+		go p.replace(context.WithoutCancel(ctx))
+		return "", err
+	}
+	if resp.Retire {
+		w.stop()
+	} else {
+		p.put(w)
+	}
+	if resp.Error != "" {
+		return "", errors.New(resp.Error)
+	}
+	return resp.Values, nil
+}
+
+// replace starts a worker and keeps it idle, unless size workers are idle already.
+func (p *pool) replace(ctx context.Context) {
+	w, err := startWorker(ctx)
+	if err != nil {
+		return // the next render starts one, and reports why it cannot
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if len(p.idle) >= p.size {
+		w.stop()
+		return
+	}
+	p.idle = append(p.idle, w)
+}
+
+func (p *pool) take() *worker {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if n := len(p.idle); n > 0 {
+		w := p.idle[n-1]
+		p.idle = p.idle[:n-1]
+		return w
+	}
+	return nil
+}
+
+func (p *pool) put(w *worker) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.idle = append(p.idle, w)
+}
+
+// worker is a render worker process, seen from this one.
+type worker struct {
+	cmd       *exec.Cmd
+	requests  *os.File // this process's end of the requests pipe
+	responses *os.File // and of the responses pipe
+	codec     *codec
+	stderr    *headBuffer
+	exited    chan struct{} // closed once the process has exited and been waited for
+	// cpu is the CPU time the worker had used when it last answered.
+	cpu time.Duration
+}
+
+// startWorker starts a worker (this program run again, see worker.go) and waits until it is
+// ready: its limits set, its first message sent.
+func startWorker(ctx context.Context) (*worker, error) {
+	reqR, reqW, err := os.Pipe()
+	if err != nil {
+		return nil, fmt.Errorf("starting a render worker: %w", err)
+	}
+	respR, respW, err := os.Pipe()
+	if err != nil {
+		closeAll(reqR, reqW)
+		return nil, fmt.Errorf("starting a render worker: %w", err)
+	}
+	cmd := exec.Command(selfExecutable(), workerArg)
+	// Only what the worker needs: nothing of this process's environment (credentials) reaches it.
+	cmd.Env = []string{workerEnv + "=" + workerArg, "GOMAXPROCS=1", "GOTRACEBACK=single"}
+	cmd.Dir = "/"
+	cmd.ExtraFiles = []*os.File{reqR, respW} // fds 3 and 4 of the worker
+	w := &worker{cmd: cmd, requests: reqW, responses: respR, stderr: &headBuffer{max: 4096}, exited: make(chan struct{})}
+	cmd.Stderr = w.stderr
+	cmd.SysProcAttr = workerProcAttr()
+	err = cmd.Start()
+	closeAll(reqR, respW) // the worker's ends
+	if err != nil {
+		closeAll(reqW, respR)
+		return nil, fmt.Errorf("starting a render worker: %w", err)
+	}
+	go func() {
+		_ = cmd.Wait()
+		close(w.exited)
+	}()
+	w.codec = newCodec(respR, reqW)
+	ready := make(chan error, 1)
+	go func() {
+		var hello response
+		err := w.codec.receive(&hello)
+		w.cpu = hello.CPU
+		ready <- err
+	}()
+	timer := time.NewTimer(workerStartLimit)
+	defer timer.Stop()
+	select {
+	case err = <-ready:
+	case <-timer.C:
+		w.kill()
+		return nil, fmt.Errorf("%w: a render worker did not start within %s", ErrRenderStarved, workerStartLimit)
+	case <-ctx.Done():
+		err = ctx.Err()
+	}
+	if err != nil {
+		w.kill()
+		return nil, fmt.Errorf("starting a render worker: %w%s", err, w.stderr.firstLine(": "))
+	}
+	return w, nil
+}
+
+// exchange sends req and returns the worker's response. When the response does not come within
+// RenderTimeLimit, or ctx ends first, or the worker dies, the worker is killed and the error
+// says why; the worker must not be used again then.
+func (w *worker) exchange(ctx context.Context, req request) (response, error) {
+	type result struct {
+		resp response
+		err  error
+	}
+	done := make(chan result, 1)
+	go func() {
+		var r result
+		if r.err = w.codec.send(req); r.err == nil {
+			r.err = w.codec.receive(&r.resp)
+		}
+		done <- r
+	}()
+	timer := time.NewTimer(RenderTimeLimit)
+	defer timer.Stop()
+	select {
+	case r := <-done:
+		if r.err == nil {
+			w.cpu = r.resp.CPU
+			return r.resp, nil
+		}
+		w.kill()
+		return response{}, w.death(r.err)
+	case <-timer.C:
+		w.kill()
+		<-done
+		if cpu := w.renderCPU(); cpu < starvedCPU {
+			return response{}, fmt.Errorf("%w: rendering was stopped after %s having had %s of CPU time",
+				ErrRenderStarved, RenderTimeLimit, cpu.Round(time.Millisecond))
+		}
+		return response{}, ErrRenderTimeLimit
+	case <-ctx.Done():
+		w.kill()
+		<-done
+		return response{}, fmt.Errorf("rendering the valuesTemplate: %w", ctx.Err())
+	}
+}
+
+// death says why the worker died in the middle of a render, from what the Go runtime printed.
+func (w *worker) death(err error) error {
+	head := w.stderr.String()
+	switch {
+	case strings.Contains(head, "out of memory"):
+		return ErrRenderMemoryLimit
+	case strings.Contains(head, "stack exceeds"), strings.Contains(head, "stack overflow"):
+		return ErrRenderRecursion
+	case w.cmd.ProcessState != nil && exceededCPU(w.cmd.ProcessState):
+		return ErrRenderTimeLimit
+	}
+	return fmt.Errorf("valuesTemplate: the render worker stopped unexpectedly (%w)%s", err, w.stderr.firstLine(": "))
+}
+
+// renderCPU is the CPU time a killed worker spent on its last render.
+func (w *worker) renderCPU() time.Duration {
+	u, ok := w.cmd.ProcessState.SysUsage().(*syscall.Rusage)
+	if !ok {
+		return RenderTimeLimit // unknown: count the render as having run
+	}
+	return time.Duration(u.Utime.Nano()+u.Stime.Nano()) - w.cpu
+}
+
+// exceededCPU: the kernel killed the worker for using up its CPU time.
+func exceededCPU(state *os.ProcessState) bool {
+	ws, ok := state.Sys().(syscall.WaitStatus)
+	return ok && ws.Signaled() && ws.Signal() == syscall.SIGXCPU
+}
+
+// kill ends the worker at once and waits until it is gone.
+func (w *worker) kill() {
+	_ = w.cmd.Process.Kill()
+	<-w.exited
+	closeAll(w.requests, w.responses)
+}
+
+// stop lets an idle worker end: it exits when its requests pipe closes.
+func (w *worker) stop() {
+	closeAll(w.requests)
+	go func() {
+		timer := time.NewTimer(workerStartLimit)
+		defer timer.Stop()
+		select {
+		case <-w.exited:
+		case <-timer.C:
+			_ = w.cmd.Process.Kill()
+		}
+		closeAll(w.responses)
+	}()
+}
+
+func closeAll(files ...*os.File) {
+	for _, f := range files {
+		_ = f.Close()
+	}
+}
+
+// headBuffer keeps the first max bytes written to it: where the Go runtime says why it died.
+type headBuffer struct {
+	mu  sync.Mutex
+	max int
+	buf []byte
+}
+
+func (b *headBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if room := b.max - len(b.buf); room > 0 {
+		b.buf = append(b.buf, p[:min(room, len(p))]...)
+	}
+	return len(p), nil
+}
+
+func (b *headBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return string(b.buf)
+}
+
+// firstLine returns prefix and the first line written, or "" when nothing was.
+func (b *headBuffer) firstLine(prefix string) string {
+	line, _, _ := strings.Cut(strings.TrimSpace(b.String()), "\n")
+	if line == "" {
+		return ""
+	}
+	return prefix + line
+}

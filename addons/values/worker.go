@@ -1,0 +1,144 @@
+package values
+
+import (
+	"bufio"
+	"encoding/gob"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"runtime/debug"
+	"syscall"
+	"time"
+)
+
+// A render worker is the program that renders run again, with workerArg as its only argument and
+// workerEnv set to workerArg. This package's init turns such a process into a worker before its
+// main (or any test) starts, so every program that renders can serve as its own worker; there is
+// no other program to install. The worker reads requests from fd 3 and writes responses to fd 4,
+// gob-encoded, one at a time; it first sends an empty response once its limits are set. It exits
+// when fd 3 closes.
+const (
+	workerArg = "__flotilla-values-render-worker"
+	workerEnv = "FLOTILLA_VALUES_RENDER_WORKER"
+)
+
+// Limits a worker sets on itself, on top of the memory limit.
+const (
+	// workerMaxStack bounds a goroutine's stack: templates that include each other without end
+	// stop well before the memory limit.
+	workerMaxStack = 64 << 20
+	// workerCPULimit is the CPU time (RLIMIT_CPU) at which the kernel kills a worker, should
+	// this process fail to kill it at RenderTimeLimit.
+	workerCPULimit = 60 * time.Second
+	// workerRetireCPU is the CPU time after which a worker retires after its render, so that no
+	// render meets workerCPULimit.
+	workerRetireCPU = workerCPULimit / 2
+)
+
+// request asks a worker to render Template with Data.
+type request struct {
+	Template string
+	Data     Data
+}
+
+// response is a worker's answer: the values, or the template's error as users read it.
+type response struct {
+	Values string
+	Error  string
+	// CPU is the CPU time the worker has used so far.
+	CPU time.Duration
+	// Retire: the worker exits once it has sent this response.
+	Retire bool
+}
+
+func init() {
+	// The content of a cluster's objects, as the API server returns it, is made of these.
+	gob.Register(map[string]any{})
+	gob.Register([]any{})
+
+	if len(os.Args) == 2 && os.Args[1] == workerArg && os.Getenv(workerEnv) == workerArg {
+		os.Exit(serveWorker(os.NewFile(3, "requests"), os.NewFile(4, "responses")))
+	}
+}
+
+// serveWorker sets the worker's limits and renders the requests from in until it closes.
+func serveWorker(in io.Reader, out io.Writer) int {
+	if err := limitWorker(RenderMemoryLimit, workerCPULimit); err != nil {
+		fmt.Fprintf(os.Stderr, "render worker: %v\n", err)
+		return 1
+	}
+	debug.SetMaxStack(workerMaxStack)
+	debug.SetMemoryLimit(RenderMemoryLimit) // the GC works harder before the hard limit
+	c := newCodec(in, out)
+	if err := c.send(response{CPU: cpuTime()}); err != nil {
+		return 1
+	}
+	for {
+		var req request
+		if err := c.receive(&req); err != nil {
+			if errors.Is(err, io.EOF) {
+				return 0
+			}
+			fmt.Fprintf(os.Stderr, "render worker: reading a request: %v\n", err)
+			return 1
+		}
+		values, err := execute(req.Template, req.Data)
+		cpu := cpuTime()
+		resp := response{Values: values, CPU: cpu, Retire: cpu > workerRetireCPU}
+		if err != nil {
+			resp.Error = err.Error()
+		}
+		if err := c.send(resp); err != nil {
+			return 1
+		}
+		if resp.Retire {
+			return 0
+		}
+	}
+}
+
+// limitWorker limits this process's memory (see limitAddressSpace) and its CPU time to cpu
+// (RLIMIT_CPU: the kernel kills it with SIGXCPU).
+func limitWorker(memory int64, cpu time.Duration) error {
+	if err := limitAddressSpace(memory); err != nil {
+		return err
+	}
+	secs := uint64(cpu / time.Second) //nolint:gosec // cpu is a positive constant
+	if err := syscall.Setrlimit(syscall.RLIMIT_CPU, &syscall.Rlimit{Cur: secs, Max: secs + 1}); err != nil {
+		return fmt.Errorf("limiting the CPU time: %w", err)
+	}
+	return nil
+}
+
+// cpuTime is the CPU time this process has used.
+func cpuTime() time.Duration {
+	var u syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &u); err != nil {
+		return 0
+	}
+	return time.Duration(u.Utime.Nano() + u.Stime.Nano())
+}
+
+// codec sends and receives the messages between this process and a worker.
+type codec struct {
+	enc *gob.Encoder
+	w   *bufio.Writer
+	dec *gob.Decoder
+}
+
+func newCodec(r io.Reader, w io.Writer) *codec {
+	bw := bufio.NewWriter(w)
+	return &codec{enc: gob.NewEncoder(bw), w: bw, dec: gob.NewDecoder(bufio.NewReader(r))}
+}
+
+func (c *codec) send(msg any) error {
+	if err := c.enc.Encode(msg); err != nil {
+		return err
+	}
+	return c.w.Flush()
+}
+
+func (c *codec) receive(msg any) error {
+	return c.dec.Decode(msg)
+}

@@ -1,0 +1,91 @@
+package client
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"k8s.io/apimachinery/pkg/util/wait"
+
+	"github.com/flotilla-dev/flotilla/pkg/controlplane"
+	"github.com/flotilla-dev/flotilla/pkg/process"
+	"github.com/flotilla-dev/flotilla/pkg/supervisor"
+)
+
+// SupervisedDirs are the directories of home whose recorded processes its supervisor keeps
+// running: every local cluster's (its control plane, and a management cluster's manager) and the
+// embedded registry's.
+func SupervisedDirs(home string) []string {
+	return []string{controlplane.ClusterDir(home, "*"), registryHome(home)}
+}
+
+// SupervisorSpec is the command that runs the supervisor of home: `flotilla supervisor --home
+// HOME`, with executable the flotilla binary.
+func SupervisorSpec(executable, home string) process.Spec {
+	return process.Spec{Path: executable, Args: []string{"supervisor", "--home", home}}
+}
+
+// EnsureSupervisor starts the supervisor of the home unless one runs. Commands call it after
+// they recorded (started) processes: see supervisor.Ensure.
+func (c *Client) EnsureSupervisor(ctx context.Context) error {
+	pid, err := supervisor.Ensure(ctx, c.Home, SupervisorSpec(c.Executable, c.Home))
+	if err != nil {
+		return err
+	}
+	if pid != 0 {
+		fmt.Fprintf(c.Out, "Started the supervisor of %s (pid %d): it restarts the processes of local clusters that exit\n", c.Home, pid)
+	}
+	return nil
+}
+
+// ensureLocked is process.Supervisor.Ensure under the lock of sup's run directory, which the
+// supervisor of the home takes too.
+func ensureLocked(ctx context.Context, sup process.Supervisor, spec process.Spec) (process.Process, error) {
+	unlock, err := sup.Lock(ctx)
+	if err != nil {
+		return process.Process{}, err
+	}
+	defer unlock()
+	return sup.Ensure(ctx, spec)
+}
+
+// stopLocked is process.Supervisor.Stop under the lock of sup's run directory: the supervisor
+// cannot start the process again between its exit and the removal of its record.
+func stopLocked(ctx context.Context, sup process.Supervisor, name string) error {
+	unlock, err := sup.Lock(ctx)
+	if err != nil {
+		return err
+	}
+	defer unlock()
+	return sup.Stop(ctx, name, process.DefaultStopTimeout)
+}
+
+// waitProcess polls ready every interval until it succeeds or timeout passes, while the process
+// recorded in sup under name may exit and be started again by the supervisor; it fails early,
+// with the end of the process's log, once the process crash loops or is no longer recorded.
+// what names the process in errors ("the manager of mgmt").
+func waitProcess(ctx context.Context, sup process.Supervisor, name, what string, timeout, interval time.Duration, ready func(context.Context) error) error {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	var lastErr error
+	err := wait.PollUntilContextCancel(ctx, interval, true, func(ctx context.Context) (bool, error) {
+		p, recorded := sup.Inspect(name)
+		switch {
+		case !recorded:
+			return false, fmt.Errorf("%s is not running (it was stopped); the end of its log:\n%s", what, sup.LogTail(name, 20))
+		case p.History.CrashLooping(p.PID != 0, p.Started, time.Now()):
+			return false, fmt.Errorf("%s keeps exiting (%d times in a row, last: %s); the end of %s:\n%s",
+				what, p.History.Failures, p.History.LastExit, sup.LogPath(name), sup.LogTail(name, 20))
+		case p.PID == 0:
+			lastErr = fmt.Errorf("%s exited (%s); the supervisor starts it again", what, p.History.LastExit)
+			return false, nil
+		}
+		lastErr = ready(ctx)
+		return lastErr == nil, nil
+	})
+	if err != nil && errors.Is(err, context.DeadlineExceeded) {
+		return fmt.Errorf("%s is not ready after %s (%v); see %s", what, timeout, lastErr, sup.LogPath(name))
+	}
+	return err
+}

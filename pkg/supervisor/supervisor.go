@@ -1,0 +1,266 @@
+package supervisor
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/go-logr/logr"
+	ctrl "sigs.k8s.io/controller-runtime"
+
+	"github.com/flotilla-dev/flotilla/pkg/process"
+)
+
+// Defaults of Options.
+const (
+	// DefaultInterval is how often the supervisor looks at every recorded process.
+	DefaultInterval = time.Second
+	// DefaultIdleExit is how long the supervisor stays with nothing to supervise before it exits.
+	DefaultIdleExit = 10 * time.Second
+)
+
+// Options configure Run.
+type Options struct {
+	// Home is the Flotilla home; the supervisor's own files are in Dir(Home).
+	Home string
+	// Dirs are glob patterns of the directories whose run/ and logs/ hold the records of the
+	// processes to keep running (process.Supervisor{RunDir: <dir>/run, LogDir: <dir>/logs}).
+	Dirs []string
+	// Interval is how often every recorded process is looked at; DefaultInterval when 0.
+	Interval time.Duration
+	// IdleExit is how long the supervisor runs with no process recorded before it exits;
+	// negative never exits, 0 means DefaultIdleExit.
+	IdleExit time.Duration
+}
+
+// Dir is where the supervisor of home keeps its lock, pid file and log: home/supervisor.
+func Dir(home string) string { return filepath.Join(home, "supervisor") }
+
+// lockPath is the file the running supervisor of home holds locked.
+func lockPath(home string) string { return filepath.Join(Dir(home), "supervisor.lock") }
+
+// own is the process.Supervisor of the supervisor itself: its pid file, record and log, and the
+// lock under which clients start it.
+func own(home string) process.Supervisor {
+	return process.Supervisor{RunDir: filepath.Join(Dir(home), "run"), LogDir: filepath.Join(Dir(home), "logs")}
+}
+
+// daemon is one running supervisor.
+type daemon struct {
+	o   Options
+	log logr.Logger
+	// held is the locked lock file while this supervisor is the active one.
+	held *os.File
+	// busy holds the directories whose processes a goroutine is starting.
+	busy sync.Map
+}
+
+// Run runs the supervisor of o.Home until ctx ends, or until nothing has been recorded for
+// o.IdleExit. While another supervisor of the same home runs, it waits, and takes over when that
+// one exits. It returns nil when ctx ends or it exits idle.
+func Run(ctx context.Context, o Options) error {
+	if o.Home == "" || len(o.Dirs) == 0 {
+		return errors.New("supervisor: Home and Dirs must be set")
+	}
+	if o.Interval <= 0 {
+		o.Interval = DefaultInterval
+	}
+	if o.IdleExit == 0 {
+		o.IdleExit = DefaultIdleExit
+	}
+	d := &daemon{o: o, log: ctrl.LoggerFrom(ctx).WithName("supervisor")}
+	if err := d.acquire(ctx); err != nil {
+		if ctx.Err() != nil {
+			return nil
+		}
+		return err
+	}
+	defer d.release()
+	d.log.Info("Supervising", "home", o.Home, "pid", os.Getpid())
+
+	idleSince := time.Now()
+	ticker := time.NewTicker(o.Interval)
+	defer ticker.Stop()
+	for {
+		if d.keepAll(ctx) > 0 {
+			idleSince = time.Now()
+		} else if o.IdleExit > 0 && time.Since(idleSince) >= o.IdleExit {
+			if d.exitIdle(ctx) {
+				d.log.Info("Nothing left to supervise, exiting", "idle", o.IdleExit)
+				return nil
+			}
+			idleSince = time.Now()
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-ticker.C:
+		}
+	}
+}
+
+// acquire takes the lock of the home, waiting while another supervisor holds it.
+func (d *daemon) acquire(ctx context.Context) error {
+	if err := os.MkdirAll(Dir(d.o.Home), 0o700); err != nil {
+		return fmt.Errorf("creating %s: %w", Dir(d.o.Home), err)
+	}
+	waiting := false
+	for {
+		ok, err := d.tryAcquire()
+		if err != nil || ok {
+			return err
+		}
+		if !waiting {
+			d.log.Info("Another supervisor runs for this home; waiting to take over", "home", d.o.Home)
+			waiting = true
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(d.o.Interval):
+		}
+	}
+}
+
+// tryAcquire takes the lock of the home if no one holds it.
+func (d *daemon) tryAcquire() (bool, error) {
+	f, err := os.OpenFile(lockPath(d.o.Home), os.O_RDWR|os.O_CREATE, 0o600)
+	if err != nil {
+		return false, fmt.Errorf("opening the supervisor lock: %w", err)
+	}
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+		_ = f.Close()
+		if errors.Is(err, syscall.EWOULDBLOCK) {
+			return false, nil
+		}
+		return false, fmt.Errorf("locking %s: %w", lockPath(d.o.Home), err)
+	}
+	d.held = f
+	return true, nil
+}
+
+func (d *daemon) release() {
+	if d.held != nil {
+		_ = d.held.Close()
+		d.held = nil
+	}
+}
+
+// exitIdle decides, with the start lock held so that no client starts another supervisor
+// meanwhile, whether to exit: it lets go of the home lock first, so that a client that records a
+// process from now on sees no supervisor and starts one once it gets the start lock, then looks
+// once more. It returns false, holding the home lock again, when something was recorded in the
+// meantime.
+func (d *daemon) exitIdle(ctx context.Context) bool {
+	unlock, err := own(d.o.Home).Lock(ctx)
+	if err != nil {
+		return false
+	}
+	defer unlock()
+	d.release()
+	if d.count() == 0 {
+		return true
+	}
+	ok, err := d.tryAcquire()
+	return err != nil || !ok // a standby took over, or the lock is gone: leave it to whoever runs
+}
+
+// supervisors returns the process supervisors of the directories Dirs match.
+func (d *daemon) supervisors() []process.Supervisor {
+	var out []process.Supervisor
+	for _, pattern := range d.o.Dirs {
+		dirs, err := filepath.Glob(pattern)
+		if err != nil {
+			d.log.Error(err, "Listing supervised directories", "pattern", pattern)
+			continue
+		}
+		for _, dir := range dirs {
+			out = append(out, process.Supervisor{RunDir: filepath.Join(dir, "run"), LogDir: filepath.Join(dir, "logs")})
+		}
+	}
+	return out
+}
+
+// count returns how many processes are recorded.
+func (d *daemon) count() int {
+	n := 0
+	for _, sup := range d.supervisors() {
+		names, _ := sup.Names()
+		n += len(names)
+	}
+	return n
+}
+
+// keepAll looks at every recorded process and has the ones that do not run started again, one
+// goroutine per directory, and returns how many processes are recorded. A directory whose
+// processes are still being started from the last look is skipped.
+func (d *daemon) keepAll(ctx context.Context) int {
+	n := 0
+	for _, sup := range d.supervisors() {
+		names, err := sup.Names()
+		if err != nil {
+			continue
+		}
+		n += len(names)
+		var down []string
+		for _, name := range names {
+			if due(sup, name, time.Now()) {
+				down = append(down, name)
+			}
+		}
+		if len(down) == 0 {
+			continue
+		}
+		if _, busy := d.busy.LoadOrStore(sup.RunDir, true); busy {
+			continue
+		}
+		go func() {
+			defer d.busy.Delete(sup.RunDir)
+			d.keep(ctx, sup, down)
+		}()
+	}
+	return n
+}
+
+// due reports whether the process recorded under name should be started again now: it does not
+// run, and it is not waiting out a back-off that was already recorded.
+func due(sup process.Supervisor, name string, now time.Time) bool {
+	p, recorded := sup.Inspect(name)
+	if !recorded || p.PID != 0 {
+		return false
+	}
+	return p.History.ExitedAt.IsZero() || !now.Before(p.History.NextStart)
+}
+
+// keep starts again, under the directory's lock, the processes of sup named down (process.Keep
+// applies the back-off). A directory removed meanwhile is left alone: its processes were stopped
+// on purpose.
+func (d *daemon) keep(ctx context.Context, sup process.Supervisor, down []string) {
+	unlock, ok, err := sup.LockExisting(ctx)
+	if err != nil || !ok {
+		return
+	}
+	defer unlock()
+	dir := filepath.Dir(sup.RunDir)
+	for _, name := range slices.Sorted(slices.Values(down)) {
+		p, err := sup.Keep(ctx, name)
+		log := d.log.WithValues("dir", dir, "process", name)
+		switch {
+		case err != nil:
+			log.Error(err, "Starting process again failed", "failures", p.History.Failures, "nextStart", until(p.History.NextStart))
+		case p.Restarted:
+			log.Info("Started process again", "pid", p.PID, "restarts", p.History.Restarts, "lastExit", p.History.LastExit)
+		}
+	}
+}
+
+// until renders how long until t, for logs.
+func until(t time.Time) string {
+	return time.Until(t).Round(100 * time.Millisecond).String()
+}
