@@ -58,7 +58,7 @@ func (c *Client) checkLocalHost(mgmt, kubeconfig string, s *spec.Spec) error {
 	}
 	network, err := netip.ParsePrefix(dc.Spec.NodeNetwork)
 	if err != nil {
-		return nil // the spec's validation says so
+		return nil //nolint:nilerr // the spec's validation says so
 	}
 	own := nodenet.ClusterID(controlplane.ClusterDir(c.Home, s.Cluster.Name))
 	if err := nodenet.CheckFree(network, own); err != nil {

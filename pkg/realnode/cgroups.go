@@ -52,7 +52,7 @@ func ensureCgroups(l layout) (string, error) {
 		return "", err
 	}
 	system := filepath.Join(v2, l.cgroup(), "system")
-	if err := os.MkdirAll(system, 0o755); err != nil {
+	if err := os.MkdirAll(system, 0o755); err != nil { //nolint:gosec // a cgroup's directory, as the kernel's tools expect
 		return "", fmt.Errorf("creating cgroup %s: %w", system, err)
 	}
 	if len(v1) == 0 {
@@ -62,7 +62,7 @@ func ensureCgroups(l layout) (string, error) {
 			return "", err
 		}
 		pods := filepath.Join(v2, l.cgroup(), "pods")
-		if err := os.MkdirAll(pods, 0o755); err != nil {
+		if err := os.MkdirAll(pods, 0o755); err != nil { //nolint:gosec // a cgroup's directory
 			return "", fmt.Errorf("creating cgroup %s: %w", pods, err)
 		}
 		return system, nil
@@ -82,7 +82,7 @@ func mkdirCgroupV1(root, path string) error {
 	for _, elem := range strings.Split(strings.Trim(path, "/"), "/") {
 		parent := dir
 		dir = filepath.Join(dir, elem)
-		if err := os.Mkdir(dir, 0o755); err != nil && !errors.Is(err, fs.ErrExist) {
+		if err := os.Mkdir(dir, 0o755); err != nil && !errors.Is(err, fs.ErrExist) { //nolint:gosec // a cgroup's directory
 			return fmt.Errorf("creating cgroup %s: %w", dir, err)
 		}
 		for _, file := range []string{"cpuset.cpus", "cpuset.mems"} {
@@ -121,7 +121,7 @@ func enableControllers(root, path string) error {
 			}
 		}
 		dir = filepath.Join(dir, elem)
-		if err := os.Mkdir(dir, 0o755); err != nil && !errors.Is(err, fs.ErrExist) {
+		if err := os.Mkdir(dir, 0o755); err != nil && !errors.Is(err, fs.ErrExist) { //nolint:gosec // a cgroup's directory
 			return fmt.Errorf("creating cgroup %s: %w", dir, err)
 		}
 	}

@@ -14,7 +14,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/utils/ptr"
-	"sigs.k8s.io/controller-runtime/pkg/client"
+	ctrlclient "sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/flotilla-dev/flotilla/pkg/ociimage"
 )
@@ -43,7 +43,7 @@ func NewBootstrapToken() string {
 }
 
 // TokenNodeLabel on a bootstrap token's Secret names the node it was made for.
-const TokenNodeLabel = "flotilla.dev/real-node"
+const TokenNodeLabel = "flotilla.dev/real-node" //nolint:gosec // a label name, not a credential
 
 // BootstrapTokenSecret returns the Secret that makes token valid until expires, for
 // authentication only, in group BootstrapGroup, for the node named node (TokenNodeLabel).
@@ -53,7 +53,7 @@ func BootstrapTokenSecret(token, node string, expires time.Time) (*corev1.Secret
 		return nil, fmt.Errorf("a bootstrap token has the form [a-z0-9]{6}.[a-z0-9]{16}")
 	}
 	return &corev1.Secret{
-		TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "Secret"},
+		TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Secret"},
 		ObjectMeta: metav1.ObjectMeta{
 			Name:      BootstrapTokenSecretName(token),
 			Namespace: metav1.NamespaceSystem,
@@ -105,8 +105,8 @@ func kubeletAPIAdmin() *rbacv1.ClusterRoleBinding {
 // tokens' group may create certificate signing requests, kube-controller-manager approves those
 // of new kubelets and those that renew a kubelet's certificate), kube-proxy's RBAC for the group
 // of nodes, and CoreDNS at dnsIP (see CoreDNS).
-func ClusterObjects(dnsIP netip.Addr) []client.Object {
-	objects := []client.Object{
+func ClusterObjects(dnsIP netip.Addr) []ctrlclient.Object {
+	objects := []ctrlclient.Object{
 		clusterRoleBinding("flotilla:kubelet-bootstrap", "system:node-bootstrapper", BootstrapGroup),
 		clusterRoleBinding("flotilla:node-autoapprove-bootstrap", "system:certificates.k8s.io:certificatesigningrequests:nodeclient", BootstrapGroup),
 		clusterRoleBinding("flotilla:node-autoapprove-certificate-rotation", "system:certificates.k8s.io:certificatesigningrequests:selfnodeclient", "system:nodes"),
@@ -156,7 +156,7 @@ const corefile = `.:53 {
 // CoreDNS returns the cluster DNS: CoreDNS (Flotilla's image, ociimage.CoreDNS) as the Deployment
 // coredns in kube-system, on real nodes only, behind the Service kube-dns at dnsIP, with the
 // RBAC its kubernetes plugin needs.
-func CoreDNS(dnsIP netip.Addr) []client.Object {
+func CoreDNS(dnsIP netip.Addr) []ctrlclient.Object {
 	labels := map[string]string{"k8s-app": "kube-dns"}
 	meta := func(kind, name string) (metav1.TypeMeta, metav1.ObjectMeta) {
 		apiVersion := "v1"
@@ -240,5 +240,5 @@ func CoreDNS(dnsIP netip.Addr) []client.Object {
 		},
 	}}
 	deployment.TypeMeta, deployment.ObjectMeta = meta("Deployment", "coredns")
-	return []client.Object{sa, role, binding, config, service, deployment}
+	return []ctrlclient.Object{sa, role, binding, config, service, deployment}
 }

@@ -9,8 +9,8 @@ import (
 	"testing"
 	"text/template"
 
-	"github.com/pelletier/go-toml/v2"
 	. "github.com/onsi/gomega"
+	"github.com/pelletier/go-toml/v2"
 	kubeproxyconfigv1alpha1 "k8s.io/kube-proxy/config/v1alpha1"
 	kubeletconfigv1beta1 "k8s.io/kubelet/config/v1beta1"
 	"sigs.k8s.io/yaml"
@@ -133,7 +133,7 @@ func TestKubeletConfig(t *testing.T) {
 	g.Expect(kc.PodLogsDir).To(HavePrefix(l.dir))
 	g.Expect(kc.VolumePluginDir).To(HavePrefix(l.dir))
 	g.Expect(kc.ProviderID).To(Equal("local://default/w1-real-abc"))
-	g.Expect(len(l.kubeletRootMount() + "/pod-resources/kubelet.sock")).To(BeNumerically("<", 108),
+	g.Expect(len(l.kubeletRootMount()+"/pod-resources/kubelet.sock")).To(BeNumerically("<", 108),
 		"kubelet's sockets in its root directory fit a Unix socket path, however long the node's directory")
 
 	args := kubeletArgs(cfg, l, netip.MustParseAddr("10.200.3.2"))

@@ -17,7 +17,6 @@ import (
 
 	"github.com/vishvananda/netlink"
 	"k8s.io/client-go/tools/clientcmd"
-	ctrl "sigs.k8s.io/controller-runtime"
 
 	"github.com/flotilla-dev/flotilla/pkg/atomicfile"
 	"github.com/flotilla-dev/flotilla/pkg/binaries"
@@ -54,7 +53,7 @@ type ProcessStatus struct {
 	// Started is true when Ensure started it (first start, restart after an exit or a change).
 	Started bool
 	// Restarts counts its starts after an exit; Failures its consecutive exits within
-	// StableAfter of their start.
+	// process.StableAfter of their start (package process's History).
 	Restarts, Failures int
 	// NextStart is when it is started again, while it waits out its back-off.
 	NextStart time.Time
@@ -62,8 +61,8 @@ type ProcessStatus struct {
 	LogTail string
 }
 
-// CrashLooping reports whether the process has failed CrashLoopFailures times in a row.
-func (p ProcessStatus) CrashLooping() bool { return p.Failures >= CrashLoopFailures }
+// CrashLooping reports whether the process has failed process.CrashLoopFailures times in a row.
+func (p ProcessStatus) CrashLooping() bool { return p.Failures >= process.CrashLoopFailures }
 
 // NeedsBootstrap reports whether the node in dir has no client certificate from its cluster yet,
 // so that Ensure needs a Config.BootstrapToken.
@@ -89,7 +88,7 @@ func BootstrapToken(dir string) string {
 // cheap when everything runs: it checks the host's programs, chooses the node's address once,
 // writes the configuration files that changed, makes the namespaces, network and cgroups that
 // are missing, and starts or adopts containerd and kubelet (and kube-proxy once kubelet has its
-// certificate). A process that exited is started again under the restart policy (StableAfter);
+// certificate). A process that exited is started again under package process's restart policy;
 // one whose flags, programs (a new Kubernetes version) or configuration changed is restarted.
 func Ensure(ctx context.Context, cfg Config) (*Status, error) {
 	if err := cfg.validate(); err != nil {
@@ -136,68 +135,35 @@ func Ensure(ctx context.Context, cfg Config) (*Status, error) {
 		return nil, err
 	}
 	sup := l.supervisor()
-	if st.Processes == nil {
-		st.Processes = map[string]*history{}
-	}
 	for _, spec := range specs {
-		p, err := ensureProcess(ctx, sup, spec, st.historyOf(spec.Name), time.Now())
+		p, err := ensureProcess(ctx, sup, spec)
 		if err != nil {
-			_ = saveState(l.state(), st)
 			return nil, err
 		}
 		status.Processes = append(status.Processes, p)
 	}
-	if err := saveState(l.state(), st); err != nil {
-		return nil, err
-	}
 	return status, nil
 }
 
-// historyOf returns the history of process name, created when missing.
-func (st state) historyOf(name string) *history {
-	h, ok := st.Processes[name]
-	if !ok {
-		h = &history{}
-		st.Processes[name] = h
-	}
-	return h
-}
-
-// ensureProcess makes spec run under the restart policy: a process that runs as spec says is
-// adopted; one that exited is started again once its back-off is over.
-func ensureProcess(ctx context.Context, sup process.Supervisor, spec process.Spec, h *history, now time.Time) (ProcessStatus, error) {
-	p := ProcessStatus{Name: spec.Name}
-	pid, running := sup.Running(spec.Name)
-	if running {
-		if now.Sub(h.Started) >= StableAfter {
-			h.Failures = 0
-		}
-	} else if !h.Started.IsZero() {
-		h.exited(now)
-		h.Restarts++
-		ctrl.LoggerFrom(ctx).Info("Node process exited", "process", spec.Name, "failures", h.Failures, "nextStart", h.NextStart)
-	}
-	p.Restarts, p.Failures = h.Restarts, h.Failures
-	if !running && now.Before(h.NextStart) {
-		p.NextStart = h.NextStart
-		p.LogTail = sup.LogTail(spec.Name, 10)
-		return p, nil
-	}
-	started, err := sup.Ensure(ctx, spec)
+// ensureProcess makes spec run under package process's restart policy, and describes it: a
+// process that runs as spec says is adopted; one that exited is started again once its back-off
+// is over, and meanwhile reported with PID 0 and the end of its log.
+func ensureProcess(ctx context.Context, sup process.Supervisor, spec process.Spec) (ProcessStatus, error) {
+	p, err := sup.Ensure(ctx, spec)
 	if err != nil {
-		h.Started, h.NextStart = time.Time{}, now.Add(backOff(h.Failures+1))
-		h.Failures++
-		return p, fmt.Errorf("%w (see %s)", err, sup.LogPath(spec.Name))
+		return ProcessStatus{}, fmt.Errorf("%w (see %s)", err, sup.LogPath(spec.Name))
 	}
-	p.PID = started.PID
-	if !started.Adopted || started.PID != pid {
-		p.Started = true
-		h.Started = now
+	status := ProcessStatus{
+		Name: spec.Name, PID: p.PID, Started: p.PID != 0 && !p.Adopted,
+		Restarts: p.History.Restarts, Failures: p.History.Failures,
 	}
-	if h.Failures > 0 {
-		p.LogTail = sup.LogTail(spec.Name, 10)
+	if p.PID == 0 {
+		status.NextStart = p.History.NextStart
 	}
-	return p, nil
+	if p.History.Failures > 0 {
+		status.LogTail = sup.LogTail(spec.Name, 10)
+	}
+	return status, nil
 }
 
 // writeFiles writes the node's configuration files that changed.

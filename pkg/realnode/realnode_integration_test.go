@@ -18,9 +18,9 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/client-go/kubernetes/scheme"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/tools/clientcmd"
-	"sigs.k8s.io/controller-runtime/pkg/client"
+	ctrlclient "sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/flotilla-dev/flotilla/pkg/binaries"
 	"github.com/flotilla-dev/flotilla/pkg/controlplane"
@@ -70,11 +70,11 @@ func mirror(t *testing.T, set binaries.Set) string {
 	return addr
 }
 
-func apply(g Gomega, c client.Client, obj client.Object) {
+func apply(g Gomega, c ctrlclient.Client, obj ctrlclient.Object) {
 	u, err := runtime.DefaultUnstructuredConverter.ToUnstructured(obj)
 	g.Expect(err).NotTo(HaveOccurred())
-	g.Expect(c.Apply(context.Background(), client.ApplyConfigurationFromUnstructured(&unstructured.Unstructured{Object: u}),
-		client.FieldOwner("test"), client.ForceOwnership)).To(Succeed())
+	g.Expect(c.Apply(context.Background(), ctrlclient.ApplyConfigurationFromUnstructured(&unstructured.Unstructured{Object: u}),
+		ctrlclient.FieldOwner("test"), ctrlclient.ForceOwnership)).To(Succeed())
 }
 
 // TestARealNodeJoinsRunsPodsSurvivesKillsAndLeavesNothing runs one real node against a control
@@ -107,7 +107,7 @@ func TestARealNodeJoinsRunsPodsSurvivesKillsAndLeavesNothing(t *testing.T) {
 	g.Expect(err).NotTo(HaveOccurred())
 	rest, err := clientcmd.RESTConfigFromKubeConfig(kubeconfig)
 	g.Expect(err).NotTo(HaveOccurred())
-	c, err := client.New(rest, client.Options{Scheme: scheme.Scheme})
+	c, err := ctrlclient.New(rest, ctrlclient.Options{Scheme: clientgoscheme.Scheme})
 	g.Expect(err).NotTo(HaveOccurred())
 
 	dns, err := realnode.DNSServiceIP("10.96.0.0/12")
@@ -143,7 +143,7 @@ func TestARealNodeJoinsRunsPodsSurvivesKillsAndLeavesNothing(t *testing.T) {
 		status, err = realnode.Ensure(ctx, node)
 		g.Expect(err).NotTo(HaveOccurred())
 		n := &corev1.Node{}
-		g.Expect(c.Get(ctx, client.ObjectKey{Name: "n1"}, n)).To(Succeed())
+		g.Expect(c.Get(ctx, ctrlclient.ObjectKey{Name: "n1"}, n)).To(Succeed())
 		g.Expect(nodeReady(n)).To(BeTrue())
 		g.Expect(status.Processes).To(HaveLen(3), "kube-proxy runs once kubelet has joined")
 	}, 60*time.Second, 500*time.Millisecond).Should(Succeed())
@@ -167,7 +167,7 @@ func TestARealNodeJoinsRunsPodsSurvivesKillsAndLeavesNothing(t *testing.T) {
 	g.Expect(c.Create(ctx, pod)).To(Succeed())
 	var containerID string
 	g.Eventually(func(g Gomega) {
-		g.Expect(c.Get(ctx, client.ObjectKeyFromObject(pod), pod)).To(Succeed())
+		g.Expect(c.Get(ctx, ctrlclient.ObjectKeyFromObject(pod), pod)).To(Succeed())
 		g.Expect(pod.Status.Phase).To(Equal(corev1.PodRunning), "%+v", pod.Status)
 		g.Expect(pod.Status.InitContainerStatuses).To(HaveLen(1))
 		g.Expect(pod.Status.InitContainerStatuses[0].State.Terminated).NotTo(BeNil())
@@ -200,9 +200,9 @@ func TestARealNodeJoinsRunsPodsSurvivesKillsAndLeavesNothing(t *testing.T) {
 	}, 30*time.Second, 250*time.Millisecond).Should(Succeed())
 	g.Eventually(func(g Gomega) {
 		n := &corev1.Node{}
-		g.Expect(c.Get(ctx, client.ObjectKey{Name: "n1"}, n)).To(Succeed())
+		g.Expect(c.Get(ctx, ctrlclient.ObjectKey{Name: "n1"}, n)).To(Succeed())
 		g.Expect(nodeReady(n)).To(BeTrue())
-		g.Expect(c.Get(ctx, client.ObjectKeyFromObject(pod), pod)).To(Succeed())
+		g.Expect(c.Get(ctx, ctrlclient.ObjectKeyFromObject(pod), pod)).To(Succeed())
 		g.Expect(pod.Status.ContainerStatuses[0].Ready).To(BeTrue())
 	}, 60*time.Second, 500*time.Millisecond).Should(Succeed())
 	g.Expect(pod.Status.ContainerStatuses[0].ContainerID).To(Equal(containerID), "the Pod kept its container")

@@ -9,7 +9,6 @@ import (
 	"net/netip"
 	"os"
 	"path/filepath"
-	"time"
 
 	"github.com/flotilla-dev/flotilla/pkg/atomicfile"
 	"github.com/flotilla-dev/flotilla/pkg/filelock"
@@ -19,56 +18,6 @@ import (
 type state struct {
 	// Address is the node's address in its cluster's node network, chosen once.
 	Address string `json:"address,omitempty"`
-	// Processes is the start history of each process, for the restart policy.
-	Processes map[string]*history `json:"processes,omitempty"`
-}
-
-// The restart policy of a node's processes, the same as that of package process's supervisor: a
-// process that ran StableAfter before it exited is started again at once; each consecutive
-// quicker exit doubles the wait before the next start, from InitialBackOff up to MaxBackOff, and
-// from CrashLoopFailures of them on the process is said to crash loop.
-const (
-	StableAfter       = 30 * time.Second
-	InitialBackOff    = time.Second
-	MaxBackOff        = time.Minute
-	CrashLoopFailures = 3
-)
-
-// history is the start history of one process.
-type history struct {
-	// Started is when it was last started by a node's Ensure; zero once its exit was counted.
-	Started time.Time `json:"started,omitzero"`
-	// Restarts counts the starts after an exit.
-	Restarts int `json:"restarts,omitempty"`
-	// Failures counts the consecutive exits within StableAfter of their start.
-	Failures int `json:"failures,omitempty"`
-	// NextStart is the earliest time of the next start after a failure.
-	NextStart time.Time `json:"nextStart,omitzero"`
-}
-
-// exited counts an exit noticed at now.
-func (h *history) exited(now time.Time) {
-	if now.Sub(h.Started) < StableAfter {
-		h.Failures++
-	} else {
-		h.Failures = 0
-	}
-	h.Started = time.Time{}
-	h.NextStart = now.Add(backOff(h.Failures))
-}
-
-// backOff is the wait before the next start after failures consecutive failures.
-func backOff(failures int) time.Duration {
-	if failures <= 0 {
-		return 0
-	}
-	wait := InitialBackOff
-	for range failures - 1 {
-		if wait *= 2; wait >= MaxBackOff {
-			return MaxBackOff
-		}
-	}
-	return wait
 }
 
 func loadState(path string) (state, error) {

@@ -14,15 +14,6 @@ import (
 	"github.com/flotilla-dev/flotilla/pkg/process"
 )
 
-func TestBackOffDoublesUpToTheCap(t *testing.T) {
-	g := NewWithT(t)
-	g.Expect(backOff(0)).To(BeZero(), "an exit after a stable run starts again at once")
-	g.Expect(backOff(1)).To(Equal(time.Second))
-	g.Expect(backOff(2)).To(Equal(2 * time.Second))
-	g.Expect(backOff(4)).To(Equal(8 * time.Second))
-	g.Expect(backOff(20)).To(Equal(MaxBackOff))
-}
-
 func TestChooseAddressTakesTheLowestFreeAddressOnce(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
@@ -67,46 +58,32 @@ func failingProgram(t *testing.T) string {
 	return path
 }
 
-func TestAProcessThatKeepsExitingBacksOffAndCrashLoops(t *testing.T) {
+func TestAProcessThatExitsWaitsOutItsBackOffWithTheEndOfItsLog(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
 	dir := t.TempDir()
 	sup := process.Supervisor{RunDir: filepath.Join(dir, "run"), LogDir: filepath.Join(dir, "logs")}
 	spec := process.Spec{Name: "kubelet", Path: failingProgram(t)}
-	h := &history{}
-	now := time.Now()
 
-	p, err := ensureProcess(ctx, sup, spec, h, now)
+	p, err := ensureProcess(ctx, sup, spec)
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(p.Started).To(BeTrue())
+	g.Expect(p.PID).NotTo(BeZero())
 	g.Expect(p.Failures).To(BeZero())
+	g.Eventually(func() bool { _, running := sup.Running("kubelet"); return running }, 5*time.Second, 20*time.Millisecond).Should(BeFalse())
 
-	waitExited := func() {
-		g.Eventually(func() bool { _, running := sup.Running("kubelet"); return running }, 5*time.Second, 20*time.Millisecond).Should(BeFalse())
-	}
-	for failure := 1; failure <= CrashLoopFailures; failure++ {
-		waitExited()
-		now = now.Add(time.Second) // within StableAfter of its start
-		p, err = ensureProcess(ctx, sup, spec, h, now)
-		g.Expect(err).NotTo(HaveOccurred())
-		g.Expect(p.Failures).To(Equal(failure))
-		g.Expect(p.PID).To(BeZero(), "it waits out its back-off")
-		g.Expect(p.NextStart).To(Equal(now.Add(backOff(failure))))
-		g.Expect(p.LogTail).To(ContainSubstring("dying"), "the end of its log says why")
-
-		p, err = ensureProcess(ctx, sup, spec, h, p.NextStart)
-		g.Expect(err).NotTo(HaveOccurred())
-		g.Expect(p.Started).To(BeTrue(), "it starts again once the back-off is over")
-		now = p.NextStart
-	}
-	g.Expect(p.CrashLooping()).To(BeTrue())
-	g.Expect(p.Restarts).To(Equal(CrashLoopFailures))
-
-	// A run longer than StableAfter was no failure: the next exit starts it again at once.
-	waitExited()
-	h.Started = now.Add(-2 * StableAfter)
-	p, err = ensureProcess(ctx, sup, spec, h, now)
+	p, err = ensureProcess(ctx, sup, spec)
 	g.Expect(err).NotTo(HaveOccurred())
-	g.Expect(p.Failures).To(BeZero())
-	g.Expect(p.Started).To(BeTrue())
+	g.Expect(p.Started).To(BeFalse())
+	g.Expect(p.PID).To(BeZero(), "it waits out its back-off")
+	g.Expect(p.Failures).To(Equal(1))
+	g.Expect(p.NextStart).To(BeTemporally(">", time.Now()))
+	g.Expect(p.LogTail).To(ContainSubstring("dying"), "the end of its log says why")
+	g.Expect(p.CrashLooping()).To(BeFalse(), "one failure is no crash loop")
+
+	g.Eventually(func(g Gomega) {
+		p, err = ensureProcess(ctx, sup, spec)
+		g.Expect(err).NotTo(HaveOccurred())
+		g.Expect(p.Restarts).To(Equal(1), "it starts again once the back-off is over")
+	}, 5*time.Second, 100*time.Millisecond).Should(Succeed())
 }

@@ -12,7 +12,7 @@ import (
 	flotillav1 "github.com/flotilla-dev/flotilla/api/cluster/v1alpha1"
 	controlplanev1 "github.com/flotilla-dev/flotilla/api/controlplane/v1alpha1"
 	infrav1 "github.com/flotilla-dev/flotilla/api/infrastructure/v1alpha1"
-	"github.com/flotilla-dev/flotilla/cluster/validation"
+	clustervalidation "github.com/flotilla-dev/flotilla/cluster/validation"
 	"github.com/flotilla-dev/flotilla/pkg/kubeversion"
 )
 
@@ -133,7 +133,7 @@ func desiredControlPlane(c *flotillav1.Cluster, version string, dc *infrav1.Loca
 	if services := c.Spec.ClusterNetwork.Services; len(services) > 0 {
 		lcp.Spec.ServiceClusterIPRange = services[0]
 	}
-	if validation.HasRealNodes(c) {
+	if clustervalidation.HasRealNodes(c) {
 		lcp.Spec.RealNodes = &controlplanev1.RealNodesSpec{ImageMirror: infrav1.DefaultImageMirror, PodCIDR: flotillav1.DefaultPodCIDR}
 		if pods := c.Spec.ClusterNetwork.Pods; len(pods) > 0 {
 			lcp.Spec.RealNodes.PodCIDR = pods[0]

@@ -12,6 +12,7 @@ import (
 	"sigs.k8s.io/cluster-api/util/conditions"
 
 	infrav1 "github.com/flotilla-dev/flotilla/api/infrastructure/v1alpha1"
+	"github.com/flotilla-dev/flotilla/pkg/process"
 	"github.com/flotilla-dev/flotilla/pkg/realnode"
 )
 
@@ -154,7 +155,7 @@ func reporter(lm *infrav1.LocalMachine) string {
 
 // setProcessesRunningCondition sets ProcessesRunning of a real node from its processes: True
 // when each runs; False while one waits to be started again (CrashLoopBackOff once it failed
-// realnode.CrashLoopFailures times in a row, with the end of its log), or when the node could not
+// process.CrashLoopFailures times in a row, with the end of its log), or when the node could not
 // be set up.
 func setProcessesRunningCondition(s *scope) {
 	lm := s.localMachine
@@ -187,7 +188,7 @@ func processesRunning(processes []realnode.ProcessStatus) (metav1.ConditionStatu
 			}
 			return metav1.ConditionFalse, infrav1.CrashLoopBackOffReason, fmt.Sprintf(
 				"%s exited %d times in a row within %s of its start; %s. The end of its log:\n%s",
-				p.Name, p.Failures, realnode.StableAfter, next, p.LogTail)
+				p.Name, p.Failures, process.StableAfter, next, p.LogTail)
 		case p.PID == 0:
 			return metav1.ConditionFalse, infrav1.RestartingReason, fmt.Sprintf("%s exited and is started again at %s",
 				p.Name, p.NextStart.UTC().Format(time.RFC3339))

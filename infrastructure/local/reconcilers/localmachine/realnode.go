@@ -17,7 +17,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/klog/v2"
 	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/client"
+	ctrlclient "sigs.k8s.io/controller-runtime/pkg/client"
 
 	"sigs.k8s.io/cluster-api/util"
 	"sigs.k8s.io/cluster-api/util/secret"
@@ -37,7 +37,7 @@ const realNodeRequeue = 10 * time.Second
 
 // fieldOwner is the server-side apply field manager of what the reconciler applies in
 // workload clusters.
-const fieldOwner = client.FieldOwner("flotilla-localmachine")
+const fieldOwner = ctrlclient.FieldOwner("flotilla-localmachine")
 
 // realNodeFacts is what a reconcile learns about a real node.
 type realNodeFacts struct {
@@ -58,7 +58,7 @@ func (r *Reconciler) nodeDir(s *scope) string {
 // the host's runc and iptables. Before kubelet has joined, the cluster gets what real nodes need
 // (realnode.ClusterObjects) and a bootstrap token; once its Node is there, the token goes and
 // the Node gets the labels kubelet may not set.
-func (r *Reconciler) reconcileRealNode(ctx context.Context, remote client.Client, s *scope) (ctrl.Result, error) {
+func (r *Reconciler) reconcileRealNode(ctx context.Context, remote ctrlclient.Client, s *scope) (ctrl.Result, error) {
 	log := ctrl.LoggerFrom(ctx)
 	facts := &realNodeFacts{}
 	s.real = facts
@@ -105,10 +105,10 @@ func (r *Reconciler) reconcileRealNode(ctx context.Context, remote client.Client
 func (r *Reconciler) realNodeConfig(ctx context.Context, s *scope, facts *realNodeFacts) (*realnode.Config, error) {
 	if err := realnode.Prerequisites(); err != nil {
 		facts.reason, facts.err = infrav1.PrerequisiteMissingReason, err
-		return nil, nil
+		return nil, nil //nolint:nilerr // recorded in facts: a condition, not a reconcile error
 	}
 	lcp := &controlplanev1.LocalControlPlane{}
-	key := client.ObjectKey{Namespace: s.cluster.Namespace, Name: s.cluster.Spec.ControlPlaneRef.Name}
+	key := ctrlclient.ObjectKey{Namespace: s.cluster.Namespace, Name: s.cluster.Spec.ControlPlaneRef.Name}
 	if err := r.Client.Get(ctx, key, lcp); err != nil {
 		return nil, fmt.Errorf("getting LocalControlPlane %s: %w", key.Name, err)
 	}
@@ -116,7 +116,7 @@ func (r *Reconciler) realNodeConfig(ctx context.Context, s *scope, facts *realNo
 	if lcp.Spec.RealNodes == nil || err != nil {
 		facts.reason = infrav1.WaitingForNodeNetworkReason
 		facts.err = fmt.Errorf("waiting for LocalControlPlane %s to set up the cluster's node network", lcp.Name)
-		return nil, nil
+		return nil, nil //nolint:nilerr // recorded in facts: a condition, not a reconcile error
 	}
 	set, err := binaries.Find(r.BinRoot, s.machine.Spec.Version)
 	if err == nil {
@@ -124,22 +124,22 @@ func (r *Reconciler) realNodeConfig(ctx context.Context, s *scope, facts *realNo
 	}
 	if err != nil {
 		facts.reason, facts.err = infrav1.BinariesMissingReason, fmt.Errorf("%w --nodes", err)
-		return nil, nil
+		return nil, nil //nolint:nilerr // recorded in facts: a condition, not a reconcile error
 	}
 	ca := &corev1.Secret{}
-	if err := r.Client.Get(ctx, client.ObjectKey{Namespace: s.cluster.Namespace, Name: secret.Name(s.cluster.Name, secret.ClusterCA)}, ca); err != nil {
+	if err := r.Client.Get(ctx, ctrlclient.ObjectKey{Namespace: s.cluster.Namespace, Name: secret.Name(s.cluster.Name, secret.ClusterCA)}, ca); err != nil {
 		return nil, fmt.Errorf("getting the cluster CA: %w", err)
 	}
 	mirror := lcp.Spec.RealNodes.ImageMirror
 	mirrorPort, err := portOf(mirror)
 	if err != nil {
 		facts.reason, facts.err = infrav1.NodeStartFailedReason, err
-		return nil, nil
+		return nil, nil //nolint:nilerr // recorded in facts: a condition, not a reconcile error
 	}
 	dns, err := realnode.DNSServiceIP(lcp.Spec.ServiceClusterIPRange)
 	if err != nil {
 		facts.reason, facts.err = infrav1.NodeStartFailedReason, err
-		return nil, nil
+		return nil, nil //nolint:nilerr // recorded in facts: a condition, not a reconcile error
 	}
 	dir := r.nodeDir(s)
 	return &realnode.Config{
@@ -160,7 +160,7 @@ func (r *Reconciler) realNodeConfig(ctx context.Context, s *scope, facts *realNo
 
 // prepareJoin applies what the cluster needs for real nodes and makes sure cfg has a bootstrap
 // token that the cluster knows.
-func (r *Reconciler) prepareJoin(ctx context.Context, remote client.Client, s *scope, cfg *realnode.Config) error {
+func (r *Reconciler) prepareJoin(ctx context.Context, remote ctrlclient.Client, s *scope, cfg *realnode.Config) error {
 	dns, err := netip.ParseAddr(cfg.ClusterDNS)
 	if err != nil {
 		return err
@@ -182,7 +182,7 @@ func (r *Reconciler) prepareJoin(ctx context.Context, remote client.Client, s *s
 		return fmt.Errorf("getting a client for the workload cluster: %w", err)
 	}
 	existing := &corev1.Secret{}
-	err = uncached.Get(ctx, client.ObjectKeyFromObject(token), existing)
+	err = uncached.Get(ctx, ctrlclient.ObjectKeyFromObject(token), existing)
 	switch {
 	case apierrors.IsNotFound(err):
 		if err := uncached.Create(ctx, token); err != nil && !apierrors.IsAlreadyExists(err) {
@@ -203,9 +203,9 @@ func (r *Reconciler) prepareJoin(ctx context.Context, remote client.Client, s *s
 // observeRealNode finds the Node kubelet registered, gives it the labels and annotations kubelet
 // may not set, removes the bootstrap token it no longer needs, and routes the Pod ranges of the
 // cluster's other real nodes in its namespace.
-func (r *Reconciler) observeRealNode(ctx context.Context, remote client.Client, s *scope, cfg *realnode.Config) error {
+func (r *Reconciler) observeRealNode(ctx context.Context, remote ctrlclient.Client, s *scope, cfg *realnode.Config) error {
 	node := &corev1.Node{}
-	err := remote.Get(ctx, client.ObjectKey{Name: s.machine.Name}, node)
+	err := remote.Get(ctx, ctrlclient.ObjectKey{Name: s.machine.Name}, node)
 	switch {
 	case apierrors.IsNotFound(err):
 		return nil // kubelet registers it; its creation brings us back
@@ -234,7 +234,7 @@ func (r *Reconciler) deleteBootstrapTokens(ctx context.Context, s *scope) error 
 		return fmt.Errorf("getting a client for the workload cluster: %w", err)
 	}
 	tokens := &corev1.SecretList{}
-	if err := uncached.List(ctx, tokens, client.InNamespace(metav1.NamespaceSystem), client.MatchingLabels{realnode.TokenNodeLabel: s.machine.Name}); err != nil {
+	if err := uncached.List(ctx, tokens, ctrlclient.InNamespace(metav1.NamespaceSystem), ctrlclient.MatchingLabels{realnode.TokenNodeLabel: s.machine.Name}); err != nil {
 		return fmt.Errorf("listing the bootstrap tokens of node %s: %w", s.machine.Name, err)
 	}
 	for i := range tokens.Items {
@@ -247,9 +247,9 @@ func (r *Reconciler) deleteBootstrapTokens(ctx context.Context, s *scope) error 
 
 // routePods routes, in the node's namespace, the Pod range of each other real node of the
 // cluster via that node's address.
-func (r *Reconciler) routePods(ctx context.Context, remote client.Client, cfg *realnode.Config) error {
+func (r *Reconciler) routePods(ctx context.Context, remote ctrlclient.Client, cfg *realnode.Config) error {
 	nodes := &corev1.NodeList{}
-	if err := remote.List(ctx, nodes, client.MatchingLabels{infrav1.SimulatedNodeLabel: "false"}); err != nil {
+	if err := remote.List(ctx, nodes, ctrlclient.MatchingLabels{infrav1.SimulatedNodeLabel: "false"}); err != nil {
 		return fmt.Errorf("listing the real nodes: %w", err)
 	}
 	var routes []nodenet.PodRoute
@@ -288,7 +288,7 @@ func (r *Reconciler) deleteRealNode(ctx context.Context, s *scope) error {
 }
 
 // patchMissingMetadata adds to node the labels and annotations of desired it lacks.
-func patchMissingMetadata(ctx context.Context, remote client.Client, node, desired *corev1.Node) error {
+func patchMissingMetadata(ctx context.Context, remote ctrlclient.Client, node, desired *corev1.Node) error {
 	labels, annotations := missingMetadata(node, desired)
 	if labels == nil && annotations == nil {
 		return nil
@@ -306,7 +306,7 @@ func patchMissingMetadata(ctx context.Context, remote client.Client, node, desir
 	for key, value := range annotations {
 		node.Annotations[key] = value
 	}
-	if err := remote.Patch(ctx, node, client.MergeFrom(original)); err != nil {
+	if err := remote.Patch(ctx, node, ctrlclient.MergeFrom(original)); err != nil {
 		return fmt.Errorf("patching the labels of Node %s: %w", node.Name, err)
 	}
 	ctrl.LoggerFrom(ctx).Info("Restored the labels and annotations of the Node")
@@ -314,12 +314,12 @@ func patchMissingMetadata(ctx context.Context, remote client.Client, node, desir
 }
 
 // apply applies obj with server-side apply.
-func apply(ctx context.Context, c client.Client, obj client.Object) error {
+func apply(ctx context.Context, c ctrlclient.Client, obj ctrlclient.Object) error {
 	u, err := runtime.DefaultUnstructuredConverter.ToUnstructured(obj)
 	if err != nil {
 		return fmt.Errorf("converting %s %s: %w", obj.GetObjectKind().GroupVersionKind().Kind, obj.GetName(), err)
 	}
-	if err := c.Apply(ctx, client.ApplyConfigurationFromUnstructured(&unstructured.Unstructured{Object: u}), fieldOwner, client.ForceOwnership); err != nil {
+	if err := c.Apply(ctx, ctrlclient.ApplyConfigurationFromUnstructured(&unstructured.Unstructured{Object: u}), fieldOwner, ctrlclient.ForceOwnership); err != nil {
 		return fmt.Errorf("applying %s %s: %w", obj.GetObjectKind().GroupVersionKind().Kind, obj.GetName(), err)
 	}
 	return nil
