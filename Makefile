@@ -92,7 +92,9 @@ verify-tidy: ## Fail when `go mod tidy` would change a go.mod or go.sum (the mai
 	fi
 
 .PHONY: test
-test: controlplane-binaries verify-generate verify-tidy $(CLUSTERCTL) ## Run every test (unit, integration on real API servers, end to end).
+# The real-node tests (pkg/realnode's integration test and the e2e real-node scenario) run with the
+# rest: the test target builds the node programs and installs runc and iptables first.
+test: controlplane-binaries node-binaries verify-generate verify-tidy $(CLUSTERCTL) ## Run every test (unit, integration on real API servers and real nodes, end to end).
 	go vet ./...
 	go test $(GO_TEST_FLAGS) $$(go list ./... | grep -v /test/e2e)
 	# The end-to-end scenarios run alone: they time real clusters, which a busy machine distorts.

@@ -116,6 +116,12 @@ type LocalControlPlaneStatus struct {
 	// +optional
 	Version string `json:"version,omitempty"`
 
+	// externalManagedControlPlane is always true, per the CAPI contract: the control plane runs
+	// as processes, with no Node in the cluster. It tells Cluster API that deleting a worker
+	// Machine may drain and delete its Node although the cluster has no control plane Machines.
+	// +optional
+	ExternalManagedControlPlane *bool `json:"externalManagedControlPlane,omitempty"`
+
 	// observedGeneration is the generation the status was computed for.
 	// +optional
 	ObservedGeneration int64 `json:"observedGeneration,omitempty"`

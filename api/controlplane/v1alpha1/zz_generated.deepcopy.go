@@ -138,6 +138,11 @@ func (in *LocalControlPlaneSpec) DeepCopy() *LocalControlPlaneSpec {
 func (in *LocalControlPlaneStatus) DeepCopyInto(out *LocalControlPlaneStatus) {
 	*out = *in
 	in.Initialization.DeepCopyInto(&out.Initialization)
+	if in.ExternalManagedControlPlane != nil {
+		in, out := &in.ExternalManagedControlPlane, &out.ExternalManagedControlPlane
+		*out = new(bool)
+		**out = **in
+	}
 	if in.Conditions != nil {
 		in, out := &in.Conditions, &out.Conditions
 		*out = make([]v1.Condition, len(*in))

@@ -16,6 +16,7 @@ import (
 // setStatus turns what a reconcile learned into the LocalControlPlane's status.
 func setStatus(s *scope) {
 	lcp := s.lcp
+	lcp.Status.ExternalManagedControlPlane = ptr.To(true)
 	if s.ready {
 		lcp.Status.Initialization.ControlPlaneInitialized = ptr.To(true)
 		lcp.Status.Version = s.version
