@@ -31,7 +31,7 @@ import (
 )
 
 // realNodeRequeue is how often a real node is looked at while it runs: its processes are
-// started again when they exit (package realnode's restart policy), and the routes to the Pod
+// started again when they exit (package process's restart policy), and the routes to the Pod
 // ranges of the cluster's other nodes follow the Nodes.
 const realNodeRequeue = 10 * time.Second
 
