@@ -35,6 +35,9 @@ var targets = map[string]string{
 	"BenchmarkPacket/packet-ready-s":                                    "reported",
 	"BenchmarkPacket/metal-calls-per-machine":                           "reported",
 	"BenchmarkPacket/metal-calls-per-machine-hour":                      "reported",
+	"BenchmarkRealNode/real-node-ready-s":                               "≤ 10",
+	"BenchmarkRealNode/hello-ready-s":                                   "≤ 10",
+	"BenchmarkRealNode/real-node-MiB":                                   "reported",
 }
 
 var suffix = regexp.MustCompile(`-\d+$`)
