@@ -3,7 +3,6 @@ package bench
 import (
 	"bytes"
 	"context"
-	"fmt"
 	"io"
 	"os"
 	"path/filepath"
@@ -58,14 +57,7 @@ func runRealNodeBenchmark(b *testing.B) {
 	c.Executable = flotillaBinary(b)
 	c.WaitTimeout = 5 * time.Minute
 
-	port, err := controlplane.PickPort("127.0.0.1")
-	if err != nil {
-		b.Fatal(err)
-	}
-	addr := fmt.Sprintf("127.0.0.1:%d", port)
-	if _, err := c.EnsureRegistry(ctx, client.RegistryOptions{Listen: addr}); err != nil {
-		b.Fatal(err)
-	}
+	addr := startRegistry(b, c)
 	defer func() { _ = c.StopRegistry(context.Background()) }()
 	conn := registryconn.Config{PlainHTTP: true}
 	if _, err := c.BuildImages(ctx, client.BuildImagesOptions{Registry: addr, Connection: conn}); err != nil {
