@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -27,6 +28,7 @@ import (
 	"k8s.io/client-go/transport/spdy"
 	"k8s.io/utils/ptr"
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
+	"sigs.k8s.io/cluster-api/util/conditions"
 	ctrlclient "sigs.k8s.io/controller-runtime/pkg/client"
 
 	infrav1 "github.com/flotilla-dev/flotilla/api/infrastructure/v1alpha1"
@@ -36,6 +38,7 @@ import (
 	"github.com/flotilla-dev/flotilla/pkg/binaries"
 	"github.com/flotilla-dev/flotilla/pkg/controlplane"
 	"github.com/flotilla-dev/flotilla/pkg/nodenet"
+	"github.com/flotilla-dev/flotilla/pkg/process"
 	"github.com/flotilla-dev/flotilla/pkg/realnode"
 	"github.com/flotilla-dev/flotilla/pkg/registryconn"
 )
@@ -43,7 +46,7 @@ import (
 // testRealNodes is issue 13 tried as a new user would after `make quickstart`: a workload cluster
 // with one simulated and one real node, Flotilla's images built into a registry of this machine,
 // hello-flotilla installed on the real node; its log, a port-forward, an exec and cluster DNS
-// work; deleting its Machine drains the Node with evictions and a new real node takes its Pod;
+// work; a killed kubelet and containerd come back with the Pod; deleting its Machine drains the Node with evictions and a new real node takes its Pod;
 // deleting the cluster leaves nothing of the nodes on the host.
 func testRealNodes(t *testing.T, f *fleet) {
 	if os.Geteuid() != 0 {
@@ -152,6 +155,39 @@ func testRealNodes(t *testing.T, f *fleet) {
 		g.Expect(err).To(HaveOccurred(), "CoreDNS answers cluster names only: nothing leaves the machine")
 	})
 
+	t.Run("a killed kubelet and containerd are started again by the manager, and the Pod keeps its container", func(t *testing.T) {
+		g := NewWithT(t)
+		nodeDir := filepath.Join(realnode.NodesDir(clusterDir), realNode.Name)
+		sup := process.Supervisor{RunDir: filepath.Join(nodeDir, "run"), LogDir: filepath.Join(nodeDir, "logs")}
+		containerID := pod.Status.ContainerStatuses[0].ContainerID
+		killed := map[string]int{}
+		for _, name := range []string{binaries.Kubelet, binaries.Containerd} {
+			pid, running := sup.Running(name)
+			g.Expect(running).To(BeTrue(), name)
+			g.Expect(syscall.Kill(pid, syscall.SIGKILL)).To(Succeed())
+			killed[name] = pid
+		}
+		start := time.Now()
+		g.Eventually(func(g Gomega) {
+			for name, old := range killed {
+				pid, running := sup.Running(name)
+				g.Expect(running).To(BeTrue(), "%s runs again", name)
+				g.Expect(pid).NotTo(Equal(old))
+			}
+			n, err := cs.CoreV1().Nodes().Get(ctx, realNode.Name, metaGet)
+			g.Expect(err).NotTo(HaveOccurred())
+			g.Expect(nodeReady(n)).To(BeTrue())
+			got, err := cs.CoreV1().Pods(pod.Namespace).Get(ctx, pod.Name, metaGet)
+			g.Expect(err).NotTo(HaveOccurred())
+			g.Expect(podReady(got)).To(BeTrue())
+			g.Expect(got.Status.ContainerStatuses[0].ContainerID).To(Equal(containerID), "the shim kept the container running")
+			lm := &infrav1.LocalMachine{}
+			g.Expect(f.admin.Get(ctx, ctrlclient.ObjectKey{Namespace: "default", Name: realNode.Spec.InfrastructureRef.Name}, lm)).To(Succeed())
+			g.Expect(conditions.IsTrue(lm, infrav1.ProcessesRunningCondition)).To(BeTrue())
+		}, time.Minute, 500*time.Millisecond).Should(Succeed())
+		t.Logf("kubelet and containerd run again and the node is Ready %s after they were killed", time.Since(start).Round(time.Millisecond))
+	})
+
 	t.Run("deleting the real Machine drains its Node with evictions, and a new real node takes the Pod", func(t *testing.T) {
 		g := NewWithT(t)
 		// A finalizer of this test keeps the evicted Pod visible, with the condition eviction sets.
@@ -241,6 +277,15 @@ func helloPod(ctx context.Context, g Gomega, cs kubernetes.Interface, not string
 	}
 	g.Expect(found).To(HaveLen(1))
 	return found[0]
+}
+
+func nodeReady(n *corev1.Node) bool {
+	for _, c := range n.Status.Conditions {
+		if c.Type == corev1.NodeReady {
+			return c.Status == corev1.ConditionTrue
+		}
+	}
+	return false
 }
 
 func podReady(p *corev1.Pod) bool {
