@@ -23,8 +23,7 @@ func NewImageCmd(streams genericiooptions.IOStreams, global *GlobalOptions) *cob
 
 // ImageBuildOptions are the options of `flotilla image build`.
 type ImageBuildOptions struct {
-	genericiooptions.IOStreams
-	global *GlobalOptions
+	clientOptions
 
 	remote registryRemote
 	Images []string
@@ -32,7 +31,7 @@ type ImageBuildOptions struct {
 
 // NewImageBuildCmd returns `flotilla image build`.
 func NewImageBuildCmd(streams genericiooptions.IOStreams, global *GlobalOptions) *cobra.Command {
-	o := &ImageBuildOptions{IOStreams: streams, global: global}
+	o := &ImageBuildOptions{clientOptions: newClientOptions(streams, global, streams.ErrOut)}
 	names := make([]string, 0, len(ociimage.Flotilla))
 	for _, img := range ociimage.Flotilla {
 		names = append(names, img.Program+" ("+img.Name+")")
@@ -50,20 +49,23 @@ Building again gives the same digests, so nothing new is pushed.`,
   flotilla image build
 
   flotilla image build pause coredns -o json`,
-		RunE: func(cmd *cobra.Command, args []string) error {
-			o.Images = args
-			if err := o.remote.complete(cmd, o.global, o.ErrOut); err != nil {
-				return err
-			}
-			if err := o.remote.validate(); err != nil {
-				return err
-			}
-			return o.Run(cmd.Context())
-		},
+		RunE: RunE(o),
 	}
 	o.remote.addConnection(cmd)
 	return cmd
 }
+
+// Complete takes the images, completes the connection flags and builds the client.
+func (o *ImageBuildOptions) Complete(cmd *cobra.Command, args []string) error {
+	o.Images = args
+	if err := o.remote.complete(cmd); err != nil {
+		return err
+	}
+	return o.clientOptions.Complete(cmd, args)
+}
+
+// Validate checks -o.
+func (o *ImageBuildOptions) Validate() error { return o.remote.Validate() }
 
 // Run builds and pushes.
 func (o *ImageBuildOptions) Run(ctx context.Context) error {
@@ -71,7 +73,7 @@ func (o *ImageBuildOptions) Run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	built, err := o.remote.client.BuildImages(ctx, client.BuildImagesOptions{Registry: o.remote.Registry, Images: o.Images, Connection: conn})
+	built, err := o.client.BuildImages(ctx, client.BuildImagesOptions{Registry: o.remote.Registry, Images: o.Images, Connection: conn})
 	if err != nil {
 		if netaddr.IsLoopback(o.remote.Registry) && strings.Contains(err.Error(), "connection refused") {
 			return fmt.Errorf("%w\nIs the registry running? Start it with 'flotilla registry start'", err)
