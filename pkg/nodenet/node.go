@@ -54,16 +54,11 @@ func EnsureNode(ctx context.Context, n Node, nsPath string) error {
 	if err := n.validate(); err != nil {
 		return err
 	}
-	ns, err := netns.GetFromPath(nsPath)
+	ns, inside, closeNS, err := openNetNS(nsPath)
 	if err != nil {
-		return fmt.Errorf("opening network namespace %s: %w", nsPath, err)
+		return err
 	}
-	defer func() { _ = ns.Close() }()
-	inside, err := netlink.NewHandleAt(ns)
-	if err != nil {
-		return fmt.Errorf("opening netlink in %s: %w", nsPath, err)
-	}
-	defer inside.Close()
+	defer closeNS()
 
 	bridge, err := netlink.LinkByName(n.Cluster.Bridge())
 	if err != nil {
@@ -166,16 +161,11 @@ type PodRoute struct {
 // SetPodRoutes makes the routes of the namespace at nsPath to other nodes' Pod ranges be routes:
 // missing ones are added, changed ones replaced, and those of nodes that are gone removed.
 func SetPodRoutes(nsPath string, routes []PodRoute) error {
-	ns, err := netns.GetFromPath(nsPath)
+	_, inside, closeNS, err := openNetNS(nsPath)
 	if err != nil {
-		return fmt.Errorf("opening network namespace %s: %w", nsPath, err)
+		return err
 	}
-	defer func() { _ = ns.Close() }()
-	inside, err := netlink.NewHandleAt(ns)
-	if err != nil {
-		return fmt.Errorf("opening netlink in %s: %w", nsPath, err)
-	}
-	defer inside.Close()
+	defer closeNS()
 	eth0, err := inside.LinkByName(NodeInterface)
 	if err != nil {
 		return fmt.Errorf("finding %s in %s: %w", NodeInterface, nsPath, err)
@@ -211,4 +201,18 @@ func SetPodRoutes(nsPath string, routes []PodRoute) error {
 		}
 	}
 	return nil
+}
+
+// openNetNS opens the network namespace at nsPath and a netlink handle in it; closeNS closes both.
+func openNetNS(nsPath string) (ns netns.NsHandle, inside *netlink.Handle, closeNS func(), err error) {
+	ns, err = netns.GetFromPath(nsPath)
+	if err != nil {
+		return ns, nil, nil, fmt.Errorf("opening network namespace %s: %w", nsPath, err)
+	}
+	inside, err = netlink.NewHandleAt(ns)
+	if err != nil {
+		_ = ns.Close()
+		return ns, nil, nil, fmt.Errorf("opening netlink in %s: %w", nsPath, err)
+	}
+	return ns, inside, func() { inside.Close(); _ = ns.Close() }, nil
 }
