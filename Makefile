@@ -30,6 +30,19 @@ controlplane-binaries: ## Build kube-apiserver, etcd, kwok... for K8S_VERSION in
 controlplane-binaries-all: ## Build the control plane binaries of every supported Kubernetes version.
 	go run ./cmd/flotilla binaries build --all
 
+# Real nodes run Debian's runc and iptables beside the programs `flotilla binaries build --nodes`
+# makes. apt-get runs only for what is missing.
+NODE_PACKAGES := runc:runc iptables:iptables
+
+.PHONY: node-packages
+node-packages: ## Install Debian's runc and iptables, which real nodes run, when they are missing (as root).
+	@missing=""; for p in $(NODE_PACKAGES); do command -v $${p%%:*} >/dev/null || missing="$$missing $${p#*:}"; done; \
+	if [ -n "$$missing" ]; then echo "installing$$missing"; apt-get install -y --no-install-recommends $$missing; fi
+
+.PHONY: node-binaries
+node-binaries: node-packages ## Build kubelet, kube-proxy, containerd, the CNI plugins and the image programs for K8S_VERSION (once).
+	go run ./cmd/flotilla binaries build $(K8S_VERSION) --nodes
+
 $(CONTROLLER_GEN):
 	mkdir -p $(TOOLS_CACHE)
 	cd hack/tools/codegen && go build -o $(CONTROLLER_GEN) sigs.k8s.io/controller-tools/cmd/controller-gen
@@ -79,7 +92,9 @@ verify-tidy: ## Fail when `go mod tidy` would change a go.mod or go.sum (the mai
 	fi
 
 .PHONY: test
-test: controlplane-binaries verify-generate verify-tidy $(CLUSTERCTL) ## Run every test (unit, integration on real API servers, end to end).
+# The real-node tests (pkg/realnode's integration test and the e2e real-node scenario) run with the
+# rest: the test target builds the node programs and installs runc and iptables first.
+test: controlplane-binaries node-binaries verify-generate verify-tidy $(CLUSTERCTL) ## Run every test (unit, integration on real API servers and real nodes, end to end).
 	go vet ./...
 	go test $(GO_TEST_FLAGS) $$(go list ./... | grep -v /test/e2e)
 	# The end-to-end scenarios run alone: they time real clusters, which a busy machine distorts.
@@ -100,7 +115,7 @@ fuzz: ## Run every Go fuzz target for FUZZTIME each (default 150s) on one worker
 	hack/fuzz.sh
 
 .PHONY: quickstart
-quickstart: controlplane-binaries build ## Create the local management cluster `mgmt` (kubeconfig: ./mgmt/mgmt.kubeconfig).
+quickstart: controlplane-binaries node-binaries build ## Create the local management cluster `mgmt` and the workload cluster `w1` with a real node, and install hello-flotilla there.
 	hack/quickstart.sh
 
 .PHONY: clean

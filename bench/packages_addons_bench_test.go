@@ -35,14 +35,7 @@ import (
 //     correction has put it back, median of three.
 func benchmarkPackagesAndAddons(b *testing.B, c *client.Client, kc ctrlclient.Client, kubeconfig, out string, names, withWorkers []string) {
 	ctx := b.Context()
-	port, err := controlplane.PickPort("127.0.0.1")
-	if err != nil {
-		b.Fatal(err)
-	}
-	addr := fmt.Sprintf("127.0.0.1:%d", port)
-	if _, err := c.EnsureRegistry(ctx, client.RegistryOptions{Listen: addr}); err != nil {
-		b.Fatal(err)
-	}
+	addr := startRegistry(b, c)
 	defer func() { _ = c.StopRegistry(context.Background()) }()
 	published, err := c.Publish(ctx, client.PublishOptions{Registry: addr, Connection: registryconn.Config{PlainHTTP: true}})
 	if err != nil {
@@ -208,4 +201,19 @@ spec:
 	}
 	slices.Sort(times)
 	b.ReportMetric(times[len(times)/2], "drift-restore-p50-s")
+}
+
+// startRegistry starts the embedded registry on a free loopback port and returns its address;
+// the caller stops it.
+func startRegistry(b *testing.B, c *client.Client) string {
+	b.Helper()
+	port, err := controlplane.PickPort("127.0.0.1")
+	if err != nil {
+		b.Fatal(err)
+	}
+	addr := fmt.Sprintf("127.0.0.1:%d", port)
+	if _, err := c.EnsureRegistry(b.Context(), client.RegistryOptions{Listen: addr}); err != nil {
+		b.Fatal(err)
+	}
+	return addr
 }

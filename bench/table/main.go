@@ -38,6 +38,9 @@ var targets = map[string]string{
 	"BenchmarkInMemory/inmemory-ready-p50-s":                            "≤ 5",
 	"BenchmarkInMemory/inmemory-50-ready-s":                             "≤ 60",
 	"BenchmarkInMemory/inmemory-load1":                                  "reported",
+	"BenchmarkRealNode/real-node-ready-s":                               "≤ 10",
+	"BenchmarkRealNode/hello-ready-s":                                   "≤ 10",
+	"BenchmarkRealNode/real-node-MiB":                                   "reported",
 }
 
 var suffix = regexp.MustCompile(`-\d+$`)

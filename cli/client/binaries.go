@@ -9,12 +9,13 @@ import (
 
 // BuildBinaries builds the control plane programs of each version (a minor such as "1.35", or a
 // supported version; every supported version when none is given) into the binary cache
-// (BinRoot), keeping those already built, with progress on Out. It returns the sets built.
-func (c *Client) BuildBinaries(ctx context.Context, versions ...string) ([]binaries.Set, error) {
+// (BinRoot), keeping those already built, with progress on Out; with nodes, the programs of real
+// nodes and of Flotilla's images too. It returns the sets built.
+func (c *Client) BuildBinaries(ctx context.Context, nodes bool, versions ...string) ([]binaries.Set, error) {
 	if len(versions) == 0 {
 		versions = binaries.Supported
 	}
-	b := &binaries.Builder{Root: c.BinRoot, Out: c.Out}
+	b := &binaries.Builder{Root: c.BinRoot, Out: c.Out, Nodes: nodes}
 	sets := make([]binaries.Set, 0, len(versions))
 	for _, v := range versions {
 		set, err := b.Build(ctx, v)
@@ -40,6 +41,10 @@ type BinariesStatus struct {
 	Dir string `json:"dir"`
 	// BuildCommand builds what is missing.
 	BuildCommand string `json:"buildCommand,omitempty"`
+	// NodesReady is true when the programs of real nodes and of Flotilla's images are there
+	// too (binaries.NodeNames, binaries.ImageNames); MissingNodes names those that are not.
+	NodesReady   bool     `json:"nodesReady"`
+	MissingNodes []string `json:"missingNodes,omitempty"`
 }
 
 // ListBinaries reports, for each supported Kubernetes version, newest first, whether its
@@ -51,6 +56,8 @@ func (c *Client) ListBinaries() []BinariesStatus {
 		set := binaries.Set{Dir: filepath.Join(c.BinRoot, v), Version: v}
 		st := BinariesStatus{Version: v, Minor: minors[i], Missing: set.Missing(binaries.Names...), Dir: set.Dir}
 		st.Ready = len(st.Missing) == 0
+		st.MissingNodes = set.Missing(append(append([]string(nil), binaries.NodeNames...), binaries.ImageNames...)...)
+		st.NodesReady = len(st.MissingNodes) == 0
 		if !st.Ready {
 			st.BuildCommand = set.BuildCommand()
 		}

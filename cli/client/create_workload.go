@@ -102,16 +102,17 @@ func (c *Client) CreateWorkloadCluster(ctx context.Context, opts CreateWorkloadC
 		Fingerprint:    fingerprint,
 	})
 	if err != nil {
-		return err
+		// A spec refused at SetupAndValidate created nothing: the corrected spec starts afresh.
+		return forgetValidationCheckpoint(err)
 	}
 	fmt.Fprintf(c.Out, "Workload cluster %q is ready. Use it with:\n  kubectl --kubeconfig %s get nodes\n",
 		s.Cluster.Name, UserKubeconfigPath(opts.OutDir, s.Cluster.Name))
 	return nil
 }
 
-// setupAndValidateWorkload checks that --kubeconfig points at a management cluster, that the
-// control plane programs of a local cluster's version are built when that management cluster
-// runs on this machine, and that the name is free there.
+// setupAndValidateWorkload checks that --kubeconfig points at a management cluster, that this
+// machine has what a local cluster needs when that management cluster runs here
+// (checkLocalHost), and that the name is free there.
 func setupAndValidateWorkload(ctx context.Context, r *workloadRun) error {
 	mgmt, err := managementClusterOf(ctx, r.kc, r.opts.Kubeconfig, r.spec.Cluster.Namespace)
 	if err != nil {
@@ -119,7 +120,7 @@ func setupAndValidateWorkload(ctx context.Context, r *workloadRun) error {
 	}
 	r.management = mgmt
 	if r.spec.Provider == spec.ProviderLocal {
-		if err := r.c.checkLocalBinaries(mgmt, r.opts.Kubeconfig, r.spec.KubernetesVersion); err != nil {
+		if err := r.c.checkLocalHost(mgmt, r.opts.Kubeconfig, r.spec); err != nil {
 			return err
 		}
 	}

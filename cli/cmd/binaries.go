@@ -19,7 +19,9 @@ func NewBinariesCmd(streams genericiooptions.IOStreams, global *GlobalOptions) *
 processes, built from source once per machine and Kubernetes version into the binary cache
 (--bin-dir, $` + binaries.RootEnv + `, default ~/.cache/flotilla/bin), one directory per version.
 Building needs Go and the Go module proxy, nothing else: the flotilla binary carries the Go
-modules the programs are built from.`
+modules the programs are built from. With --nodes, the same builds make the programs of real nodes
+(kubelet, kube-proxy, containerd, CNI plugins) and of the images they pull (pause, CoreDNS,
+hello-flotilla: see flotilla image build).`
 	cmd.AddCommand(NewBinariesBuildCmd(streams, global), NewBinariesListCmd(streams, global))
 	return cmd
 }
@@ -31,6 +33,8 @@ type BinariesBuildOptions struct {
 	Versions []string
 	// All builds every supported version.
 	All bool
+	// Nodes builds the programs of real nodes and of Flotilla's images too.
+	Nodes bool
 }
 
 // NewBinariesBuildCmd returns `flotilla binaries build`.
@@ -43,13 +47,17 @@ func NewBinariesBuildCmd(streams genericiooptions.IOStreams, global *GlobalOptio
 minor such as 1.35, or a supported version such as v1.35.4) into <bin-dir>/<version>/, with go
 build through the Go module proxy. Programs already in the cache are kept, so running it again
 is cheap. Kubernetes takes about 10 minutes on 2 cores, once per machine and version; progress
-is printed as it goes. Supported: ` + strings.Join(binaries.SupportedMinors(), ", ") + `.`,
+is printed as it goes. --nodes adds kubelet and kube-proxy of the version, containerd
+` + "v2 with its runc shim, the CNI plugins, and the programs of Flotilla's images" + `. Supported:
+` + strings.Join(binaries.SupportedMinors(), ", ") + `.`,
 		Example: `  flotilla binaries build 1.35
+  flotilla binaries build 1.36 --nodes
   flotilla binaries build --all
   flotilla binaries build v1.36.3 --bin-dir /var/cache/flotilla`,
 		RunE: RunE(o),
 	}
 	cmd.Flags().BoolVar(&o.All, "all", false, "build every supported version")
+	cmd.Flags().BoolVar(&o.Nodes, "nodes", false, "also build the programs of real nodes (kubelet, kube-proxy, containerd, CNI plugins) and of Flotilla's images (pause, CoreDNS, hello-flotilla)")
 	return cmd
 }
 
@@ -77,7 +85,7 @@ func (o *BinariesBuildOptions) Validate() error {
 
 // Run builds each version in turn (every supported one for --all).
 func (o *BinariesBuildOptions) Run(ctx context.Context) error {
-	sets, err := o.client.BuildBinaries(ctx, o.Versions...)
+	sets, err := o.client.BuildBinaries(ctx, o.Nodes, o.Versions...)
 	for _, set := range sets {
 		fmt.Fprintf(o.Out, "Kubernetes %s is ready in %s\n", set.Version, set.Dir)
 	}
@@ -109,13 +117,17 @@ func NewBinariesListCmd(streams genericiooptions.IOStreams, global *GlobalOption
 // Run prints one row per supported version.
 func (o *BinariesListOptions) Run(context.Context) error {
 	list := o.client.ListBinaries()
-	out := &listOutput{object: list, columns: []string{"VERSION", "MINOR", "STATUS", "DIRECTORY"}}
+	out := &listOutput{object: list, columns: []string{"VERSION", "MINOR", "STATUS", "NODES", "DIRECTORY"}}
 	for _, st := range list {
 		status := "built"
 		if !st.Ready {
 			status = "missing " + strings.Join(st.Missing, ", ") + "; run: " + st.BuildCommand
 		}
-		out.row(st.Version, st.Minor, status, st.Dir)
+		nodes := "built"
+		if !st.NodesReady {
+			nodes = "not built (--nodes)"
+		}
+		out.row(st.Version, st.Minor, status, nodes, st.Dir)
 	}
 	return out.print(o.IOStreams, o.Output)
 }

@@ -25,8 +25,8 @@ func TestBinariesList(t *testing.T) {
 		g := NewWithT(t)
 		out, _, err := run("binaries", "list", "--bin-dir", root)
 		g.Expect(err).NotTo(HaveOccurred())
-		g.Expect(out).To(MatchRegexp(`VERSION +MINOR +STATUS +DIRECTORY\n`))
-		g.Expect(out).To(MatchRegexp(`v1.36.3 +1.36 +built +` + built + `\n`))
+		g.Expect(out).To(MatchRegexp(`VERSION +MINOR +STATUS +NODES +DIRECTORY\n`))
+		g.Expect(out).To(MatchRegexp(`v1.36.3 +1.36 +built +not built \(--nodes\) +` + built + `\n`))
 		g.Expect(out).To(ContainSubstring("v1.35.4   1.35    missing etcd, kube-apiserver, kube-controller-manager, kube-scheduler, kwok; run: flotilla binaries build v1.35.4 --bin-dir " + root))
 	})
 	t.Run("-o json lists the missing programs", func(t *testing.T) {
@@ -36,7 +36,8 @@ func TestBinariesList(t *testing.T) {
 		var listings []client.BinariesStatus
 		g.Expect(json.Unmarshal([]byte(out), &listings)).To(Succeed())
 		g.Expect(listings).To(HaveLen(2))
-		g.Expect(listings[0]).To(Equal(client.BinariesStatus{Version: "v1.36.3", Minor: "1.36", Ready: true, Dir: built}))
+		g.Expect(listings[0]).To(Equal(client.BinariesStatus{Version: "v1.36.3", Minor: "1.36", Ready: true, Dir: built,
+			MissingNodes: append(append([]string(nil), binaries.NodeNames...), binaries.ImageNames...)}))
 		g.Expect(listings[1].Ready).To(BeFalse())
 		g.Expect(listings[1].Missing).To(ConsistOf(binaries.Names))
 		g.Expect(listings[1].BuildCommand).To(Equal("flotilla binaries build v1.35.4 --bin-dir " + root))

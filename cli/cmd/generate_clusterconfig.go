@@ -26,6 +26,8 @@ type GenerateClusterConfigOptions struct {
 	KubernetesVersion string
 	// Workers is the number of workers.
 	Workers int32
+	// RealWorkers is the number of workers in a group of real nodes.
+	RealWorkers int32
 }
 
 // NewGenerateClusterConfigCmd returns `flotilla generate clusterconfig`.
@@ -47,6 +49,9 @@ management cluster (one that manages itself), which needs management: true in th
 
   # A workload cluster with 5 workers, managed by mgmt
   flotilla generate clusterconfig w1 --provider local --workers 5 > w1.yaml
+
+  # One simulated worker and one real node, whose Pods run
+  flotilla generate clusterconfig w1 --provider local --workers 1 --real-workers 1 > w1.yaml
   flotilla create cluster -f w1.yaml --kubeconfig mgmt/mgmt.kubeconfig`,
 		Args: exactlyOneArg("NAME"),
 		RunE: RunE(o),
@@ -57,6 +62,7 @@ management cluster (one that manages itself), which needs management: true in th
 	fs.StringVar(&o.KubernetesVersion, "kubernetes-version", o.KubernetesVersion,
 		"Kubernetes minor version, one of: "+strings.Join(binaries.SupportedMinors(), ", ")+" (default: the newest)")
 	fs.Int32Var(&o.Workers, "workers", o.Workers, "number of worker nodes")
+	fs.Int32Var(&o.RealWorkers, "real-workers", 0, "number of real worker nodes, in a group of their own (local provider; they run as root)")
 	_ = cmd.RegisterFlagCompletionFunc("provider", cobra.FixedCompletions(spec.Providers(), cobra.ShellCompDirectiveNoFileComp))
 	_ = cmd.RegisterFlagCompletionFunc("kubernetes-version", cobra.FixedCompletions(binaries.SupportedMinors(), cobra.ShellCompDirectiveNoFileComp))
 	return cmd
@@ -73,6 +79,9 @@ func (o *GenerateClusterConfigOptions) Validate() error {
 	if o.Workers < 0 {
 		return fmt.Errorf("--workers %d is negative; use 0 or more", o.Workers)
 	}
+	if o.RealWorkers < 0 {
+		return fmt.Errorf("--real-workers %d is negative; use 0 or more", o.RealWorkers)
+	}
 	return nil
 }
 
@@ -84,6 +93,7 @@ func (o *GenerateClusterConfigOptions) Run(context.Context) error {
 		Management:        o.Management,
 		KubernetesVersion: o.KubernetesVersion,
 		Workers:           o.Workers,
+		RealWorkers:       o.RealWorkers,
 	})
 	if err != nil {
 		return err

@@ -57,9 +57,14 @@ type registryRemote struct {
 
 // add registers the flags.
 func (f *registryRemote) add(cmd *cobra.Command) {
+	f.addConnection(cmd)
+	cmd.Flags().StringVar(&f.Repository, "repository", client.DefaultRegistryRepository, "repository in the registry: charts go to <repository>/<chart>, bundles to <repository>:<bundle>")
+}
+
+// addConnection registers the flags that say how to reach the registry, and -o.
+func (f *registryRemote) addConnection(cmd *cobra.Command) {
 	fs := cmd.Flags()
 	fs.StringVar(&f.Registry, "registry", client.DefaultRegistryAddress, "the registry's host[:port]")
-	fs.StringVar(&f.Repository, "repository", client.DefaultRegistryRepository, "repository in the registry: charts go to <repository>/<chart>, bundles to <repository>:<bundle>")
 	fs.StringVar(&f.CAFile, "ca-file", "", "PEM certificate authorities to trust for the registry's TLS certificate, besides the system's")
 	fs.BoolVar(&f.InsecureSkipTLSVerify, "insecure-skip-tls-verify", false, "do not verify the registry's TLS certificate")
 	fs.BoolVar(&f.plainHTTP, "plain-http", false, "speak plain HTTP to the registry (default: true for loopback registries such as 127.0.0.1:5001 unless --ca-file or --insecure-skip-tls-verify is given, false otherwise)")

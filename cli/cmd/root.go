@@ -92,6 +92,7 @@ Create one with 'flotilla create cluster -f FILE'; create workload clusters from
 		NewDevCmd(streams, global),
 		NewAddonsCmd(streams, global),
 		NewBinariesCmd(streams, global),
+		NewImageCmd(streams, global),
 	)
 
 	return root

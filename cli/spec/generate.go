@@ -25,8 +25,11 @@ type GenerateOptions struct {
 	// KubernetesVersion is the minor version ("1.36" or "v1.36"); empty means the newest
 	// supported one.
 	KubernetesVersion string
-	// Workers is the number of workers of the one worker node group.
+	// Workers is the number of workers of the first worker node group.
 	Workers int32
+	// RealWorkers, when more than 0, adds a worker node group of that many real nodes (local
+	// provider only).
+	RealWorkers int32
 }
 
 // templateData is what a provider's template renders.
@@ -55,6 +58,12 @@ func Generate(o GenerateOptions) ([]byte, error) {
 	}
 	if o.Workers < 0 {
 		return nil, fmt.Errorf("the number of workers (%d) is negative; use 0 or more", o.Workers)
+	}
+	if o.RealWorkers < 0 {
+		return nil, fmt.Errorf("the number of real workers (%d) is negative; use 0 or more", o.RealWorkers)
+	}
+	if o.RealWorkers > 0 && o.Provider != ProviderLocal {
+		return nil, fmt.Errorf("real workers run on the management cluster's host, with the %s provider only", ProviderLocal)
 	}
 	if o.KubernetesVersion == "" {
 		o.KubernetesVersion = binaries.SupportedMinors()[0]
@@ -106,7 +115,11 @@ func generateCommand(o GenerateOptions) string {
 	if o.Management {
 		cmd += " --management=true"
 	}
-	return cmd + fmt.Sprintf(" --kubernetes-version %s --workers %d", o.KubernetesVersion, o.Workers)
+	cmd += fmt.Sprintf(" --kubernetes-version %s --workers %d", o.KubernetesVersion, o.Workers)
+	if o.RealWorkers > 0 {
+		cmd += fmt.Sprintf(" --real-workers %d", o.RealWorkers)
+	}
+	return cmd
 }
 
 // localTemplate is the spec of a local cluster.
@@ -159,10 +172,15 @@ spec:
     name: {{.Name}}
   # workerNodeGroups: groups of identical worker machines; each becomes a MachineDeployment
   # named <cluster>-<group name>, and its name is unique in the cluster (a DNS label of at most
-  # 40 characters). A local worker is a Node simulated by kwok (labelled
-  # flotilla.dev/simulated=true), which also plays the Pods scheduled onto it.
+  # 40 characters).
   workerNodeGroups:
     - name: {{.WorkerGroup}}
+      # nodes: Simulated (the default) makes each worker a Node simulated by kwok (labelled
+      # flotilla.dev/simulated=true), which also plays the Pods scheduled onto it: thousands fit
+      # on one machine, and no Pod process runs. Real makes each worker a real node on this
+      # machine: kubelet, containerd and runc in namespaces of their own (run as root, and build
+      # them once: flotilla binaries build {{.KubernetesVersion}} --nodes). A group keeps its kind.
+      nodes: Simulated
       # count: the number of workers. Change it to scale the group.
       count: {{.Workers}}
       # machineGroupRef: the machine config the group's machines are made from, defined in
@@ -173,7 +191,19 @@ spec:
       # labels: set on every Node of the group.
       # labels:
       #   example.com/tier: general
-  # clusterNetwork: the address ranges of Pods and Services (these are the defaults).
+{{- if gt .RealWorkers 0}}
+    - name: real
+      # Real nodes (labelled flotilla.dev/simulated=false) whose Pods run for real, pulling their
+      # images from the image mirror of the LocalDatacenterConfig below.
+      nodes: Real
+      count: {{.RealWorkers}}
+      machineGroupRef:
+        kind: LocalMachineConfig
+        name: {{.Name}}-workers
+{{- end}}
+  # clusterNetwork: the address ranges of Pods and Services (these are the defaults). Real
+  # nodes give each of them a /24 of the Pod range; both ranges exist only inside the nodes'
+  # network namespaces.
   clusterNetwork:
     pods:
       - 192.168.0.0/16
@@ -208,10 +238,17 @@ spec:
   # controllerManager: run kube-controller-manager, which makes Deployments create Pods.
   # Switch it off for large scale runs where only the API matters.
   controllerManager: true
-  # scheduler: run kube-scheduler, which places Pods on the simulated Nodes.
+  # scheduler: run kube-scheduler, which places Pods on the Nodes.
   scheduler: true
+  # nodeNetwork: the host-side network of the cluster's real nodes, a private IPv4 range this
+  # machine does not use; leave it out and a free /24 of 10.200.0.0/16 is chosen.
+  # nodeNetwork: 10.200.0.0/24
+  # imageMirror: the registry real nodes pull every image from (as the mirror of docker.io,
+  # registry.k8s.io and ghcr.io), a loopback host:port: the embedded registry by default, filled
+  # with 'flotilla registry start' and 'flotilla image build'.
+  imageMirror: 127.0.0.1:5001
 ---
-# LocalMachineConfig: what each simulated worker Node reports.
+# LocalMachineConfig: what each simulated worker Node reports (a real node reports the host's).
 apiVersion: infrastructure.flotilla.dev/v1alpha1
 kind: LocalMachineConfig
 metadata:

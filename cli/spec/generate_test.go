@@ -6,6 +6,7 @@ import (
 
 	. "github.com/onsi/gomega"
 
+	flotillav1 "github.com/flotilla-dev/flotilla/api/cluster/v1alpha1"
 	infrav1 "github.com/flotilla-dev/flotilla/api/infrastructure/v1alpha1"
 )
 
@@ -61,6 +62,24 @@ func TestGenerateRoundTripsThroughParse(t *testing.T) {
 			}
 		})
 	}
+}
+
+func TestGenerateAddsAGroupOfRealWorkers(t *testing.T) {
+	g := NewWithT(t)
+	out, err := Generate(GenerateOptions{Name: "w1", Provider: ProviderLocal, Workers: 1, RealWorkers: 1})
+	g.Expect(err).NotTo(HaveOccurred())
+	s, err := Parse("w1.yaml", out)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(s.Cluster.Spec.WorkerNodeGroups).To(HaveLen(2))
+	g.Expect(s.Cluster.Spec.WorkerNodeGroups[0].NodesOf()).To(Equal(flotillav1.SimulatedNodes))
+	g.Expect(s.Cluster.Spec.WorkerNodeGroups[1].Name).To(Equal("real"))
+	g.Expect(s.Cluster.Spec.WorkerNodeGroups[1].Nodes).To(Equal(flotillav1.RealNodes))
+	g.Expect(s.Cluster.Spec.WorkerNodeGroups[1].Count).To(Equal(int32(1)))
+	g.Expect(s.Datacenter.(*infrav1.LocalDatacenterConfig).Spec.ImageMirror).To(Equal(infrav1.DefaultImageMirror))
+	g.Expect(string(out)).To(ContainSubstring("--workers 1 --real-workers 1"), "the command that reproduces the output")
+
+	_, err = Generate(GenerateOptions{Name: "w1", Provider: ProviderPacket, Workers: 1, RealWorkers: 1})
+	g.Expect(err).To(MatchError(ContainSubstring("with the local provider only")))
 }
 
 func TestGenerateExplainsEveryField(t *testing.T) {
@@ -119,6 +138,11 @@ func TestGenerateRejectsBadOptions(t *testing.T) {
 			name: "a negative number of workers is rejected",
 			opts: GenerateOptions{Name: "w1", Provider: ProviderLocal, Workers: -1},
 			want: `the number of workers (-1) is negative; use 0 or more`,
+		},
+		{
+			name: "a negative number of real workers is rejected",
+			opts: GenerateOptions{Name: "w1", Provider: ProviderLocal, RealWorkers: -1},
+			want: `the number of real workers (-1) is negative; use 0 or more`,
 		},
 	}
 	for _, tt := range tests {

@@ -112,6 +112,9 @@ func localProvider() provider {
 		datacenter: kind{
 			gvk:       infrav1.GroupVersion.WithKind(clustervalidation.Local.DatacenterKind),
 			newObject: func() ctrlclient.Object { return &infrav1.LocalDatacenterConfig{} },
+			validate: func(obj ctrlclient.Object) field.ErrorList {
+				return clustervalidation.ValidateLocalDatacenterConfig(obj.(*infrav1.LocalDatacenterConfig))
+			},
 		},
 		machineConfig: kind{
 			gvk:       infrav1.GroupVersion.WithKind(clustervalidation.Local.MachineConfigKind),
@@ -127,6 +130,9 @@ func localProvider() provider {
 			}
 			if dc.Spec.Scheduler == nil {
 				dc.Spec.Scheduler = ptr.To(true)
+			}
+			if dc.Spec.ImageMirror == "" {
+				dc.Spec.ImageMirror = infrav1.DefaultImageMirror
 			}
 		},
 		template: localTemplate,

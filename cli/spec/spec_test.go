@@ -210,7 +210,7 @@ func TestParseRejectsInvalidSpecs(t *testing.T) {
 		{
 			name: "an unknown field inside a list names its index and the known fields",
 			spec: func(t *testing.T) string { return edit(t, "      count: 2\n", "      count: 2\n      replicas: 2\n") },
-			want: `w1.yaml:18: document 1 (Cluster "w1"): spec.workerNodeGroups[0].replicas: unknown field; remove it (known fields here: class, count, kubernetesVersion, labels, machineGroupRef, name)`,
+			want: `w1.yaml:18: document 1 (Cluster "w1"): spec.workerNodeGroups[0].replicas: unknown field; remove it (known fields here: class, count, kubernetesVersion, labels, machineGroupRef, name, nodes)`,
 		},
 		{
 			name: "an unknown field of a provider config names that document",

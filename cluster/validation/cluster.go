@@ -225,6 +225,18 @@ func validateWorkerNodeGroup(c *flotillav1.Cluster, path *field.Path, group flot
 		errs = append(errs, field.Invalid(path.Child("count"), group.Count, fmt.Sprintf("%d is negative; use 0 or more", group.Count)))
 	}
 	errs = append(errs, validateMachineRef(c, path.Child("machineGroupRef"), group.MachineGroupRef)...)
+	switch group.NodesOf() {
+	case flotillav1.SimulatedNodes:
+	case flotillav1.RealNodes:
+		if c.Spec.DatacenterRef.Kind != Local.DatacenterKind {
+			errs = append(errs, field.Forbidden(path.Child("nodes"), fmt.Sprintf(
+				"real nodes run on the management cluster's host, with the %s provider only; a %s cluster's machines are real anyway: leave it out",
+				Local.Name, c.Spec.DatacenterRef.Kind)))
+		}
+	default:
+		errs = append(errs, notSupported(path.Child("nodes"), group.Nodes, fmt.Sprintf("%q is not a kind of nodes; use %s or %s",
+			group.Nodes, flotillav1.SimulatedNodes, flotillav1.RealNodes)))
+	}
 	for _, err := range metav1validation.ValidateLabels(group.Labels, path.Child("labels")) {
 		errs = append(errs, field.Invalid(path.Child("labels"), err.BadValue,
 			fmt.Sprintf("%q is not a valid label key or value: %s", err.BadValue, err.Detail)))
@@ -277,7 +289,35 @@ func validateClusterNetwork(c *flotillav1.Cluster) field.ErrorList {
 	}
 	check("pods", c.Spec.ClusterNetwork.Pods)
 	check("services", c.Spec.ClusterNetwork.Services)
+	if len(errs) == 0 && HasRealNodes(c) {
+		errs = append(errs, validateRealNodeNetwork(c)...)
+	}
 	return errs
+}
+
+// HasRealNodes reports whether a worker node group of c has real nodes.
+func HasRealNodes(c *flotillav1.Cluster) bool {
+	return slices.ContainsFunc(c.Spec.WorkerNodeGroups, func(g flotillav1.WorkerNodeGroup) bool {
+		return g.NodesOf() == flotillav1.RealNodes
+	})
+}
+
+// validateRealNodeNetwork: real nodes get a /24 of the first Pod range each, an IPv4 range of
+// /24 or larger that does not overlap the Service range.
+func validateRealNodeNetwork(c *flotillav1.Cluster) field.ErrorList {
+	network := spec.Child("clusterNetwork")
+	pods, _ := netip.ParsePrefix(c.Spec.ClusterNetwork.Pods[0])
+	if !pods.Addr().Is4() || pods.Bits() > 24 {
+		return field.ErrorList{field.Invalid(network.Child("pods").Index(0), c.Spec.ClusterNetwork.Pods[0],
+			"real nodes get a /24 of the Pod range each: use an IPv4 range of /24 or larger, such as "+flotillav1.DefaultPodCIDR)}
+	}
+	for i, cidr := range c.Spec.ClusterNetwork.Services {
+		if services, _ := netip.ParsePrefix(cidr); services.Overlaps(pods) {
+			return field.ErrorList{field.Invalid(network.Child("services").Index(i), cidr,
+				fmt.Sprintf("overlaps the Pod range %s, where real nodes' Pods get their addresses; use ranges apart", pods))}
+		}
+	}
+	return nil
 }
 
 // validateManagement: a management cluster manages itself and runs on the local provider (a

@@ -214,6 +214,45 @@ func TestValidateCreate(t *testing.T) {
 			wantFields: []string{"spec.clusterNetwork.services[0]"},
 		},
 		{
+			name:   "a group of real nodes is accepted on the local provider",
+			mutate: func(c *flotillav1.Cluster) { c.Spec.WorkerNodeGroups[0].Nodes = flotillav1.RealNodes },
+		},
+		{
+			name: "real nodes on Packet are refused, naming the field",
+			mutate: func(c *flotillav1.Cluster) {
+				packet(c)
+				c.Spec.WorkerNodeGroups[0].Nodes = flotillav1.RealNodes
+			},
+			wantFields: []string{"spec.workerNodeGroups[0].nodes"}, wantText: "with the local provider only",
+		},
+		{
+			name:       "an unknown kind of nodes is refused with the kinds",
+			mutate:     func(c *flotillav1.Cluster) { c.Spec.WorkerNodeGroups[0].Nodes = "Virtual" },
+			wantFields: []string{"spec.workerNodeGroups[0].nodes"}, wantText: `"Virtual" is not a kind of nodes; use Simulated or Real`,
+		},
+		{
+			name: "real nodes need a Pod range of /24 or larger",
+			mutate: func(c *flotillav1.Cluster) {
+				c.Spec.WorkerNodeGroups[0].Nodes = flotillav1.RealNodes
+				c.Spec.ClusterNetwork.Pods = []string{"192.168.0.0/25"}
+			},
+			wantFields: []string{"spec.clusterNetwork.pods[0]"}, wantText: "a /24 of the Pod range each",
+		},
+		{
+			name: "real nodes need Service ranges apart from the Pod range",
+			mutate: func(c *flotillav1.Cluster) {
+				c.Spec.WorkerNodeGroups[0].Nodes = flotillav1.RealNodes
+				c.Spec.ClusterNetwork.Services = []string{"192.168.128.0/20"}
+			},
+			wantFields: []string{"spec.clusterNetwork.services[0]"}, wantText: "overlaps the Pod range 192.168.0.0/16",
+		},
+		{
+			name: "simulated nodes do not care about overlapping ranges",
+			mutate: func(c *flotillav1.Cluster) {
+				c.Spec.ClusterNetwork.Services = []string{"192.168.128.0/20"}
+			},
+		},
+		{
 			name: "a worker node group may pin a version older than the cluster's",
 			mutate: func(c *flotillav1.Cluster) {
 				c.Spec.KubernetesVersion = "1.36"
@@ -435,6 +474,26 @@ func TestValidateUpdate(t *testing.T) {
 			name:       "scaling a local control plane beyond one is rejected",
 			mutate:     func(c *flotillav1.Cluster) { c.Spec.ControlPlane.Count = 3 },
 			wantFields: []string{"spec.controlPlane.count"}, wantText: "set it to 1",
+		},
+		{
+			name: "a group's kind of nodes is immutable",
+			mutate: func(c *flotillav1.Cluster) {
+				c.Spec.WorkerNodeGroups[0].Nodes = flotillav1.RealNodes
+			},
+			wantFields: []string{"spec.workerNodeGroups[0].nodes"}, wantText: `group "md-0" has Simulated nodes; add a group with nodes: Real`,
+		},
+		{
+			name:   "writing the default kind out changes nothing",
+			mutate: func(c *flotillav1.Cluster) { c.Spec.WorkerNodeGroups[0].Nodes = flotillav1.SimulatedNodes },
+		},
+		{
+			name: "adding a group of real nodes checks the cluster's ranges",
+			old:  func(c *flotillav1.Cluster) { c.Spec.ClusterNetwork.Pods = []string{"192.168.0.0/25"} },
+			mutate: func(c *flotillav1.Cluster) {
+				c.Spec.WorkerNodeGroups = append(c.Spec.WorkerNodeGroups, flotillav1.WorkerNodeGroup{
+					Name: "real", Count: 1, Nodes: flotillav1.RealNodes, MachineGroupRef: c.Spec.WorkerNodeGroups[0].MachineGroupRef})
+			},
+			wantFields: []string{"spec.clusterNetwork.pods[0]"}, wantText: "a /24 of the Pod range each",
 		},
 		{
 			name: "a new group is checked",

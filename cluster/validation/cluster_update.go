@@ -47,6 +47,10 @@ func ValidateClusterUpdate(oldC, newC *flotillav1.Cluster) field.ErrorList {
 		errs = append(errs, validateWorkerVersions(newC)...)
 		errs = append(errs, validateWorkerVersionChanges(oldC, newC)...)
 	}
+	errs = append(errs, validateNodesUnchanged(oldC, newC)...)
+	if HasRealNodes(newC) && !HasRealNodes(oldC) {
+		errs = append(errs, validateRealNodeNetwork(newC)...)
+	}
 	if oldC.Spec.ManagementCluster != newC.Spec.ManagementCluster {
 		errs = append(errs, validateManagement(newC)...)
 	}
@@ -86,6 +90,21 @@ func validateWorkerVersionChanges(oldC, newC *flotillav1.Cluster) field.ErrorLis
 		if errFrom == nil && errTo == nil && to.Compare(from) < 0 {
 			errs = append(errs, field.Forbidden(spec.Child("workerNodeGroups").Index(i).Child("kubernetesVersion"),
 				fmt.Sprintf("group %q runs %s: cannot go down to %s, downgrades are not supported", group.Name, before, after)))
+		}
+	}
+	return errs
+}
+
+// validateNodesUnchanged: a worker node group keeps the kind of its nodes; its machines are
+// made of that kind, and a change would replace none of them.
+func validateNodesUnchanged(oldC, newC *flotillav1.Cluster) field.ErrorList {
+	var errs field.ErrorList
+	for i, group := range newC.Spec.WorkerNodeGroups {
+		j := slices.IndexFunc(oldC.Spec.WorkerNodeGroups, func(g flotillav1.WorkerNodeGroup) bool { return g.Name == group.Name })
+		if j >= 0 && oldC.Spec.WorkerNodeGroups[j].NodesOf() != group.NodesOf() {
+			errs = append(errs, field.Forbidden(spec.Child("workerNodeGroups").Index(i).Child("nodes"), fmt.Sprintf(
+				"is immutable: group %q has %s nodes; add a group with nodes: %s and scale this one to 0",
+				group.Name, oldC.Spec.WorkerNodeGroups[j].NodesOf(), group.NodesOf())))
 		}
 	}
 	return errs

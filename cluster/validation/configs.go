@@ -2,6 +2,8 @@ package validation
 
 import (
 	"fmt"
+	"net"
+	"net/netip"
 	"regexp"
 	"slices"
 	"strings"
@@ -14,10 +16,33 @@ import (
 
 	infrav1 "github.com/flotilla-dev/flotilla/api/infrastructure/v1alpha1"
 	"github.com/flotilla-dev/flotilla/infrastructure/packet/metal"
+	"github.com/flotilla-dev/flotilla/pkg/nodenet"
 )
 
-// The rules of the provider configs. A LocalDatacenterConfig has none beyond its schema (two
-// switches), so it has no function here.
+// The rules of the provider configs.
+
+// ValidateLocalDatacenterConfig checks a LocalDatacenterConfig: nodeNetwork, when set, is a
+// private IPv4 range of /16 to /28 written with its first address, and imageMirror, when set, a
+// loopback host:port (the nodes reach it through their gateway, which forwards to loopback).
+// Whether this machine already uses the range is checked where it is known: at create by the
+// CLI, and by the LocalControlPlane reconciler.
+func ValidateLocalDatacenterConfig(dc *infrav1.LocalDatacenterConfig) field.ErrorList {
+	var errs field.ErrorList
+	if dc.Spec.NodeNetwork != "" {
+		network, _ := netip.ParsePrefix(dc.Spec.NodeNetwork)
+		if err := nodenet.ValidateNetwork(network); err != nil {
+			errs = append(errs, field.Invalid(spec.Child("nodeNetwork"), dc.Spec.NodeNetwork, err.Error()))
+		}
+	}
+	if dc.Spec.ImageMirror != "" {
+		host, port, err := net.SplitHostPort(dc.Spec.ImageMirror)
+		if ip := net.ParseIP(host); err != nil || ip == nil || !ip.IsLoopback() || port == "" {
+			errs = append(errs, field.Invalid(spec.Child("imageMirror"), dc.Spec.ImageMirror,
+				"want the loopback host:port of a registry on this machine, such as "+infrav1.DefaultImageMirror+" (flotilla registry start)"))
+		}
+	}
+	return errs
+}
 
 // ValidateLocalMachineConfig checks a LocalMachineConfig: its capacity names resources a Node
 // can report (cpu, memory, pods, ephemeral-storage, hugepages-<size>, or an extended resource

@@ -26,6 +26,36 @@ func checkErrors(g Gomega, errs field.ErrorList, wantFields []string, wantText s
 	g.Expect(errs.ToAggregate().Error()).To(ContainSubstring(wantText))
 }
 
+func TestValidateLocalDatacenterConfig(t *testing.T) {
+	tests := []struct {
+		name       string
+		spec       infrav1.LocalDatacenterConfigSpec
+		wantFields []string
+		wantText   string
+	}{
+		{name: "no node network and the default mirror are accepted", spec: infrav1.LocalDatacenterConfigSpec{ImageMirror: "127.0.0.1:5001"}},
+		{name: "a private node network is accepted", spec: infrav1.LocalDatacenterConfigSpec{NodeNetwork: "10.201.0.0/24"}},
+		{
+			name: "a public node network is refused", spec: infrav1.LocalDatacenterConfigSpec{NodeNetwork: "8.8.8.0/24"},
+			wantFields: []string{"spec.nodeNetwork"}, wantText: "not a private range",
+		},
+		{
+			name: "a node network that is not a range is refused", spec: infrav1.LocalDatacenterConfigSpec{NodeNetwork: "10.201.0.1"},
+			wantFields: []string{"spec.nodeNetwork"}, wantText: "not an IPv4 range",
+		},
+		{
+			name: "a mirror off loopback is refused", spec: infrav1.LocalDatacenterConfigSpec{ImageMirror: "registry.example.com:5000"},
+			wantFields: []string{"spec.imageMirror"}, wantText: "loopback host:port of a registry on this machine",
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			g := NewWithT(t)
+			checkErrors(g, ValidateLocalDatacenterConfig(&infrav1.LocalDatacenterConfig{Spec: tt.spec}), tt.wantFields, tt.wantText)
+		})
+	}
+}
+
 func TestValidateLocalMachineConfig(t *testing.T) {
 	tests := []struct {
 		name       string

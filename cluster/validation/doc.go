@@ -1,5 +1,5 @@
 // Package validation holds the rules of a cluster spec: the Flotilla Cluster and its provider
-// configs (LocalMachineConfig, PacketDatacenterConfig, PacketMachineConfig). Each rule is
+// configs (LocalDatacenterConfig, LocalMachineConfig, PacketDatacenterConfig, PacketMachineConfig). Each rule is
 // written once, here, as a pure function that returns a field.ErrorList; the admission webhooks
 // (cluster/webhooks) return the list as it is, in an Invalid status whose causes name the
 // fields, and the CLI (cli/spec) maps each field path to its line in the spec file, so `flotilla
@@ -32,13 +32,16 @@
 // an endpoint with a host and a TCP port when it has one, and on Packet a machine config; worker
 // node group names are unique DNS labels of at most MaxWorkerNodeGroupNameLength characters and
 // make a MachineDeployment name <cluster>-<group> that fits in a label value (63 characters);
-// counts are not negative; Node labels are valid; a group that pins its own kubernetesVersion
+// counts are not negative; Node labels are valid; a group's nodes are Simulated or Real, and Real
+// only on the local provider, whose cluster then has an IPv4 Pod range of /24 or larger apart
+// from its Service ranges (each real node gets a /24 of it); a group that pins its own kubernetesVersion
 // follows Kubernetes' version skew policy (supported, not newer than the cluster, at most
 // flotillav1.MaxWorkerVersionSkew minor versions older); clusterNetwork holds CIDRs; a
 // management cluster manages itself and is not a Packet cluster; gitOpsRef names a GitOpsConfig.
 //
 // ValidateClusterUpdate: spec.management, spec.datacenterRef, spec.gitOpsRef,
-// spec.controlPlane.endpoint (once set) and spec.clusterNetwork are immutable;
+// spec.controlPlane.endpoint (once set), spec.clusterNetwork and each worker node group's nodes
+// are immutable;
 // spec.kubernetesVersion moves one minor version up at a time, never down; a worker node group's
 // version (pinned, else the cluster's) never goes down, and a cluster upgrade that would leave a
 // pinned group too far behind is refused. The create rules apply again only to what changed
@@ -80,5 +83,6 @@
 // credentialsSecretName is a Secret name, allowedNamespaces names namespaces with a valid
 // selector. ValidatePacketMachineConfig: plan is set, billingCycle is hourly, daily, monthly or
 // yearly, no tag starts with the provider's "flotilla:", and each sshAuthorizedKeys entry is an
-// SSH public key. A LocalDatacenterConfig (two switches) has no rule beyond its schema.
+// SSH public key. ValidateLocalDatacenterConfig: nodeNetwork is a private IPv4 range (/16 to
+// /28) written with its first address, imageMirror a loopback host:port.
 package validation

@@ -19,6 +19,7 @@ import (
 	"github.com/flotilla-dev/flotilla/infrastructure/packet/credentials"
 )
 
+// +kubebuilder:webhook:path=/validate-infrastructure-flotilla-dev-v1alpha1-localdatacenterconfig,mutating=false,failurePolicy=fail,sideEffects=None,groups=infrastructure.flotilla.dev,resources=localdatacenterconfigs,verbs=create;update,versions=v1alpha1,name=validate.localdatacenterconfig.infrastructure.flotilla.dev,admissionReviewVersions=v1
 // +kubebuilder:webhook:path=/validate-infrastructure-flotilla-dev-v1alpha1-localmachineconfig,mutating=false,failurePolicy=fail,sideEffects=None,groups=infrastructure.flotilla.dev,resources=localmachineconfigs,verbs=create;update,versions=v1alpha1,name=validate.localmachineconfig.infrastructure.flotilla.dev,admissionReviewVersions=v1
 // +kubebuilder:webhook:path=/validate-infrastructure-flotilla-dev-v1alpha1-packetdatacenterconfig,mutating=false,failurePolicy=fail,sideEffects=None,groups=infrastructure.flotilla.dev,resources=packetdatacenterconfigs,verbs=create;update,versions=v1alpha1,name=validate.packetdatacenterconfig.infrastructure.flotilla.dev,admissionReviewVersions=v1
 // +kubebuilder:webhook:path=/validate-infrastructure-flotilla-dev-v1alpha1-packetclusteridentity,mutating=false,failurePolicy=fail,sideEffects=None,groups=infrastructure.flotilla.dev,resources=packetclusteridentities,verbs=create;update,versions=v1alpha1,name=validate.packetclusteridentity.infrastructure.flotilla.dev,admissionReviewVersions=v1
@@ -104,11 +105,16 @@ func identityAllowsNamespace(reader ctrlclient.Reader) func(context.Context, *in
 }
 
 // SetupConfigWebhooksWithManager registers the validating webhooks of the provider configs that
-// have rules (LocalMachineConfig, PacketDatacenterConfig, PacketMachineConfig) and of
-// PacketClusterIdentity with mgr's webhook server. The PacketDatacenterConfig webhook reads
-// identities and namespaces with mgr's API reader.
+// have rules (LocalDatacenterConfig, LocalMachineConfig, PacketDatacenterConfig,
+// PacketMachineConfig) and of PacketClusterIdentity with mgr's webhook server. The
+// PacketDatacenterConfig webhook reads identities and namespaces with mgr's API reader.
 func SetupConfigWebhooksWithManager(mgr ctrl.Manager) error {
-	err := setupConfig(mgr, &infrav1.LocalMachineConfig{}, &Config[*infrav1.LocalMachineConfig]{validate: clustervalidation.ValidateLocalMachineConfig,
+	err := setupConfig(mgr, &infrav1.LocalDatacenterConfig{}, &Config[*infrav1.LocalDatacenterConfig]{validate: clustervalidation.ValidateLocalDatacenterConfig,
+		spec: func(o *infrav1.LocalDatacenterConfig) any { return o.Spec }})
+	if err != nil {
+		return err
+	}
+	err = setupConfig(mgr, &infrav1.LocalMachineConfig{}, &Config[*infrav1.LocalMachineConfig]{validate: clustervalidation.ValidateLocalMachineConfig,
 		spec: func(o *infrav1.LocalMachineConfig) any { return o.Spec }})
 	if err != nil {
 		return err

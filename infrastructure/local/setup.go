@@ -60,6 +60,8 @@ func Setup(ctx context.Context, mgr ctrl.Manager, opts Options) error {
 	if err := (&localmachine.Reconciler{
 		Client:       mgr.GetClient(),
 		ClusterCache: opts.ClusterCache,
+		Home:         opts.Home,
+		BinRoot:      opts.BinRoot,
 	}).SetupWithManager(ctx, mgr, controller.Options{MaxConcurrentReconciles: machineConcurrency}); err != nil {
 		return fmt.Errorf("local provider: %w", err)
 	}

@@ -20,8 +20,37 @@ const (
 	Kwok                  = "kwok"
 )
 
-// Names lists every program a version directory holds, in the order a control plane starts them.
+// Names lists every program a control plane needs, in the order a control plane starts them.
 var Names = []string{Etcd, KubeAPIServer, KubeControllerManager, KubeScheduler, Kwok}
+
+// Names of the programs of a real node, and of the programs Flotilla's images are made of, as
+// they are named in a version directory. CNI plugins are in its cni/ subdirectory, the
+// directory containerd runs them from (CNIDir).
+const (
+	Kubelet              = "kubelet"
+	KubeProxy            = "kube-proxy"
+	Containerd           = "containerd"
+	ContainerdShimRuncV2 = "containerd-shim-runc-v2"
+	CNIBridge            = "cni/bridge"
+	CNIHostLocal         = "cni/host-local"
+	CNILoopback          = "cni/loopback"
+
+	CoreDNS       = "coredns"
+	Pause         = "pause"
+	HelloFlotilla = "hello-flotilla"
+)
+
+// CNIDir is the subdirectory of a version directory that holds the CNI plugins.
+const CNIDir = "cni"
+
+// NodeNames lists the programs a real node runs on the host (besides Debian's runc and
+// iptables): kubelet and kube-proxy of the node's version, containerd with its runc shim, and
+// the CNI plugins.
+var NodeNames = []string{Kubelet, KubeProxy, Containerd, ContainerdShimRuncV2, CNIBridge, CNIHostLocal, CNILoopback}
+
+// ImageNames lists the programs of the images real nodes pull (package images): the Pod
+// sandbox's pause, CoreDNS and the hello-flotilla chart's web server. They are static.
+var ImageNames = []string{Pause, CoreDNS, HelloFlotilla}
 
 // Supported lists the Kubernetes versions whose binaries Flotilla builds, newest first.
 var Supported = []string{"v1.36.3", "v1.35.4"}

@@ -35,14 +35,26 @@ type target struct {
 	// packages are the main packages to build, each making the program named after its last
 	// path element.
 	packages []string
-	// programs are what the build makes; it is skipped when all are present.
+	// programs are what the build makes, as named in the version directory (a subdirectory
+	// first, as in "cni/bridge"); it is skipped when all are present.
 	programs []string
 	// ldflags are added to "-s -w".
 	ldflags string
+	// tags are the build tags, space-separated.
+	tags string
+	// static builds without cgo: programs that run in images, which hold no C library.
+	static bool
 }
 
-// targets are the builds that make the programs of version, a Supported version.
-func targets(version string) ([]target, error) {
+// Versions of what the node targets build, as their modules require them.
+const (
+	containerdVersion = "v2.4.2"
+	cniPluginsVersion = "v1.9.1"
+)
+
+// targets are the builds that make the control plane programs of version, a Supported version,
+// and with nodes also the programs of real nodes and of Flotilla's images.
+func targets(version string, nodes bool) ([]target, error) {
 	v, err := kubeversion.Parse(version)
 	if err != nil {
 		return nil, err
@@ -53,17 +65,54 @@ func targets(version string) ([]target, error) {
 		ldflags = append(ldflags, "-X "+pkg+".gitVersion="+version, "-X "+pkg+".gitMajor="+strconv.Itoa(v.Major),
 			"-X "+pkg+".gitMinor="+strconv.Itoa(v.Minor))
 	}
-	return []target{
+	kube := "kube-v" + v.MinorString()
+	ts := []target{
 		{
 			what:     "kubernetes " + version,
-			module:   "kube-v" + v.MinorString(),
+			module:   kube,
 			packages: []string{"k8s.io/kubernetes/cmd/kube-apiserver", "k8s.io/kubernetes/cmd/kube-controller-manager", "k8s.io/kubernetes/cmd/kube-scheduler"},
 			programs: []string{KubeAPIServer, KubeControllerManager, KubeScheduler},
 			ldflags:  strings.Join(ldflags, " "),
 		},
 		{what: Etcd, module: "etcd", packages: []string{"."}, programs: []string{Etcd}},
 		{what: Kwok, module: "kwok", packages: []string{"sigs.k8s.io/kwok/cmd/kwok"}, programs: []string{Kwok}},
-	}, nil
+	}
+	if !nodes {
+		return ts, nil
+	}
+	const containerd = "github.com/containerd/containerd/v2/cmd/"
+	const cni = "github.com/containernetworking/plugins/plugins/"
+	return append(ts,
+		target{
+			what:     "kubernetes node " + version,
+			module:   kube,
+			packages: []string{"k8s.io/kubernetes/cmd/kubelet", "k8s.io/kubernetes/cmd/kube-proxy"},
+			programs: []string{Kubelet, KubeProxy},
+			ldflags:  strings.Join(ldflags, " "),
+		},
+		target{
+			what:     "containerd " + containerdVersion,
+			module:   "containerd",
+			packages: []string{containerd + "containerd", containerd + "containerd-shim-runc-v2"},
+			programs: []string{Containerd, ContainerdShimRuncV2},
+			ldflags:  "-X github.com/containerd/containerd/v2/version.Version=" + containerdVersion,
+			// The snapshotters that need C libraries or kernel modules a node here lacks, and
+			// tracing, are left out; nodes use overlayfs.
+			tags:   "no_btrfs no_devmapper no_zfs no_tracing urfave_cli_no_docs",
+			static: true,
+		},
+		target{
+			what:     "cni plugins " + cniPluginsVersion,
+			module:   "cni-plugins",
+			packages: []string{cni + "main/bridge", cni + "ipam/host-local", cni + "main/loopback"},
+			programs: []string{CNIBridge, CNIHostLocal, CNILoopback},
+			ldflags:  "-X github.com/containernetworking/plugins/pkg/utils/buildversion.BuildVersion=" + cniPluginsVersion,
+			static:   true,
+		},
+		target{what: CoreDNS, module: "coredns", packages: []string{"."}, programs: []string{CoreDNS}, static: true},
+		target{what: Pause, module: "pause", packages: []string{"."}, programs: []string{Pause}, static: true},
+		target{what: HelloFlotilla, module: "hello-flotilla", packages: []string{"."}, programs: []string{HelloFlotilla}, static: true},
+	), nil
 }
 
 // Builder builds the control plane programs of a Kubernetes version from source, through the Go
@@ -76,10 +125,13 @@ type Builder struct {
 	Out io.Writer
 	// Go is the go command; "go" from $PATH when empty.
 	Go string
+	// Nodes builds the programs of real nodes (NodeNames) and of Flotilla's images
+	// (ImageNames) too.
+	Nodes bool
 
 	// modules and targets replace the embedded modules and their builds, in tests.
 	modules fs.FS
-	targets func(version string) ([]target, error)
+	targets func(version string, nodes bool) ([]target, error)
 }
 
 // ProgressEvery is how many compiled packages a progress line stands for.
@@ -105,7 +157,7 @@ func (b *Builder) Build(ctx context.Context, version string) (Set, error) {
 	if plan == nil {
 		plan = targets
 	}
-	ts, err := plan(full)
+	ts, err := plan(full, b.Nodes)
 	if err != nil {
 		return Set{}, err
 	}
@@ -145,7 +197,11 @@ func (b *Builder) goCommand() (string, error) {
 // directory beside the cache's programs, whose results it then moves into dir.
 func (b *Builder) build(ctx context.Context, goCmd, dir string, t target) error {
 	start := time.Now()
-	fmt.Fprintf(b.Out, "%s: building %s (once per machine; Kubernetes takes about 10 minutes on 2 cores)\n", t.what, strings.Join(t.programs, ", "))
+	note := "once per machine"
+	if strings.HasPrefix(t.module, "kube-v") {
+		note += "; Kubernetes takes about 10 minutes on 2 cores"
+	}
+	fmt.Fprintf(b.Out, "%s: building %s (%s)\n", t.what, strings.Join(t.programs, ", "), note)
 	moduleDir, err := os.MkdirTemp("", "flotilla-build-")
 	if err != nil {
 		return fmt.Errorf("building %s: %w", t.what, err)
@@ -160,12 +216,19 @@ func (b *Builder) build(ctx context.Context, goCmd, dir string, t target) error 
 	}
 	defer func() { _ = os.RemoveAll(out) }()
 
-	args := []string{"build", "-v", "-trimpath", "-ldflags", strings.TrimSpace("-s -w " + t.ldflags), "-o", out + string(filepath.Separator)}
+	args := []string{"build", "-v", "-trimpath", "-ldflags", strings.TrimSpace("-s -w " + t.ldflags)}
+	if t.tags != "" {
+		args = append(args, "-tags", t.tags)
+	}
+	args = append(args, "-o", out+string(filepath.Separator))
 	cmd := exec.CommandContext(ctx, goCmd, append(args, t.packages...)...)
 	cmd.Dir = moduleDir
 	// The module stands alone: a go.work of the directory the command runs from must not
 	// pull it in.
 	cmd.Env = append(os.Environ(), "GOWORK=off")
+	if t.static {
+		cmd.Env = append(cmd.Env, "CGO_ENABLED=0")
+	}
 	output, err := cmd.StderrPipe()
 	if err != nil {
 		return fmt.Errorf("building %s: %w", t.what, err)
@@ -180,7 +243,12 @@ func (b *Builder) build(ctx context.Context, goCmd, dir string, t target) error 
 			t.what, goCmd, moduleDir, err, strings.Join(tail, "\n"))
 	}
 	for _, program := range t.programs {
-		if err := os.Rename(filepath.Join(out, program), filepath.Join(dir, program)); err != nil {
+		dst := filepath.Join(dir, program)
+		if err := os.MkdirAll(filepath.Dir(dst), 0o750); err != nil {
+			return fmt.Errorf("building %s: %w", t.what, err)
+		}
+		// go build names a program after its package, without the subdirectory.
+		if err := os.Rename(filepath.Join(out, path.Base(program)), dst); err != nil {
 			return fmt.Errorf("building %s: %w", t.what, err)
 		}
 	}

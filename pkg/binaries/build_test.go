@@ -7,6 +7,7 @@ import (
 	"os"
 	"path"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"testing/fstest"
@@ -30,7 +31,7 @@ func tinyBuilder(root string, out *bytes.Buffer, main string) *Builder {
 		Root:    root,
 		Out:     out,
 		modules: tinyModule(main),
-		targets: func(string) ([]target, error) {
+		targets: func(string, bool) ([]target, error) {
 			return []target{{what: "hello", module: "hello", packages: []string{"."}, programs: []string{"hello"}}}, nil
 		},
 	}
@@ -139,23 +140,56 @@ func TestEveryVersionHasItsModules(t *testing.T) {
 	for _, version := range Supported {
 		t.Run(version, func(t *testing.T) {
 			g := NewWithT(t)
-			ts, err := targets(version)
+			controlPlane, err := targets(version, false)
 			g.Expect(err).NotTo(HaveOccurred())
+			all, err := targets(version, true)
+			g.Expect(err).NotTo(HaveOccurred())
+			g.Expect(all[:len(controlPlane)]).To(Equal(controlPlane), "the node builds come after the control plane's")
 			var programs []string
-			for _, tg := range ts {
+			for _, tg := range all {
 				programs = append(programs, tg.programs...)
 				for _, file := range []string{"go.mod.txt", "go.sum.txt"} {
 					_, err := fs.Stat(modules, path.Join("modules", tg.module, file))
 					g.Expect(err).NotTo(HaveOccurred(), "module %s has %s", tg.module, file)
 				}
 			}
-			g.Expect(programs).To(ConsistOf(Names), "the builds make every program a version directory holds")
-			kube, err := fs.ReadFile(modules, path.Join("modules", ts[0].module, "go.mod.txt"))
+			g.Expect(programs[:len(Names)]).To(ConsistOf(Names), "the control plane builds make every program a control plane needs")
+			g.Expect(programs[len(Names):]).To(ConsistOf(append(append([]string(nil), NodeNames...), ImageNames...)),
+				"the node builds make every program of a real node and of the images")
+			for _, tg := range all {
+				for _, program := range tg.programs {
+					if slices.Contains(ImageNames, program) {
+						g.Expect(tg.static).To(BeTrue(), "%s runs in an image without a C library", program)
+					}
+				}
+			}
+			kube, err := fs.ReadFile(modules, path.Join("modules", all[0].module, "go.mod.txt"))
 			g.Expect(err).NotTo(HaveOccurred())
 			g.Expect(string(kube)).To(ContainSubstring("\nrequire k8s.io/kubernetes " + version + "\n"))
-			g.Expect(ts[0].ldflags).To(ContainSubstring("-X k8s.io/component-base/version.gitVersion=" + version))
+			g.Expect(all[0].ldflags).To(ContainSubstring("-X k8s.io/component-base/version.gitVersion=" + version))
 		})
 	}
-	_, err := fs.Stat(modules, "modules/etcd/main.go.txt")
-	NewWithT(t).Expect(err).NotTo(HaveOccurred())
+	for _, module := range []string{"etcd", "coredns", "pause", "hello-flotilla"} {
+		_, err := fs.Stat(modules, "modules/"+module+"/main.go.txt")
+		NewWithT(t).Expect(err).NotTo(HaveOccurred(), "module %s has its main package", module)
+	}
+	for module, version := range map[string]string{"containerd": "github.com/containerd/containerd/v2 " + containerdVersion, "cni-plugins": "github.com/containernetworking/plugins " + cniPluginsVersion} {
+		mod, err := fs.ReadFile(modules, "modules/"+module+"/go.mod.txt")
+		NewWithT(t).Expect(err).NotTo(HaveOccurred())
+		NewWithT(t).Expect(string(mod)).To(ContainSubstring("\nrequire "+version+"\n"), "the version the build reports is the one built")
+	}
+}
+
+func TestBuildPutsAProgramInItsSubdirectory(t *testing.T) {
+	g := NewWithT(t)
+	root := t.TempDir()
+	var out bytes.Buffer
+	b := tinyBuilder(root, &out, "package main\n\nfunc main() {}\n")
+	b.targets = func(string, bool) ([]target, error) {
+		return []target{{what: "hello", module: "hello", packages: []string{"."}, programs: []string{"cni/hello"}, static: true}}, nil
+	}
+	set, err := b.Build(context.Background(), "1.36")
+	g.Expect(err).NotTo(HaveOccurred(), out.String())
+	g.Expect(set.Check("cni/hello")).To(Succeed())
+	g.Expect(leftovers(g, root)).To(BeEmpty())
 }

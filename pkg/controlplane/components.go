@@ -5,8 +5,10 @@ import (
 	_ "embed" // kwok-stages.yaml
 	"encoding/hex"
 	"net"
+	"net/netip"
 	"os"
 	"strconv"
+	"strings"
 	"time"
 
 	infrav1 "github.com/flotilla-dev/flotilla/api/infrastructure/v1alpha1"
@@ -57,10 +59,14 @@ var components = []component{
 		return []string{l.pki(caCert), l.pki(etcdServerCert), l.pki(etcdServerKey)}
 	}},
 	{name: binaries.KubeAPIServer, spec: apiserverSpec, stopGrace: apiserverStopGrace, inputs: func(l layout) []string {
-		return []string{l.pki(caCert), l.pki(apiserverCert), l.pki(apiserverKey), l.pki(etcdClientCert), l.pki(etcdClientKey), l.pki(saKey), l.pki(saPub)}
+		inputs := []string{l.pki(caCert), l.pki(apiserverCert), l.pki(apiserverKey), l.pki(etcdClientCert), l.pki(etcdClientKey), l.pki(saKey), l.pki(saPub)}
+		if _, err := os.Stat(l.pki(kubeletClientCert)); err == nil {
+			inputs = append(inputs, l.pki(kubeletClientCert), l.pki(kubeletClientKey))
+		}
+		return inputs
 	}},
 	{name: binaries.KubeControllerManager, spec: controllerManagerSpec, inputs: func(l layout) []string {
-		return []string{l.kubeconfig("kube-controller-manager"), l.pki(caCert), l.pki(saKey)}
+		return []string{l.kubeconfig("kube-controller-manager"), l.pki(caCert), l.pki(caKey), l.pki(saKey)}
 	}},
 	{name: binaries.KubeScheduler, spec: schedulerSpec, inputs: func(l layout) []string {
 		return []string{l.kubeconfig("kube-scheduler")}
@@ -139,7 +145,7 @@ func etcdSpec(cfg Config, l layout, st state) process.Spec {
 }
 
 func apiserverSpec(cfg Config, l layout, st state) process.Spec {
-	return process.Spec{Name: binaries.KubeAPIServer, Path: cfg.Binaries.Path(binaries.KubeAPIServer), Dir: string(l), Ports: []string{hostPort(st.Host, st.APIServerPort)}, Args: []string{
+	args := []string{
 		"--bind-address=" + st.Host,
 		"--advertise-address=" + st.Host,
 		"--secure-port=" + strconv.Itoa(int(st.APIServerPort)),
@@ -159,11 +165,39 @@ func apiserverSpec(cfg Config, l layout, st state) process.Spec {
 		"--allow-privileged=true",
 		"--enable-priority-and-fairness=false",
 		"--profiling=false",
-	}}
+	}
+	if network := st.nodeNetwork(); cfg.RealNodes != nil && network.IsValid() {
+		args = replaceFlag(args, "--advertise-address", nodeGateway(network))
+		args = replaceFlag(args, "--authorization-mode", "Node,RBAC")
+		args = append(args,
+			"--enable-admission-plugins=NodeRestriction",
+			"--enable-bootstrap-token-auth=true",
+			"--kubelet-preferred-address-types=InternalIP,Hostname",
+			"--kubelet-client-certificate="+l.pki(kubeletClientCert),
+			"--kubelet-client-key="+l.pki(kubeletClientKey),
+		)
+	}
+	return process.Spec{Name: binaries.KubeAPIServer, Path: cfg.Binaries.Path(binaries.KubeAPIServer), Dir: string(l),
+		Ports: []string{hostPort(st.Host, st.APIServerPort)}, Args: args}
 }
 
-func controllerManagerSpec(cfg Config, l layout, _ state) process.Spec {
-	return process.Spec{Name: binaries.KubeControllerManager, Path: cfg.Binaries.Path(binaries.KubeControllerManager), Dir: string(l), Args: []string{
+// nodeGateway is the gateway of a node network: where nodes and Pods reach kube-apiserver.
+func nodeGateway(network netip.Prefix) string {
+	return network.Masked().Addr().Next().String()
+}
+
+// replaceFlag sets flag to value in args, which holds it as flag=value.
+func replaceFlag(args []string, flag, value string) []string {
+	for i, arg := range args {
+		if strings.HasPrefix(arg, flag+"=") {
+			args[i] = flag + "=" + value
+		}
+	}
+	return args
+}
+
+func controllerManagerSpec(cfg Config, l layout, st state) process.Spec {
+	args := []string{
 		"--kubeconfig=" + l.kubeconfig("kube-controller-manager"),
 		"--secure-port=0",
 		"--leader-elect=false",
@@ -173,7 +207,18 @@ func controllerManagerSpec(cfg Config, l layout, _ state) process.Spec {
 		"--cluster-name=" + cfg.Name,
 		"--service-cluster-ip-range=" + cfg.ServiceClusterIPRange,
 		"--profiling=false",
-	}}
+	}
+	if cfg.RealNodes != nil && st.nodeNetwork().IsValid() {
+		args = append(args,
+			"--cluster-signing-kubelet-client-cert-file="+l.pki(caCert),
+			"--cluster-signing-kubelet-client-key-file="+l.pki(caKey),
+			"--controllers=*,tokencleaner",
+			"--allocate-node-cidrs=true",
+			"--cluster-cidr="+cfg.RealNodes.PodCIDR,
+			"--node-cidr-mask-size=24",
+		)
+	}
+	return process.Spec{Name: binaries.KubeControllerManager, Path: cfg.Binaries.Path(binaries.KubeControllerManager), Dir: string(l), Args: args}
 }
 
 func schedulerSpec(cfg Config, l layout, _ state) process.Spec {

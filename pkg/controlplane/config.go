@@ -4,11 +4,14 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"net/netip"
 	"os"
 	"path/filepath"
 	"regexp"
+	"strconv"
 
 	"github.com/flotilla-dev/flotilla/pkg/binaries"
+	"github.com/flotilla-dev/flotilla/pkg/nodenet"
 	"github.com/flotilla-dev/flotilla/pkg/pki"
 )
 
@@ -50,6 +53,12 @@ type Config struct {
 	// move, the restored CA keeps the cluster's credentials valid. Leaf certificates that the
 	// previous CA signed are reissued.
 	CA *pki.KeyPair
+	// RealNodes, when set, readies the control plane for real nodes (package realnode): the
+	// cluster's node network on this host, kube-apiserver advertised at its gateway and
+	// authorizing kubelets (Node authorizer, NodeRestriction, bootstrap tokens), and
+	// kube-controller-manager signing kubelet client certificates and giving Nodes Pod ranges.
+	// Nil keeps a control plane for simulated workers only.
+	RealNodes *RealNodes
 	// ManagedBy is the API server URL of the management cluster whose controllers run this
 	// control plane. Recorded in Dir/state.json (see Describe), it lets that management cluster's
 	// deletion find its local workload clusters when its API server does not answer. Empty
@@ -59,6 +68,18 @@ type Config struct {
 	// recent writes (or the whole member) if the machine crashes. For tests and throw-away
 	// clusters; a management cluster should leave it off.
 	UnsafeNoFsync bool
+}
+
+// RealNodes is what a control plane needs to know about its cluster's real nodes.
+type RealNodes struct {
+	// Network is the node network (package nodenet). Zero: one is chosen the first time
+	// (nodenet.ChooseNetwork) and kept in Dir/state.json.
+	Network netip.Prefix
+	// PodCIDR is the cluster's Pod range, of which kube-controller-manager gives each Node a /24.
+	PodCIDR string
+	// Mirror is the image registry the nodes pull from, a host:port on loopback; the nodes
+	// reach it at the gateway.
+	Mirror string
 }
 
 // HomeDir returns $FLOTILLA_HOME, or ~/.flotilla when it is unset.
@@ -108,6 +129,12 @@ func (cfg Config) complete() (Config, error) {
 	if cfg.APIServerPort < 0 {
 		return cfg, fmt.Errorf("kube-apiserver port %d: must be 0 (pick a free one) or a port number", cfg.APIServerPort)
 	}
+	if err := cfg.RealNodes.validate(); err != nil {
+		return cfg, err
+	}
+	if cfg.RealNodes != nil && !net.ParseIP(cfg.Host).IsLoopback() {
+		return cfg, fmt.Errorf("control plane host %q: real nodes reach kube-apiserver through a forward to loopback; keep it on 127.0.0.1", cfg.Host)
+	}
 	if cfg.Binaries.Dir == "" {
 		return cfg, errors.New("no control plane binaries given: use binaries.Find(binaries.DefaultRoot(), version)")
 	}
@@ -130,4 +157,35 @@ func (cfg Config) programs() []string {
 		names = append(names, binaries.Kwok)
 	}
 	return names
+}
+
+// validate checks r; a nil r is valid.
+func (r *RealNodes) validate() error {
+	if r == nil {
+		return nil
+	}
+	if r.Network.IsValid() {
+		if err := nodenet.ValidateNetwork(r.Network); err != nil {
+			return fmt.Errorf("node network: %w", err)
+		}
+	}
+	pods, err := netip.ParsePrefix(r.PodCIDR)
+	if err != nil || !pods.Addr().Is4() || pods.Bits() > 24 {
+		return fmt.Errorf("pod range %q: want an IPv4 range of /24 or larger, such as 192.168.0.0/16", r.PodCIDR)
+	}
+	if r.Network.IsValid() && r.Network.Overlaps(pods) {
+		return fmt.Errorf("pod range %s overlaps the node network %s", pods, r.Network)
+	}
+	host, port, err := net.SplitHostPort(r.Mirror)
+	if ip := net.ParseIP(host); err != nil || ip == nil || !ip.IsLoopback() || port == "" {
+		return fmt.Errorf("image mirror %q: want a loopback host:port, such as 127.0.0.1:5001", r.Mirror)
+	}
+	return nil
+}
+
+// mirrorPort is the port of the image mirror.
+func (r *RealNodes) mirrorPort() uint16 {
+	_, port, _ := net.SplitHostPort(r.Mirror)
+	p, _ := strconv.ParseUint(port, 10, 16)
+	return uint16(p)
 }

@@ -11,6 +11,7 @@ import (
 	"io"
 	"io/fs"
 	"net/http"
+	"net/netip"
 	"os"
 	"path/filepath"
 	"slices"
@@ -22,6 +23,7 @@ import (
 	"github.com/flotilla-dev/flotilla/pkg/binaries"
 	"github.com/flotilla-dev/flotilla/pkg/pki"
 	"github.com/flotilla-dev/flotilla/pkg/process"
+	"github.com/flotilla-dev/flotilla/pkg/realnode"
 )
 
 // StopTimeout is how long Stop waits for a process after SIGTERM before it sends SIGKILL.
@@ -41,6 +43,9 @@ type Status struct {
 	CA pki.KeyPair
 	// Processes are the processes that run, in start order.
 	Processes []ProcessStatus
+	// NodeNetwork is the node network of a control plane with real nodes (Config.RealNodes),
+	// whose first address is the gateway.
+	NodeNetwork netip.Prefix
 }
 
 // ProcessStatus is one process of a control plane, or another process recorded in its
@@ -95,6 +100,9 @@ func Ensure(ctx context.Context, cfg Config) (*Status, error) {
 	if err != nil {
 		return nil, err
 	}
+	if desired, err = ensureNodeNetwork(ctx, cfg, l, desired); err != nil {
+		return nil, err
+	}
 	if cfg.ManagedBy != "" {
 		desired.ManagedBy = cfg.ManagedBy
 	}
@@ -106,7 +114,7 @@ func Ensure(ctx context.Context, cfg Config) (*Status, error) {
 	st = desired
 
 	server := "https://" + hostPort(st.Host, st.APIServerPort)
-	ca, err := ensurePKI(cfg, l, server)
+	ca, err := ensurePKI(cfg, l, st, server)
 	if err != nil {
 		return nil, err
 	}
@@ -129,6 +137,9 @@ func Ensure(ctx context.Context, cfg Config) (*Status, error) {
 		return nil, err
 	}
 	status := &Status{Host: st.Host, Port: st.APIServerPort, Server: server, CA: *ca, Processes: processes}
+	if cfg.RealNodes != nil {
+		status.NodeNetwork = st.nodeNetwork()
+	}
 	if st.KubernetesVersion != cfg.Binaries.Version {
 		st.KubernetesVersion = cfg.Binaries.Version
 		if err := saveState(l.state(), st); err != nil {
@@ -392,7 +403,8 @@ func stopAll(ctx context.Context, l layout) error {
 }
 
 // Delete stops the control plane in dir and removes the directory. It refuses a directory that
-// does not look like a control plane's.
+// does not look like a control plane's. Real nodes left in it are deleted first (package
+// realnode), and the host side of the node network after the processes.
 func Delete(ctx context.Context, dir string) error {
 	l := layout(dir)
 	if _, err := os.Stat(dir); errors.Is(err, fs.ErrNotExist) {
@@ -406,7 +418,13 @@ func Delete(ctx context.Context, dir string) error {
 		return err
 	}
 	defer unlock()
+	if err := realnode.DeleteAll(ctx, l.nodesDir()); err != nil {
+		return err
+	}
 	if err := stopAll(ctx, l); err != nil {
+		return err
+	}
+	if err := deleteNodeNetwork(ctx, l); err != nil {
 		return err
 	}
 	if err := os.RemoveAll(dir); err != nil {

@@ -13,10 +13,11 @@ import (
 )
 
 // ensurePKI creates what is missing or no longer fits under pki/ and writes the kubeconfigs, and
-// returns the CA. When everything is in place it only reads and parses files. A process whose
+// returns the CA. kube-apiserver's serving certificate holds the node network's gateway too when
+// st has one. When everything is in place it only reads and parses files. A process whose
 // files changed is restarted by Ensure, which puts a digest of each process's input files in its
 // environment.
-func ensurePKI(cfg Config, l layout, server string) (*pki.KeyPair, error) {
+func ensurePKI(cfg Config, l layout, st state, server string) (*pki.KeyPair, error) {
 	ca, _, err := pki.EnsureCA(l.pki(caCert), l.pki(caKey), "flotilla-"+cfg.Name+"-ca", cfg.CA)
 	if err != nil {
 		return nil, fmt.Errorf("ensuring the CA: %w", err)
@@ -24,6 +25,12 @@ func ensurePKI(cfg Config, l layout, server string) (*pki.KeyPair, error) {
 	dns, ips, err := pki.APIServerSANs(cfg.Host, cfg.ServiceClusterIPRange)
 	if err != nil {
 		return nil, err
+	}
+	realNodes := cfg.RealNodes != nil && st.nodeNetwork().IsValid()
+	if realNodes {
+		// Real nodes dial the gateway, and kubelet's kubeconfig after its TLS bootstrap
+		// keeps only the address, not a server name to verify instead.
+		ips = append(ips, net.ParseIP(nodeGateway(st.nodeNetwork())).To4())
 	}
 	loopback := []net.IP{net.IPv4(127, 0, 0, 1).To4()}
 	serving := []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}
@@ -41,6 +48,13 @@ func ensurePKI(cfg Config, l layout, server string) (*pki.KeyPair, error) {
 		{adminCert, adminKey, pki.CertRequest{CommonName: adminCommonName, Organizations: []string{mastersGroup}, Usages: client}, adminUser},
 		{controllerMgrCert, controllerMgrKey, pki.CertRequest{CommonName: controllerMgrUser, Usages: client}, "kube-controller-manager"},
 		{schedulerCert, schedulerKey, pki.CertRequest{CommonName: schedulerUser, Usages: client}, "kube-scheduler"},
+	}
+	if realNodes {
+		certs = append(certs, struct {
+			cert, key  string
+			req        pki.CertRequest
+			kubeconfig string
+		}{kubeletClientCert, kubeletClientKey, pki.CertRequest{CommonName: KubeletClientUser, Usages: client}, ""})
 	}
 	for _, c := range certs {
 		kp, _, err := pki.EnsureCert(ca, l.pki(c.cert), l.pki(c.key), c.req)

@@ -13,6 +13,7 @@ import (
 //	                           kubeconfigs of the admin and of each component (all 0600)
 //	etcd/                      etcd's data
 //	kwok/kwok.yaml             the Stages kwok plays
+//	nodes/<machine>/           the cluster's real nodes (package realnode)
 //	logs/<process>.log         stdout and stderr of each process
 //	run/<process>.pid          pid files, and <process>.json records (package process)
 //	run/.lock                  serialises Ensure, Stop, Delete and the supervisor on the directory
@@ -27,6 +28,7 @@ func (l layout) pki(name string) string { return l.path("pki", name) }
 func (l layout) etcdData() string       { return l.path("etcd") }
 func (l layout) kwokDir() string        { return l.path("kwok") }
 func (l layout) kwokConfig() string     { return l.path("kwok", "kwok.yaml") }
+func (l layout) nodesDir() string       { return l.path("nodes") }
 
 // kubeconfig is the kubeconfig file of a user: "admin", "kube-controller-manager", ...
 func (l layout) kubeconfig(user string) string { return l.pki(user + ".kubeconfig") }
@@ -51,6 +53,8 @@ const (
 	controllerMgrKey  = "kube-controller-manager.key"
 	schedulerCert     = "kube-scheduler.crt"
 	schedulerKey      = "kube-scheduler.key"
+	kubeletClientCert = "apiserver-kubelet-client.crt"
+	kubeletClientKey  = "apiserver-kubelet-client.key"
 	saKey             = "sa.key"
 	saPub             = "sa.pub"
 )
@@ -63,3 +67,7 @@ const (
 	controllerMgrUser = "system:kube-controller-manager"
 	schedulerUser     = "system:kube-scheduler"
 )
+
+// KubeletClientUser is the user kube-apiserver is to the kubelets of real nodes (logs, exec,
+// port-forward); the cluster binds it to the ClusterRole system:kubelet-api-admin.
+const KubeletClientUser = "kube-apiserver-kubelet-client"

@@ -27,6 +27,8 @@ type state struct {
 	EtcdPeerPort   int32 `json:"etcdPeerPort"`
 	// KubernetesVersion is the version of the binaries last started.
 	KubernetesVersion string `json:"kubernetesVersion,omitempty"`
+	// NodeNetwork is the node network of the cluster's real nodes, once it has one.
+	NodeNetwork string `json:"nodeNetwork,omitempty"`
 	// ManagedBy is Config.ManagedBy as last given.
 	ManagedBy string `json:"managedBy,omitempty"`
 }

@@ -50,6 +50,13 @@ type Spec struct {
 	// them to be free and otherwise fails with a PortInUseError, so that a port another program
 	// took is reported as such rather than as a crash.
 	Ports []string
+	// NetNS and MountNS are the paths of a network and a mount namespace (files such as
+	// /run/netns/<name>) the process runs in; empty: this program's.
+	NetNS, MountNS string
+	// Cgroup is the directory of a cgroup v2 group the process starts in (see Cgroup2Root), so
+	// that it and everything it starts can be found and killed together; empty: this
+	// program's. Changing NetNS, MountNS or Cgroup restarts the process.
+	Cgroup string
 }
 
 // argv is the command line the Spec runs.
@@ -101,14 +108,25 @@ type record struct {
 	Env       []string `json:"env,omitempty"`
 	Dir       string   `json:"dir,omitempty"`
 	Ports     []string `json:"ports,omitempty"`
+	NetNS     string   `json:"netns,omitempty"`
+	MountNS   string   `json:"mountns,omitempty"`
+	Cgroup    string   `json:"cgroup,omitempty"`
 	StartTime uint64   `json:"startTime"`
 	Started   string   `json:"started"`
 	History   History  `json:"history,omitzero"`
 }
 
+// record is the record of spec's process pid, started at started (kernel start time startTime),
+// with history h.
+func (s Spec) record(pid int, startTime uint64, started time.Time, h History) record {
+	return record{PID: pid, Argv: s.argv(), Env: s.Env, Dir: s.Dir, Ports: s.Ports, NetNS: s.NetNS, MountNS: s.MountNS,
+		Cgroup: s.Cgroup, StartTime: startTime, Started: started.Format(time.RFC3339Nano), History: h}
+}
+
 // spec returns the Spec the record was started from.
 func (rec record) spec(name string) Spec {
-	return Spec{Name: name, Path: rec.Argv[0], Args: rec.Argv[1:], Env: rec.Env, Dir: rec.Dir, Ports: rec.Ports}
+	return Spec{Name: name, Path: rec.Argv[0], Args: rec.Argv[1:], Env: rec.Env, Dir: rec.Dir, Ports: rec.Ports,
+		NetNS: rec.NetNS, MountNS: rec.MountNS, Cgroup: rec.Cgroup}
 }
 
 // recorded reports whether rec is a readable record of a start.
@@ -247,7 +265,8 @@ func (s Supervisor) Differs(spec Spec) bool {
 
 // runs reports whether the recorded process was started as spec.
 func (rec record) runs(spec Spec) bool {
-	return slices.Equal(rec.Argv, spec.argv()) && slices.Equal(rec.Env, spec.Env)
+	return slices.Equal(rec.Argv, spec.argv()) && slices.Equal(rec.Env, spec.Env) &&
+		rec.NetNS == spec.NetNS && rec.MountNS == spec.MountNS && rec.Cgroup == spec.Cgroup
 }
 
 // Start starts spec unconditionally, detached from the caller (see the package documentation),
@@ -300,7 +319,7 @@ func (s Supervisor) start(ctx context.Context, spec Spec, h History) (Process, e
 	cmd.Stdout = logFile
 	cmd.Stderr = logFile
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
-	if err := cmd.Start(); err != nil {
+	if err := startIn(cmd, spec); err != nil {
 		return Process{}, fmt.Errorf("starting %s (%s): %w", spec.Name, spec.Path, err)
 	}
 	pid := cmd.Process.Pid
@@ -318,10 +337,11 @@ func (s Supervisor) start(ctx context.Context, spec Spec, h History) (Process, e
 	waitExec(pid, spec.argv())
 
 	started := time.Now().UTC().Round(0)
-	rec := record{PID: pid, Argv: spec.argv(), Env: spec.Env, Dir: spec.Dir, Ports: spec.Ports, Started: started.Format(time.RFC3339Nano), History: h}
+	var startTime uint64
 	if st, err := readStat(pid); err == nil {
-		rec.StartTime = st.StartTime
+		startTime = st.StartTime
 	}
+	rec := spec.record(pid, startTime, started, h)
 	c.startTime = rec.StartTime
 	children.Store(pid, c)
 	if err := s.writeRecord(spec.Name, rec); err != nil {
@@ -341,9 +361,7 @@ func (s Supervisor) adoptUnrecorded(ctx context.Context, spec Spec, marker strin
 	if !ok {
 		return Process{}, false, nil
 	}
-	started := time.Now().UTC().Round(0)
-	rec := record{PID: pid, Argv: spec.argv(), Env: spec.Env, Dir: spec.Dir, Ports: spec.Ports, StartTime: st.StartTime,
-		Started: started.Format(time.RFC3339Nano), History: h}
+	rec := spec.record(pid, st.StartTime, time.Now().UTC().Round(0), h)
 	if err := s.writeRecord(spec.Name, rec); err != nil {
 		return Process{}, true, err
 	}

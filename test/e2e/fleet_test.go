@@ -35,7 +35,7 @@ type fleet struct {
 }
 
 // TestFleet creates the management cluster mgmt (1 control plane, 2 workers), then runs the
-// scenarios of issue 2 and issue 3 against it, and finally deletes it.
+// scenarios of issues 2, 3 and 13 against it, and finally deletes it.
 func TestFleet(t *testing.T) {
 	f := newFleet(t)
 	t.Run("management cluster", func(t *testing.T) { testManagementCluster(t, f) })
@@ -43,6 +43,7 @@ func TestFleet(t *testing.T) {
 	t.Run("upgrade workload cluster", func(t *testing.T) { testUpgradeWorkloadCluster(t, f) })
 	t.Run("upgrade management cluster", func(t *testing.T) { testUpgradeManagementCluster(t, f) })
 	t.Run("packages and addons", func(t *testing.T) { testPackagesAndAddons(t, f) })
+	t.Run("real nodes", func(t *testing.T) { testRealNodes(t, f) })
 	t.Run("supervision", func(t *testing.T) { testSupervision(t, f) })
 	t.Run("manager restart", func(t *testing.T) { testManagerRestart(t, f) })
 	t.Run("delete", func(t *testing.T) { testDeleteManagementCluster(t, f) })

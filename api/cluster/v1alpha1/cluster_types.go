@@ -242,6 +242,15 @@ type WorkerNodeGroup struct {
 	// +optional
 	Labels map[string]string `json:"labels,omitempty"`
 
+	// nodes says what the group's machines are. Simulated (the default): Nodes that kwok plays,
+	// by the thousand, whose Pods run no process. Real: for each machine a kubelet, containerd
+	// and runc on the management cluster's host, in network and mount namespaces of its own,
+	// whose Pods run (local provider only; see docs/local-provider.md). It cannot change: add a
+	// group of the other kind instead.
+	// +kubebuilder:validation:Enum=Simulated;Real
+	// +optional
+	Nodes NodeKind `json:"nodes,omitempty"`
+
 	// kubernetesVersion pins the group's machines to a Kubernetes minor version, such as
 	// "1.35", instead of the cluster's. Kubernetes' version skew policy bounds it: never newer
 	// than the cluster's spec.kubernetesVersion and at most MaxWorkerVersionSkew minor
@@ -249,6 +258,24 @@ type WorkerNodeGroup struct {
 	// +kubebuilder:validation:Pattern=`^1\.[0-9]+$`
 	// +optional
 	KubernetesVersion string `json:"kubernetesVersion,omitempty"`
+}
+
+// NodeKind says what a worker node group's machines are.
+type NodeKind string
+
+const (
+	// SimulatedNodes are Nodes simulated by kwok: no process runs for them or their Pods.
+	SimulatedNodes NodeKind = "Simulated"
+	// RealNodes run a kubelet, containerd and runc each, and their Pods run.
+	RealNodes NodeKind = "Real"
+)
+
+// NodesOf returns the kind of a group's machines: Simulated when the group names none.
+func (g WorkerNodeGroup) NodesOf() NodeKind {
+	if g.Nodes == "" {
+		return SimulatedNodes
+	}
+	return g.Nodes
 }
 
 // MaxWorkerVersionSkew is how many minor versions a worker node group may be older than its

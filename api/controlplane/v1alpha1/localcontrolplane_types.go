@@ -70,6 +70,23 @@ type LocalControlPlaneSpec struct {
 	// +kubebuilder:default="10.96.0.0/12"
 	// +optional
 	ServiceClusterIPRange string `json:"serviceClusterIPRange,omitempty"`
+
+	// realNodes readies the control plane for real nodes: the cluster's node network on the
+	// host, kube-apiserver advertised at its gateway and authorizing kubelets, and
+	// kube-controller-manager signing kubelet client certificates and giving Nodes Pod ranges.
+	// +optional
+	RealNodes *RealNodesSpec `json:"realNodes,omitempty"`
+}
+
+// RealNodesSpec is what a control plane needs to know about its cluster's real nodes.
+type RealNodesSpec struct {
+	// network is the IPv4 range of the node network; empty: a free one is chosen.
+	// +optional
+	Network string `json:"network,omitempty"`
+	// podCIDR is the cluster's Pod range; each Node gets a /24 of it.
+	PodCIDR string `json:"podCIDR"`
+	// imageMirror is the loopback host:port of the registry the nodes pull from.
+	ImageMirror string `json:"imageMirror"`
 }
 
 // APIEndpoint is a reachable Kubernetes API endpoint.
@@ -99,9 +116,20 @@ type LocalControlPlaneStatus struct {
 	// +optional
 	Version string `json:"version,omitempty"`
 
+	// externalManagedControlPlane is always true, per the CAPI contract: the control plane runs
+	// as processes, with no Node in the cluster. It tells Cluster API that deleting a worker
+	// Machine may drain and delete its Node although the cluster has no control plane Machines.
+	// +optional
+	ExternalManagedControlPlane *bool `json:"externalManagedControlPlane,omitempty"`
+
 	// observedGeneration is the generation the status was computed for.
 	// +optional
 	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
+
+	// nodeNetwork is the node network of a control plane with real nodes: its first address
+	// is their gateway.
+	// +optional
+	NodeNetwork string `json:"nodeNetwork,omitempty"`
 
 	// conditions: Available, ProcessesRunning, CertificatesAvailable.
 	// +listType=map

@@ -20,6 +20,35 @@ const (
 	DeletingReason = "Deleting"
 )
 
+// ProcessesRunningCondition is True when every process of a real node runs: containerd,
+// kubelet, and kube-proxy once kubelet has joined.
+const ProcessesRunningCondition = "ProcessesRunning"
+
+// Condition reasons of a LocalMachine with a real node.
+const (
+	// PrerequisiteMissingReason: a program the node needs from the host (runc, iptables) is
+	// not installed; the message names the Debian package.
+	PrerequisiteMissingReason = "PrerequisiteMissing"
+	// BinariesMissingReason: the node programs of the Machine's version are not built; the
+	// message has the command that builds them.
+	BinariesMissingReason = "BinariesMissing"
+	// WaitingForNodeNetworkReason: the control plane has not set up the cluster's node network
+	// yet.
+	WaitingForNodeNetworkReason = "WaitingForNodeNetwork"
+	// NodeStartFailedReason: the node could not be set up or its processes started; the message
+	// says why.
+	NodeStartFailedReason = "NodeStartFailed"
+	// JoiningReason: the node's processes run and kubelet has not registered its Node yet.
+	JoiningReason = "Joining"
+	// ProcessesRunningReason: every process of the node runs.
+	ProcessesRunningReason = "ProcessesRunning"
+	// RestartingReason: a process exited and is started again.
+	RestartingReason = "Restarting"
+	// CrashLoopBackOffReason: a process keeps exiting soon after its start and waits longer
+	// before each start; the message has the end of its log.
+	CrashLoopBackOffReason = "CrashLoopBackOff"
+)
+
 // NodeAddressIP is the InternalIP of every simulated Node and LocalMachine. A simulated Node
 // has no network of its own: kwok, which plays its kubelet, runs on the manager's host and is
 // reached over loopback, so this is the one address that is both true and reachable (kwok

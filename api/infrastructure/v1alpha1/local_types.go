@@ -44,7 +44,25 @@ type LocalDatacenterConfigSpec struct {
 	// +kubebuilder:default=true
 	// +optional
 	Scheduler *bool `json:"scheduler,omitempty"`
+
+	// nodeNetwork is the IPv4 range of the node network of each cluster with real nodes, a
+	// private range no interface or route of this machine uses (such as 10.200.0.0/24): its
+	// first address is the nodes' gateway to the cluster's API server and the image mirror.
+	// Empty: a free /24 of 10.200.0.0/16 is chosen per cluster.
+	// +optional
+	NodeNetwork string `json:"nodeNetwork,omitempty"`
+
+	// imageMirror is the registry real nodes pull every image from, a loopback host:port of
+	// this machine: their containerd uses it as the mirror of docker.io, registry.k8s.io and
+	// ghcr.io, and of nothing else. Default: the embedded registry (flotilla registry start).
+	// +kubebuilder:default="127.0.0.1:5001"
+	// +optional
+	ImageMirror string `json:"imageMirror,omitempty"`
 }
+
+// DefaultImageMirror is the image mirror of real nodes when the datacenter config names none: the
+// embedded registry's default address.
+const DefaultImageMirror = "127.0.0.1:5001"
 
 // LocalDatacenterConfig is the local provider's datacenter config: clusters whose control planes
 // are processes on this machine and whose workers are Nodes simulated by kwok.
@@ -157,13 +175,19 @@ type LocalClusterList struct {
 	Items           []LocalCluster `json:"items"`
 }
 
-// LocalMachineSpec is a worker machine played by a kwok-simulated Node.
+// LocalMachineSpec is a worker machine: a Node that kwok simulates, or a real node.
 type LocalMachineSpec struct {
 	// providerID is local://<namespace>/<machine>, set by the reconciler.
 	// +optional
 	ProviderID string `json:"providerID,omitempty"`
 
-	// capacity of the simulated Node (cpu, memory, pods).
+	// node says what the machine's Node is: Simulated by kwok (the default), or Real, a
+	// kubelet, containerd and runc on the manager's host (package realnode).
+	// +kubebuilder:validation:Enum=Simulated;Real
+	// +optional
+	Node NodeKind `json:"node,omitempty"`
+
+	// capacity of the simulated Node (cpu, memory, pods); a real node reports the host's.
 	// +optional
 	Capacity corev1.ResourceList `json:"capacity,omitempty"`
 
@@ -171,6 +195,16 @@ type LocalMachineSpec struct {
 	// +optional
 	NodeLabels map[string]string `json:"nodeLabels,omitempty"`
 }
+
+// NodeKind says what a LocalMachine's Node is.
+type NodeKind string
+
+const (
+	// SimulatedNode is a Node that kwok simulates.
+	SimulatedNode NodeKind = "Simulated"
+	// RealNode is a kubelet, containerd and runc on the manager's host.
+	RealNode NodeKind = "Real"
+)
 
 // MachineAddress is an address of a machine.
 type MachineAddress struct {

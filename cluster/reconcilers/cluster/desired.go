@@ -10,6 +10,7 @@ import (
 	controlplanev1 "github.com/flotilla-dev/flotilla/api/controlplane/v1alpha1"
 	infrav1 "github.com/flotilla-dev/flotilla/api/infrastructure/v1alpha1"
 	"github.com/flotilla-dev/flotilla/cluster/capiobjects"
+	clustervalidation "github.com/flotilla-dev/flotilla/cluster/validation"
 	"github.com/flotilla-dev/flotilla/pkg/kubeversion"
 )
 
@@ -83,7 +84,8 @@ func desiredLocalCluster(c *flotillav1.Cluster) *infrav1.LocalCluster {
 
 // desiredControlPlane builds the LocalControlPlane: the full Kubernetes version (such as
 // v1.36.3), which processes run (from the datacenter config), the endpoint when the spec fixes
-// one, and the Service range. CAPI makes the CAPI Cluster its owner.
+// one, the Service range, and for a cluster with real nodes what they need (the node network and
+// image mirror of the datacenter config, the Pod range). CAPI makes the CAPI Cluster its owner.
 func desiredControlPlane(c *flotillav1.Cluster, version string, dc *infrav1.LocalDatacenterConfig) *controlplanev1.LocalControlPlane {
 	lcp := &controlplanev1.LocalControlPlane{
 		TypeMeta: metav1.TypeMeta{APIVersion: controlplanev1.GroupVersion.String(), Kind: "LocalControlPlane"},
@@ -103,6 +105,18 @@ func desiredControlPlane(c *flotillav1.Cluster, version string, dc *infrav1.Loca
 	}
 	if services := c.Spec.ClusterNetwork.Services; len(services) > 0 {
 		lcp.Spec.ServiceClusterIPRange = services[0]
+	}
+	if clustervalidation.HasRealNodes(c) {
+		lcp.Spec.RealNodes = &controlplanev1.RealNodesSpec{ImageMirror: infrav1.DefaultImageMirror, PodCIDR: flotillav1.DefaultPodCIDR}
+		if pods := c.Spec.ClusterNetwork.Pods; len(pods) > 0 {
+			lcp.Spec.RealNodes.PodCIDR = pods[0]
+		}
+		if dc != nil {
+			lcp.Spec.RealNodes.Network = dc.Spec.NodeNetwork
+			if dc.Spec.ImageMirror != "" {
+				lcp.Spec.RealNodes.ImageMirror = dc.Spec.ImageMirror
+			}
+		}
 	}
 	return lcp
 }
@@ -125,8 +139,9 @@ func desiredBootstrapSecret(c *flotillav1.Cluster) *corev1.Secret {
 	}
 }
 
-// desiredMachineTemplate builds the LocalMachineTemplate of a worker node group: the capacity of
-// its simulated Nodes, from the group's LocalMachineConfig over the provider's defaults. The
+// desiredMachineTemplate builds the LocalMachineTemplate of a worker node group: the kind of its
+// Nodes, and the capacity of simulated ones, from the group's LocalMachineConfig over the
+// provider's defaults. The
 // Flotilla Cluster owns it (CAPI adds the CAPI Cluster as a second owner once a
 // MachineDeployment uses it), so it is cleaned up and moved even before CAPI has seen it.
 func desiredMachineTemplate(c *flotillav1.Cluster, group flotillav1.WorkerNodeGroup, mc *infrav1.LocalMachineConfig) *infrav1.LocalMachineTemplate {
@@ -148,7 +163,7 @@ func desiredMachineTemplate(c *flotillav1.Cluster, group flotillav1.WorkerNodeGr
 		},
 		Spec: infrav1.LocalMachineTemplateSpec{
 			Template: infrav1.LocalMachineTemplateResource{
-				Spec: infrav1.LocalMachineSpec{Capacity: capacity, NodeLabels: group.Labels},
+				Spec: infrav1.LocalMachineSpec{Node: infrav1.NodeKind(group.NodesOf()), Capacity: capacity, NodeLabels: group.Labels},
 			},
 		},
 	}

@@ -139,6 +139,30 @@ func TestDesiredControlPlane(t *testing.T) {
 				g.Expect(lcp.Spec.ServiceClusterIPRange).To(Equal("10.128.0.0/12"))
 			},
 		},
+		{
+			name: "a cluster of simulated nodes has no real nodes to ready the control plane for",
+			check: func(g Gomega, lcp *controlplanev1.LocalControlPlane) {
+				g.Expect(lcp.Spec.RealNodes).To(BeNil())
+			},
+		},
+		{
+			name: "a group of real nodes readies the control plane with the datacenter's network and mirror and the Pod range",
+			spec: func(c *flotillav1.Cluster) {
+				c.Spec.WorkerNodeGroups[0].Nodes = flotillav1.RealNodes
+				c.Spec.ClusterNetwork.Pods = []string{"172.16.0.0/16"}
+			},
+			dc: &infrav1.LocalDatacenterConfig{Spec: infrav1.LocalDatacenterConfigSpec{NodeNetwork: "10.201.0.0/24", ImageMirror: "127.0.0.1:5002"}},
+			check: func(g Gomega, lcp *controlplanev1.LocalControlPlane) {
+				g.Expect(lcp.Spec.RealNodes).To(Equal(&controlplanev1.RealNodesSpec{Network: "10.201.0.0/24", PodCIDR: "172.16.0.0/16", ImageMirror: "127.0.0.1:5002"}))
+			},
+		},
+		{
+			name: "without a datacenter config real nodes get a chosen network and the embedded registry",
+			spec: func(c *flotillav1.Cluster) { c.Spec.WorkerNodeGroups[0].Nodes = flotillav1.RealNodes },
+			check: func(g Gomega, lcp *controlplanev1.LocalControlPlane) {
+				g.Expect(lcp.Spec.RealNodes).To(Equal(&controlplanev1.RealNodesSpec{PodCIDR: "192.168.0.0/16", ImageMirror: "127.0.0.1:5001"}))
+			},
+		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -183,6 +207,7 @@ func TestDesiredMachineTemplate(t *testing.T) {
 			g.Expect(lmt.Labels).To(HaveKeyWithValue(flotillav1.WorkerNodeGroupLabel, "md-0"))
 			g.Expect(lmt.OwnerReferences).To(HaveLen(1))
 			g.Expect(lmt.OwnerReferences[0].UID).To(Equal(types.UID("uid-w1")))
+			g.Expect(lmt.Spec.Template.Spec.Node).To(Equal(infrav1.SimulatedNode))
 			g.Expect(lmt.Spec.Template.Spec.Capacity).To(HaveLen(len(tt.want)))
 			for name, quantity := range tt.want {
 				got := lmt.Spec.Template.Spec.Capacity[name]
@@ -190,6 +215,13 @@ func TestDesiredMachineTemplate(t *testing.T) {
 			}
 		})
 	}
+}
+
+func TestDesiredMachineTemplateOfRealNodes(t *testing.T) {
+	g := NewWithT(t)
+	c := testCluster(func(c *flotillav1.Cluster) { c.Spec.WorkerNodeGroups[0].Nodes = flotillav1.RealNodes })
+	lmt := desiredMachineTemplate(c, c.Spec.WorkerNodeGroups[0], nil)
+	g.Expect(lmt.Spec.Template.Spec.Node).To(Equal(infrav1.RealNode))
 }
 
 func TestDesiredMachineDeployment(t *testing.T) {

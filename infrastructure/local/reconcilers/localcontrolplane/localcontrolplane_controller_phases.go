@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net"
+	"net/netip"
 	"strconv"
 	"strings"
 	"time"
@@ -163,9 +164,20 @@ func (r *Reconciler) reconcileBinaries(_ context.Context, s *scope) (ctrl.Result
 		Scheduler:             ptr.Deref(s.lcp.Spec.Scheduler, true),
 		Kwok:                  true,
 		ServiceClusterIPRange: s.lcp.Spec.ServiceClusterIPRange,
+		RealNodes:             realNodes(s.lcp.Spec.RealNodes),
 		ManagedBy:             r.ManagementServer,
 	}
 	return ctrl.Result{}, nil
+}
+
+// realNodes turns spec.realNodes into controlplane.RealNodes (nil without real nodes). An
+// unparsable network (the webhook refuses one) is chosen again.
+func realNodes(spec *controlplanev1.RealNodesSpec) *controlplane.RealNodes {
+	if spec == nil {
+		return nil
+	}
+	network, _ := netip.ParsePrefix(spec.Network)
+	return &controlplane.RealNodes{Network: network, PodCIDR: spec.PodCIDR, Mirror: spec.ImageMirror}
 }
 
 // reconcileProcesses makes every process of the control plane run: controlplane.Ensure adopts

@@ -16,9 +16,13 @@ import (
 // setStatus turns what a reconcile learned into the LocalControlPlane's status.
 func setStatus(s *scope) {
 	lcp := s.lcp
+	lcp.Status.ExternalManagedControlPlane = ptr.To(true)
 	if s.ready {
 		lcp.Status.Initialization.ControlPlaneInitialized = ptr.To(true)
 		lcp.Status.Version = s.version
+	}
+	if s.processes != nil && s.processes.NodeNetwork.IsValid() {
+		lcp.Status.NodeNetwork = s.processes.NodeNetwork.String()
 	}
 	setAvailableCondition(s)
 	setProcessesRunningCondition(s)

@@ -151,6 +151,7 @@ func TestSetStatus(t *testing.T) {
 
 			g.Expect(ptr.Deref(lcp.Status.Initialization.ControlPlaneInitialized, false)).To(Equal(tt.want.initialized))
 			g.Expect(lcp.Status.Version).To(Equal(tt.want.version))
+			g.Expect(lcp.Status.ExternalManagedControlPlane).To(Equal(ptr.To(true)), "no Node of the cluster is a control plane: Cluster API may drain and delete every Node")
 			for _, c := range []struct {
 				conditionType string
 				status        metav1.ConditionStatus

@@ -44,13 +44,20 @@ const (
 // +kubebuilder:rbac:groups=infrastructure.flotilla.dev,resources=localmachines;localmachines/status;localmachines/finalizers,verbs=get;list;watch;update;patch
 // +kubebuilder:rbac:groups=cluster.x-k8s.io,resources=clusters;clusters/status;machines;machines/status,verbs=get;list;watch
 // +kubebuilder:rbac:groups=core;events.k8s.io,resources=events,verbs=create;patch
+// +kubebuilder:rbac:groups=controlplane.flotilla.dev,resources=localcontrolplanes,verbs=get;list;watch
+// +kubebuilder:rbac:groups=core,resources=secrets,verbs=get;list;watch
 
 // Reconciler reconciles a LocalMachine.
 type Reconciler struct {
 	// Client reads and writes objects in the management cluster.
 	Client ctrlclient.Client
-	// ClusterCache gives clients for workload clusters, where the simulated Nodes live.
+	// ClusterCache gives clients for workload clusters, where the Nodes live.
 	ClusterCache clustercache.ClusterCache
+	// Home is $FLOTILLA_HOME: real nodes keep their data in
+	// Home/clusters/<cluster>/nodes/<machine> (package realnode).
+	Home string
+	// BinRoot is the binary cache, with the node programs of each version real nodes run.
+	BinRoot string
 
 	controller controller.Controller
 	recorder   events.EventRecorder
@@ -60,8 +67,8 @@ type Reconciler struct {
 // that own them, their Clusters (control plane initialized, paused), ClusterCache connects and
 // disconnects, and — once connected — the Nodes of every workload cluster.
 func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, options controller.Options) error {
-	if r.Client == nil || r.ClusterCache == nil {
-		return errors.New("localmachine reconciler: Client and ClusterCache must be set")
+	if r.Client == nil || r.ClusterCache == nil || r.Home == "" || r.BinRoot == "" {
+		return errors.New("localmachine reconciler: Client, ClusterCache, Home and BinRoot must be set")
 	}
 	log := ctrl.LoggerFrom(ctx).WithValues("controller", "localmachine")
 	clusterToLocalMachines, err := util.ClusterToTypedObjectsMapper(mgr.GetClient(), &infrav1.LocalMachineList{}, mgr.GetScheme())
@@ -94,7 +101,7 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, opt
 	return nil
 }
 
-// Reconcile creates, observes or deletes the simulated Node of one LocalMachine.
+// Reconcile creates, observes or deletes the Node of one LocalMachine: simulated, or real.
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Result, reterr error) {
 	localMachine := &infrav1.LocalMachine{}
 	if err := r.Client.Get(ctx, req.NamespacedName, localMachine); err != nil {

@@ -35,8 +35,10 @@ type scope struct {
 	machine *clusterv1.Machine
 	// cluster is the Machine's Cluster; nil when it cannot be found.
 	cluster *clusterv1.Cluster
-	// node is the simulated Node, once created or found.
+	// node is the Node, once created (simulated) or registered (real) and found.
 	node *corev1.Node
+	// real is what the reconcile learned about a real node; nil for a simulated one.
+	real *realNodeFacts
 	// notConnected is true when ClusterCache has no connection to the workload cluster.
 	notConnected bool
 	// nodeErr is why the Node could not be created or read.
@@ -79,6 +81,9 @@ func (r *Reconciler) reconcileNormal(ctx context.Context, s *scope) (ctrl.Result
 	}
 	if err != nil {
 		return ctrl.Result{}, fmt.Errorf("getting a client for the workload cluster: %w", err)
+	}
+	if s.localMachine.Spec.Node == infrav1.RealNode {
+		return r.reconcileRealNode(ctx, remote, s)
 	}
 
 	if err := r.ensureNode(ctx, remote, s); err != nil {
@@ -129,25 +134,9 @@ func (r *Reconciler) ensureNode(ctx context.Context, remote ctrlclient.Client, s
 		r.recorder.Eventf(s.localMachine, nil, corev1.EventTypeWarning, "NodeCreateFailed", "CreateNode", "%v", s.nodeErr)
 		return reconcile.TerminalError(s.nodeErr)
 	}
-	if labels, annotations := missingMetadata(node, desired); labels != nil || annotations != nil {
-		original := node.DeepCopy()
-		if node.Labels == nil {
-			node.Labels = map[string]string{}
-		}
-		if node.Annotations == nil {
-			node.Annotations = map[string]string{}
-		}
-		for key, value := range labels {
-			node.Labels[key] = value
-		}
-		for key, value := range annotations {
-			node.Annotations[key] = value
-		}
-		if err := remote.Patch(ctx, node, ctrlclient.MergeFrom(original)); err != nil {
-			s.nodeErr = err
-			return fmt.Errorf("patching the labels of Node %s: %w", node.Name, err)
-		}
-		log.Info("Restored the labels and annotations of the simulated Node")
+	if err := patchMissingMetadata(ctx, remote, node, desired); err != nil {
+		s.nodeErr = err
+		return err
 	}
 	s.node = node
 	return nil
@@ -164,6 +153,13 @@ func (r *Reconciler) reconcileDelete(ctx context.Context, s *scope) (ctrl.Result
 		log.Info("Deleted by clusterctl move, leaving the Node to the moved copy")
 		removeFinalizer(s)
 		return ctrl.Result{}, nil
+	}
+	if s.localMachine.Spec.Node == infrav1.RealNode {
+		// Cluster API has drained the Node; what runs on the host goes whatever the cluster's
+		// state, then the Node below.
+		if err := r.deleteRealNode(ctx, s); err != nil {
+			return ctrl.Result{}, err
+		}
 	}
 	if s.machine == nil || s.cluster == nil || !s.controlPlaneInitialized() {
 		log.Info("No workload cluster to delete the Node from, removing the finalizer")
@@ -200,9 +196,9 @@ func (r *Reconciler) reconcileDelete(ctx context.Context, s *scope) (ctrl.Result
 				"Deleting Node %s failed: %v", node.Name, err)
 			return ctrl.Result{}, fmt.Errorf("deleting Node %s: %w", node.Name, err)
 		}
-		log.Info("Deleted the simulated Node", "Node", klog.KObj(node))
+		log.Info("Deleted the Node", "Node", klog.KObj(node))
 		r.recorder.Eventf(s.localMachine, nil, corev1.EventTypeNormal, "NodeDeleted", "DeleteNode",
-			"Deleted simulated Node %s", node.Name)
+			"Deleted %s Node %s", nodeKind(s.localMachine), node.Name)
 	}
 	removeFinalizer(s)
 	return ctrl.Result{}, nil

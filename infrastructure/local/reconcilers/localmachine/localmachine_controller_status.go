@@ -2,6 +2,8 @@ package localmachine
 
 import (
 	"fmt"
+	"strings"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -10,6 +12,8 @@ import (
 	"sigs.k8s.io/cluster-api/util/conditions"
 
 	infrav1 "github.com/flotilla-dev/flotilla/api/infrastructure/v1alpha1"
+	"github.com/flotilla-dev/flotilla/pkg/process"
+	"github.com/flotilla-dev/flotilla/pkg/realnode"
 )
 
 // setStatus turns what a reconcile learned into the LocalMachine's status: provisioned,
@@ -23,6 +27,9 @@ func setStatus(s *scope) {
 	}
 	setReadyCondition(s)
 	setNodeReadyCondition(s)
+	if lm.Spec.Node == infrav1.RealNode {
+		setProcessesRunningCondition(s)
+	}
 }
 
 // addresses returns the machine addresses of node, InternalIP first.
@@ -39,21 +46,30 @@ func addresses(node *corev1.Node) []infrav1.MachineAddress {
 }
 
 // setReadyCondition sets Ready, which CAPI mirrors into the Machine's InfrastructureReady: True
-// once the simulated Node exists.
+// once the Node exists (a real node's kubelet registered it).
 func setReadyCondition(s *scope) {
 	lm := s.localMachine
 	condition := metav1.Condition{Type: infrav1.ReadyCondition, Status: metav1.ConditionFalse}
 	switch {
 	case !lm.DeletionTimestamp.IsZero():
 		condition.Reason = infrav1.DeletingReason
-		condition.Message = "Deleting the simulated Node"
+		condition.Message = fmt.Sprintf("Deleting the %s Node", nodeKind(lm))
 	case s.nodeErr != nil:
 		condition.Reason = infrav1.NodeCreateFailedReason
 		condition.Message = s.nodeErr.Error()
 	case s.node != nil || ptr.Deref(lm.Status.Initialization.Provisioned, false):
 		condition.Status = metav1.ConditionTrue
 		condition.Reason = infrav1.ProvisionedReason
-		condition.Message = fmt.Sprintf("Simulated Node %s exists", nodeName(s))
+		if lm.Spec.Node == infrav1.RealNode {
+			condition.Message = fmt.Sprintf("Real node %s joined the cluster", nodeName(s))
+		} else {
+			condition.Message = fmt.Sprintf("Simulated Node %s exists", nodeName(s))
+		}
+	case s.real != nil && s.real.err != nil:
+		condition.Reason, condition.Message = s.real.reason, s.real.err.Error()
+	case s.real != nil && s.real.status != nil:
+		condition.Reason = infrav1.JoiningReason
+		condition.Message = fmt.Sprintf("The kubelet of real node %s is joining the cluster", s.machine.Name)
 	case s.machine == nil:
 		condition.Reason = infrav1.WaitingForMachineReason
 		condition.Message = "Waiting for a CAPI Machine to own this LocalMachine"
@@ -66,15 +82,15 @@ func setReadyCondition(s *scope) {
 	conditions.Set(lm, condition)
 }
 
-// setNodeReadyCondition sets NodeReady from the Ready condition of the simulated Node, which
-// kwok sets.
+// setNodeReadyCondition sets NodeReady from the Ready condition of the Node, which kwok sets for
+// a simulated Node and kubelet for a real one.
 func setNodeReadyCondition(s *scope) {
 	lm := s.localMachine
 	condition := metav1.Condition{Type: infrav1.NodeReadyCondition, Status: metav1.ConditionFalse}
 	switch {
 	case !lm.DeletionTimestamp.IsZero():
 		condition.Reason = infrav1.DeletingReason
-		condition.Message = "Deleting the simulated Node"
+		condition.Message = fmt.Sprintf("Deleting the %s Node", nodeKind(lm))
 	case s.nodeErr != nil:
 		condition.Reason = infrav1.NodeCreateFailedReason
 		condition.Message = s.nodeErr.Error()
@@ -83,7 +99,7 @@ func setNodeReadyCondition(s *scope) {
 		switch {
 		case ready == nil:
 			condition.Reason = infrav1.WaitingForNodeReason
-			condition.Message = fmt.Sprintf("Waiting for kwok to report Node %s Ready", s.node.Name)
+			condition.Message = fmt.Sprintf("Waiting for %s to report Node %s Ready", reporter(lm), s.node.Name)
 		case ready.Status == corev1.ConditionTrue:
 			condition.Status = metav1.ConditionTrue
 			condition.Reason = infrav1.NodeReadyReason
@@ -97,6 +113,11 @@ func setNodeReadyCondition(s *scope) {
 		// The Node was there; while the workload cluster is unreachable nobody knows.
 		condition.Status = metav1.ConditionUnknown
 		condition.Reason, condition.Message = waitingForControlPlane(s)
+	case s.real != nil && s.real.err != nil:
+		condition.Reason, condition.Message = s.real.reason, s.real.err.Error()
+	case s.real != nil && s.real.status != nil:
+		condition.Reason = infrav1.JoiningReason
+		condition.Message = fmt.Sprintf("The kubelet of real node %s is joining the cluster", s.machine.Name)
 	case s.machine == nil:
 		condition.Reason = infrav1.WaitingForMachineReason
 		condition.Message = "Waiting for a CAPI Machine to own this LocalMachine"
@@ -117,9 +138,63 @@ func waitingForControlPlane(s *scope) (reason, message string) {
 		return infrav1.WaitingForControlPlaneReason, "Waiting for the Cluster's control plane to be initialized"
 	case s.notConnected:
 		return infrav1.WaitingForControlPlaneReason, "Waiting for the connection to the workload cluster"
+	case s.localMachine.Spec.Node == infrav1.RealNode:
+		return infrav1.WaitingForNodeReason, "Waiting for the real node to start"
 	default:
 		return infrav1.WaitingForNodeReason, "Waiting for the simulated Node to be created"
 	}
+}
+
+// reporter is who reports the Node of lm Ready.
+func reporter(lm *infrav1.LocalMachine) string {
+	if lm.Spec.Node == infrav1.RealNode {
+		return "kubelet"
+	}
+	return "kwok"
+}
+
+// setProcessesRunningCondition sets ProcessesRunning of a real node from its processes: True
+// when each runs; False while one waits to be started again (CrashLoopBackOff once it failed
+// process.CrashLoopFailures times in a row, with the end of its log), or when the node could not
+// be set up.
+func setProcessesRunningCondition(s *scope) {
+	lm := s.localMachine
+	condition := metav1.Condition{Type: infrav1.ProcessesRunningCondition, Status: metav1.ConditionFalse}
+	switch {
+	case !lm.DeletionTimestamp.IsZero():
+		condition.Reason, condition.Message = infrav1.DeletingReason, "Deleting the real node"
+	case s.real == nil:
+		condition.Reason, condition.Message = waitingForControlPlane(s)
+	case s.real.status == nil && s.real.err != nil:
+		condition.Reason, condition.Message = s.real.reason, s.real.err.Error()
+	case s.real.status == nil:
+		condition.Reason, condition.Message = waitingForControlPlane(s)
+	default:
+		condition.Status, condition.Reason, condition.Message = processesRunning(s.real.status.Processes)
+	}
+	conditions.Set(lm, condition)
+}
+
+// processesRunning summarises the processes of a real node as a condition.
+func processesRunning(processes []realnode.ProcessStatus) (metav1.ConditionStatus, string, string) {
+	var names []string
+	for _, p := range processes {
+		names = append(names, p.Name)
+		switch {
+		case p.CrashLooping():
+			next := "started again"
+			if p.PID == 0 {
+				next = "next start at " + p.NextStart.UTC().Format(time.RFC3339)
+			}
+			return metav1.ConditionFalse, infrav1.CrashLoopBackOffReason, fmt.Sprintf(
+				"%s exited %d times in a row within %s of its start; %s. The end of its log:\n%s",
+				p.Name, p.Failures, process.StableAfter, next, p.LogTail)
+		case p.PID == 0:
+			return metav1.ConditionFalse, infrav1.RestartingReason, fmt.Sprintf("%s exited and is started again at %s",
+				p.Name, p.NextStart.UTC().Format(time.RFC3339))
+		}
+	}
+	return metav1.ConditionTrue, infrav1.ProcessesRunningReason, strings.Join(names, ", ") + " run"
 }
 
 // nodeName is the name of the simulated Node, observed or recorded.

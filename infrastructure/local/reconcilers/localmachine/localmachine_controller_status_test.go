@@ -3,6 +3,7 @@ package localmachine
 import (
 	"errors"
 	"testing"
+	"time"
 
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
@@ -13,6 +14,7 @@ import (
 	"sigs.k8s.io/cluster-api/util/conditions"
 
 	infrav1 "github.com/flotilla-dev/flotilla/api/infrastructure/v1alpha1"
+	"github.com/flotilla-dev/flotilla/pkg/realnode"
 )
 
 func TestSetStatus(t *testing.T) {
@@ -155,4 +157,84 @@ func TestSetStatusReportsTheNodeAndItsAddresses(t *testing.T) {
 func TestProviderID(t *testing.T) {
 	g := NewWithT(t)
 	g.Expect(ProviderID(testMachine(nil))).To(Equal("local://team-a/work-md-0-abcde"))
+}
+
+func TestSetStatusOfARealNode(t *testing.T) {
+	initialized := &clusterv1.Cluster{Status: clusterv1.ClusterStatus{
+		Initialization: clusterv1.ClusterInitializationStatus{ControlPlaneInitialized: ptr.To(true)},
+	}}
+	machine := testMachine(nil)
+	running := []realnode.ProcessStatus{{Name: "containerd", PID: 10}, {Name: "kubelet", PID: 11}, {Name: "kube-proxy", PID: 12}}
+	next := time.Date(2026, 11, 25, 8, 0, 0, 0, time.UTC)
+	type want struct {
+		ready, processes           metav1.ConditionStatus
+		readyReason, processReason string
+		message                    string
+	}
+	tests := []struct {
+		name  string
+		facts *realNodeFacts
+		node  *corev1.Node
+		want  want
+	}{
+		{
+			name:  "a missing runc names the Debian package in both conditions",
+			facts: &realNodeFacts{reason: infrav1.PrerequisiteMissingReason, err: errors.New("runc is not installed: install Debian's runc package")},
+			want: want{ready: metav1.ConditionFalse, readyReason: infrav1.PrerequisiteMissingReason,
+				processes: metav1.ConditionFalse, processReason: infrav1.PrerequisiteMissingReason, message: "install Debian's runc package"},
+		},
+		{
+			name:  "running processes whose kubelet has not registered are joining",
+			facts: &realNodeFacts{status: &realnode.Status{Processes: running[:2]}},
+			want: want{ready: metav1.ConditionFalse, readyReason: infrav1.JoiningReason,
+				processes: metav1.ConditionTrue, processReason: infrav1.ProcessesRunningReason, message: "containerd, kubelet run"},
+		},
+		{
+			name:  "a registered Node makes the machine provisioned",
+			facts: &realNodeFacts{status: &realnode.Status{Processes: running, Bootstrapped: true}},
+			node:  &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: machine.Name}},
+			want: want{ready: metav1.ConditionTrue, readyReason: infrav1.ProvisionedReason,
+				processes: metav1.ConditionTrue, processReason: infrav1.ProcessesRunningReason, message: "containerd, kubelet, kube-proxy run"},
+		},
+		{
+			name: "a process waiting out its back-off is restarting",
+			facts: &realNodeFacts{status: &realnode.Status{Processes: []realnode.ProcessStatus{
+				{Name: "containerd", PID: 10}, {Name: "kubelet", Failures: 1, Restarts: 1, NextStart: next}}}},
+			want: want{ready: metav1.ConditionFalse, readyReason: infrav1.JoiningReason,
+				processes: metav1.ConditionFalse, processReason: infrav1.RestartingReason, message: "kubelet exited and is started again at 2026-11-25T08:00:00Z"},
+		},
+		{
+			name: "a crash looping process says so with the end of its log",
+			facts: &realNodeFacts{status: &realnode.Status{Processes: []realnode.ProcessStatus{
+				{Name: "containerd", PID: 10}, {Name: "kubelet", Failures: 3, Restarts: 3, NextStart: next, LogTail: "invalid configuration"}}}},
+			want: want{ready: metav1.ConditionFalse, readyReason: infrav1.JoiningReason,
+				processes: metav1.ConditionFalse, processReason: infrav1.CrashLoopBackOffReason,
+				message: "kubelet exited 3 times in a row within 30s of its start; next start at 2026-11-25T08:00:00Z. The end of its log:\ninvalid configuration"},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			g := NewWithT(t)
+			lm := &infrav1.LocalMachine{Spec: infrav1.LocalMachineSpec{Node: infrav1.RealNode}}
+			s := &scope{localMachine: lm, machine: machine, cluster: initialized, real: tt.facts, node: tt.node}
+
+			setStatus(s)
+
+			ready := conditions.Get(lm, infrav1.ReadyCondition)
+			g.Expect(ready.Status).To(Equal(tt.want.ready))
+			g.Expect(ready.Reason).To(Equal(tt.want.readyReason))
+			processes := conditions.Get(lm, infrav1.ProcessesRunningCondition)
+			g.Expect(processes).NotTo(BeNil())
+			g.Expect(processes.Status).To(Equal(tt.want.processes))
+			g.Expect(processes.Reason).To(Equal(tt.want.processReason))
+			g.Expect(processes.Message).To(ContainSubstring(tt.want.message))
+		})
+	}
+}
+
+func TestASimulatedNodeHasNoProcessesCondition(t *testing.T) {
+	g := NewWithT(t)
+	lm := &infrav1.LocalMachine{}
+	setStatus(&scope{localMachine: lm})
+	g.Expect(conditions.Get(lm, infrav1.ProcessesRunningCondition)).To(BeNil())
 }

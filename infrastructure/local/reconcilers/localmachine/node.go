@@ -43,27 +43,11 @@ func capacity(spec corev1.ResourceList) corev1.ResourceList {
 
 // desiredNode returns the Node that plays machine in its workload cluster.
 func desiredNode(machine *clusterv1.Machine, localMachine *infrav1.LocalMachine) *corev1.Node {
-	labels := map[string]string{
-		infrav1.SimulatedNodeLabel: "true",
-		corev1.LabelHostname:       machine.Name,
-		corev1.LabelOSStable:       "linux",
-		corev1.LabelArchStable:     "amd64", // what kwok reports in nodeInfo.architecture
-	}
-	if util.IsControlPlaneMachine(machine) {
-		labels[controlPlaneRoleLabel] = ""
-	} else {
-		labels[workerRoleLabel] = ""
-	}
-	for key, value := range machine.Labels {
-		for _, prefix := range syncedLabelPrefixes {
-			if strings.HasPrefix(key, prefix) {
-				labels[key] = value
-			}
-		}
-	}
-	for key, value := range localMachine.Spec.NodeLabels {
-		labels[key] = value
-	}
+	labels := nodeLabels(machine, localMachine)
+	labels[infrav1.SimulatedNodeLabel] = "true"
+	labels[corev1.LabelHostname] = machine.Name
+	labels[corev1.LabelOSStable] = "linux"
+	labels[corev1.LabelArchStable] = "amd64" // what kwok reports in nodeInfo.architecture
 
 	resources := capacity(localMachine.Spec.Capacity)
 	return &corev1.Node{
@@ -90,6 +74,57 @@ func desiredNode(machine *clusterv1.Machine, localMachine *infrav1.LocalMachine)
 			NodeInfo: corev1.NodeSystemInfo{KubeletVersion: machine.Spec.Version},
 		},
 	}
+}
+
+// desiredRealNode returns the labels and annotations the Node of a real node gets from the
+// provider: kubelet registers the Node itself, with its status, and sets the labels it may set
+// (realNodeKubeletLabels); the rest are patched on once it is there.
+func desiredRealNode(machine *clusterv1.Machine, localMachine *infrav1.LocalMachine) *corev1.Node {
+	labels := nodeLabels(machine, localMachine)
+	labels[infrav1.SimulatedNodeLabel] = "false"
+	return &corev1.Node{ObjectMeta: metav1.ObjectMeta{
+		Name:        machine.Name,
+		Labels:      labels,
+		Annotations: map[string]string{infrav1.MachineNameAnnotation: localMachine.Namespace + "/" + localMachine.Name},
+	}}
+}
+
+// realNodeKubeletLabels are the labels of desired that kubelet sets when it registers (with
+// NodeRestriction, a kubelet may not set labels of the kubernetes.io and k8s.io domains but a
+// few of its own), so that the Node is never without them, the simulated label first.
+func realNodeKubeletLabels(desired *corev1.Node) map[string]string {
+	out := map[string]string{}
+	for key, value := range desired.Labels {
+		domain, _, ok := strings.Cut(key, "/")
+		if ok && (domain == "kubernetes.io" || strings.HasSuffix(domain, ".kubernetes.io") || domain == "k8s.io" || strings.HasSuffix(domain, ".k8s.io")) {
+			continue
+		}
+		out[key] = value
+	}
+	return out
+}
+
+// nodeLabels returns the labels both kinds of Nodes get: the node role (worker, or
+// control-plane for a control plane Machine), the Machine labels CAPI keeps in sync, and the
+// worker node group's labels.
+func nodeLabels(machine *clusterv1.Machine, localMachine *infrav1.LocalMachine) map[string]string {
+	labels := map[string]string{}
+	if util.IsControlPlaneMachine(machine) {
+		labels[controlPlaneRoleLabel] = ""
+	} else {
+		labels[workerRoleLabel] = ""
+	}
+	for key, value := range machine.Labels {
+		for _, prefix := range syncedLabelPrefixes {
+			if strings.HasPrefix(key, prefix) {
+				labels[key] = value
+			}
+		}
+	}
+	for key, value := range localMachine.Spec.NodeLabels {
+		labels[key] = value
+	}
+	return labels
 }
 
 // missingMetadata returns the labels and annotations of desired that node lacks or holds with

@@ -219,3 +219,25 @@ func TestNodeReadyChangedDropsHeartbeats(t *testing.T) {
 	g.Expect(p.Create(event.CreateEvent{Object: ready})).To(BeTrue())
 	g.Expect(p.Delete(event.DeleteEvent{Object: ready})).To(BeTrue())
 }
+
+func TestDesiredRealNodeLeavesKubeletItsLabelsAndSetsTheRest(t *testing.T) {
+	g := NewWithT(t)
+	machine := testMachine(map[string]string{"node-role.kubernetes.io/web": "", "app": "not synced"})
+	lm := &infrav1.LocalMachine{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "team-a", Name: "work-real-xyz"},
+		Spec:       infrav1.LocalMachineSpec{Node: infrav1.RealNode, NodeLabels: map[string]string{"example.com/tier": "web", "topology.kubernetes.io/zone": "here"}},
+	}
+	desired := desiredRealNode(machine, lm)
+	g.Expect(desired.Labels).To(Equal(map[string]string{
+		infrav1.SimulatedNodeLabel:       "false",
+		"node-role.kubernetes.io/worker": "",
+		"node-role.kubernetes.io/web":    "",
+		"example.com/tier":               "web",
+		"topology.kubernetes.io/zone":    "here",
+	}))
+	g.Expect(desired.Annotations).To(Equal(map[string]string{infrav1.MachineNameAnnotation: "team-a/work-real-xyz"}), "no kwok annotation: kubelet plays this Node")
+	g.Expect(realNodeKubeletLabels(desired)).To(Equal(map[string]string{
+		infrav1.SimulatedNodeLabel: "false",
+		"example.com/tier":         "web",
+	}), "kubelet may not set labels of the kubernetes.io and k8s.io domains; the reconciler does")
+}

@@ -1,0 +1,108 @@
+package process
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"runtime"
+
+	"golang.org/x/sys/unix"
+)
+
+// startIn starts cmd in spec's namespaces and cgroup (Spec.NetNS, Spec.MountNS, Spec.Cgroup).
+//
+// Namespaces belong to threads: a thread of this program (InThread) enters them and forks the
+// process, which inherits them. Joining a mount namespace needs a thread that shares no file system attributes
+// (root, working directory) with the others, hence unshare(CLONE_FS) first. The cgroup is
+// entered at the fork itself (clone3 with CLONE_INTO_CGROUP, cgroup v2), so that nothing the
+// process starts can escape it.
+func startIn(cmd *exec.Cmd, spec Spec) error {
+	if spec.Cgroup != "" {
+		dir, err := os.Open(spec.Cgroup)
+		if err != nil {
+			return fmt.Errorf("opening cgroup %s: %w", spec.Cgroup, err)
+		}
+		defer func() { _ = dir.Close() }()
+		cmd.SysProcAttr.UseCgroupFD = true
+		cmd.SysProcAttr.CgroupFD = int(dir.Fd())
+	}
+	if spec.NetNS == "" && spec.MountNS == "" {
+		return cmd.Start()
+	}
+	var files []*os.File
+	defer func() {
+		for _, f := range files {
+			_ = f.Close()
+		}
+	}()
+	open := func(path string) (*os.File, error) {
+		if path == "" {
+			return nil, nil
+		}
+		f, err := os.Open(path)
+		if err != nil {
+			return nil, fmt.Errorf("opening namespace %s: %w", path, err)
+		}
+		files = append(files, f)
+		return f, nil
+	}
+	mnt, err := open(spec.MountNS)
+	if err != nil {
+		return err
+	}
+	net, err := open(spec.NetNS)
+	if err != nil {
+		return err
+	}
+	return InThread(func() error {
+		if mnt != nil {
+			if err := unix.Unshare(unix.CLONE_FS); err != nil {
+				return fmt.Errorf("unsharing file system attributes: %w", err)
+			}
+			if err := unix.Setns(int(mnt.Fd()), unix.CLONE_NEWNS); err != nil {
+				return fmt.Errorf("entering mount namespace %s: %w", spec.MountNS, err)
+			}
+		}
+		if net != nil {
+			if err := unix.Setns(int(net.Fd()), unix.CLONE_NEWNET); err != nil {
+				return fmt.Errorf("entering network namespace %s: %w", spec.NetNS, err)
+			}
+		}
+		return cmd.Start()
+	})
+}
+
+// InThread runs fn on an OS thread of its own, which the Go runtime discards when fn returns:
+// fn may move the thread into other namespaces (setns, unshare), and the programs it starts
+// inherit them. The thread is never the main thread, whose namespaces /proc/self shows.
+func InThread(fn func() error) error {
+	done := make(chan error, 1)
+	go func() {
+		runtime.LockOSThread()
+		if unix.Gettid() == unix.Getpid() {
+			// The main thread: hold it while another goroutine gets a thread of its own.
+			done <- InThread(fn)
+			runtime.UnlockOSThread()
+			return
+		}
+		// Never unlocked: the runtime ends the thread with this goroutine.
+		done <- fn()
+	}()
+	return <-done
+}
+
+// ErrNoCgroup2 is returned by Cgroup2Root when no cgroup v2 hierarchy is mounted.
+var ErrNoCgroup2 = errors.New("no cgroup v2 hierarchy is mounted")
+
+// Cgroup2Root returns where the cgroup v2 hierarchy is mounted: /sys/fs/cgroup on a unified
+// host, /sys/fs/cgroup/unified on a hybrid one.
+func Cgroup2Root() (string, error) {
+	for _, dir := range []string{"/sys/fs/cgroup", "/sys/fs/cgroup/unified"} {
+		var st unix.Statfs_t
+		if err := unix.Statfs(dir, &st); err == nil && st.Type == unix.CGROUP2_SUPER_MAGIC {
+			return dir, nil
+		}
+	}
+	return "", ErrNoCgroup2
+}

@@ -1,0 +1,239 @@
+package realnode_test
+
+import (
+	"context"
+	"net"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	. "github.com/onsi/gomega"
+	"github.com/vishvananda/netlink"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/tools/clientcmd"
+	ctrlclient "sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/flotilla-dev/flotilla/pkg/binaries"
+	"github.com/flotilla-dev/flotilla/pkg/controlplane"
+	"github.com/flotilla-dev/flotilla/pkg/nodenet"
+	"github.com/flotilla-dev/flotilla/pkg/ociimage"
+	"github.com/flotilla-dev/flotilla/pkg/ociregistry"
+	"github.com/flotilla-dev/flotilla/pkg/process"
+	"github.com/flotilla-dev/flotilla/pkg/realnode"
+)
+
+// builtNode returns the binaries of the newest supported version with the node programs, or
+// skips the test, saying how to get them.
+func builtNode(t *testing.T) binaries.Set {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		t.Skip("real nodes make namespaces, cgroups and networks: run the tests as root")
+	}
+	if err := realnode.Prerequisites(); err != nil {
+		t.Skipf("%v", err)
+	}
+	set, err := binaries.Find("", binaries.Supported[0])
+	if err == nil {
+		err = set.Check(append(append([]string(nil), binaries.NodeNames...), binaries.ImageNames...)...)
+	}
+	if err != nil {
+		t.Skipf("the node programs are not built (make node-binaries): %v", err)
+	}
+	return set
+}
+
+// mirror serves an image registry on loopback with Flotilla's images, and returns its address.
+func mirror(t *testing.T, set binaries.Set) string {
+	t.Helper()
+	g := NewWithT(t)
+	handler, err := ociregistry.NewHandler(ociregistry.Options{Dir: t.TempDir()})
+	g.Expect(err).NotTo(HaveOccurred())
+	srv := httptest.NewServer(handler)
+	t.Cleanup(srv.Close)
+	addr := strings.TrimPrefix(srv.URL, "http://")
+	for _, img := range ociimage.Flotilla {
+		image, err := ociimage.Build(img, set.Path(img.Program), "")
+		g.Expect(err).NotTo(HaveOccurred())
+		ref, err := ociimage.MirrorReference(addr, img.Name)
+		g.Expect(err).NotTo(HaveOccurred())
+		g.Expect(ociimage.Push(context.Background(), ref, image)).To(Succeed())
+	}
+	return addr
+}
+
+func apply(g Gomega, c ctrlclient.Client, obj ctrlclient.Object) {
+	u, err := runtime.DefaultUnstructuredConverter.ToUnstructured(obj)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(c.Apply(context.Background(), ctrlclient.ApplyConfigurationFromUnstructured(&unstructured.Unstructured{Object: u}),
+		ctrlclient.FieldOwner("test"), ctrlclient.ForceOwnership)).To(Succeed())
+}
+
+// TestARealNodeJoinsRunsPodsSurvivesKillsAndLeavesNothing runs one real node against a control
+// plane readied for it, all on this machine: the node joins with a bootstrap token, becomes
+// Ready, runs a Pod from images of the mirror, reaches its API server through the kubernetes
+// Service, keeps its Pod when kubelet and containerd are killed and started again, and leaves
+// no process, namespace, interface, mount or cgroup behind when it is deleted.
+func TestARealNodeJoinsRunsPodsSurvivesKillsAndLeavesNothing(t *testing.T) {
+	set := builtNode(t)
+	g := NewWithT(t)
+	ctx := context.Background()
+	registry := mirror(t, set)
+	_, mirrorPort, _ := net.SplitHostPort(registry)
+	port, _ := strconv.Atoi(mirrorPort)
+
+	clusterDir := filepath.Join(t.TempDir(), "clusters", "rn")
+	cfg := controlplane.Config{
+		Name: "rn", Dir: clusterDir, Binaries: set, ControllerManager: true, Scheduler: true, UnsafeNoFsync: true,
+		RealNodes: &controlplane.RealNodes{PodCIDR: "192.168.0.0/16", Mirror: registry},
+	}
+	cp, err := controlplane.Ensure(ctx, cfg)
+	g.Expect(err).NotTo(HaveOccurred())
+	t.Cleanup(func() {
+		if err := controlplane.Delete(context.Background(), clusterDir); err != nil {
+			t.Error(err)
+		}
+	})
+	g.Expect(controlplane.WaitReady(ctx, cfg)).To(Succeed())
+	kubeconfig, err := controlplane.AdminKubeconfig(cfg)
+	g.Expect(err).NotTo(HaveOccurred())
+	rest, err := clientcmd.RESTConfigFromKubeConfig(kubeconfig)
+	g.Expect(err).NotTo(HaveOccurred())
+	c, err := ctrlclient.New(rest, ctrlclient.Options{Scheme: clientgoscheme.Scheme})
+	g.Expect(err).NotTo(HaveOccurred())
+
+	dns, err := realnode.DNSServiceIP("10.96.0.0/12")
+	g.Expect(err).NotTo(HaveOccurred())
+	for _, obj := range realnode.ClusterObjects(dns) {
+		apply(g, c, obj)
+	}
+	token := realnode.NewBootstrapToken()
+	secret, err := realnode.BootstrapTokenSecret(token, "n1", time.Now().Add(time.Hour))
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(c.Create(ctx, secret)).To(Succeed())
+	ca, err := os.ReadFile(filepath.Join(clusterDir, "pki", "ca.crt"))
+	g.Expect(err).NotTo(HaveOccurred())
+
+	nodeDir := filepath.Join(realnode.NodesDir(clusterDir), "n1")
+	node := realnode.Config{
+		Name: "n1", Dir: nodeDir, Binaries: set, Network: cp.NodeNetwork, APIServerPort: cp.Port, MirrorPort: uint16(port), //nolint:gosec // a port
+		CACert: ca, BootstrapToken: token, ProviderID: "local://test/n1", Labels: map[string]string{realnode.SimulatedLabel: "false"},
+		PodCIDR: "192.168.0.0/16", ClusterDNS: dns.String(),
+	}
+	t.Cleanup(func() { _ = realnode.Delete(context.Background(), nodeDir) })
+	t.Cleanup(func() { // runs first: the logs before they go
+		if t.Failed() {
+			sup := process.Supervisor{RunDir: filepath.Join(nodeDir, "run"), LogDir: filepath.Join(nodeDir, "logs")}
+			for _, name := range []string{binaries.Containerd, binaries.Kubelet, binaries.KubeProxy} {
+				t.Logf("the end of %s's log:\n%s", name, sup.LogTail(name, 30))
+			}
+		}
+	})
+	start := time.Now()
+	var status *realnode.Status
+	g.Eventually(func(g Gomega) {
+		status, err = realnode.Ensure(ctx, node)
+		g.Expect(err).NotTo(HaveOccurred())
+		n := &corev1.Node{}
+		g.Expect(c.Get(ctx, ctrlclient.ObjectKey{Name: "n1"}, n)).To(Succeed())
+		g.Expect(nodeReady(n)).To(BeTrue())
+		g.Expect(status.Processes).To(HaveLen(3), "kube-proxy runs once kubelet has joined")
+	}, 60*time.Second, 500*time.Millisecond).Should(Succeed())
+	t.Logf("node Ready %s after its first Ensure", time.Since(start).Round(100*time.Millisecond))
+	g.Expect(realnode.BootstrapToken(nodeDir)).To(BeEmpty(), "the bootstrap token is forgotten once kubelet has its certificate")
+
+	// A Pod that asks its API server for its version through the kubernetes Service, with its
+	// ServiceAccount's credentials, and then serves.
+	g.Expect(c.Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "default", Namespace: "default"}})).To(Or(Succeed(), MatchError(ContainSubstring("already exists"))))
+	pod := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: "hello", Namespace: "default"},
+		Spec: corev1.PodSpec{
+			NodeSelector: map[string]string{realnode.SimulatedLabel: "false"},
+			InitContainers: []corev1.Container{{
+				Name: "ask", Image: ociimage.HelloFlotilla.Name,
+				Command: []string{"/hello-flotilla", "get", "--in-cluster", "https://kubernetes.default.svc/readyz"},
+			}},
+			Containers: []corev1.Container{{Name: "web", Image: ociimage.HelloFlotilla.Name}},
+		},
+	}
+	g.Expect(c.Create(ctx, pod)).To(Succeed())
+	var containerID string
+	g.Eventually(func(g Gomega) {
+		g.Expect(c.Get(ctx, ctrlclient.ObjectKeyFromObject(pod), pod)).To(Succeed())
+		g.Expect(pod.Status.Phase).To(Equal(corev1.PodRunning), "%+v", pod.Status)
+		g.Expect(pod.Status.InitContainerStatuses).To(HaveLen(1))
+		g.Expect(pod.Status.InitContainerStatuses[0].State.Terminated).NotTo(BeNil())
+		g.Expect(pod.Status.InitContainerStatuses[0].State.Terminated.ExitCode).To(BeZero(), "the Pod reached its API server through the kubernetes Service")
+		g.Expect(pod.Status.ContainerStatuses[0].Ready).To(BeTrue())
+		containerID = pod.Status.ContainerStatuses[0].ContainerID
+	}, 60*time.Second, 500*time.Millisecond).Should(Succeed())
+	g.Expect(pod.Status.PodIP).To(HavePrefix("192.168."))
+
+	// Kill kubelet and containerd: the next Ensure starts them again, and the Pod keeps its
+	// container (the shim kept it running) and comes back Ready.
+	sup := process.Supervisor{RunDir: filepath.Join(nodeDir, "run"), LogDir: filepath.Join(nodeDir, "logs")}
+	for _, name := range []string{binaries.Kubelet, binaries.Containerd} {
+		pid, running := sup.Running(name)
+		g.Expect(running).To(BeTrue())
+		g.Expect(syscall.Kill(pid, syscall.SIGKILL)).To(Succeed())
+		g.Eventually(func() bool { _, running := sup.Running(name); return running }, 5*time.Second, 50*time.Millisecond).Should(BeFalse())
+	}
+	// They had run for less than StableAfter: each waits out a short back-off, as the
+	// LocalMachine reconciler's next looks would see.
+	g.Eventually(func(g Gomega) {
+		status, err = realnode.Ensure(ctx, node)
+		g.Expect(err).NotTo(HaveOccurred())
+		restarts := map[string]int{}
+		for _, p := range status.Processes {
+			g.Expect(p.PID).NotTo(BeZero(), "%s runs", p.Name)
+			restarts[p.Name] = p.Restarts
+		}
+		g.Expect(restarts).To(Equal(map[string]int{binaries.Containerd: 1, binaries.Kubelet: 1, binaries.KubeProxy: 0}))
+	}, 30*time.Second, 250*time.Millisecond).Should(Succeed())
+	g.Eventually(func(g Gomega) {
+		n := &corev1.Node{}
+		g.Expect(c.Get(ctx, ctrlclient.ObjectKey{Name: "n1"}, n)).To(Succeed())
+		g.Expect(nodeReady(n)).To(BeTrue())
+		g.Expect(c.Get(ctx, ctrlclient.ObjectKeyFromObject(pod), pod)).To(Succeed())
+		g.Expect(pod.Status.ContainerStatuses[0].Ready).To(BeTrue())
+	}, 60*time.Second, 500*time.Millisecond).Should(Succeed())
+	g.Expect(pod.Status.ContainerStatuses[0].ContainerID).To(Equal(containerID), "the Pod kept its container")
+	g.Expect(pod.Status.ContainerStatuses[0].RestartCount).To(BeZero())
+
+	memory, err := realnode.Memory(nodeDir)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(memory).To(HaveKey("kubelet"))
+	g.Expect(memory).To(HaveKey("containerd"))
+	t.Logf("memory of the node's processes: %v", memory)
+
+	// Deleting the node leaves nothing of it on the host.
+	g.Expect(realnode.Delete(ctx, nodeDir)).To(Succeed())
+	g.Expect(nodeDir).NotTo(BeADirectory())
+	g.Expect(filepath.Join("/run/netns", "flotilla-"+nodenet.NodeID(nodeDir))).NotTo(BeAnExistingFile())
+	_, err = netlink.LinkByName("flv-" + nodenet.NodeID(nodeDir))
+	g.Expect(err).To(HaveOccurred(), "the host end of the node's veth pair is gone")
+	mounts, err := os.ReadFile("/proc/self/mountinfo")
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(string(mounts)).NotTo(ContainSubstring(nodenet.NodeID(nodeDir)), "no mount of the node is left")
+	cgroups, err := filepath.Glob("/sys/fs/cgroup/*/flotilla/" + nodenet.NodeID(nodeDir))
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(cgroups).To(BeEmpty(), "no cgroup of the node is left")
+	g.Expect(realnode.Delete(ctx, nodeDir)).To(Succeed(), "deleting again is not an error")
+}
+
+func nodeReady(n *corev1.Node) bool {
+	for _, c := range n.Status.Conditions {
+		if c.Type == corev1.NodeReady {
+			return c.Status == corev1.ConditionTrue
+		}
+	}
+	return false
+}

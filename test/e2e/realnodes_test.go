@@ -1,0 +1,438 @@
+package e2e
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	. "github.com/onsi/gomega"
+	"github.com/vishvananda/netlink"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+	"k8s.io/client-go/tools/portforward"
+	"k8s.io/client-go/tools/remotecommand"
+	"k8s.io/client-go/transport/spdy"
+	"k8s.io/utils/ptr"
+	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
+	"sigs.k8s.io/cluster-api/util/conditions"
+	ctrlclient "sigs.k8s.io/controller-runtime/pkg/client"
+
+	infrav1 "github.com/flotilla-dev/flotilla/api/infrastructure/v1alpha1"
+	packagesv1 "github.com/flotilla-dev/flotilla/api/packages/v1alpha1"
+	"github.com/flotilla-dev/flotilla/cli/client"
+	"github.com/flotilla-dev/flotilla/cli/spec"
+	"github.com/flotilla-dev/flotilla/pkg/binaries"
+	"github.com/flotilla-dev/flotilla/pkg/controlplane"
+	"github.com/flotilla-dev/flotilla/pkg/nodenet"
+	"github.com/flotilla-dev/flotilla/pkg/process"
+	"github.com/flotilla-dev/flotilla/pkg/realnode"
+	"github.com/flotilla-dev/flotilla/pkg/registryconn"
+)
+
+// testRealNodes is issue 13 tried as a new user would after `make quickstart`: a workload cluster
+// with one simulated and one real node, Flotilla's images built into a registry of this machine,
+// hello-flotilla installed on the real node; its log, a port-forward, an exec and cluster DNS
+// work; a killed kubelet and containerd come back with the Pod; deleting its Machine drains the Node with evictions and a new real node takes its Pod;
+// deleting the cluster leaves nothing of the nodes on the host.
+func testRealNodes(t *testing.T, f *fleet) {
+	if os.Geteuid() != 0 {
+		t.Skip("real nodes make namespaces, cgroups and networks: run the e2e suite as root")
+	}
+	if err := realnode.Prerequisites(); err != nil {
+		t.Fatalf("%v (make test installs them)", err)
+	}
+	g := NewWithT(t)
+	ctx := t.Context()
+	out := t.TempDir()
+	var progress bytes.Buffer
+	c := newClient(t, f.home, &progress)
+	newest, err := binaries.Find("", binaries.Supported[0])
+	if err == nil {
+		err = newest.Check(append(append([]string(nil), binaries.NodeNames...), binaries.ImageNames...)...)
+	}
+	g.Expect(err).NotTo(HaveOccurred(), "make test builds the node programs (make node-binaries)")
+
+	// The registry, the images real nodes pull, and the catalog, before the cluster exists.
+	addr := freeAddress(t)
+	_, err = c.EnsureRegistry(ctx, client.RegistryOptions{Listen: addr})
+	g.Expect(err).NotTo(HaveOccurred())
+	t.Cleanup(func() { _ = c.StopRegistry(context.Background()) })
+	_, err = c.BuildImages(ctx, client.BuildImagesOptions{Registry: addr, Connection: registryconn.Config{PlainHTTP: true}})
+	g.Expect(err).NotTo(HaveOccurred())
+	published, err := c.Publish(ctx, client.PublishOptions{Registry: addr, Connection: registryconn.Config{PlainHTTP: true}})
+	g.Expect(err).NotTo(HaveOccurred())
+	publicKey, err := os.ReadFile(published.PublicKey)
+	g.Expect(err).NotTo(HaveOccurred())
+
+	const workload = "real"
+	generated, err := spec.Generate(spec.GenerateOptions{Name: workload, Provider: spec.ProviderLocal, Workers: 1, RealWorkers: 1})
+	g.Expect(err).NotTo(HaveOccurred())
+	// The generated spec names the quickstart's registry address; this run's registry listens elsewhere.
+	mirrored := bytes.Replace(generated, []byte("imageMirror: "+infrav1.DefaultImageMirror), []byte("imageMirror: "+addr), 1)
+	g.Expect(mirrored).NotTo(Equal(generated))
+	file := filepath.Join(out, workload+".yaml")
+	g.Expect(os.WriteFile(file, mirrored, 0o600)).To(Succeed())
+
+	start := time.Now()
+	g.Expect(c.CreateWorkloadCluster(ctx, client.CreateWorkloadClusterOptions{File: file, Kubeconfig: f.kubeconfig, OutDir: out})).To(Succeed(), progress.String())
+	deleted := false
+	clusterDir := controlplane.ClusterDir(f.home, workload)
+	t.Cleanup(func() {
+		if t.Failed() {
+			logNodeProcesses(t, clusterDir)
+		}
+		if !deleted {
+			_ = c.DeleteWorkloadCluster(context.Background(), client.DeleteWorkloadClusterOptions{Name: workload, Namespace: "default", Kubeconfig: f.kubeconfig, OutDir: out})
+		}
+	})
+	t.Logf("workload cluster %s with a real node Ready in %s", workload, time.Since(start).Round(time.Millisecond))
+	kubeconfig := client.UserKubeconfigPath(out, workload)
+	rc, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
+	g.Expect(err).NotTo(HaveOccurred())
+	cs, err := kubernetes.NewForConfig(rc)
+	g.Expect(err).NotTo(HaveOccurred())
+
+	realNode := realNodeOf(ctx, g, f.admin, workload)
+	node, err := cs.CoreV1().Nodes().Get(ctx, realNode.Name, metaGet)
+	g.Expect(err).NotTo(HaveOccurred())
+	t.Logf("real node %s Ready %s after its Machine was created", node.Name, readySince(node, realNode.CreationTimestamp.Time))
+
+	_, err = c.InstallPackageController(ctx, f.kubeconfig, client.PackageControllerOptions{
+		Cluster: workload, Registry: addr, Repository: published.Repository, PublicKey: publicKey, PlainHTTP: ptr.To(true),
+	})
+	g.Expect(err).NotTo(HaveOccurred())
+	start = time.Now()
+	_, err = c.InstallPackage(ctx, f.kubeconfig, client.InstallPackageOptions{
+		Cluster: workload, Package: "hello-flotilla", Set: []string{`nodeSelector.flotilla\.dev/simulated=false`},
+	})
+	g.Expect(err).NotTo(HaveOccurred())
+	var pod *corev1.Pod
+	g.Eventually(func(g Gomega) {
+		pod = helloPod(ctx, g, cs, "")
+		g.Expect(pod.Spec.NodeName).To(Equal(realNode.Name))
+		g.Expect(podReady(pod)).To(BeTrue(), "%+v", pod.Status)
+	}, 3*time.Minute, 200*time.Millisecond).Should(Succeed())
+	t.Logf("hello-flotilla installed and answering its readiness probe on the real node in %s", time.Since(start).Round(time.Millisecond))
+
+	t.Run("kubectl logs shows the server's log", func(t *testing.T) {
+		g := NewWithT(t)
+		g.Eventually(func(g Gomega) {
+			logs, err := cs.CoreV1().Pods(pod.Namespace).GetLogs(pod.Name, &corev1.PodLogOptions{}).DoRaw(ctx)
+			g.Expect(err).NotTo(HaveOccurred())
+			g.Expect(string(logs)).To(ContainSubstring("hello-flotilla serving /srv/www on :8080"))
+			g.Expect(string(logs)).To(ContainSubstring("GET / 200"), "the readiness probes are logged")
+		}, 30*time.Second, time.Second).Should(Succeed())
+	})
+
+	t.Run("port-forward answers HTTP", func(t *testing.T) {
+		g := NewWithT(t)
+		body := portForwardGet(ctx, g, rc, pod)
+		g.Expect(body).To(ContainSubstring("hello"))
+	})
+
+	t.Run("exec runs in the container, and the Pod resolves kubernetes.default through CoreDNS", func(t *testing.T) {
+		g := NewWithT(t)
+		kubernetesService, err := cs.CoreV1().Services("default").Get(ctx, "kubernetes", metaGet)
+		g.Expect(err).NotTo(HaveOccurred())
+		stdout, stderr, err := execIn(ctx, rc, cs, pod, "/hello-flotilla", "lookup", "kubernetes.default")
+		g.Expect(err).NotTo(HaveOccurred(), stderr)
+		g.Expect(stdout).To(ContainSubstring(kubernetesService.Spec.ClusterIP))
+		_, _, err = execIn(ctx, rc, cs, pod, "/hello-flotilla", "lookup", "example.com")
+		g.Expect(err).To(HaveOccurred(), "CoreDNS answers cluster names only: nothing leaves the machine")
+	})
+
+	t.Run("a killed kubelet and containerd are started again by the manager, and the Pod keeps its container", func(t *testing.T) {
+		g := NewWithT(t)
+		nodeDir := filepath.Join(realnode.NodesDir(clusterDir), realNode.Name)
+		sup := process.Supervisor{RunDir: filepath.Join(nodeDir, "run"), LogDir: filepath.Join(nodeDir, "logs")}
+		containerID := pod.Status.ContainerStatuses[0].ContainerID
+		killed := map[string]int{}
+		for _, name := range []string{binaries.Kubelet, binaries.Containerd} {
+			pid, running := sup.Running(name)
+			g.Expect(running).To(BeTrue(), name)
+			g.Expect(syscall.Kill(pid, syscall.SIGKILL)).To(Succeed())
+			killed[name] = pid
+		}
+		start := time.Now()
+		g.Eventually(func(g Gomega) {
+			for name, old := range killed {
+				pid, running := sup.Running(name)
+				g.Expect(running).To(BeTrue(), "%s runs again", name)
+				g.Expect(pid).NotTo(Equal(old))
+			}
+			n, err := cs.CoreV1().Nodes().Get(ctx, realNode.Name, metaGet)
+			g.Expect(err).NotTo(HaveOccurred())
+			g.Expect(nodeReady(n)).To(BeTrue())
+			got, err := cs.CoreV1().Pods(pod.Namespace).Get(ctx, pod.Name, metaGet)
+			g.Expect(err).NotTo(HaveOccurred())
+			g.Expect(podReady(got)).To(BeTrue())
+			g.Expect(got.Status.ContainerStatuses[0].ContainerID).To(Equal(containerID), "the shim kept the container running")
+			lm := &infrav1.LocalMachine{}
+			g.Expect(f.admin.Get(ctx, ctrlclient.ObjectKey{Namespace: "default", Name: realNode.Spec.InfrastructureRef.Name}, lm)).To(Succeed())
+			g.Expect(conditions.IsTrue(lm, infrav1.ProcessesRunningCondition)).To(BeTrue())
+		}, time.Minute, 500*time.Millisecond).Should(Succeed())
+		t.Logf("kubelet and containerd run again and the node is Ready %s after they were killed", time.Since(start).Round(time.Millisecond))
+	})
+
+	t.Run("deleting the real Machine drains its Node with evictions, and a new real node takes the Pod", func(t *testing.T) {
+		g := NewWithT(t)
+		// A finalizer of this test keeps the evicted Pod visible, with the condition eviction sets.
+		const hold = "e2e.flotilla.dev/hold"
+		pod.Finalizers = append(pod.Finalizers, hold)
+		pod, err = cs.CoreV1().Pods(pod.Namespace).Update(ctx, pod, metaUpdate)
+		g.Expect(err).NotTo(HaveOccurred())
+		g.Expect(f.admin.Delete(ctx, realNode)).To(Succeed())
+		g.Eventually(func(g Gomega) {
+			got, err := cs.CoreV1().Pods(pod.Namespace).Get(ctx, pod.Name, metaGet)
+			g.Expect(err).NotTo(HaveOccurred())
+			g.Expect(got.DeletionTimestamp).NotTo(BeNil())
+			g.Expect(disruption(got)).To(Equal("EvictionByEvictionAPI"))
+		}, 2*time.Minute, 200*time.Millisecond).Should(Succeed())
+		g.Eventually(func() error {
+			got, err := cs.CoreV1().Pods(pod.Namespace).Get(ctx, pod.Name, metaGet)
+			if apierrors.IsNotFound(err) {
+				return nil
+			}
+			if err != nil {
+				return err
+			}
+			got.Finalizers = nil
+			_, err = cs.CoreV1().Pods(pod.Namespace).Update(ctx, got, metaUpdate)
+			return err
+		}, 30*time.Second, time.Second).Should(Succeed())
+
+		start := time.Now()
+		g.Eventually(func(g Gomega) {
+			replacement := realNodeOf(ctx, g, f.admin, workload)
+			g.Expect(replacement.Name).NotTo(Equal(realNode.Name))
+			moved := helloPod(ctx, g, cs, pod.Name)
+			g.Expect(moved.Spec.NodeName).To(Equal(replacement.Name))
+			g.Expect(podReady(moved)).To(BeTrue())
+			pod = moved
+		}, 3*time.Minute, time.Second).Should(Succeed())
+		t.Logf("the Pod runs on the replacement real node %s %s after the drain", pod.Spec.NodeName, time.Since(start).Round(time.Millisecond))
+		g.Expect(hostTraces(clusterDir, realNode.Name)).To(BeEmpty(), "the deleted node left nothing on the host")
+	})
+
+	t.Run("deleting the cluster leaves no process, namespace, mount, interface, iptables rule or cgroup", func(t *testing.T) {
+		g := NewWithT(t)
+		g.Expect(hostTraces(clusterDir, pod.Spec.NodeName)).NotTo(BeEmpty(), "a running node is seen")
+		g.Expect(c.DeleteWorkloadCluster(ctx, client.DeleteWorkloadClusterOptions{Name: workload, Namespace: "default", Kubeconfig: f.kubeconfig, OutDir: out})).To(Succeed())
+		deleted = true
+		g.Expect(hostTraces(clusterDir, pod.Spec.NodeName)).To(BeEmpty())
+		g.Expect(clusterTraces(clusterDir)).To(BeEmpty())
+	})
+}
+
+var (
+	metaGet    = metav1.GetOptions{}
+	metaUpdate = metav1.UpdateOptions{}
+)
+
+// realNodeOf returns the Machine of the cluster's real node (the Node has its name); there is
+// one that is not being deleted.
+func realNodeOf(ctx context.Context, g Gomega, admin ctrlclient.Client, cluster string) *clusterv1.Machine {
+	machines := &infrav1.LocalMachineList{}
+	g.Expect(admin.List(ctx, machines, ctrlclient.InNamespace("default"), ctrlclient.MatchingLabels{clusterv1.ClusterNameLabel: cluster})).To(Succeed())
+	var real []*clusterv1.Machine
+	for _, m := range machines.Items {
+		if m.Spec.Node != infrav1.RealNode || !m.DeletionTimestamp.IsZero() {
+			continue
+		}
+		for _, owner := range m.OwnerReferences {
+			if owner.Kind == "Machine" {
+				machine := &clusterv1.Machine{}
+				g.Expect(admin.Get(ctx, ctrlclient.ObjectKey{Namespace: m.Namespace, Name: owner.Name}, machine)).To(Succeed())
+				real = append(real, machine)
+			}
+		}
+	}
+	g.Expect(real).To(HaveLen(1))
+	return real[0]
+}
+
+// helloPod returns hello-flotilla's Pod, other than the one named not.
+func helloPod(ctx context.Context, g Gomega, cs kubernetes.Interface, not string) *corev1.Pod {
+	pods, err := cs.CoreV1().Pods(packagesv1.DefaultTargetNamespace).List(ctx, metav1.ListOptions{LabelSelector: "app.kubernetes.io/name=hello-flotilla"})
+	g.Expect(err).NotTo(HaveOccurred())
+	var found []*corev1.Pod
+	for i, p := range pods.Items {
+		if p.Name != not && p.DeletionTimestamp == nil {
+			found = append(found, &pods.Items[i])
+		}
+	}
+	g.Expect(found).To(HaveLen(1))
+	return found[0]
+}
+
+func nodeReady(n *corev1.Node) bool {
+	for _, c := range n.Status.Conditions {
+		if c.Type == corev1.NodeReady {
+			return c.Status == corev1.ConditionTrue
+		}
+	}
+	return false
+}
+
+func podReady(p *corev1.Pod) bool {
+	for _, c := range p.Status.Conditions {
+		if c.Type == corev1.PodReady {
+			return c.Status == corev1.ConditionTrue
+		}
+	}
+	return false
+}
+
+// disruption is the reason of the Pod's DisruptionTarget condition.
+func disruption(p *corev1.Pod) string {
+	for _, c := range p.Status.Conditions {
+		if c.Type == corev1.DisruptionTarget && c.Status == corev1.ConditionTrue {
+			return c.Reason
+		}
+	}
+	return ""
+}
+
+// readySince says how long after since the Node became Ready (to the second, as the API keeps it).
+func readySince(n *corev1.Node, since time.Time) string {
+	for _, c := range n.Status.Conditions {
+		if c.Type == corev1.NodeReady && c.Status == corev1.ConditionTrue {
+			return c.LastTransitionTime.Sub(since).String()
+		}
+	}
+	return "(not Ready)"
+}
+
+// portForwardGet forwards a local port to the Pod's port 8080, as `kubectl port-forward` does to
+// the Service's target port, and returns the body of GET /.
+func portForwardGet(ctx context.Context, g Gomega, rc *rest.Config, pod *corev1.Pod) string {
+	transport, upgrader, err := spdy.RoundTripperFor(rc)
+	g.Expect(err).NotTo(HaveOccurred())
+	url := kubernetes.NewForConfigOrDie(rc).CoreV1().RESTClient().Post().
+		Resource("pods").Namespace(pod.Namespace).Name(pod.Name).SubResource("portforward").URL()
+	dialer := spdy.NewDialer(upgrader, &http.Client{Transport: transport}, http.MethodPost, url)
+	stop, ready := make(chan struct{}), make(chan struct{})
+	defer close(stop)
+	var logs bytes.Buffer
+	fw, err := portforward.NewOnAddresses(dialer, []string{"127.0.0.1"}, []string{"0:8080"}, stop, ready, &logs, &logs)
+	g.Expect(err).NotTo(HaveOccurred())
+	errs := make(chan error, 1)
+	go func() { errs <- fw.ForwardPorts() }()
+	select {
+	case <-ready:
+	case err := <-errs:
+		g.Expect(err).NotTo(HaveOccurred(), logs.String())
+	case <-time.After(30 * time.Second):
+		g.Expect("port-forward").To(Equal("ready within 30s"), logs.String())
+	}
+	ports, err := fw.GetPorts()
+	g.Expect(err).NotTo(HaveOccurred())
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, fmt.Sprintf("http://127.0.0.1:%d/", ports[0].Local), nil)
+	g.Expect(err).NotTo(HaveOccurred())
+	resp, err := http.DefaultClient.Do(req)
+	g.Expect(err).NotTo(HaveOccurred(), logs.String())
+	defer func() { _ = resp.Body.Close() }()
+	g.Expect(resp.StatusCode).To(Equal(http.StatusOK))
+	body, err := io.ReadAll(resp.Body)
+	g.Expect(err).NotTo(HaveOccurred())
+	return string(body)
+}
+
+// execIn runs command in the Pod's first container, as `kubectl exec` does.
+func execIn(ctx context.Context, rc *rest.Config, cs kubernetes.Interface, pod *corev1.Pod, command ...string) (string, string, error) {
+	req := cs.CoreV1().RESTClient().Post().Resource("pods").Namespace(pod.Namespace).Name(pod.Name).SubResource("exec").
+		VersionedParams(&corev1.PodExecOptions{Container: pod.Spec.Containers[0].Name, Command: command, Stdout: true, Stderr: true}, clientgoscheme.ParameterCodec)
+	executor, err := remotecommand.NewSPDYExecutor(rc, http.MethodPost, req.URL())
+	if err != nil {
+		return "", "", err
+	}
+	var stdout, stderr bytes.Buffer
+	err = executor.StreamWithContext(ctx, remotecommand.StreamOptions{Stdout: &stdout, Stderr: &stderr})
+	return stdout.String(), stderr.String(), err
+}
+
+// hostTraces lists what the real node name of the cluster in clusterDir has on this host: its
+// processes (which run with its directory in their command line or in its cgroups), network
+// namespace, mounts, veth, cgroups and iptables rules.
+func hostTraces(clusterDir, name string) []string {
+	nodeDir := filepath.Join(realnode.NodesDir(clusterDir), name)
+	id := nodenet.NodeID(nodeDir)
+	var traces []string
+	procs, _ := filepath.Glob("/proc/[0-9]*/cmdline")
+	for _, p := range procs {
+		cmdline, err := os.ReadFile(p) //nolint:gosec // /proc
+		if err == nil && bytes.Contains(cmdline, []byte(nodeDir)) {
+			traces = append(traces, "process "+p+": "+strings.ReplaceAll(string(cmdline), "\x00", " "))
+		}
+	}
+	if _, err := os.Stat(filepath.Join("/run/netns", "flotilla-"+id)); err == nil {
+		traces = append(traces, "network namespace flotilla-"+id)
+	}
+	if mounts, err := os.ReadFile("/proc/self/mountinfo"); err == nil {
+		for _, line := range strings.Split(string(mounts), "\n") {
+			if strings.Contains(line, id) || strings.Contains(line, nodeDir) {
+				traces = append(traces, "mount "+line)
+			}
+		}
+	}
+	if _, err := netlink.LinkByName("flv-" + id); err == nil {
+		traces = append(traces, "veth flv-"+id)
+	}
+	for _, pattern := range []string{"/sys/fs/cgroup/flotilla/" + id, "/sys/fs/cgroup/*/flotilla/" + id} {
+		dirs, _ := filepath.Glob(pattern)
+		for _, d := range dirs {
+			traces = append(traces, "cgroup "+d)
+		}
+	}
+	return traces
+}
+
+// clusterTraces lists what the cluster in clusterDir has on this host besides its nodes: its
+// bridge and its iptables rules.
+func clusterTraces(clusterDir string) []string {
+	id := nodenet.ClusterID(clusterDir)
+	var traces []string
+	if _, err := netlink.LinkByName("flb-" + id); err == nil {
+		traces = append(traces, "bridge flb-"+id)
+	}
+	rules, err := exec.Command("iptables-save").Output()
+	if err != nil {
+		return append(traces, "iptables-save: "+err.Error())
+	}
+	for _, line := range strings.Split(string(rules), "\n") {
+		if strings.Contains(line, strings.ToUpper(id)) || strings.Contains(line, "flb-"+id) {
+			traces = append(traces, "iptables "+line)
+		}
+	}
+	return traces
+}
+
+// logNodeProcesses logs the end of the logs of every real node of the cluster in clusterDir.
+func logNodeProcesses(t *testing.T, clusterDir string) {
+	nodes, _ := os.ReadDir(realnode.NodesDir(clusterDir))
+	for _, n := range nodes {
+		if !n.IsDir() {
+			continue
+		}
+		logs := filepath.Join(realnode.NodesDir(clusterDir), n.Name(), "logs")
+		for _, name := range []string{binaries.Containerd, binaries.Kubelet, binaries.KubeProxy} {
+			data, _ := os.ReadFile(filepath.Join(logs, name+".log")) //nolint:gosec // the test's own files
+			lines := strings.Split(strings.TrimSpace(string(data)), "\n")
+			t.Logf("the end of %s's log on %s:\n%s", name, n.Name(), strings.Join(lines[max(0, len(lines)-30):], "\n"))
+		}
+	}
+}
