@@ -45,7 +45,7 @@ func TestAMirrorServesEveryBundleAndChartWithTheOriginalUnreachable(t *testing.T
 
 	g.Expect(mgmt.Client.Create(ctx, &corev1.Secret{
 		ObjectMeta: metav1.ObjectMeta{Name: "mirror-credentials", Namespace: packagesv1.PackagesNamespace},
-		Data: map[string][]byte{"username": []byte(mirror.Username), "password": []byte(mirror.Password), "ca.crt": mirror.CAPEM},
+		Data:       map[string][]byte{"username": []byte(mirror.Username), "password": []byte(mirror.Password), "ca.crt": mirror.CAPEM},
 	})).To(Succeed())
 	pbc := &packagesv1.PackageBundleController{
 		ObjectMeta: metav1.ObjectMeta{Name: "w-mirror", Namespace: packagesv1.PackagesNamespace},

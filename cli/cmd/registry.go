@@ -63,12 +63,17 @@ func (f *registryRemote) add(cmd *cobra.Command) {
 	fs := cmd.Flags()
 	fs.StringVar(&f.Registry, "registry", client.DefaultRegistryAddress, "the registry's host[:port]")
 	fs.StringVar(&f.Repository, "repository", client.DefaultRegistryRepository, "repository in the registry: charts go to <repository>/<chart>, bundles to <repository>:<bundle>")
+	f.addConnection(fs)
+	AddOutputFlag(cmd, &f.Output, OutputJSON, OutputYAML)
+}
+
+// addConnection registers the flags that say how to reach the registry, but not which one.
+func (f *registryRemote) addConnection(fs *pflag.FlagSet) {
 	fs.StringVar(&f.CAFile, "ca-file", "", "PEM certificate authorities to trust for the registry's TLS certificate, besides the system's")
 	fs.BoolVar(&f.InsecureSkipTLSVerify, "insecure-skip-tls-verify", false, "do not verify the registry's TLS certificate")
 	fs.BoolVar(&f.plainHTTP, "plain-http", false, "speak plain HTTP to the registry (default: true for loopback registries such as 127.0.0.1:5001 unless --ca-file or --insecure-skip-tls-verify is given, false otherwise)")
 	fs.StringVar(&f.Username, "username", "", "registry username (default: the credentials 'helm registry login', then 'docker login' stored)")
 	fs.StringVar(&f.Password, "password", "", "registry password or token (or env FLOTILLA_REGISTRY_PASSWORD)")
-	AddOutputFlag(cmd, &f.Output, OutputJSON, OutputYAML)
 }
 
 // complete takes --plain-http only when it is given and the password from the environment when

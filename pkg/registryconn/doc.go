@@ -19,7 +19,4 @@
 // it returns the mirror's host, the repository below its prefix and the mirror's own
 // connection, so the original registry is never reached and its credentials never go to the
 // mirror. SplitRegistry checks a mirror's "host[:port][/prefix]".
-//
-// Config.Handler answers requests in the process instead of the network, for a registry
-// Flotilla serves to itself (the export of the embedded catalog).
 package registryconn

@@ -1,7 +1,6 @@
 package registryconn
 
 import (
-	"net/http"
 	"testing"
 
 	. "github.com/onsi/gomega"
@@ -49,20 +48,4 @@ func TestSplitRegistryAcceptsAHostWithAnOptionalPath(t *testing.T) {
 			g.Expect([]string{host, prefix}).To(Equal([]string{tt.host, tt.prefix}))
 		})
 	}
-}
-
-func TestAHandlerAnswersInProcessUnderTheSameSchemePolicy(t *testing.T) {
-	g := NewWithT(t)
-	var hosts []string
-	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		hosts = append(hosts, r.Host+r.RequestURI)
-		w.WriteHeader(http.StatusTeapot)
-	})
-	resp, err := get(Config{PlainHTTP: true, Handler: h}, "https://registry.invalid:5001/v2/")
-	g.Expect(err).NotTo(HaveOccurred())
-	g.Expect(resp.StatusCode).To(Equal(http.StatusTeapot))
-	g.Expect(hosts).To(Equal([]string{"registry.invalid:5001/v2/"}), "answered without a connection to the (unresolvable) host")
-
-	_, err = get(Config{Handler: h}, "http://registry.invalid:5001/v2/")
-	g.Expect(err).To(MatchError(ContainSubstring("refusing plain HTTP")))
 }

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"net/http/httptest"
 
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 
@@ -28,10 +27,6 @@ type Config struct {
 	// Mirror, when set, is where every pull of this registry's repositories goes instead
 	// (Route), with the mirror's own connection: the original registry is never reached.
 	Mirror *Mirror
-	// Handler, when set, answers every request of Transport in this process instead of the
-	// network: a registry Flotilla serves to itself (the export of the embedded catalog
-	// publishes into one).
-	Handler http.Handler
 }
 
 // ErrNoCACertificate is TLSConfig's error when CAData holds no PEM certificate.
@@ -68,31 +63,10 @@ func (c Config) Transport() (http.RoundTripper, error) {
 	}
 	t := base.Clone()
 	t.TLSClientConfig = tlsConfig
-	var next http.RoundTripper = t
-	if c.Handler != nil {
-		next = inProcess{c.Handler}
-	}
 	if c.PlainHTTP {
-		return plainHTTP{next}, nil
+		return plainHTTP{t}, nil
 	}
-	return httpsOnly{next}, nil
-}
-
-// inProcess answers requests with a handler, as a server would.
-type inProcess struct{ h http.Handler }
-
-func (p inProcess) RoundTrip(req *http.Request) (*http.Response, error) {
-	in := req.Clone(req.Context())
-	in.RequestURI = req.URL.RequestURI()
-	in.RemoteAddr = "in-process"
-	if in.Body == nil {
-		in.Body = http.NoBody
-	}
-	rec := httptest.NewRecorder()
-	p.h.ServeHTTP(rec, in)
-	resp := rec.Result()
-	resp.Request = req
-	return resp, nil
+	return httpsOnly{t}, nil
 }
 
 // httpsOnly refuses http:// requests.
