@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	. "github.com/onsi/gomega"
@@ -18,6 +19,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
+	"k8s.io/client-go/discovery"
 	ctrlclient "sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 
@@ -27,18 +29,19 @@ import (
 	"github.com/flotilla-dev/flotilla/internal/charttest"
 )
 
-// installCAAPHCRDs installs CAAPH's two kinds, as schemaless CRDs: the import reads them as
-// unstructured objects.
+// installCAAPHCRDs installs CAAPH's two kinds with their short names, as schemaless CRDs: the
+// import reads them as unstructured objects.
 func installCAAPHCRDs(g Gomega) {
 	ctx := context.Background()
 	for _, kind := range []string{"HelmChartProxy", "HelmReleaseProxy"} {
 		plural := map[string]string{"HelmChartProxy": "helmchartproxies", "HelmReleaseProxy": "helmreleaseproxies"}[kind]
+		short := map[string]string{"HelmChartProxy": "hcp", "HelmReleaseProxy": "hrp"}[kind]
 		preserve := true
 		crd := &apiextensionsv1.CustomResourceDefinition{
 			ObjectMeta: metav1.ObjectMeta{Name: plural + ".addons.cluster.x-k8s.io"},
 			Spec: apiextensionsv1.CustomResourceDefinitionSpec{
 				Group: "addons.cluster.x-k8s.io", Scope: apiextensionsv1.NamespaceScoped,
-				Names: apiextensionsv1.CustomResourceDefinitionNames{Kind: kind, ListKind: kind + "List", Plural: plural},
+				Names: apiextensionsv1.CustomResourceDefinitionNames{Kind: kind, ListKind: kind + "List", Plural: plural, ShortNames: []string{short}},
 				Versions: []apiextensionsv1.CustomResourceDefinitionVersion{{Name: "v1alpha1", Served: true, Storage: true,
 					Schema: &apiextensionsv1.CustomResourceValidation{OpenAPIV3Schema: &apiextensionsv1.JSONSchemaProps{
 						Type: "object", XPreserveUnknownFields: &preserve}}}},
@@ -129,4 +132,29 @@ spec: {clusterRef: {name: w1}, releaseName: hello-1700000000, namespace: `+relea
 	imported, err = cli.ImportFromCAAPH(ctx, mgmtKubeconfig, ns, false)
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(imported[0].Action).To(Equal("exists"), "importing again leaves the Flotilla proxy alone")
+}
+
+// With CAAPH's CRDs installed next to Flotilla's, each short name kubectl expands (from the API
+// server's discovery) names one resource: hcp and hrp CAAPH's, fhcp and fhrp Flotilla's.
+func TestFlotillasShortNamesDoNotClashWithCAAPHs(t *testing.T) {
+	g := NewWithT(t)
+	installCAAPHCRDs(g)
+	dc, err := discovery.NewDiscoveryClientForConfig(env.Config)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Eventually(func(g Gomega) {
+		lists, err := dc.ServerPreferredResources()
+		g.Expect(err).NotTo(HaveOccurred())
+		owners := map[string][]string{}
+		for _, l := range lists {
+			for _, r := range l.APIResources {
+				for _, short := range r.ShortNames {
+					owners[short] = append(owners[short], r.Name+"."+strings.Split(l.GroupVersion, "/")[0])
+				}
+			}
+		}
+		g.Expect(owners).To(HaveKeyWithValue("hcp", []string{"helmchartproxies.addons.cluster.x-k8s.io"}))
+		g.Expect(owners).To(HaveKeyWithValue("hrp", []string{"helmreleaseproxies.addons.cluster.x-k8s.io"}))
+		g.Expect(owners).To(HaveKeyWithValue("fhcp", []string{"helmchartproxies.addons.flotilla.dev"}))
+		g.Expect(owners).To(HaveKeyWithValue("fhrp", []string{"helmreleaseproxies.addons.flotilla.dev"}))
+	}, timeout, interval).Should(Succeed())
 }
