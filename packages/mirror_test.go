@@ -31,9 +31,10 @@ func TestAMirrorServesEveryBundleAndChartWithTheOriginalUnreachable(t *testing.T
 	// The mirror holds the original's repositories at the same paths below its prefix.
 	c := helloChart("mirrored", "0.1.0")
 	digest := mirror.Push(t, mirror.Host+"/"+prefix+"/charts", c.Chart)
-	name, err := bundle.Name("1.36", 1)
+	// A build of its own: bundle names are shared by every source.
+	name, err := bundle.Name("1.36", 75)
 	g.Expect(err).NotTo(HaveOccurred())
-	signed, err := bundle.Sign(bundle.Bundle{Name: name, KubernetesMinor: "1.36", Build: 1, Packages: []bundle.Package{{
+	signed, err := bundle.Sign(bundle.Bundle{Name: name, KubernetesMinor: "1.36", Build: 75, Packages: []bundle.Package{{
 		Name:     "mirrored",
 		Source:   bundle.Source{Registry: original, Repository: "charts/mirrored"},
 		Versions: []bundle.Version{{Version: "0.1.0", Digest: digest, Schema: c.Files["values.schema.json"]}},

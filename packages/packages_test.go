@@ -354,6 +354,10 @@ func TestABundleEditedInTheAPIServerIsInvalidUntilTheRegistryRestoresIt(t *testi
 		return b.Status.State
 	}
 	g.Eventually(stateOf, timeout, interval).Should(Equal(packagesv1.BundleValid))
+	// The bundle is active before it is edited (the PBC makes it so once it is valid).
+	g.Eventually(func(g Gomega) {
+		g.Expect(pbcOf(g, "w-edit").Spec.ActiveBundle).To(Equal(name))
+	}, timeout, interval).Should(Succeed())
 
 	b := &packagesv1.PackageBundle{}
 	g.Expect(mgmt.Client.Get(ctx, key, b)).To(Succeed())
