@@ -30,8 +30,7 @@ into a registry the management cluster reaches, which then serves as its registr
 
 // PackagesExportOptions are the options of `flotilla packages export`.
 type PackagesExportOptions struct {
-	genericiooptions.IOStreams
-	global *GlobalOptions
+	clientOptions
 
 	remote             registryRemote
 	KubernetesVersions []string
@@ -40,7 +39,7 @@ type PackagesExportOptions struct {
 
 // NewPackagesExportCmd returns `flotilla packages export`.
 func NewPackagesExportCmd(streams genericiooptions.IOStreams, global *GlobalOptions) *cobra.Command {
-	o := &PackagesExportOptions{IOStreams: streams, global: global}
+	o := &PackagesExportOptions{clientOptions: newClientOptions(streams, global, streams.ErrOut)}
 	cmd := &cobra.Command{
 		Use:   "export",
 		Short: "Write the newest signed bundle and every chart it names into one archive",
@@ -51,15 +50,7 @@ file holding an OCI image layout. Each artifact keeps the repository path and ta
 		Example: `  # The catalog of the embedded registry (flotilla registry start; flotilla registry publish)
   flotilla packages export --kubernetes-version 1.36 -o flotilla-packages.tar`,
 		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			if err := o.remote.complete(cmd, o.global, o.ErrOut, &o.Path); err != nil {
-				return err
-			}
-			if o.Path == "" {
-				return errors.New("-o: name the archive file to write, such as -o flotilla-packages.tar")
-			}
-			return o.Run(cmd.Context())
-		},
+		RunE: RunE(o),
 	}
 	fs := cmd.Flags()
 	fs.StringVar(&o.remote.Registry, "registry", client.DefaultRegistryAddress, "the bundles' registry host[:port]")
@@ -70,6 +61,23 @@ file holding an OCI image layout. Each artifact keeps the repository path and ta
 	return cmd
 }
 
+// Complete completes the connection flags, makes the archive's path absolute and builds the
+// client.
+func (o *PackagesExportOptions) Complete(cmd *cobra.Command, args []string) error {
+	if err := o.remote.complete(cmd, &o.Path); err != nil {
+		return err
+	}
+	return o.clientOptions.Complete(cmd, args)
+}
+
+// Validate checks that -o names the archive.
+func (o *PackagesExportOptions) Validate() error {
+	if o.Path == "" {
+		return errors.New("-o: name the archive file to write, such as -o flotilla-packages.tar")
+	}
+	return nil
+}
+
 // Run exports.
 func (o *PackagesExportOptions) Run(ctx context.Context) error {
 	conn, err := client.RegistryConnection(ctx, o.remote.RegistryConnectionOptions)
@@ -77,7 +85,7 @@ func (o *PackagesExportOptions) Run(ctx context.Context) error {
 		return err
 	}
 	start := time.Now()
-	res, err := o.remote.client.ExportPackages(ctx, client.ExportPackagesOptions{
+	res, err := o.client.ExportPackages(ctx, client.ExportPackagesOptions{
 		Registry:           o.remote.Registry,
 		Repository:         o.remote.Repository,
 		KubernetesVersions: o.KubernetesVersions,
@@ -96,8 +104,7 @@ func (o *PackagesExportOptions) Run(ctx context.Context) error {
 
 // PackagesImportOptions are the options of `flotilla packages import`.
 type PackagesImportOptions struct {
-	genericiooptions.IOStreams
-	global *GlobalOptions
+	clientOptions
 
 	remote registryRemote
 	Path   string
@@ -105,7 +112,7 @@ type PackagesImportOptions struct {
 
 // NewPackagesImportCmd returns `flotilla packages import`.
 func NewPackagesImportCmd(streams genericiooptions.IOStreams, global *GlobalOptions) *cobra.Command {
-	o := &PackagesImportOptions{IOStreams: streams, global: global}
+	o := &PackagesImportOptions{clientOptions: newClientOptions(streams, global, streams.ErrOut)}
 	cmd := &cobra.Command{
 		Use:   "import FILE --registry HOST[:PORT][/PREFIX]",
 		Short: "Push an archive of 'flotilla packages export' into a registry that serves as a mirror",
@@ -116,14 +123,8 @@ hold). Then make that registry the management cluster's mirror:
   kubectl -n flotilla-system create configmap registry-mirror --from-literal=registry=HOST[:PORT][/PREFIX]`,
 		Example: `  flotilla registry serve --listen 127.0.0.1:5002 --dir ./mirror &
   flotilla packages import flotilla-packages.tar --registry 127.0.0.1:5002`,
-		Args: cobra.ExactArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			o.Path = args[0]
-			if err := o.remote.complete(cmd, o.global, o.ErrOut, &o.Path); err != nil {
-				return err
-			}
-			return o.Run(cmd.Context())
-		},
+		Args: exactlyOneArg("the archive file"),
+		RunE: RunE(o),
 	}
 	fs := cmd.Flags()
 	fs.StringVar(&o.remote.Registry, "registry", "", "the mirror: host[:port] with an optional path prefix, such as 127.0.0.1:5002 or mirror.example.com/flotilla")
@@ -132,12 +133,27 @@ hold). Then make that registry the management cluster's mirror:
 	return cmd
 }
 
-// Run imports.
-func (o *PackagesImportOptions) Run(ctx context.Context) error {
-	host, _, err := registryconn.SplitRegistry(o.remote.Registry)
-	if err != nil {
+// Complete takes the archive from the arguments, completes the connection flags, makes the
+// paths absolute and builds the client.
+func (o *PackagesImportOptions) Complete(cmd *cobra.Command, args []string) error {
+	o.Path = args[0]
+	if err := o.remote.complete(cmd, &o.Path); err != nil {
+		return err
+	}
+	return o.clientOptions.Complete(cmd, args)
+}
+
+// Validate checks --registry.
+func (o *PackagesImportOptions) Validate() error {
+	if _, _, err := registryconn.SplitRegistry(o.remote.Registry); err != nil {
 		return fmt.Errorf("--registry: %w", err)
 	}
+	return nil
+}
+
+// Run imports.
+func (o *PackagesImportOptions) Run(ctx context.Context) error {
+	host, _, _ := registryconn.SplitRegistry(o.remote.Registry) // checked by Validate
 	connOpts := o.remote.RegistryConnectionOptions
 	connOpts.Registry = host
 	conn, err := client.RegistryConnection(ctx, connOpts)
@@ -145,7 +161,7 @@ func (o *PackagesImportOptions) Run(ctx context.Context) error {
 		return err
 	}
 	start := time.Now()
-	res, err := o.remote.client.ImportPackages(ctx, archive.ImportOptions{Path: o.Path, Registry: o.remote.Registry, Connection: conn})
+	res, err := o.client.ImportPackages(ctx, archive.ImportOptions{Path: o.Path, Registry: o.remote.Registry, Connection: conn})
 	if err != nil {
 		return err
 	}

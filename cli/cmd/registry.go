@@ -1,7 +1,6 @@
 package cmd
 
 import (
-	"io"
 	"os"
 
 	"github.com/spf13/cobra"
@@ -47,15 +46,13 @@ func addRegistryServeFlags(fs *pflag.FlagSet, o *client.RegistryOptions) {
 	fs.IntVar(&o.MaxUploads, "max-uploads", 0, "most uploads in progress at once (default 32)")
 }
 
-// registryRemote is what publish and list share: the flags that say how to reach a registry, -o,
-// and the client.
+// registryRemote is what publish and list share: the flags that say how to reach a registry, and
+// -o (its Validate checks -o; RegistryConnection checks the rest).
 type registryRemote struct {
 	client.RegistryConnectionOptions
+	outputOptions
 	Repository string
-	Output     string
 	plainHTTP  bool
-
-	client *client.Client
 }
 
 // add registers the flags.
@@ -64,7 +61,7 @@ func (f *registryRemote) add(cmd *cobra.Command) {
 	fs.StringVar(&f.Registry, "registry", client.DefaultRegistryAddress, "the registry's host[:port]")
 	fs.StringVar(&f.Repository, "repository", client.DefaultRegistryRepository, "repository in the registry: charts go to <repository>/<chart>, bundles to <repository>:<bundle>")
 	f.addConnection(fs)
-	AddOutputFlag(cmd, &f.Output, OutputJSON, OutputYAML)
+	f.addFlag(cmd, OutputJSON, OutputYAML)
 }
 
 // addConnection registers the flags that say how to reach the registry, but not which one.
@@ -77,8 +74,8 @@ func (f *registryRemote) addConnection(fs *pflag.FlagSet) {
 }
 
 // complete takes --plain-http only when it is given and the password from the environment when
-// no flag gives it, makes the paths absolute, and builds the client.
-func (f *registryRemote) complete(cmd *cobra.Command, global *GlobalOptions, errOut io.Writer, paths ...*string) error {
+// no flag gives it, and makes the paths absolute.
+func (f *registryRemote) complete(cmd *cobra.Command, paths ...*string) error {
 	if cmd.Flags().Changed("plain-http") {
 		f.PlainHTTP = &f.plainHTTP
 	}
@@ -95,12 +92,5 @@ func (f *registryRemote) complete(cmd *cobra.Command, global *GlobalOptions, err
 		}
 		*p = abs
 	}
-	var err error
-	f.client, err = client.New(global.Home, global.BinDir, errOut)
-	return err
-}
-
-// validate checks -o; RegistryConnection checks the rest.
-func (f *registryRemote) validate() error {
-	return ValidateOutput(f.Output, OutputJSON, OutputYAML)
+	return nil
 }
