@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/google/go-containerregistry/pkg/v1/remote"
+
 	packagesv1 "github.com/flotilla-dev/flotilla/api/packages/v1alpha1"
 	"github.com/flotilla-dev/flotilla/packages/bundle"
 	"github.com/flotilla-dev/flotilla/packages/reconcilers/packagebundle"
@@ -19,26 +21,33 @@ type BundleSource struct{}
 var _ packagebundlecontroller.BundleSource = BundleSource{}
 
 func registryOf(src packagebundlecontroller.Source) registryconn.Config {
-	return registryconn.Config{Username: src.Username, Password: src.Password, CAData: src.CAData, PlainHTTP: src.PlainHTTP}
+	return registryconn.Config{Username: src.Username, Password: src.Password, CAData: src.CAData, PlainHTTP: src.PlainHTTP, Mirror: src.Mirror}
+}
+
+// route is where src's repository is read and how: the mirror's when src has one.
+func route(src packagebundlecontroller.Source) (registry, repository string, opts []remote.Option, err error) {
+	registry, repository, conn := registryOf(src).Route(src.Registry, src.Repository)
+	opts, err = bundle.RemoteOptions(conn)
+	return registry, repository, opts, err
 }
 
 // List returns the bundle names for kubernetesMinor in src, oldest first.
 func (BundleSource) List(ctx context.Context, src packagebundlecontroller.Source, kubernetesMinor string) ([]string, error) {
-	opts, err := bundle.RemoteOptions(registryOf(src))
+	registry, repository, opts, err := route(src)
 	if err != nil {
 		return nil, err
 	}
-	return bundle.List(ctx, src.Registry, src.Repository, kubernetesMinor, opts...)
+	return bundle.List(ctx, registry, repository, kubernetesMinor, opts...)
 }
 
 // Pull reads bundle name as a PackageBundle spec, signature included. A bundle whose content
 // names another bundle than its tag comes back without content and signature: it cannot verify.
 func (BundleSource) Pull(ctx context.Context, src packagebundlecontroller.Source, name string) (packagesv1.PackageBundleSpec, error) {
-	opts, err := bundle.RemoteOptions(registryOf(src))
+	registry, repository, opts, err := route(src)
 	if err != nil {
 		return packagesv1.PackageBundleSpec{}, err
 	}
-	signed, err := bundle.Pull(ctx, src.Registry+"/"+src.Repository+":"+name, opts...)
+	signed, err := bundle.Pull(ctx, registry+"/"+repository+":"+name, opts...)
 	if errors.Is(err, bundle.ErrNameMismatch) {
 		minor, build, _ := bundle.ParseName(name)
 		return packagesv1.PackageBundleSpec{KubernetesMinor: minor, Build: build}, nil

@@ -14,6 +14,7 @@ import (
 	addonsv1 "github.com/flotilla-dev/flotilla/api/addons/v1alpha1"
 	"github.com/flotilla-dev/flotilla/pkg/helm"
 	"github.com/flotilla-dev/flotilla/pkg/registryconn"
+	"github.com/flotilla-dev/flotilla/pkg/registrymirror"
 )
 
 // DefaultReleaseNamespace is the namespace of a release whose spec names none.
@@ -85,12 +86,10 @@ func Release(ctx context.Context, c ctrlclient.Reader, hrp *addonsv1.HelmRelease
 	}, hash, nil
 }
 
-// registry reads the repository's credentials and CA from the Secrets spec.registry names.
+// registry reads the repository's credentials and CA from the Secrets spec.registry names, and
+// the mirror the chart is pulled through (spec.registryMirror, else the management cluster's).
 func registry(ctx context.Context, c ctrlclient.Reader, hrp *addonsv1.HelmReleaseProxy) (registryconn.Config, error) {
-	spec := hrp.Spec.Registry
-	if spec == nil {
-		return registryconn.Config{}, nil
-	}
+	spec := ptr.Deref(hrp.Spec.Registry, addonsv1.RegistryOptions{})
 	reg := registryconn.Config{InsecureSkipTLSVerify: spec.InsecureSkipTLSVerify, PlainHTTP: spec.PlainHTTP}
 	if ref := spec.CredentialsSecretRef; ref != nil {
 		secret := &corev1.Secret{}
@@ -111,5 +110,28 @@ func registry(ctx context.Context, c ctrlclient.Reader, hrp *addonsv1.HelmReleas
 			return registryconn.Config{}, fmt.Errorf("registry CA Secret %s has no key ca.crt", ref.Name)
 		}
 	}
+	mirror, err := registrymirror.Of(ctx, c, mirrorSettings(hrp))
+	if err != nil {
+		return registryconn.Config{}, err
+	}
+	reg.Mirror = mirror
 	return reg, nil
+}
+
+// mirrorSettings is hrp's own registry mirror, nil when it names none (the management
+// cluster's applies then).
+func mirrorSettings(hrp *addonsv1.HelmReleaseProxy) *registrymirror.Settings {
+	m := hrp.Spec.RegistryMirror
+	if m == nil {
+		return nil
+	}
+	s := &registrymirror.Settings{Field: "spec.registryMirror", Registry: m.Registry, Namespace: hrp.Namespace,
+		PlainHTTP: m.PlainHTTP, InsecureSkipTLSVerify: m.InsecureSkipTLSVerify}
+	if m.CredentialsSecretRef != nil {
+		s.CredentialsSecret = m.CredentialsSecretRef.Name
+	}
+	if m.CASecretRef != nil {
+		s.CASecret = m.CASecretRef.Name
+	}
+	return s
 }

@@ -31,6 +31,8 @@ var targets = map[string]string{
 	"BenchmarkManagementCluster/resync-chart-pulls":                     "0",
 	"BenchmarkManagementCluster/resync-new-revisions":                   "0",
 	"BenchmarkUpgradeWorkloadCluster/upgrade-s":                         "≤ 90",
+	"BenchmarkPackagesArchive/export-s":                                 "≤ 30",
+	"BenchmarkPackagesArchive/import-s":                                 "≤ 30",
 	"BenchmarkPacket/packet-provision-s":                                "≤ 30",
 	"BenchmarkPacket/packet-ready-s":                                    "reported",
 	"BenchmarkPacket/metal-calls-per-machine":                           "reported",

@@ -11,8 +11,13 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"time"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+
+	flotillav1 "github.com/flotilla-dev/flotilla/api/cluster/v1alpha1"
 	"github.com/flotilla-dev/flotilla/pkg/atomicfile"
 	"github.com/flotilla-dev/flotilla/pkg/controlplane"
 	"github.com/flotilla-dev/flotilla/pkg/process"
@@ -84,13 +89,61 @@ func (c *Client) ensureManagerProcess(ctx context.Context, name string) (process
 			return process.Process{}, err
 		}
 	}
-	return sup.Ensure(ctx, c.managerSpec(name, ep))
+	proxy, err := c.managementProxy(ctx, name)
+	if err != nil {
+		return process.Process{}, err
+	}
+	return sup.Ensure(ctx, c.managerSpec(name, ep, proxy))
 }
 
-// managerSpec is the manager process of local cluster name serving on ep.
-func (c *Client) managerSpec(name string, ep managerEndpoints) process.Spec {
+// managementProxy is spec.proxy of the management Cluster name in local cluster name's own API
+// server: nil when it sets none, or when the API server holds no such Cluster (a bootstrap
+// cluster, before the move).
+func (c *Client) managementProxy(ctx context.Context, name string) (*flotillav1.ProxyConfiguration, error) {
+	kc, err := KubeClient(c.localKubeconfigPath(name))
+	if err != nil {
+		return nil, err
+	}
+	list := &flotillav1.ClusterList{}
+	if err := kc.List(ctx, list); err != nil {
+		if meta.IsNoMatchError(err) || apierrors.IsNotFound(err) {
+			return nil, nil
+		}
+		return nil, fmt.Errorf("reading the proxy settings of cluster %s: %w", name, err)
+	}
+	for _, cl := range list.Items {
+		if cl.Name == name && cl.Spec.Management {
+			return cl.Spec.Proxy, nil
+		}
+	}
+	return nil, nil
+}
+
+// proxyEnv is the environment that sends the HTTP requests of a process through proxy:
+// HTTP_PROXY, HTTPS_PROXY and NO_PROXY, as Go's http.ProxyFromEnvironment reads them, which every
+// HTTP client of the manager uses (registries, chart repositories, Git over HTTP, API servers).
+// Loopback is always reached directly.
+func proxyEnv(proxy *flotillav1.ProxyConfiguration) []string {
+	if proxy == nil {
+		return nil
+	}
+	var env []string
+	if proxy.HTTPProxy != "" {
+		env = append(env, "HTTP_PROXY="+proxy.HTTPProxy)
+	}
+	if proxy.HTTPSProxy != "" {
+		env = append(env, "HTTPS_PROXY="+proxy.HTTPSProxy)
+	}
+	noProxy := append([]string{"localhost", "127.0.0.1", "::1"}, proxy.NoProxy...)
+	return append(env, "NO_PROXY="+strings.Join(noProxy, ","))
+}
+
+// managerSpec is the manager process of local cluster name serving on ep, its HTTP requests
+// going through proxy when it is set.
+func (c *Client) managerSpec(name string, ep managerEndpoints, proxy *flotillav1.ProxyConfiguration) process.Spec {
 	return process.Spec{
 		Name: managerProcess,
+		Env:  proxyEnv(proxy),
 		Path: c.Executable,
 		Args: []string{
 			"manager",

@@ -13,7 +13,7 @@ import (
 // NewAddonsCmd returns `flotilla addons`, the group of commands that work on Helm addons.
 func NewAddonsCmd(streams genericiooptions.IOStreams, global *GlobalOptions) *cobra.Command {
 	cmd := newGroupCmd("addons", "Work with Helm addons (HelmChartProxies)")
-	cmd.AddCommand(NewAddonsDiffCmd(streams, global))
+	cmd.AddCommand(NewAddonsDiffCmd(streams, global), NewAddonsImportCmd(streams, global))
 	return cmd
 }
 

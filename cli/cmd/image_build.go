@@ -51,7 +51,7 @@ Building again gives the same digests, so nothing new is pushed.`,
   flotilla image build pause coredns -o json`,
 		RunE: RunE(o),
 	}
-	o.remote.addConnection(cmd)
+	o.remote.addRegistry(cmd)
 	return cmd
 }
 

@@ -55,22 +55,27 @@ type registryRemote struct {
 	plainHTTP  bool
 }
 
-// add registers the flags.
+// add registers the flags: --registry and --repository, how to reach the registry, and -o.
 func (f *registryRemote) add(cmd *cobra.Command) {
-	f.addConnection(cmd)
+	f.addRegistry(cmd)
 	cmd.Flags().StringVar(&f.Repository, "repository", client.DefaultRegistryRepository, "repository in the registry: charts go to <repository>/<chart>, bundles to <repository>:<bundle>")
 }
 
-// addConnection registers the flags that say how to reach the registry, and -o.
-func (f *registryRemote) addConnection(cmd *cobra.Command) {
+// addRegistry registers --registry, the flags that say how to reach it, and -o.
+func (f *registryRemote) addRegistry(cmd *cobra.Command) {
 	fs := cmd.Flags()
 	fs.StringVar(&f.Registry, "registry", client.DefaultRegistryAddress, "the registry's host[:port]")
+	f.addConnection(fs)
+	f.addFlag(cmd, OutputJSON, OutputYAML)
+}
+
+// addConnection registers the flags that say how to reach the registry, but not which one.
+func (f *registryRemote) addConnection(fs *pflag.FlagSet) {
 	fs.StringVar(&f.CAFile, "ca-file", "", "PEM certificate authorities to trust for the registry's TLS certificate, besides the system's")
 	fs.BoolVar(&f.InsecureSkipTLSVerify, "insecure-skip-tls-verify", false, "do not verify the registry's TLS certificate")
 	fs.BoolVar(&f.plainHTTP, "plain-http", false, "speak plain HTTP to the registry (default: true for loopback registries such as 127.0.0.1:5001 unless --ca-file or --insecure-skip-tls-verify is given, false otherwise)")
 	fs.StringVar(&f.Username, "username", "", "registry username (default: the credentials 'helm registry login', then 'docker login' stored)")
 	fs.StringVar(&f.Password, "password", "", "registry password or token (or env FLOTILLA_REGISTRY_PASSWORD)")
-	f.addFlag(cmd, OutputJSON, OutputYAML)
 }
 
 // complete takes --plain-http only when it is given and the password from the environment when

@@ -91,6 +91,7 @@ Create one with 'flotilla create cluster -f FILE'; create workload clusters from
 		NewStartCmd(streams, global),
 		NewDevCmd(streams, global),
 		NewAddonsCmd(streams, global),
+		NewPackagesCmd(streams, global),
 		NewBinariesCmd(streams, global),
 		NewImageCmd(streams, global),
 	)

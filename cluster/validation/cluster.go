@@ -2,11 +2,14 @@ package validation
 
 import (
 	"fmt"
+	"net"
 	"net/netip"
+	"net/url"
 	"slices"
 	"strings"
 
 	metav1validation "k8s.io/apimachinery/pkg/apis/meta/v1/validation"
+	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	flotillav1 "github.com/flotilla-dev/flotilla/api/cluster/v1alpha1"
@@ -48,6 +51,7 @@ func ValidateCluster(c *flotillav1.Cluster) field.ErrorList {
 	errs = append(errs, validateClusterNetwork(c)...)
 	errs = append(errs, validateManagement(c)...)
 	errs = append(errs, validateGitOpsRef(c)...)
+	errs = append(errs, validateProxy(c)...)
 	return errs
 }
 
@@ -337,6 +341,63 @@ func validateManagement(c *flotillav1.Cluster) field.ErrorList {
 		errs = append(errs, ValidateClusterName(name, path)...)
 	}
 	return errs
+}
+
+// validateProxy: proxy is a management cluster's (its manager's process environment), each
+// proxy an http:// or https:// URL with a host, and each noProxy entry a host, address, CIDR
+// block or "*", without a scheme or a path.
+func validateProxy(c *flotillav1.Cluster) field.ErrorList {
+	p := c.Spec.Proxy
+	path := spec.Child("proxy")
+	if p == nil {
+		return nil
+	}
+	var errs field.ErrorList
+	if !c.Spec.Management {
+		errs = append(errs, field.Forbidden(path, "the proxy is that of a management cluster's manager: set it on the management cluster, whose manager makes every registry, chart and Git fetch of its workload clusters"))
+	}
+	for _, f := range []struct {
+		name, value string
+	}{{"httpProxy", p.HTTPProxy}, {"httpsProxy", p.HTTPSProxy}} {
+		if f.value == "" {
+			continue
+		}
+		u, err := url.Parse(f.value)
+		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || (u.Path != "" && u.Path != "/") {
+			errs = append(errs, field.Invalid(path.Child(f.name), f.value, "give the proxy's URL, such as http://proxy.example.com:3128"))
+		}
+	}
+	if p.HTTPProxy == "" && p.HTTPSProxy == "" {
+		errs = append(errs, field.Required(path, "set httpProxy, httpsProxy or both, or leave proxy out"))
+	}
+	for i, h := range p.NoProxy {
+		if !validNoProxy(h) {
+			errs = append(errs, field.Invalid(path.Child("noProxy").Index(i), h, "give a host name, an IP address, a CIDR block (each but the block with an optional :port) or *"))
+		}
+	}
+	return errs
+}
+
+// validNoProxy is true for what Go's NO_PROXY matching understands: "*", a CIDR block, or an IP
+// address or domain name (a leading dot allowed) with an optional port.
+func validNoProxy(h string) bool {
+	if h == "*" {
+		return true
+	}
+	if _, err := netip.ParsePrefix(h); err == nil {
+		return true
+	}
+	if strings.Contains(h, "/") {
+		return false
+	}
+	host := h
+	if hh, port, err := net.SplitHostPort(h); err == nil && port != "" {
+		host = hh
+	}
+	if _, err := netip.ParseAddr(host); err == nil {
+		return true
+	}
+	return len(validation.IsDNS1123Subdomain(strings.ToLower(strings.TrimPrefix(host, ".")))) == 0
 }
 
 // validateGitOpsRef: gitOpsRef, when set, names a GitOpsConfig.

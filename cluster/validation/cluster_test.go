@@ -290,6 +290,31 @@ func TestValidateCreate(t *testing.T) {
 			},
 			wantFields: []string{"spec.managementCluster.name"},
 		},
+		{
+			name: "a management cluster's proxy with its exceptions is accepted",
+			mutate: func(c *flotillav1.Cluster) {
+				c.Name, c.Spec.Management, c.Spec.ManagementCluster.Name = "mgmt", true, "mgmt"
+				c.Spec.Proxy = &flotillav1.ProxyConfiguration{HTTPSProxy: "http://proxy.example.com:3128",
+					NoProxy: []string{".internal.example", "10.0.0.0/8", "192.168.1.5:6443", "[::1]:5001", "*"}}
+			},
+		},
+		{
+			name: "a workload cluster's proxy is rejected: the management cluster's manager fetches",
+			mutate: func(c *flotillav1.Cluster) {
+				c.Spec.Proxy = &flotillav1.ProxyConfiguration{HTTPProxy: "http://proxy.example.com:3128"}
+			},
+			wantFields: []string{"spec.proxy"}, wantText: "set it on the management cluster",
+		},
+		{
+			name: "a proxy that is not a URL and a noProxy entry with a scheme are rejected",
+			mutate: func(c *flotillav1.Cluster) {
+				c.Name, c.Spec.Management, c.Spec.ManagementCluster.Name = "mgmt", true, "mgmt"
+				c.Spec.Proxy = &flotillav1.ProxyConfiguration{HTTPProxy: "proxy.example.com:3128", HTTPSProxy: "socks5://p:1080",
+					NoProxy: []string{"https://registry.example", ""}}
+			},
+			wantFields: []string{"spec.proxy.httpProxy", "spec.proxy.httpsProxy", "spec.proxy.noProxy[0]", "spec.proxy.noProxy[1]"},
+			wantText:   "such as http://proxy.example.com:3128",
+		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -54,6 +54,9 @@ func ValidateClusterUpdate(oldC, newC *flotillav1.Cluster) field.ErrorList {
 	if oldC.Spec.ManagementCluster != newC.Spec.ManagementCluster {
 		errs = append(errs, validateManagement(newC)...)
 	}
+	if !equality.Semantic.DeepEqual(oldC.Spec.Proxy, newC.Spec.Proxy) {
+		errs = append(errs, validateProxy(newC)...)
+	}
 	return errs
 }
 

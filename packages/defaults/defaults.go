@@ -14,6 +14,8 @@ import (
 	ctrlclient "sigs.k8s.io/controller-runtime/pkg/client"
 
 	packagesv1 "github.com/flotilla-dev/flotilla/api/packages/v1alpha1"
+	"github.com/flotilla-dev/flotilla/pkg/registryconn"
+	"github.com/flotilla-dev/flotilla/pkg/registrymirror"
 )
 
 // Defaults is the packages configuration of a management cluster.
@@ -87,4 +89,17 @@ func ParsePublicKey(data []byte) (*ecdsa.PublicKey, error) {
 		return nil, errors.New("the public key in ConfigMap " + Key.String() + " is not an ECDSA key")
 	}
 	return key, nil
+}
+
+// MirrorOf is the registry mirror the bundles and charts of pbc's cluster are pulled through:
+// pbc's spec.registryMirror (its credentials Secret in PackagesNamespace), else the management
+// cluster's (registrymirror.ClusterWide); nil when neither is set. pbc may be nil.
+func MirrorOf(ctx context.Context, c ctrlclient.Reader, pbc *packagesv1.PackageBundleController) (*registryconn.Mirror, error) {
+	var own *registrymirror.Settings
+	if pbc != nil && pbc.Spec.RegistryMirror != nil {
+		m := pbc.Spec.RegistryMirror
+		own = &registrymirror.Settings{Field: "spec.registryMirror", Registry: m.Registry, Namespace: packagesv1.PackagesNamespace,
+			CredentialsSecret: m.CredentialsSecret, PlainHTTP: m.PlainHTTP, InsecureSkipTLSVerify: m.InsecureSkipTLSVerify}
+	}
+	return registrymirror.Of(ctx, c, own)
 }

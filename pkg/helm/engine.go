@@ -70,7 +70,7 @@ func (e *Engine) InstallOrUpgrade(ctx context.Context, cfg *rest.Config, r Relea
 		return Result{}, err
 	}
 	if last != nil && last.Info.Status == rcommon.StatusDeployed &&
-		recorded(last, ChartDigestKey) == src.Digest && recorded(last, ValuesHashKey) == hash {
+		(recorded(last, ChartDigestKey) == src.Digest && recorded(last, ValuesHashKey) == hash || adoptable(last, src, hash)) {
 		e.stats.unchanged.Add(1)
 		return resultOf(ActionUnchanged, last, clients)
 	}
@@ -374,6 +374,20 @@ func stamp(ch *chart.Chart, digest, hash string) {
 	}
 	ch.Metadata.Annotations[ChartDigestKey] = digest
 	ch.Metadata.Annotations[ValuesHashKey] = hash
+}
+
+// adoptable is true for a release another tool installed (Flotilla's stamp is missing), such as
+// Cluster API Addon Provider for Helm, that runs the chart and version src resolved to with
+// exactly the values whose hash is hash: it is taken as it is, without a new revision, until the
+// chart or the values change. (The chart's digest cannot be compared: the other tool did not
+// record it.)
+func adoptable(last *release.Release, src *localChart, hash string) bool {
+	if recorded(last, ChartDigestKey) != "" || last.Chart == nil || last.Chart.Metadata == nil ||
+		last.Chart.Metadata.Name != src.Name || last.Chart.Metadata.Version != src.Version {
+		return false
+	}
+	_, lastHash, err := normalizeValues(last.Config)
+	return err == nil && lastHash == hash
 }
 
 // recorded reads what stamp recorded in a release.

@@ -66,6 +66,10 @@ func (e *Engine) resolveChart(ctx context.Context, ref ChartRef, reg registrycon
 	if ref.Digest != "" && !digestPattern.MatchString(ref.Digest) {
 		return nil, fmt.Errorf("chart digest %q is not of the form sha256:<64 hex digits>", ref.Digest)
 	}
+	ref, reg, err := mirrored(ref, reg)
+	if err != nil {
+		return nil, err
+	}
 	switch {
 	case registry.IsOCI(ref.RepoURL):
 		return e.resolveOCI(ctx, ref, reg)
@@ -76,6 +80,23 @@ func (e *Engine) resolveChart(ctx context.Context, ref ChartRef, reg registrycon
 	default:
 		return nil, fmt.Errorf("chart repository URL %q is neither oci:// nor http(s)://", ref.RepoURL)
 	}
+}
+
+// mirrored is ref and reg with reg's mirror applied (registryconn.Config.Route): an OCI chart is
+// pulled from the mirror, with the mirror's connection. A classic repository cannot be mirrored
+// (a mirror is an OCI registry), so with a mirror set it is refused rather than reached.
+func mirrored(ref ChartRef, reg registryconn.Config) (ChartRef, registryconn.Config, error) {
+	if reg.Mirror == nil {
+		return ref, reg, nil
+	}
+	if !registry.IsOCI(ref.RepoURL) {
+		return ref, reg, fmt.Errorf("chart repository %s is not an OCI registry, and every chart is pulled from the registry mirror %s, which holds OCI charts only: push the chart to an OCI registry and import it into the mirror (flotilla packages import)",
+			ref.RepoURL, reg.Mirror.Registry)
+	}
+	host, repository, _ := strings.Cut(strings.TrimPrefix(ref.RepoURL, registry.OCIScheme+"://"), "/")
+	host, repository, reg = reg.Route(host, repository)
+	ref.RepoURL = strings.TrimSuffix(registry.OCIScheme+"://"+host+"/"+repository, "/")
+	return ref, reg, nil
 }
 
 // ociRepository is the registry repository of ref, without the oci:// scheme: the chart name is

@@ -277,3 +277,26 @@ func TestRepositoryCredentialsStayOnTheRepositorysHost(t *testing.T) {
 	g.Expect(credentialsFor("https://cdn.example/hello-1.0.0.tgz", "https://charts.example", reg).Password).To(BeEmpty())
 	g.Expect(credentialsFor("http://charts.example/hello-1.0.0.tgz", "https://charts.example", reg).Password).To(BeEmpty())
 }
+
+// With a mirror, a chart is pulled from the mirror only, by tag or digest, and a classic
+// repository is refused: the original registry (here a port nothing listens on) is never asked.
+func TestAMirrorServesEveryChartPull(t *testing.T) {
+	g := NewWithT(t)
+	ctx := testContext(t)
+	d := helloChart("0.3.0").push(t, "mirror-prefix/team/charts")
+	reg := registryconn.Config{Username: "origin", Password: "origin-secret",
+		Mirror: &registryconn.Mirror{Registry: ociHost + "/mirror-prefix", Connection: registryconn.Config{PlainHTTP: true}}}
+	e := newEngine(t)
+
+	for _, ref := range []ChartRef{
+		{RepoURL: "oci://127.0.0.1:1/team/charts", Name: "hello", Version: "0.3.0"},
+		{RepoURL: "oci://127.0.0.1:1/team/charts/hello", Digest: d},
+	} {
+		_, info, err := e.Template(ctx, Release{Chart: ref, Registry: reg})
+		g.Expect(err).NotTo(HaveOccurred())
+		g.Expect(info.Digest).To(Equal(d))
+	}
+	repoURL := serveRepository(t, false, helloChart("0.1.0"))
+	_, _, err := e.Template(ctx, Release{Chart: ChartRef{RepoURL: repoURL, Name: "hello"}, Registry: reg})
+	g.Expect(err).To(MatchError(ContainSubstring("is not an OCI registry, and every chart is pulled from the registry mirror " + ociHost + "/mirror-prefix")))
+}

@@ -24,6 +24,9 @@ type Config struct {
 	InsecureSkipTLSVerify bool
 	// PlainHTTP speaks http:// instead of https:// (meant for loopback registries).
 	PlainHTTP bool
+	// Mirror, when set, is where every pull of this registry's repositories goes instead
+	// (Route), with the mirror's own connection: the original registry is never reached.
+	Mirror *Mirror
 }
 
 // ErrNoCACertificate is TLSConfig's error when CAData holds no PEM certificate.

@@ -205,7 +205,7 @@ type HelmChartProxyStatus struct {
 // +kubebuilder:validation:XValidation:rule="size(self.metadata.name) <= 63",message="the name of a HelmChartProxy is at most 63 characters: it is a label value on its HelmReleaseProxies"
 // +kubebuilder:metadata:labels="clusterctl.cluster.x-k8s.io="
 // +kubebuilder:metadata:labels="clusterctl.cluster.x-k8s.io/move="
-// +kubebuilder:resource:path=helmchartproxies,shortName=hcp,categories=flotilla
+// +kubebuilder:resource:path=helmchartproxies,shortName=fhcp,categories=flotilla
 // +kubebuilder:printcolumn:name="Chart",type=string,JSONPath=`.spec.chartName`
 // +kubebuilder:printcolumn:name="Version",type=string,JSONPath=`.spec.version`
 // +kubebuilder:printcolumn:name="Clusters",type=integer,JSONPath=`.status.readyClusters`,description="Clusters whose release is Ready"

@@ -204,7 +204,7 @@ type HelmReleaseProxyStatus struct {
 // +kubebuilder:subresource:status
 // +kubebuilder:metadata:labels="clusterctl.cluster.x-k8s.io="
 // +kubebuilder:metadata:labels="clusterctl.cluster.x-k8s.io/move="
-// +kubebuilder:resource:path=helmreleaseproxies,shortName=hrp,categories=flotilla
+// +kubebuilder:resource:path=helmreleaseproxies,shortName=fhrp,categories=flotilla
 // +kubebuilder:printcolumn:name="Cluster",type=string,JSONPath=`.spec.clusterName`
 // +kubebuilder:printcolumn:name="Chart",type=string,JSONPath=`.spec.chartName`
 // +kubebuilder:printcolumn:name="Version",type=string,JSONPath=`.status.chartVersion`

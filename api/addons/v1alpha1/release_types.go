@@ -106,6 +106,19 @@ type RegistryOptions struct {
 	PlainHTTP bool `json:"plainHTTP,omitempty"`
 }
 
+// RegistryMirror is an OCI registry holding copies of other registries' repositories at the
+// same paths, below an optional prefix (`flotilla packages import` fills one).
+type RegistryMirror struct {
+	// registry is the mirror's host[:port], optionally followed by the path the copies are
+	// below, such as 127.0.0.1:5002 or mirror.example.com/flotilla.
+	// +kubebuilder:validation:MinLength=1
+	Registry string `json:"registry"`
+
+	// RegistryOptions are the mirror's credentials and transport settings; the credentials of
+	// spec.registry are never sent to the mirror.
+	RegistryOptions `json:",inline"`
+}
+
 // DriftCorrectionMode switches drift correction on or off.
 // +kubebuilder:validation:Enum=Enabled;Disabled
 type DriftCorrectionMode string
@@ -194,6 +207,13 @@ type ReleaseSpec struct {
 	// registry holds credentials and TLS settings for the repository.
 	// +optional
 	Registry *RegistryOptions `json:"registry,omitempty"`
+
+	// registryMirror is where the chart is pulled from instead of the registry repoURL names,
+	// with the mirror's own credentials and CA (Secrets in the proxy's namespace), overriding
+	// the management cluster's mirror (the ConfigMap flotilla-system/registry-mirror) for this
+	// proxy's releases only.
+	// +optional
+	RegistryMirror *RegistryMirror `json:"registryMirror,omitempty"`
 
 	// driftCorrection restores objects of the release changed or deleted in the cluster.
 	// +optional

@@ -185,6 +185,30 @@ type ClusterSpec struct {
 	// committed. Immutable.
 	// +optional
 	GitOpsRef *Ref `json:"gitOpsRef,omitempty"`
+
+	// proxy is the HTTP proxy a management cluster's manager reaches registries, chart
+	// repositories, Git servers and provider APIs through (HTTP_PROXY, HTTPS_PROXY and NO_PROXY
+	// of its process). Management clusters only.
+	// +optional
+	Proxy *ProxyConfiguration `json:"proxy,omitempty"`
+}
+
+// ProxyConfiguration is an HTTP proxy and the hosts reached without it.
+type ProxyConfiguration struct {
+	// httpProxy is the proxy of plain http:// requests, such as http://proxy.example.com:3128.
+	// +optional
+	HTTPProxy string `json:"httpProxy,omitempty"`
+
+	// httpsProxy is the proxy of https:// requests (a CONNECT tunnel), such as
+	// http://proxy.example.com:3128.
+	// +optional
+	HTTPSProxy string `json:"httpsProxy,omitempty"`
+
+	// noProxy are the hosts reached directly: host names (a leading dot or none matches the
+	// domain's hosts too), IP addresses, CIDR blocks, with an optional :port; "*" for every host.
+	// Loopback addresses and localhost are always reached directly.
+	// +optional
+	NoProxy []string `json:"noProxy,omitempty"`
 }
 
 // ControlPlaneConfiguration configures a control plane.

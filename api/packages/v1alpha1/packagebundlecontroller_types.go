@@ -59,6 +59,32 @@ type PackageBundleControllerSpec struct {
 	// not set.
 	// +optional
 	Source *BundleSource `json:"source,omitempty"`
+
+	// registryMirror is where this cluster's bundles and charts are pulled from instead of the
+	// registries that are named, overriding the management cluster's mirror (the ConfigMap
+	// flotilla-system/registry-mirror).
+	// +optional
+	RegistryMirror *RegistryMirror `json:"registryMirror,omitempty"`
+}
+
+// RegistryMirror is a registry holding copies of other registries' repositories at the same
+// paths, below an optional prefix (`flotilla packages import` fills one).
+type RegistryMirror struct {
+	// registry is the mirror's host[:port], optionally followed by the path the copies are
+	// below, such as 127.0.0.1:5002 or mirror.example.com/flotilla.
+	// +kubebuilder:validation:MinLength=1
+	Registry string `json:"registry"`
+	// credentialsSecret names a Secret in flotilla-packages with the keys username, password
+	// and ca.crt (each optional) for the mirror. The credentials of the mirrored registries
+	// are never sent to the mirror.
+	// +optional
+	CredentialsSecret string `json:"credentialsSecret,omitempty"`
+	// plainHTTP reaches the mirror over plain HTTP.
+	// +optional
+	PlainHTTP bool `json:"plainHTTP,omitempty"`
+	// insecureSkipTLSVerify does not verify the mirror's certificate (tests only).
+	// +optional
+	InsecureSkipTLSVerify bool `json:"insecureSkipTLSVerify,omitempty"`
 }
 
 // PackageBundleControllerStatus is what the controller last found.
@@ -75,6 +101,10 @@ type PackageBundleControllerStatus struct {
 	// source is the registry repository last read (spec.source or the defaults').
 	// +optional
 	Source *BundleSource `json:"source,omitempty"`
+	// registryMirror is the mirror the source was last read through (spec.registryMirror, else
+	// the management cluster's); empty when none is set.
+	// +optional
+	RegistryMirror string `json:"registryMirror,omitempty"`
 	// latestBundle is the newest valid bundle in the source for kubernetesMinor.
 	// +optional
 	LatestBundle string `json:"latestBundle,omitempty"`

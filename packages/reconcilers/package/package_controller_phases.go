@@ -209,7 +209,7 @@ func (r *Reconciler) restConfig(ctx context.Context, s *scope) (*rest.Config, er
 
 // desiredRelease is the Helm release of a resolved Package. Its target namespace is created
 // when missing; timeout bounds the Helm action.
-func desiredRelease(p *packagesv1.Package, res *catalog.Resolved, d defaults.Defaults, timeout time.Duration) helm.Release {
+func desiredRelease(p *packagesv1.Package, res *catalog.Resolved, d defaults.Defaults, mirror *registryconn.Mirror, timeout time.Duration) helm.Release {
 	src := res.Package.Source
 	return helm.Release{
 		Name:            p.Name,
@@ -222,7 +222,7 @@ func desiredRelease(p *packagesv1.Package, res *catalog.Resolved, d defaults.Def
 			Version: res.Version.Version,
 			Digest:  res.Version.Digest,
 		},
-		Registry: registryconn.Config{Username: d.Username, Password: d.Password, CAData: d.CAData, PlainHTTP: d.PlainHTTP},
+		Registry: registryconn.Config{Username: d.Username, Password: d.Password, CAData: d.CAData, PlainHTTP: d.PlainHTTP, Mirror: mirror},
 		Values:   res.Values,
 		Labels:   map[string]string{ReleaseLabelPackage: p.Namespace + "." + p.Name},
 	}
@@ -241,7 +241,12 @@ func (r *Reconciler) install(ctx context.Context, s *scope, cfg *rest.Config) er
 	if err != nil {
 		return err
 	}
-	rel := desiredRelease(s.pkg, s.resolved, d, r.helmTimeout())
+	mirror, err := defaults.MirrorOf(ctx, r.APIReader, s.pbc)
+	if err != nil {
+		s.installErr = err
+		return err
+	}
+	rel := desiredRelease(s.pkg, s.resolved, d, mirror, r.helmTimeout())
 	if s.progress = progress(s.pkg, rel); s.progress != "" {
 		// Shown before Helm starts (kubectl get packages -w), so only when Helm will act.
 		if err := r.patchStatus(ctx, s); err != nil {

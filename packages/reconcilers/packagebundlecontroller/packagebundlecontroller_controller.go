@@ -19,6 +19,7 @@ import (
 	packagesv1 "github.com/flotilla-dev/flotilla/api/packages/v1alpha1"
 	"github.com/flotilla-dev/flotilla/packages/defaults"
 	"github.com/flotilla-dev/flotilla/pkg/objectpatch"
+	"github.com/flotilla-dev/flotilla/pkg/registryconn"
 )
 
 // FieldOwner names the reconciler in managed fields and events.
@@ -99,6 +100,9 @@ type scope struct {
 	minor string
 	// source is the source in effect; nil when none is configured.
 	source *packagesv1.BundleSource
+	// mirror is the registry mirror the source is read through (spec.registryMirror, else the
+	// management cluster's); nil when none is set.
+	mirror *registryconn.Mirror
 	// checked is set when this reconcile read the source; checkErr when that failed.
 	checked  bool
 	checkErr error
@@ -135,6 +139,12 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 	s.source = pbc.Spec.Source
 	if s.source == nil {
 		s.source = d.Source
+	}
+	if s.mirror, err = defaults.MirrorOf(ctx, r.APIReader, pbc); err != nil {
+		// Reported like an unreachable source; retried with backoff, as the mirror
+		// ConfigMap and Secrets are not watched.
+		s.checked, s.checkErr = true, err
+		return ctrl.Result{}, err
 	}
 	if s.source == nil {
 		// Waiting for the defaults ConfigMap (watched) or a spec.source.

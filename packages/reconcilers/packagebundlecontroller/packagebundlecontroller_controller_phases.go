@@ -20,6 +20,7 @@ import (
 	"github.com/flotilla-dev/flotilla/packages/defaults"
 	"github.com/flotilla-dev/flotilla/pkg/kubeversion"
 	"github.com/flotilla-dev/flotilla/pkg/objectpatch"
+	"github.com/flotilla-dev/flotilla/pkg/registryconn"
 )
 
 // defaultRegistryTimeout bounds one check of a source.
@@ -83,6 +84,14 @@ func interval(pbc *packagesv1.PackageBundleController) time.Duration {
 	return d
 }
 
+// mirrorRegistry is the registry of m, empty when m is nil.
+func mirrorRegistry(m *registryconn.Mirror) string {
+	if m == nil {
+		return ""
+	}
+	return m.Registry
+}
+
 // checkDue says whether the source must be read now and, when not, how long until it must.
 func (r *Reconciler) checkDue(s *scope) (bool, time.Duration) {
 	pbc, st := s.pbc, s.statusBase
@@ -93,6 +102,7 @@ func (r *Reconciler) checkDue(s *scope) (bool, time.Duration) {
 	case st.LastCheckTime == nil,
 		pbc.Annotations[packagesv1.CheckUpgradesAnnotation] != st.ObservedCheckRequest,
 		st.Source == nil || *st.Source != *s.source,
+		st.RegistryMirror != mirrorRegistry(s.mirror),
 		st.KubernetesMinor != s.minor,
 		// A new spec.activeBundle the last check did not record (an older bundle, collected
 		// since): the check fetches it again.
@@ -116,8 +126,11 @@ func (r *Reconciler) check(ctx context.Context, s *scope, d defaults.Defaults) e
 	}
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	src := Source{BundleSource: *s.source, PlainHTTP: d.PlainHTTP, Username: d.Username, Password: d.Password, CAData: d.CAData}
+	src := Source{BundleSource: *s.source, PlainHTTP: d.PlainHTTP, Username: d.Username, Password: d.Password, CAData: d.CAData, Mirror: s.mirror}
 	where := s.source.Registry + "/" + s.source.Repository
+	if s.mirror != nil {
+		where += " through the registry mirror " + s.mirror.Registry
+	}
 	names, err := r.Source.List(ctx, src, s.minor)
 	if err != nil {
 		return &RegistryError{Err: fmt.Errorf("listing bundles for Kubernetes %s in %s: %w", s.minor, where, err)}

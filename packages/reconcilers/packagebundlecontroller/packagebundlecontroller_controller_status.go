@@ -50,6 +50,7 @@ func setStatus(s *scope, now time.Time) {
 		st.LastCheckTime = &t
 		st.ObservedCheckRequest = pbc.Annotations[packagesv1.CheckUpgradesAnnotation]
 		st.Source = s.source.DeepCopy()
+		st.RegistryMirror = mirrorRegistry(s.mirror)
 		setSourceReachable(pbc, metav1.ConditionTrue, packagesv1.ReadyReason,
 			fmt.Sprintf("read %s/%s", s.source.Registry, s.source.Repository))
 	}

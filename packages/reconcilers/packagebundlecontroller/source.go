@@ -4,6 +4,7 @@ import (
 	"context"
 
 	packagesv1 "github.com/flotilla-dev/flotilla/api/packages/v1alpha1"
+	"github.com/flotilla-dev/flotilla/pkg/registryconn"
 )
 
 // Source is a registry repository of bundles and how to reach it.
@@ -15,6 +16,8 @@ type Source struct {
 	Username, Password string
 	// CAData are extra PEM CA certificates the registry's TLS certificate may chain to.
 	CAData []byte
+	// Mirror, when set, is where the bundles are read instead (registryconn.Config.Route).
+	Mirror *registryconn.Mirror
 }
 
 // BundleSource reads signed bundles from OCI registries. packages/bundle implements it.

@@ -1,0 +1,58 @@
+package client
+
+import (
+	"cmp"
+	"context"
+
+	"github.com/flotilla-dev/flotilla/packages/bundle/archive"
+	"github.com/flotilla-dev/flotilla/packages/bundle/publish"
+	"github.com/flotilla-dev/flotilla/pkg/kubeversion"
+	"github.com/flotilla-dev/flotilla/pkg/registryconn"
+)
+
+// ExportPackagesOptions configure ExportPackages.
+type ExportPackagesOptions struct {
+	// Registry and Repository are the bundle repository (DefaultRegistryAddress and
+	// DefaultRegistryRepository when empty).
+	Registry, Repository string
+	// KubernetesVersions are the Kubernetes versions or minors ("1.36", "v1.36.3") whose newest
+	// bundle is exported (publish.DefaultKubernetesMinors when empty).
+	KubernetesVersions []string
+	// Connection reaches the registry (RegistryConnection).
+	Connection registryconn.Config
+	// Path is the archive written.
+	Path string
+}
+
+// ExportPackages writes the newest bundle of each Kubernetes minor and every chart it names into
+// one archive (package archive): the first of the three steps of an air-gapped install.
+func (c *Client) ExportPackages(ctx context.Context, o ExportPackagesOptions) ([]archive.Artifact, error) {
+	minors := publish.DefaultKubernetesMinors
+	if len(o.KubernetesVersions) > 0 {
+		minors = nil
+		for _, v := range o.KubernetesVersions {
+			m, err := kubeversion.Minor(v)
+			if err != nil {
+				return nil, err
+			}
+			minors = append(minors, m)
+		}
+	}
+	o.Registry = cmp.Or(o.Registry, DefaultRegistryAddress)
+	res, err := archive.Export(ctx, archive.ExportOptions{
+		Registry:         o.Registry,
+		Repository:       cmp.Or(o.Repository, DefaultRegistryRepository),
+		KubernetesMinors: minors,
+		Connection:       o.Connection,
+		Path:             o.Path,
+	})
+	return res, withLoginHint(err, o.Registry)
+}
+
+// ImportPackages pushes an archive of ExportPackages into a registry, below an optional path
+// prefix (o.Registry is host[:port][/prefix]), which then serves as the management cluster's
+// registry mirror.
+func (c *Client) ImportPackages(ctx context.Context, o archive.ImportOptions) ([]archive.Artifact, error) {
+	res, err := archive.Import(ctx, o)
+	return res, withLoginHint(err, o.Registry)
+}
