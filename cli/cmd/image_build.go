@@ -10,7 +10,6 @@ import (
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 
 	"github.com/flotilla-dev/flotilla/cli/client"
-	"github.com/flotilla-dev/flotilla/pkg/netaddr"
 	"github.com/flotilla-dev/flotilla/pkg/ociimage"
 )
 
@@ -75,10 +74,7 @@ func (o *ImageBuildOptions) Run(ctx context.Context) error {
 	}
 	built, err := o.client.BuildImages(ctx, client.BuildImagesOptions{Registry: o.remote.Registry, Images: o.Images, Connection: conn})
 	if err != nil {
-		if netaddr.IsLoopback(o.remote.Registry) && strings.Contains(err.Error(), "connection refused") {
-			return fmt.Errorf("%w\nIs the registry running? Start it with 'flotilla registry start'", err)
-		}
-		return err
+		return o.remote.explain(err)
 	}
 	if o.remote.Output != "" {
 		return PrintStructured(o.Out, o.remote.Output, built)

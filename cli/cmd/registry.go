@@ -1,13 +1,16 @@
 package cmd
 
 import (
+	"fmt"
 	"os"
+	"strings"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 
 	"github.com/flotilla-dev/flotilla/cli/client"
+	"github.com/flotilla-dev/flotilla/pkg/netaddr"
 )
 
 // NewRegistryCmd returns `flotilla registry`, the embedded OCI registry and the publishing of
@@ -76,6 +79,15 @@ func (f *registryRemote) addConnection(fs *pflag.FlagSet) {
 	fs.BoolVar(&f.plainHTTP, "plain-http", false, "speak plain HTTP to the registry (default: true for loopback registries such as 127.0.0.1:5001 unless --ca-file or --insecure-skip-tls-verify is given, false otherwise)")
 	fs.StringVar(&f.Username, "username", "", "registry username (default: the credentials 'helm registry login', then 'docker login' stored)")
 	fs.StringVar(&f.Password, "password", "", "registry password or token (or env FLOTILLA_REGISTRY_PASSWORD)")
+}
+
+// explain adds to err, from a push to the registry, how to start the embedded registry when the
+// registry is on loopback and refused the connection.
+func (f *registryRemote) explain(err error) error {
+	if netaddr.IsLoopback(f.Registry) && strings.Contains(err.Error(), "connection refused") {
+		return fmt.Errorf("%w\nIs the registry running? Start it with 'flotilla registry start'", err)
+	}
+	return err
 }
 
 // complete takes --plain-http only when it is given and the password from the environment when

@@ -3,14 +3,12 @@ package cmd
 import (
 	"context"
 	"fmt"
-	"strings"
 	"text/tabwriter"
 
 	"github.com/spf13/cobra"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 
 	"github.com/flotilla-dev/flotilla/cli/client"
-	"github.com/flotilla-dev/flotilla/pkg/netaddr"
 )
 
 // RegistryPublishOptions are the options of `flotilla registry publish`.
@@ -88,10 +86,7 @@ func (o *RegistryPublishOptions) Run(ctx context.Context) error {
 		Connection:       conn,
 	})
 	if err != nil {
-		if netaddr.IsLoopback(o.remote.Registry) && strings.Contains(err.Error(), "connection refused") {
-			return fmt.Errorf("%w\nIs the registry running? Start it with 'flotilla registry start'", err)
-		}
-		return err
+		return o.remote.explain(err)
 	}
 	if o.remote.Output != "" {
 		return PrintStructured(o.Out, o.remote.Output, res)
