@@ -105,7 +105,7 @@ func TestGenerateClusterConfigRejectsBadInput(t *testing.T) {
 		{
 			name: "an unknown provider lists the supported ones",
 			args: []string{"generate", "clusterconfig", "w1", "--provider", "aws"},
-			want: `unknown provider "aws": supported providers are local, packet`,
+			want: `unknown provider "aws": supported providers are local, packet, inmemory`,
 		},
 		{
 			name: "the name is required",
