@@ -90,8 +90,11 @@ func (v *heldVerifier) hold(name string) (release func()) {
 }
 
 const (
-	timeout  = 60 * time.Second
-	interval = 100 * time.Millisecond
+	timeout = 60 * time.Second
+	// helmTimeout bounds the Helm actions of the test manager: a chart that hangs (hangingChart)
+	// hangs that long.
+	helmTimeout = 30 * time.Second
+	interval    = 100 * time.Millisecond
 	// bundleRepository is the default source's repository of bundles.
 	bundleRepository = "flotilla/bundles"
 	// credentialsSecret holds the registry's credentials and CA; package-defaults names it.
@@ -120,6 +123,9 @@ func (r *restConfigs) set(key ctrlclient.ObjectKey, cfg *rest.Config) {
 }
 
 func TestMain(m *testing.M) {
+	if os.Getenv(killedEnv) != "" {
+		os.Exit(killedManagerMain())
+	}
 	os.Exit(run(m))
 }
 
@@ -185,7 +191,7 @@ func startManager(o testenv.ManagerOptions) error {
 		if err := (&clusterwebhooks.Cluster{}).SetupWebhookWithManager(mgr); err != nil {
 			return err
 		}
-		return packages.Setup(ctx, mgr, packages.Options{RESTConfigs: configs, Installer: e, Verifier: verifier})
+		return packages.Setup(ctx, mgr, packages.Options{RESTConfigs: configs, Installer: e, Verifier: verifier, HelmTimeout: helmTimeout})
 	})
 	if err != nil {
 		return err

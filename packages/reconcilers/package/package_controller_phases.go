@@ -22,6 +22,7 @@ import (
 	packagesv1 "github.com/flotilla-dev/flotilla/api/packages/v1alpha1"
 	"github.com/flotilla-dev/flotilla/packages/catalog"
 	"github.com/flotilla-dev/flotilla/packages/defaults"
+	"github.com/flotilla-dev/flotilla/pkg/background"
 	"github.com/flotilla-dev/flotilla/pkg/helm"
 	"github.com/flotilla-dev/flotilla/pkg/objectpatch"
 	"github.com/flotilla-dev/flotilla/pkg/registryconn"
@@ -235,27 +236,37 @@ func targetNamespace(p *packagesv1.Package) string {
 	return packagesv1.DefaultTargetNamespace
 }
 
-// install installs or upgrades the release, bounded by the Helm timeout.
-func (r *Reconciler) install(ctx context.Context, s *scope, cfg *rest.Config) error {
+// install installs or upgrades the release in the background (pkg/background), bounded by the
+// Helm timeout: the reconcile that starts Helm returns at once, showing the Package installing
+// or upgrading, and the one the call's end brings records the outcome. One Package whose
+// install hangs never holds a worker that another Package needs.
+func (r *Reconciler) install(ctx context.Context, s *scope, cfg *rest.Config) (ctrl.Result, error) {
 	d, err := defaults.Read(ctx, r.APIReader)
 	if err != nil {
-		return err
+		return ctrl.Result{}, err
 	}
 	rel := desiredRelease(s.pkg, s.resolved, d, r.helmTimeout())
-	if s.progress = progress(s.pkg, rel); s.progress != "" {
-		// Shown before Helm starts (kubectl get packages -w), so only when Helm will act.
-		if err := r.patchStatus(ctx, s); err != nil {
-			return err
-		}
+	id, err := background.ID("install", rel)
+	if err != nil {
+		return ctrl.Result{}, err
 	}
-	ctx, cancel := context.WithTimeout(ctx, r.helmTimeout())
-	defer cancel()
-	res, err := r.Installer.InstallOrUpgrade(ctx, cfg, rel)
+	s.progress = progress(s.pkg, rel)
+	key := ctrlclient.ObjectKeyFromObject(s.pkg)
+	res, done, err := background.Do(ctx, &r.calls, key, id, func(ctx context.Context) (helm.Result, error) {
+		ctx, cancel := context.WithTimeout(ctx, r.helmTimeout())
+		defer cancel()
+		return r.Installer.InstallOrUpgrade(ctx, cfg, rel)
+	})
+	if !done {
+		return ctrl.Result{}, nil // the call's end brings the Package back
+	}
 	if err != nil {
 		s.installErr = err
 		r.Recorder.Eventf(s.pkg, nil, corev1.EventTypeWarning, packagesv1.InstallFailedReason, "Install",
 			"Installing %s %s into cluster %s: %v", s.pkg.Spec.PackageName, s.resolved.Version.Version, s.clusterName, err)
-		return fmt.Errorf("installing Package %s: %w", klog.KObj(s.pkg), err)
+		retry := r.calls.RetryAfter(key)
+		ctrl.LoggerFrom(ctx).Error(err, "Installing Package failed", "package", klog.KObj(s.pkg), "retryAfter", retry)
+		return ctrl.Result{RequeueAfter: retry}, nil
 	}
 	s.result = &res
 	// The cluster's PackageBundleController's spec.logLevel raises what is logged about it.
@@ -265,7 +276,7 @@ func (r *Reconciler) install(ctx context.Context, s *scope, cfg *rest.Config) er
 		r.Recorder.Eventf(s.pkg, nil, corev1.EventTypeNormal, string(res.Action), "Install", "%s %s %s in cluster %s (namespace %s, revision %d)",
 			res.Action, s.pkg.Spec.PackageName, res.ChartVersion, s.clusterName, rel.Namespace, res.Revision)
 	}
-	return nil
+	return ctrl.Result{}, nil
 }
 
 // progress is the state of a Package while Helm installs or upgrades rel: installing when no
@@ -310,12 +321,20 @@ func (r *Reconciler) reconcileDelete(ctx context.Context, s *scope) (ctrl.Result
 		r.Recorder.Eventf(p, nil, corev1.EventTypeWarning, packagesv1.ClusterUnreachableReason, "Uninstall", "%v", err)
 		return ctrl.Result{RequeueAfter: r.unreachableRetry()}, nil
 	default:
-		uctx, cancel := context.WithTimeout(ctx, r.helmTimeout())
-		defer cancel()
-		if err := r.Installer.Uninstall(uctx, cfg, p.Name, targetNamespace(p)); err != nil {
+		_, done, err := background.Do(ctx, &r.calls, ctrlclient.ObjectKeyFromObject(p), "uninstall", func(ctx context.Context) (struct{}, error) {
+			ctx, cancel := context.WithTimeout(ctx, r.helmTimeout())
+			defer cancel()
+			return struct{}{}, r.Installer.Uninstall(ctx, cfg, p.Name, targetNamespace(p))
+		})
+		if !done {
+			return ctrl.Result{}, nil // the call's end brings the Package back
+		}
+		if err != nil {
 			s.installErr = err
 			r.Recorder.Eventf(p, nil, corev1.EventTypeWarning, "UninstallFailed", "Uninstall", "Uninstalling %s from cluster %s: %v", p.Name, s.clusterName, err)
-			return ctrl.Result{}, fmt.Errorf("uninstalling Package %s: %w", klog.KObj(p), err)
+			retry := r.calls.RetryAfter(ctrlclient.ObjectKeyFromObject(p))
+			ctrl.LoggerFrom(ctx).Error(err, "Uninstalling Package failed", "package", klog.KObj(p), "retryAfter", retry)
+			return ctrl.Result{RequeueAfter: retry}, nil
 		}
 		r.Recorder.Eventf(p, nil, corev1.EventTypeNormal, eventUninstalled, "Uninstall", "Uninstalled %s from cluster %s", p.Name, s.clusterName)
 	}

@@ -1,0 +1,159 @@
+package packages_test
+
+import (
+	"context"
+	"encoding/base64"
+	"fmt"
+	"net/http"
+	"os"
+	"os/exec"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	. "github.com/onsi/gomega"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+	ctrl "sigs.k8s.io/controller-runtime"
+	ctrlclient "sigs.k8s.io/controller-runtime/pkg/client"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	packagesv1 "github.com/flotilla-dev/flotilla/api/packages/v1alpha1"
+	"github.com/flotilla-dev/flotilla/manager/scheme"
+	packagereconciler "github.com/flotilla-dev/flotilla/packages/reconcilers/package"
+	"github.com/flotilla-dev/flotilla/pkg/helm"
+)
+
+// killedEnv makes the test binary run killedManagerMain instead of the tests: a manager
+// process to kill in the middle of an install.
+const killedEnv = "FLOTILLA_PACKAGES_TEST_KILLED_MANAGER"
+
+// killedManagerMain runs the Package reconciler against the management API server of the
+// environment, reaching the one cluster it is told of through a config whose requests for
+// Deployments never end: Helm has recorded the release as pending-install and applied the
+// objects before the Deployment when it hangs there, until the process is killed.
+func killedManagerMain() int {
+	fail := func(err error) int {
+		fmt.Fprintln(os.Stderr, "killed manager:", err)
+		return 1
+	}
+	config := func(name string) (*rest.Config, error) {
+		kubeconfig, err := base64.StdEncoding.DecodeString(os.Getenv(killedEnv + "_" + name))
+		if err != nil {
+			return nil, err
+		}
+		return clientcmd.RESTConfigFromKubeConfig(kubeconfig)
+	}
+	mgmtConfig, err := config("MGMT")
+	if err != nil {
+		return fail(err)
+	}
+	workloadConfig, err := config("WORKLOAD")
+	if err != nil {
+		return fail(err)
+	}
+	workloadConfig.Wrap(func(rt http.RoundTripper) http.RoundTripper {
+		return roundTripperFunc(func(req *http.Request) (*http.Response, error) {
+			if strings.Contains(req.URL.Path, "/deployments") && req.Method != http.MethodGet {
+				<-req.Context().Done() // hangs until the process dies
+				return nil, req.Context().Err()
+			}
+			return rt.RoundTrip(req)
+		})
+	})
+	s, err := scheme.New()
+	if err != nil {
+		return fail(err)
+	}
+	mgr, err := ctrl.NewManager(mgmtConfig, ctrl.Options{Scheme: s, Metrics: metricsserver.Options{BindAddress: "0"}, HealthProbeBindAddress: "0"})
+	if err != nil {
+		return fail(err)
+	}
+	configs := &restConfigs{configs: map[ctrlclient.ObjectKey]*rest.Config{
+		{Namespace: os.Getenv(killedEnv + "_NAMESPACE"), Name: os.Getenv(killedEnv + "_CLUSTER")}: workloadConfig,
+	}}
+	r := &packagereconciler.Reconciler{
+		Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Recorder: mgr.GetEventRecorder(packagereconciler.FieldOwner),
+		Installer: &helm.Engine{ChartCache: os.Getenv(killedEnv + "_CACHE")}, RESTConfigs: configs, HelmTimeout: time.Hour,
+	}
+	if err := r.SetupWithManager(mgr); err != nil {
+		return fail(err)
+	}
+	return fail(mgr.Start(context.Background()))
+}
+
+// TestAPackageWhoseManagerWasKilledMidInstallIsInstalled kills a manager process (SIGKILL) while
+// Helm installs a Package (the release pending-install, some objects applied), and lets the
+// test's own manager, which could not reach the cluster until then, take the Package over: the
+// release is installed as revision 1, its one revision, and the Package is installed.
+func TestAPackageWhoseManagerWasKilledMidInstallIsInstalled(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	const name, repo, target = "w-killed", "killed/bundles", "killed"
+	hello := helloChart("hello", "0.1.0").push(t, "")
+	pushBundle(t, repo, "1.36", 96, signingKey, pkg("hello", hello))
+	g.Expect(mgmt.Client.Create(ctx, &packagesv1.PackageBundleController{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: packagesv1.PackagesNamespace},
+		Spec:       packagesv1.PackageBundleControllerSpec{Source: &packagesv1.BundleSource{Registry: regHost, Repository: repo}},
+	})).To(Succeed())
+	// The test's manager cannot reach the cluster: its Packages wait, ClusterUnreachable.
+	c := newCluster(t, name, "1.36")
+	t.Cleanup(func() { deleteCluster(t, c) })
+	g.Eventually(func(g Gomega) {
+		g.Expect(pbcOf(g, name).Spec.ActiveBundle).NotTo(BeEmpty())
+	}, timeout, interval).Should(Succeed())
+
+	killed := exec.CommandContext(ctx, os.Args[0], "-test.run=^$")
+	killed.Env = append(os.Environ(),
+		killedEnv+"=run",
+		killedEnv+"_MGMT="+base64.StdEncoding.EncodeToString(mgmt.Kubeconfig),
+		killedEnv+"_WORKLOAD="+base64.StdEncoding.EncodeToString(workload.Kubeconfig),
+		killedEnv+"_NAMESPACE="+c.Namespace,
+		killedEnv+"_CLUSTER="+name,
+		killedEnv+"_CACHE="+t.TempDir(),
+	)
+	killed.Stderr = os.Stderr
+	g.Expect(killed.Start()).To(Succeed())
+	exited := make(chan error, 1)
+	go func() { exited <- killed.Wait() }()
+	t.Cleanup(func() { _ = killed.Process.Kill() })
+
+	p := newPackage(name, "hello", "hello", "")
+	p.Spec.TargetNamespace = target
+	g.Expect(mgmt.Client.Create(ctx, p)).To(Succeed())
+	g.Eventually(func(g Gomega) {
+		g.Expect(releaseStatuses(g, target, "hello")).To(Equal([]string{"pending-install"}))
+		g.Expect(workload.Client.Get(ctx, ctrlclient.ObjectKey{Namespace: target, Name: "hello-config"}, &corev1.ConfigMap{})).To(Succeed())
+	}, timeout, interval).Should(Succeed())
+	g.Expect(killed.Process.Kill()).To(Succeed())
+	g.Expect(<-exited).To(HaveOccurred(), "the manager was killed")
+
+	recoveries := engine.Stats().Recoveries
+	configs.set(ctrlclient.ObjectKeyFromObject(c), workload.Config)
+	g.Eventually(func(g Gomega) {
+		p := packageOf(g, name, "hello")
+		g.Expect(p.Status.State).To(Equal(packagesv1.PackageInstalled))
+		g.Expect(p.Status.Revision).To(Equal(1), "the killed install is done again as revision 1")
+	}, timeout, interval).Should(Succeed())
+	g.Expect(releaseStatuses(g, target, "hello")).To(Equal([]string{"deployed"}), "one revision for one install")
+	g.Expect(workload.Client.Get(ctx, ctrlclient.ObjectKey{Namespace: target, Name: "hello"}, &appsv1.Deployment{})).To(Succeed())
+	g.Expect(engine.Stats().Recoveries - recoveries).To(Equal(int64(1)))
+}
+
+// releaseStatuses are the statuses of the revisions of release in namespace ns of the workload
+// cluster, oldest first.
+func releaseStatuses(g Gomega, ns, release string) []string {
+	list := &corev1.SecretList{}
+	g.Expect(workload.Client.List(context.Background(), list, ctrlclient.InNamespace(ns),
+		ctrlclient.MatchingLabels{"owner": "helm", "name": release})).To(Succeed())
+	slices.SortFunc(list.Items, func(a, b corev1.Secret) int { return strings.Compare(a.Labels["version"], b.Labels["version"]) })
+	statuses := make([]string, 0, len(list.Items))
+	for _, s := range list.Items {
+		statuses = append(statuses, s.Labels["status"])
+	}
+	return statuses
+}
