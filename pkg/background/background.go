@@ -28,7 +28,7 @@ type Runner struct {
 	calls map[types.NamespacedName]*call
 	// failures counts the calls of each object collected failed in a row.
 	failures map[types.NamespacedName]int
-	slots chan struct{}
+	slots    chan struct{}
 	// queue is the controller's work queue once Source started; ended holds the objects whose
 	// calls ended before that.
 	queue workqueue.TypedRateLimitingInterface[reconcile.Request]
