@@ -13,6 +13,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
@@ -23,6 +24,7 @@ import (
 	"github.com/flotilla-dev/flotilla/addons/desired"
 	"github.com/flotilla-dev/flotilla/addons/engine"
 	addonsv1 "github.com/flotilla-dev/flotilla/api/addons/v1alpha1"
+	flotillav1 "github.com/flotilla-dev/flotilla/api/cluster/v1alpha1"
 	"github.com/flotilla-dev/flotilla/pkg/background"
 	"github.com/flotilla-dev/flotilla/pkg/objectpatch"
 )
@@ -280,6 +282,15 @@ func (r *Reconciler) reconcileDelete(ctx context.Context, s *scope) (ctrl.Result
 			"Cluster %s is deleted; release %s/%s goes with it", hrp.Spec.ClusterName, inst.Namespace, inst.ReleaseName)
 		return r.removeFinalizer(ctx, s)
 	}
+	// A Cluster Flotilla tears down waits for this uninstall (package predelete), as
+	// spec.uninstallOnClusterDelete says.
+	teardown := metav1.HasAnnotation(cluster.ObjectMeta, flotillav1.TeardownAnnotation)
+	policy := hrp.Spec.UninstallOnClusterDelete
+	if teardown && policy == flotillav1.UninstallSkip {
+		r.Recorder.Eventf(hrp, nil, corev1.EventTypeNormal, leftWithCluster, "Uninstall",
+			"Cluster %s is deleted and uninstallOnClusterDelete is Skip: release %s/%s goes with it", hrp.Spec.ClusterName, inst.Namespace, inst.ReleaseName)
+		return r.removeFinalizer(ctx, s)
+	}
 	if isPaused(hrp, cluster) {
 		s.paused = true
 		return ctrl.Result{}, nil
@@ -306,7 +317,8 @@ func (r *Reconciler) reconcileDelete(ctx context.Context, s *scope) (ctrl.Result
 	}
 	if err != nil {
 		deadline := hrp.DeletionTimestamp.Add(r.UninstallTimeout)
-		if remaining := deadline.Sub(r.now()); remaining > 0 {
+		bestEffort := teardown && policy != flotillav1.UninstallEnsure // one try holds no teardown back
+		if remaining := deadline.Sub(r.now()); remaining > 0 && !bestEffort {
 			s.fail(reason, "waiting up to %s for cluster %s to uninstall release %s/%s: %v",
 				remaining.Round(time.Second), cluster.Name, inst.Namespace, inst.ReleaseName, err)
 			r.Recorder.Eventf(hrp, nil, corev1.EventTypeWarning, uninstallFailed, "Uninstall",

@@ -2,6 +2,8 @@ package v1alpha1
 
 import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	flotillav1 "github.com/flotilla-dev/flotilla/api/cluster/v1alpha1"
 )
 
 // ReconcileStrategy says whether a release is kept in line with its spec.
@@ -210,4 +212,10 @@ type ReleaseSpec struct {
 	// diff in status.dryRunDiff.
 	// +optional
 	DryRun bool `json:"dryRun,omitempty"`
+
+	// uninstallOnClusterDelete says what becomes of the release when its cluster is deleted
+	// through Flotilla: Ensure, BestEffort (the default) or Skip (docs/addons.md, "Deleting a
+	// cluster").
+	// +optional
+	UninstallOnClusterDelete flotillav1.UninstallOnClusterDelete `json:"uninstallOnClusterDelete,omitempty"`
 }

@@ -2,6 +2,8 @@ package v1alpha1
 
 import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	flotillav1 "github.com/flotilla-dev/flotilla/api/cluster/v1alpha1"
 )
 
 // PackageState summarises a Package.
@@ -46,6 +48,10 @@ type PackageSpec struct {
 	// flotilla-packages when empty.
 	// +optional
 	TargetNamespace string `json:"targetNamespace,omitempty"`
+	// uninstallOnClusterDelete says what becomes of the release when its cluster is deleted:
+	// Ensure, BestEffort (the default) or Skip (docs/packages.md, "Deleting a cluster").
+	// +optional
+	UninstallOnClusterDelete flotillav1.UninstallOnClusterDelete `json:"uninstallOnClusterDelete,omitempty"`
 }
 
 // PackageStatus is what the controller last did.

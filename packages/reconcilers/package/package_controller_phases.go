@@ -2,6 +2,7 @@ package packagereconciler
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"path"
 	"strings"
@@ -31,6 +32,10 @@ import (
 // eventUninstalled is the reason of the Event of an uninstall; an install's or upgrade's is
 // the engine's action (Installed, Upgraded).
 const eventUninstalled = "Uninstalled"
+
+// eventLeftWithCluster is the reason of the Event of a release left to go with its deleted
+// cluster.
+const eventLeftWithCluster = "ReleaseLeftWithCluster"
 
 // ReleaseLabelPackage is stored on the Helm release: the Package's namespace/name.
 const ReleaseLabelPackage = "packages.flotilla.dev/package"
@@ -303,25 +308,28 @@ func readyReason(p *packagesv1.Package) string {
 	return ""
 }
 
-// reconcileDelete uninstalls the release and releases the Package. When the cluster cannot be
-// reached because it is being deleted (or is gone), the release goes with it: the Package is
-// released without an uninstall.
+// reconcileDelete uninstalls the release and releases the Package. A Package deleted with its
+// cluster (the Cluster is being deleted: its control plane waits for the packages pre-delete
+// hook, or is gone) follows spec.uninstallOnClusterDelete: Skip releases it at once, BestEffort
+// after one uninstall while the cluster answers, Ensure after an uninstall that succeeded or
+// once UninstallTimeout has passed since the Cluster's deletion. A Package deleted alone is
+// uninstalled, however long its cluster takes to answer.
 func (r *Reconciler) reconcileDelete(ctx context.Context, s *scope) (ctrl.Result, error) {
 	p := s.pkg
 	s.deleting = true
 	if !controllerutil.ContainsFinalizer(p, packagesv1.PackageFinalizer) {
 		return ctrl.Result{}, nil
 	}
+	teardown := s.cluster == nil || !s.cluster.DeletionTimestamp.IsZero()
+	policy := p.Spec.UninstallOnClusterDelete
+	if teardown && policy == flotillav1.UninstallSkip {
+		r.Recorder.Eventf(p, nil, corev1.EventTypeNormal, eventLeftWithCluster, "Uninstall",
+			"Cluster %s is deleted and uninstallOnClusterDelete is Skip: release %s goes with it", s.clusterName, p.Name)
+		return r.release(ctx, s)
+	}
 	cfg, err := r.restConfig(ctx, s)
-	switch {
-	case err != nil && (s.cluster == nil || !s.cluster.DeletionTimestamp.IsZero()):
-		ctrl.LoggerFrom(ctx).Info("Cluster is going away: releasing Package without uninstalling", "package", klog.KObj(p), "reason", err.Error())
-	case err != nil:
-		s.unreachable = err
-		r.Recorder.Eventf(p, nil, corev1.EventTypeWarning, packagesv1.ClusterUnreachableReason, "Uninstall", "%v", err)
-		return ctrl.Result{RequeueAfter: r.unreachableRetry()}, nil
-	default:
-		_, done, err := background.Do(ctx, &r.calls, ctrlclient.ObjectKeyFromObject(p), "uninstall", func(ctx context.Context) (struct{}, error) {
+	if err == nil {
+		_, done, uerr := background.Do(ctx, &r.calls, ctrlclient.ObjectKeyFromObject(p), "uninstall", func(ctx context.Context) (struct{}, error) {
 			ctx, cancel := context.WithTimeout(ctx, r.helmTimeout())
 			defer cancel()
 			return struct{}{}, r.Installer.Uninstall(ctx, cfg, p.Name, targetNamespace(p))
@@ -329,15 +337,46 @@ func (r *Reconciler) reconcileDelete(ctx context.Context, s *scope) (ctrl.Result
 		if !done {
 			return ctrl.Result{}, nil // the call's end brings the Package back
 		}
-		if err != nil {
-			s.installErr = err
-			r.Recorder.Eventf(p, nil, corev1.EventTypeWarning, "UninstallFailed", "Uninstall", "Uninstalling %s from cluster %s: %v", p.Name, s.clusterName, err)
-			retry := r.calls.RetryAfter(ctrlclient.ObjectKeyFromObject(p))
-			ctrl.LoggerFrom(ctx).Error(err, "Uninstalling Package failed", "package", klog.KObj(p), "retryAfter", retry)
-			return ctrl.Result{RequeueAfter: retry}, nil
+		if uerr == nil {
+			r.Recorder.Eventf(p, nil, corev1.EventTypeNormal, eventUninstalled, "Uninstall", "Uninstalled %s from cluster %s", p.Name, s.clusterName)
+			return r.release(ctx, s)
 		}
-		r.Recorder.Eventf(p, nil, corev1.EventTypeNormal, eventUninstalled, "Uninstall", "Uninstalled %s from cluster %s", p.Name, s.clusterName)
+		s.installErr = uerr
+		r.Recorder.Eventf(p, nil, corev1.EventTypeWarning, "UninstallFailed", "Uninstall", "Uninstalling %s from cluster %s: %v", p.Name, s.clusterName, uerr)
+	} else {
+		s.unreachable = err
+		r.Recorder.Eventf(p, nil, corev1.EventTypeWarning, packagesv1.ClusterUnreachableReason, "Uninstall", "%v", err)
 	}
+	failure := errors.Join(err, s.installErr)
+	if teardown && (policy != flotillav1.UninstallEnsure || !r.beforeUninstallDeadline(s)) {
+		r.Recorder.Eventf(p, nil, corev1.EventTypeWarning, eventLeftWithCluster, "Uninstall",
+			"Cluster %s is deleted: release %s goes with it without an uninstall (uninstallOnClusterDelete %s): %v", s.clusterName, p.Name, policyName(policy), failure)
+		return r.release(ctx, s)
+	}
+	if err != nil {
+		return ctrl.Result{RequeueAfter: r.unreachableRetry()}, nil
+	}
+	retry := r.calls.RetryAfter(ctrlclient.ObjectKeyFromObject(p))
+	ctrl.LoggerFrom(ctx).Error(failure, "Uninstalling Package failed", "package", klog.KObj(p), "retryAfter", retry)
+	return ctrl.Result{RequeueAfter: retry}, nil
+}
+
+// beforeUninstallDeadline reports whether the Cluster of a Package deleted with it was deleted
+// less than UninstallTimeout ago.
+func (r *Reconciler) beforeUninstallDeadline(s *scope) bool {
+	return s.cluster != nil && time.Since(s.cluster.DeletionTimestamp.Time) < r.uninstallTimeout()
+}
+
+// policyName is the uninstallOnClusterDelete in force: BestEffort when unset.
+func policyName(p flotillav1.UninstallOnClusterDelete) flotillav1.UninstallOnClusterDelete {
+	if p == "" {
+		return flotillav1.UninstallBestEffort
+	}
+	return p
+}
+
+// release removes the Package's finalizer: it may go.
+func (r *Reconciler) release(ctx context.Context, s *scope) (ctrl.Result, error) {
 	if err := s.patch.RemoveFinalizer(ctx, packagesv1.PackageFinalizer); err != nil {
 		return objectpatch.RequeueOnConflict(err, objectpatch.ConflictRetry)
 	}
