@@ -41,7 +41,8 @@ func ReleaseNamespace(hrp *addonsv1.HelmReleaseProxy) string {
 }
 
 // Release builds the release hrp's spec asks for, with the hash of its merged values (as the
-// Helm engine records it, helm.ValuesHash), reading valuesFrom and registry Secrets through c.
+// Helm engine records it, helm.ValuesHash): valuesFrom, then spec.values, then with
+// tenantValues the tenants' (values.FromTenants), read with registry Secrets through c.
 // Its input errors (missing values or credentials) are *InputError and say what to fix.
 func Release(ctx context.Context, c ctrlclient.Reader, hrp *addonsv1.HelmReleaseProxy) (engine.Release, string, error) {
 	from, err := values.FromSources(ctx, c, hrp.Namespace, hrp.Spec.ValuesFrom)
@@ -52,7 +53,13 @@ func Release(ctx context.Context, c ctrlclient.Reader, hrp *addonsv1.HelmRelease
 	if err != nil {
 		return engine.Release{}, "", &InputError{Reason: addonsv1.ValuesErrorReason, Err: fmt.Errorf("spec.values is not a YAML mapping: %w", err)}
 	}
-	merged := values.Merge(from, own)
+	var tenant map[string]any
+	if hrp.Spec.TenantValues {
+		if tenant, err = values.FromTenants(ctx, c, hrp.Namespace, hrp.Labels[addonsv1.HelmChartProxyNameLabel], hrp.Spec.ClusterName); err != nil {
+			return engine.Release{}, "", &InputError{Reason: addonsv1.ValuesErrorReason, Err: err}
+		}
+	}
+	merged := values.Merge(from, own, tenant)
 	hash, err := helm.ValuesHash(merged)
 	if err != nil {
 		return engine.Release{}, "", err

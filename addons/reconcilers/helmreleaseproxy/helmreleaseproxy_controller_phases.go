@@ -326,8 +326,12 @@ func (r *Reconciler) reconcileDelete(ctx context.Context, s *scope) (ctrl.Result
 			return ctrl.Result{RequeueAfter: min(unreachableRetry, remaining)}, nil
 		}
 		s.orphaned = err
+		within := fmt.Sprintf("within %s", r.UninstallTimeout)
+		if bestEffort {
+			within = "at the cluster's deletion (uninstallOnClusterDelete BestEffort)"
+		}
 		r.Recorder.Eventf(hrp, nil, corev1.EventTypeWarning, orphanedEvent, "Uninstall",
-			"Release %s/%s is left in cluster %s: no uninstall succeeded within %s: %v", inst.Namespace, inst.ReleaseName, cluster.Name, r.UninstallTimeout, err)
+			"Release %s/%s is left in cluster %s: no uninstall succeeded %s: %v", inst.Namespace, inst.ReleaseName, cluster.Name, within, err)
 		// The condition is written before the finalizer goes, for whoever watches the object.
 		if err := r.patchStatus(ctx, s); err != nil {
 			return ctrl.Result{}, err
