@@ -13,6 +13,7 @@ import (
 	"github.com/flotilla-dev/flotilla/addons/values"
 	addonsv1 "github.com/flotilla-dev/flotilla/api/addons/v1alpha1"
 	"github.com/flotilla-dev/flotilla/pkg/helm"
+	"github.com/flotilla-dev/flotilla/pkg/postrender"
 	"github.com/flotilla-dev/flotilla/pkg/registryconn"
 )
 
@@ -40,8 +41,8 @@ func ReleaseNamespace(hrp *addonsv1.HelmReleaseProxy) string {
 	return hrp.Spec.Namespace
 }
 
-// Release builds the release hrp's spec asks for, with the hash of its merged values (as the
-// Helm engine records it, helm.ValuesHash): valuesFrom, then spec.values, then with
+// Release builds the release hrp's spec asks for, with the hash of its merged values and
+// post-render (as the Helm engine records it, helm.InputsHash): valuesFrom, then spec.values, then with
 // tenantValues the tenants' (values.FromTenants), read with registry Secrets through c.
 // Its input errors (missing values or credentials) are *InputError and say what to fix.
 func Release(ctx context.Context, c ctrlclient.Reader, hrp *addonsv1.HelmReleaseProxy) (engine.Release, string, error) {
@@ -60,10 +61,6 @@ func Release(ctx context.Context, c ctrlclient.Reader, hrp *addonsv1.HelmRelease
 		}
 	}
 	merged := values.Merge(from, own, tenant)
-	hash, err := helm.ValuesHash(merged)
-	if err != nil {
-		return engine.Release{}, "", err
-	}
 	registry, err := registry(ctx, c, hrp)
 	if err != nil {
 		return engine.Release{}, "", &InputError{Reason: addonsv1.RegistryErrorReason, Err: err}
@@ -73,7 +70,7 @@ func Release(ctx context.Context, c ctrlclient.Reader, hrp *addonsv1.HelmRelease
 	if o.Timeout != nil {
 		timeout = o.Timeout.Duration
 	}
-	return engine.Release{
+	rel := engine.Release{
 		Name:            hrp.Spec.ReleaseName,
 		Namespace:       ReleaseNamespace(hrp),
 		Chart:           engine.Chart{RepoURL: hrp.Spec.RepoURL, Name: hrp.Spec.ChartName, Version: hrp.Spec.Version},
@@ -89,7 +86,13 @@ func Release(ctx context.Context, c ctrlclient.Reader, hrp *addonsv1.HelmRelease
 			addonsv1.HelmChartProxyNameLabel: hrp.Labels[addonsv1.HelmChartProxyNameLabel],
 			"addons.flotilla.dev/namespace":  hrp.Namespace,
 		},
-	}, hash, nil
+		PostRender: postrender.FromAPI(hrp.Spec.PostRender),
+	}
+	hash, err := helm.InputsHash(rel)
+	if err != nil {
+		return engine.Release{}, "", err
+	}
+	return rel, hash, nil
 }
 
 // registry reads the repository's credentials and CA from the Secrets spec.registry names.

@@ -89,7 +89,7 @@ func (r *Reconciler) applyReleaseProxies(ctx context.Context, s *scope) error {
 		if clusterPaused(cluster) {
 			continue
 		}
-		rendered, err := desired.RenderValues(ctx, r.Client, r.Client.RESTMapper(), hcp, cluster)
+		rendered, err := desired.Render(ctx, r.Client, r.Client.RESTMapper(), hcp, cluster)
 		if errors.Is(err, values.ErrRenderStarved) {
 			s.requeueAfter = min(s.requeueAfter, starvedRetry) // the template may well be fine
 		}

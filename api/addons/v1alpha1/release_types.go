@@ -219,6 +219,11 @@ type ReleaseSpec struct {
 	// +optional
 	DryRun bool `json:"dryRun,omitempty"`
 
+	// postRender patches the rendered manifests with kustomize before they are installed:
+	// patches (strategic merge, JSON 6902), images and labels.
+	// +optional
+	PostRender *PostRender `json:"postRender,omitempty"`
+
 	// tenantValues layers values that the teams owning the clusters keep, in ConfigMaps and
 	// Secrets of the namespace labelled addons.flotilla.dev/values-for=<proxy>, over the
 	// proxy's own (valuesFrom and the rendered valuesTemplate): first those for every cluster,

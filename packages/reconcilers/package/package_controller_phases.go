@@ -26,6 +26,7 @@ import (
 	"github.com/flotilla-dev/flotilla/pkg/background"
 	"github.com/flotilla-dev/flotilla/pkg/helm"
 	"github.com/flotilla-dev/flotilla/pkg/objectpatch"
+	"github.com/flotilla-dev/flotilla/pkg/postrender"
 	"github.com/flotilla-dev/flotilla/pkg/registryconn"
 )
 
@@ -228,9 +229,10 @@ func desiredRelease(p *packagesv1.Package, res *catalog.Resolved, d defaults.Def
 			Version: res.Version.Version,
 			Digest:  res.Version.Digest,
 		},
-		Registry: registryconn.Config{Username: d.Username, Password: d.Password, CAData: d.CAData, PlainHTTP: d.PlainHTTP},
-		Values:   res.Values,
-		Labels:   map[string]string{ReleaseLabelPackage: p.Namespace + "." + p.Name},
+		Registry:   registryconn.Config{Username: d.Username, Password: d.Password, CAData: d.CAData, PlainHTTP: d.PlainHTTP},
+		Values:     res.Values,
+		PostRender: postrender.FromAPI(p.Spec.PostRender),
+		Labels:     map[string]string{ReleaseLabelPackage: p.Namespace + "." + p.Name},
 	}
 }
 
@@ -290,7 +292,7 @@ func (r *Reconciler) install(ctx context.Context, s *scope, cfg *rest.Config) (c
 // when the engine will find the release as it should be and write nothing: a resync.
 func progress(p *packagesv1.Package, rel helm.Release) packagesv1.PackageState {
 	st := p.Status
-	hash, err := helm.ValuesHash(rel.Values)
+	hash, err := helm.InputsHash(rel)
 	lastFailed := st.State == packagesv1.PackageFailed && readyReason(p) == packagesv1.InstallFailedReason
 	switch {
 	case st.CurrentVersion == "":
