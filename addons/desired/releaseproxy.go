@@ -79,7 +79,7 @@ func Render(ctx context.Context, c ctrlclient.Reader, mapper meta.RESTMapper, hc
 		if !strings.Contains(p.Patch, "{{") {
 			continue
 		}
-		if p.Patch, err = values.Render(ctx, p.Patch, data); err != nil {
+		if p.Patch, err = values.RenderText(ctx, p.Patch, data); err != nil {
 			return Rendered{}, fmt.Errorf("postRender.patches[%d]: %w", i, err)
 		}
 	}
