@@ -2,11 +2,8 @@ package packages_test
 
 import (
 	"context"
-	"encoding/base64"
 	"fmt"
-	"net/http"
 	"os"
-	"os/exec"
 	"slices"
 	"strings"
 	"testing"
@@ -17,54 +14,35 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/rest"
-	"k8s.io/client-go/tools/clientcmd"
 	ctrl "sigs.k8s.io/controller-runtime"
 	ctrlclient "sigs.k8s.io/controller-runtime/pkg/client"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	packagesv1 "github.com/flotilla-dev/flotilla/api/packages/v1alpha1"
+	"github.com/flotilla-dev/flotilla/internal/killtest"
 	"github.com/flotilla-dev/flotilla/manager/scheme"
 	packagereconciler "github.com/flotilla-dev/flotilla/packages/reconcilers/package"
 	"github.com/flotilla-dev/flotilla/pkg/helm"
 )
 
-// killedEnv makes the test binary run killedManagerMain instead of the tests: a manager
-// process to kill in the middle of an install.
-const killedEnv = "FLOTILLA_PACKAGES_TEST_KILLED_MANAGER"
-
-// killedManagerMain runs the Package reconciler against the management API server of the
-// environment, reaching the one cluster it is told of through a config whose requests for
-// Deployments never end: Helm has recorded the release as pending-install and applied the
+// killedManagerMain runs the Package reconciler in a child process (killtest) against the
+// management API server, reaching the one cluster it is told of through a config whose writes
+// of Deployments never end: Helm has recorded the release as pending-install and applied the
 // objects before the Deployment when it hangs there, until the process is killed.
 func killedManagerMain() int {
 	fail := func(err error) int {
 		fmt.Fprintln(os.Stderr, "killed manager:", err)
 		return 1
 	}
-	config := func(name string) (*rest.Config, error) {
-		kubeconfig, err := base64.StdEncoding.DecodeString(os.Getenv(killedEnv + "_" + name))
-		if err != nil {
-			return nil, err
-		}
-		return clientcmd.RESTConfigFromKubeConfig(kubeconfig)
-	}
-	mgmtConfig, err := config("MGMT")
+	mgmtConfig, err := killtest.Config("mgmt")
 	if err != nil {
 		return fail(err)
 	}
-	workloadConfig, err := config("WORKLOAD")
+	workloadConfig, err := killtest.Config("workload")
 	if err != nil {
 		return fail(err)
 	}
-	workloadConfig.Wrap(func(rt http.RoundTripper) http.RoundTripper {
-		return roundTripperFunc(func(req *http.Request) (*http.Response, error) {
-			if strings.Contains(req.URL.Path, "/deployments") && req.Method != http.MethodGet {
-				<-req.Context().Done() // hangs until the process dies
-				return nil, req.Context().Err()
-			}
-			return rt.RoundTrip(req)
-		})
-	})
+	killtest.HangWrites(workloadConfig, "/deployments")
 	s, err := scheme.New()
 	if err != nil {
 		return fail(err)
@@ -74,11 +52,11 @@ func killedManagerMain() int {
 		return fail(err)
 	}
 	configs := &restConfigs{configs: map[ctrlclient.ObjectKey]*rest.Config{
-		{Namespace: os.Getenv(killedEnv + "_NAMESPACE"), Name: os.Getenv(killedEnv + "_CLUSTER")}: workloadConfig,
+		{Namespace: killtest.Setting("namespace"), Name: killtest.Setting("cluster")}: workloadConfig,
 	}}
 	r := &packagereconciler.Reconciler{
 		Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Recorder: mgr.GetEventRecorder(packagereconciler.FieldOwner),
-		Installer: &helm.Engine{ChartCache: os.Getenv(killedEnv + "_CACHE")}, RESTConfigs: configs, HelmTimeout: time.Hour,
+		Installer: &helm.Engine{ChartCache: killtest.Setting("cache")}, RESTConfigs: configs, HelmTimeout: time.Hour,
 	}
 	if err := r.SetupWithManager(mgr); err != nil {
 		return fail(err)
@@ -107,20 +85,9 @@ func TestAPackageWhoseManagerWasKilledMidInstallIsInstalled(t *testing.T) {
 		g.Expect(pbcOf(g, name).Spec.ActiveBundle).NotTo(BeEmpty())
 	}, timeout, interval).Should(Succeed())
 
-	killed := exec.CommandContext(ctx, os.Args[0], "-test.run=^$")
-	killed.Env = append(os.Environ(),
-		killedEnv+"=run",
-		killedEnv+"_MGMT="+base64.StdEncoding.EncodeToString(mgmt.Kubeconfig),
-		killedEnv+"_WORKLOAD="+base64.StdEncoding.EncodeToString(workload.Kubeconfig),
-		killedEnv+"_NAMESPACE="+c.Namespace,
-		killedEnv+"_CLUSTER="+name,
-		killedEnv+"_CACHE="+t.TempDir(),
-	)
-	killed.Stderr = os.Stderr
-	g.Expect(killed.Start()).To(Succeed())
-	exited := make(chan error, 1)
-	go func() { exited <- killed.Wait() }()
-	t.Cleanup(func() { _ = killed.Process.Kill() })
+	killed := killtest.Start(t,
+		map[string]string{"namespace": c.Namespace, "cluster": name, "cache": t.TempDir()},
+		map[string][]byte{"mgmt": mgmt.Kubeconfig, "workload": workload.Kubeconfig})
 
 	p := newPackage(name, "hello", "hello", "")
 	p.Spec.TargetNamespace = target
@@ -129,8 +96,7 @@ func TestAPackageWhoseManagerWasKilledMidInstallIsInstalled(t *testing.T) {
 		g.Expect(releaseStatuses(g, target, "hello")).To(Equal([]string{"pending-install"}))
 		g.Expect(workload.Client.Get(ctx, ctrlclient.ObjectKey{Namespace: target, Name: "hello-config"}, &corev1.ConfigMap{})).To(Succeed())
 	}, timeout, interval).Should(Succeed())
-	g.Expect(killed.Process.Kill()).To(Succeed())
-	g.Expect(<-exited).To(HaveOccurred(), "the manager was killed")
+	g.Expect(killed.Kill()).To(Succeed())
 
 	recoveries := engine.Stats().Recoveries
 	configs.set(ctrlclient.ObjectKeyFromObject(c), workload.Config)

@@ -20,6 +20,7 @@ import (
 	packagesv1 "github.com/flotilla-dev/flotilla/api/packages/v1alpha1"
 	clusterwebhooks "github.com/flotilla-dev/flotilla/cluster/webhooks"
 	"github.com/flotilla-dev/flotilla/internal/charttest"
+	"github.com/flotilla-dev/flotilla/internal/killtest"
 	"github.com/flotilla-dev/flotilla/internal/testenv"
 	"github.com/flotilla-dev/flotilla/packages"
 	"github.com/flotilla-dev/flotilla/packages/bundle"
@@ -123,7 +124,7 @@ func (r *restConfigs) set(key ctrlclient.ObjectKey, cfg *rest.Config) {
 }
 
 func TestMain(m *testing.M) {
-	if os.Getenv(killedEnv) != "" {
+	if killtest.Child() {
 		os.Exit(killedManagerMain())
 	}
 	os.Exit(run(m))
