@@ -43,7 +43,7 @@ spec:
 
 // holCluster is a workload cluster of the head-of-line measurements: a Flotilla Cluster whose
 // PackageBundleController reads repo, reaching the shared workload API server.
-func holCluster(t *testing.T, name, repo string) {
+func holCluster(t testing.TB, name, repo string) {
 	t.Helper()
 	g := NewWithT(t)
 	ctx := context.Background()
@@ -61,7 +61,7 @@ func holCluster(t *testing.T, name, repo string) {
 
 // installHealthy applies healthyPackages hello Packages (and the extra ones) to cluster at once
 // and returns how long the hello Packages took to be installed.
-func installHealthy(t *testing.T, cluster, target string, extra ...*packagesv1.Package) time.Duration {
+func installHealthy(t testing.TB, cluster, target string, extra ...*packagesv1.Package) time.Duration {
 	t.Helper()
 	g := NewWithT(t)
 	ctx := context.Background()
@@ -83,22 +83,31 @@ func installHealthy(t *testing.T, cluster, target string, extra ...*packagesv1.P
 	return time.Since(start)
 }
 
+// measureHeadOfLine installs healthyPackages Packages into one cluster, then as many next to
+// one that hangs until its timeout into another, and returns how long the healthy ones took
+// each time. The clusters' names end in suffix.
+func measureHeadOfLine(t testing.TB, suffix string) (alone, beside time.Duration) {
+	t.Helper()
+	const repo = "hol/bundles"
+	hello := helloChart("hello", "0.1.0").push(t, "")
+	hang := hangingChart("hang", "0.1.0").push(t, "")
+	pushBundle(t, repo, "1.36", 95, signingKey, pkg("hello", hello), pkg("hang", hang))
+	holCluster(t, "w-hol-alone"+suffix, repo)
+	holCluster(t, "w-hol"+suffix, repo)
+
+	alone = installHealthy(t, "w-hol-alone"+suffix, "hol-alone"+suffix)
+	hanging := newPackage("w-hol"+suffix, "hang", "hang", "")
+	hanging.Spec.TargetNamespace = "hol" + suffix
+	beside = installHealthy(t, "w-hol"+suffix, "hol"+suffix, hanging)
+	return alone, beside
+}
+
 // TestAHangingPackageDelaysNoOther installs ten healthy Packages, then the same ten next to one
 // whose install hangs until its timeout, into two clusters: the ten are installed as fast either
 // way, and while the hanging one is still installing.
 func TestAHangingPackageDelaysNoOther(t *testing.T) {
 	g := NewWithT(t)
-	const repo = "hol/bundles"
-	hello := helloChart("hello", "0.1.0").push(t, "")
-	hang := hangingChart("hang", "0.1.0").push(t, "")
-	pushBundle(t, repo, "1.36", 95, signingKey, pkg("hello", hello), pkg("hang", hang))
-	holCluster(t, "w-hol-alone", repo)
-	holCluster(t, "w-hol", repo)
-
-	alone := installHealthy(t, "w-hol-alone", "hol-alone")
-	hanging := newPackage("w-hol", "hang", "hang", "")
-	hanging.Spec.TargetNamespace = "hol"
-	beside := installHealthy(t, "w-hol", "hol", hanging)
+	alone, beside := measureHeadOfLine(t, "")
 
 	p := packageOf(g, "w-hol", "hang")
 	g.Expect(p.Status.State).To(Equal(packagesv1.PackageInstalling), "the hanging Package is still being installed")
@@ -116,8 +125,24 @@ func TestAHangingPackageDelaysNoOther(t *testing.T) {
 	}, helmTimeout+timeout, interval).Should(Succeed())
 }
 
+// BenchmarkHeadOfLine reports the head-of-line target: the time healthyPackages
+// Packages take to be installed next to one that hangs, over the time they take alone
+// (hol-ratio, target <= 1.2). Run it alone:
+// go test -run '^$' -bench HeadOfLine -benchtime 3x ./packages
+func BenchmarkHeadOfLine(b *testing.B) {
+	var alone, beside time.Duration
+	i := 0
+	for b.Loop() {
+		a, h := measureHeadOfLine(b, fmt.Sprintf("-b%d", i))
+		alone, beside, i = alone+a, beside+h, i+1
+	}
+	b.ReportMetric(alone.Seconds()/float64(i), "alone-s")
+	b.ReportMetric(beside.Seconds()/float64(i), "beside-hanging-s")
+	b.ReportMetric(beside.Seconds()/alone.Seconds(), "hol-ratio")
+}
+
 // deleteClusterWithin deletes c and waits up to wait until it is gone (its Packages uninstalled).
-func deleteClusterWithin(t *testing.T, c *flotillav1.Cluster, wait time.Duration) {
+func deleteClusterWithin(t testing.TB, c *flotillav1.Cluster, wait time.Duration) {
 	t.Helper()
 	g := NewWithT(t)
 	g.Expect(ctrlclient.IgnoreNotFound(mgmt.Client.Delete(context.Background(), c))).To(Succeed())

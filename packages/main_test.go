@@ -282,7 +282,7 @@ func must(t testing.TB, err error) {
 }
 
 // newCluster creates a Flotilla Cluster name (Kubernetes minor) in a new namespace.
-func newCluster(t *testing.T, name, minor string) *flotillav1.Cluster {
+func newCluster(t testing.TB, name, minor string) *flotillav1.Cluster {
 	t.Helper()
 	c := &flotillav1.Cluster{
 		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: mgmt.NewNamespace(t)},
