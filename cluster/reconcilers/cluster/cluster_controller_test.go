@@ -358,7 +358,7 @@ func TestPreDeleteHooksHoldTheTeardownBack(t *testing.T) {
 	c := fixture(t, g, group("md-0", 1, "small"))
 	capi := &clusterv1.Cluster{}
 	g.Eventually(func(g Gomega) {
-		g.Expect(env.Client.Get(ctx, key(c, "w1"), capi)).To(Succeed())
+		g.Expect(env.Client.Get(ctx, key(c, c.Name), capi)).To(Succeed())
 	}, timeout, interval).Should(Succeed())
 	updateCluster(g, c, func(c *flotillav1.Cluster) {
 		metav1.SetMetaDataAnnotation(&c.ObjectMeta, predelete.Annotation("addons"), "")
@@ -367,20 +367,20 @@ func TestPreDeleteHooksHoldTheTeardownBack(t *testing.T) {
 	g.Expect(env.Client.Delete(ctx, c)).To(Succeed())
 
 	g.Eventually(func(g Gomega) {
-		g.Expect(env.Client.Get(ctx, key(c, "w1"), capi)).To(Succeed())
+		g.Expect(env.Client.Get(ctx, key(c, c.Name), capi)).To(Succeed())
 		g.Expect(capi.Annotations).To(HaveKey(flotillav1.TeardownAnnotation))
 		ready := conditionOf(g, c, flotillav1.ReadyCondition)
 		g.Expect(ready.Reason).To(Equal(flotillav1.DeletingReason))
 		g.Expect(ready.Message).To(ContainSubstring("waiting for addons, packages to uninstall"))
 	}, timeout, interval).Should(Succeed())
 	g.Consistently(func(g Gomega) {
-		g.Expect(env.Client.Get(ctx, key(c, "w1"), capi)).To(Succeed())
+		g.Expect(env.Client.Get(ctx, key(c, c.Name), capi)).To(Succeed())
 		g.Expect(capi.DeletionTimestamp.IsZero()).To(BeTrue(), "the CAPI Cluster is not deleted while hooks are set")
 	}, 2*time.Second, interval).Should(Succeed())
 
 	updateCluster(g, c, func(c *flotillav1.Cluster) { delete(c.Annotations, predelete.Annotation("addons")) })
 	g.Consistently(func(g Gomega) {
-		g.Expect(env.Client.Get(ctx, key(c, "w1"), capi)).To(Succeed())
+		g.Expect(env.Client.Get(ctx, key(c, c.Name), capi)).To(Succeed())
 		g.Expect(capi.DeletionTimestamp.IsZero()).To(BeTrue(), "one hook is enough to hold it")
 	}, time.Second, interval).Should(Succeed())
 	updateCluster(g, c, func(c *flotillav1.Cluster) { delete(c.Annotations, predelete.Annotation("packages")) })
