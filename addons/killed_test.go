@@ -12,16 +12,12 @@ import (
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/rest"
-	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/cache"
 	ctrlclient "sigs.k8s.io/controller-runtime/pkg/client"
-	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/flotilla-dev/flotilla/addons/drift"
 	"github.com/flotilla-dev/flotilla/addons/reconcilers/helmreleaseproxy"
 	"github.com/flotilla-dev/flotilla/internal/charttest"
 	"github.com/flotilla-dev/flotilla/internal/killtest"
-	"github.com/flotilla-dev/flotilla/manager/scheme"
 	"github.com/flotilla-dev/flotilla/pkg/helm"
 )
 
@@ -48,24 +44,8 @@ func killedManagerMain() int {
 		fmt.Fprintln(os.Stderr, "killed manager:", err)
 		return 1
 	}
-	mgmtConfig, err := killtest.Config("mgmt")
-	if err != nil {
-		return fail(err)
-	}
-	workloadConfig, err := killtest.Config("workload")
-	if err != nil {
-		return fail(err)
-	}
-	killtest.HangWrites(workloadConfig, "/deployments")
-	s, err := scheme.New()
-	if err != nil {
-		return fail(err)
-	}
 	ns := killtest.Setting("namespace")
-	mgr, err := ctrl.NewManager(mgmtConfig, ctrl.Options{
-		Scheme: s, Metrics: metricsserver.Options{BindAddress: "0"}, HealthProbeBindAddress: "0",
-		Cache: cache.Options{DefaultNamespaces: map[string]cache.Config{ns: {}}},
-	})
+	mgr, workloadConfig, err := killtest.Manager(ns)
 	if err != nil {
 		return fail(err)
 	}

@@ -14,13 +14,10 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/rest"
-	ctrl "sigs.k8s.io/controller-runtime"
 	ctrlclient "sigs.k8s.io/controller-runtime/pkg/client"
-	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	packagesv1 "github.com/flotilla-dev/flotilla/api/packages/v1alpha1"
 	"github.com/flotilla-dev/flotilla/internal/killtest"
-	"github.com/flotilla-dev/flotilla/manager/scheme"
 	packagereconciler "github.com/flotilla-dev/flotilla/packages/reconcilers/package"
 	"github.com/flotilla-dev/flotilla/pkg/helm"
 )
@@ -34,20 +31,7 @@ func killedManagerMain() int {
 		fmt.Fprintln(os.Stderr, "killed manager:", err)
 		return 1
 	}
-	mgmtConfig, err := killtest.Config("mgmt")
-	if err != nil {
-		return fail(err)
-	}
-	workloadConfig, err := killtest.Config("workload")
-	if err != nil {
-		return fail(err)
-	}
-	killtest.HangWrites(workloadConfig, "/deployments")
-	s, err := scheme.New()
-	if err != nil {
-		return fail(err)
-	}
-	mgr, err := ctrl.NewManager(mgmtConfig, ctrl.Options{Scheme: s, Metrics: metricsserver.Options{BindAddress: "0"}, HealthProbeBindAddress: "0"})
+	mgr, workloadConfig, err := killtest.Manager("")
 	if err != nil {
 		return fail(err)
 	}

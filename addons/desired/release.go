@@ -86,7 +86,7 @@ func Release(ctx context.Context, c ctrlclient.Reader, hrp *addonsv1.HelmRelease
 			addonsv1.HelmChartProxyNameLabel: hrp.Labels[addonsv1.HelmChartProxyNameLabel],
 			"addons.flotilla.dev/namespace":  hrp.Namespace,
 		},
-		PostRender: postrender.FromAPI(hrp.Spec.PostRender),
+		PostRender: postrender.Spec{PostRender: hrp.Spec.PostRender},
 	}
 	hash, err := helm.InputsHash(rel)
 	if err != nil {

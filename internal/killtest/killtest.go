@@ -12,6 +12,11 @@ import (
 
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	"github.com/flotilla-dev/flotilla/manager/scheme"
 )
 
 // roleEnv names the environment variable that makes the test binary a child.
@@ -91,4 +96,33 @@ func (h hanging) RoundTrip(req *http.Request) (*http.Response, error) {
 		return nil, req.Context().Err()
 	}
 	return h.rt.RoundTrip(req)
+}
+
+// Manager is the child's manager on the management cluster of the kubeconfig "mgmt" (watching
+// namespace only, when not ""), and the config of its workload cluster, the kubeconfig
+// "workload", whose writes of Deployments hang (HangWrites): Helm has recorded the release as
+// pending and applied the objects before the Deployment when it stops there.
+func Manager(namespace string) (ctrl.Manager, *rest.Config, error) {
+	mgmt, err := Config("mgmt")
+	if err != nil {
+		return nil, nil, err
+	}
+	workload, err := Config("workload")
+	if err != nil {
+		return nil, nil, err
+	}
+	HangWrites(workload, "/deployments")
+	s, err := scheme.New()
+	if err != nil {
+		return nil, nil, err
+	}
+	opts := ctrl.Options{Scheme: s, Metrics: metricsserver.Options{BindAddress: "0"}, HealthProbeBindAddress: "0"}
+	if namespace != "" {
+		opts.Cache = cache.Options{DefaultNamespaces: map[string]cache.Config{namespace: {}}}
+	}
+	mgr, err := ctrl.NewManager(mgmt, opts)
+	if err != nil {
+		return nil, nil, fmt.Errorf("creating the manager: %w", err)
+	}
+	return mgr, workload, nil
 }

@@ -7,6 +7,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	ctrlclient "sigs.k8s.io/controller-runtime/pkg/client"
 
+	addonsv1 "github.com/flotilla-dev/flotilla/api/addons/v1alpha1"
 	"github.com/flotilla-dev/flotilla/pkg/postrender"
 	"github.com/flotilla-dev/flotilla/pkg/registryconn"
 )
@@ -22,14 +23,14 @@ func TestAPostRenderPatchesWhatIsInstalledRecordedAndDiffed(t *testing.T) {
 	helloChart("0.1.0").push(t, "postrender")
 	e := newEngine(t)
 	patches := func(greeting string) postrender.Spec {
-		return postrender.Spec{
-			Patches: []postrender.Patch{
+		return postrender.Spec{PostRender: &addonsv1.PostRender{
+			Patches: []addonsv1.KustomizePatch{
 				{Patch: "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: web\nspec:\n  replicas: 2\n"},
-				{Patch: `[{"op": "replace", "path": "/data/greeting", "value": "` + greeting + `"}]`, Target: &postrender.Target{Kind: "ConfigMap"}},
+				{Patch: `[{"op": "replace", "path": "/data/greeting", "value": "` + greeting + `"}]`, Target: &addonsv1.PatchTarget{Kind: "ConfigMap"}},
 			},
-			Images: []postrender.Image{{Name: "registry.example/hello", NewName: "mirror.example/hello", NewTag: "2"}},
+			Images: []addonsv1.ImageOverride{{Name: "registry.example/hello", NewName: "mirror.example/hello", NewTag: "2"}},
 			Labels: map[string]string{"team": "a"},
-		}
+		}}
 	}
 	rel := Release{
 		Name: "web", Namespace: ns,

@@ -5,6 +5,8 @@ import (
 	"testing"
 
 	. "github.com/onsi/gomega"
+
+	addonsv1 "github.com/flotilla-dev/flotilla/api/addons/v1alpha1"
 )
 
 const rendered = `apiVersion: v1
@@ -33,14 +35,14 @@ spec:
 
 func TestASpecPatchesOverridesImagesAndLabelsTheRenderedManifests(t *testing.T) {
 	g := NewWithT(t)
-	s := Spec{
-		Patches: []Patch{
+	s := Spec{&addonsv1.PostRender{
+		Patches: []addonsv1.KustomizePatch{
 			{Patch: "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: web\nspec:\n  replicas: 3\n"},
-			{Patch: `[{"op": "replace", "path": "/data/greeting", "value": "moin"}]`, Target: &Target{Kind: "ConfigMap", Name: "web-config"}},
+			{Patch: `[{"op": "replace", "path": "/data/greeting", "value": "moin"}]`, Target: &addonsv1.PatchTarget{Kind: "ConfigMap", Name: "web-config"}},
 		},
-		Images: []Image{{Name: "registry.example/hello", NewName: "mirror.example/hello", NewTag: "2"}},
+		Images: []addonsv1.ImageOverride{{Name: "registry.example/hello", NewName: "mirror.example/hello", NewTag: "2"}},
 		Labels: map[string]string{"team": "a"},
-	}
+	}}
 	out, err := s.Run(bytes.NewBufferString(rendered))
 	g.Expect(err).NotTo(HaveOccurred())
 	got := out.String()
@@ -58,13 +60,14 @@ func TestAnEmptySpecChangesNothingAndHasNoDigest(t *testing.T) {
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(out.String()).To(Equal(rendered))
 	g.Expect(Spec{}.Digest()).To(BeEmpty())
-	a := Spec{Labels: map[string]string{"team": "a"}}
+	g.Expect(Spec{&addonsv1.PostRender{}}.Empty()).To(BeTrue())
+	a := Spec{&addonsv1.PostRender{Labels: map[string]string{"team": "a"}}}
 	g.Expect(a.Digest()).To(HavePrefix("sha256:"))
-	g.Expect(a.Digest()).NotTo(Equal(Spec{Labels: map[string]string{"team": "b"}}.Digest()))
+	g.Expect(a.Digest()).NotTo(Equal(Spec{&addonsv1.PostRender{Labels: map[string]string{"team": "b"}}}.Digest()))
 }
 
 func TestABadPatchIsAnErrorNamingKustomize(t *testing.T) {
 	g := NewWithT(t)
-	_, err := Spec{Patches: []Patch{{Patch: `[{"op": "replace", "path": "/data/missing/deep", "value": 1}]`, Target: &Target{Kind: "ConfigMap"}}}}.Run(bytes.NewBufferString(rendered))
+	_, err := Spec{&addonsv1.PostRender{Patches: []addonsv1.KustomizePatch{{Patch: `[{"op": "replace", "path": "/data/missing/deep", "value": 1}]`, Target: &addonsv1.PatchTarget{Kind: "ConfigMap"}}}}}.Run(bytes.NewBufferString(rendered))
 	g.Expect(err).To(MatchError(ContainSubstring("post-render: kustomize")))
 }

@@ -231,7 +231,7 @@ func desiredRelease(p *packagesv1.Package, res *catalog.Resolved, d defaults.Def
 		},
 		Registry:   registryconn.Config{Username: d.Username, Password: d.Password, CAData: d.CAData, PlainHTTP: d.PlainHTTP},
 		Values:     res.Values,
-		PostRender: postrender.FromAPI(p.Spec.PostRender),
+		PostRender: postrender.Spec{PostRender: p.Spec.PostRender},
 		Labels:     map[string]string{ReleaseLabelPackage: p.Namespace + "." + p.Name},
 	}
 }
