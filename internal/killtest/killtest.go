@@ -3,6 +3,7 @@ package killtest
 import (
 	"context"
 	"encoding/base64"
+	"errors"
 	"fmt"
 	"net/http"
 	"os"
@@ -13,7 +14,7 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/cache"
+	ctrlcache "sigs.k8s.io/controller-runtime/pkg/cache"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/flotilla-dev/flotilla/manager/scheme"
@@ -35,7 +36,7 @@ type Process struct {
 // them) and kubeconfigs (Config reads them), and kills it when the test ends.
 func Start(t testing.TB, settings map[string]string, kubeconfigs map[string][]byte) *Process {
 	t.Helper()
-	cmd := exec.CommandContext(context.Background(), os.Args[0], "-test.run=^$")
+	cmd := exec.CommandContext(context.Background(), os.Args[0], "-test.run=^$") //nolint:gosec // the test binary starts itself
 	cmd.Env = append(os.Environ(), roleEnv+"=child")
 	for k, v := range settings {
 		cmd.Env = append(cmd.Env, envName(k)+"="+v)
@@ -58,7 +59,9 @@ func (p *Process) Kill() error {
 	if err := p.cmd.Process.Kill(); err != nil {
 		return fmt.Errorf("killing the manager process: %w", err)
 	}
-	<-p.exited
+	if err := <-p.exited; err == nil {
+		return errors.New("the manager process ended before it was killed")
+	}
 	return nil
 }
 
@@ -118,7 +121,7 @@ func Manager(namespace string) (ctrl.Manager, *rest.Config, error) {
 	}
 	opts := ctrl.Options{Scheme: s, Metrics: metricsserver.Options{BindAddress: "0"}, HealthProbeBindAddress: "0"}
 	if namespace != "" {
-		opts.Cache = cache.Options{DefaultNamespaces: map[string]cache.Config{namespace: {}}}
+		opts.Cache = ctrlcache.Options{DefaultNamespaces: map[string]ctrlcache.Config{namespace: {}}}
 	}
 	mgr, err := ctrl.NewManager(mgmt, opts)
 	if err != nil {

@@ -16,7 +16,7 @@ import (
 	ci "helm.sh/helm/v4/pkg/chart"
 	chart "helm.sh/helm/v4/pkg/chart/v2"
 	"helm.sh/helm/v4/pkg/kube"
-	hpostrender "helm.sh/helm/v4/pkg/postrenderer"
+	"helm.sh/helm/v4/pkg/postrenderer"
 	ri "helm.sh/helm/v4/pkg/release"
 	rcommon "helm.sh/helm/v4/pkg/release/common"
 	release "helm.sh/helm/v4/pkg/release/v1"
@@ -456,7 +456,7 @@ func foldPostRender(valuesHash string, post postrender.Spec) string {
 }
 
 // postRenderer is post as Helm's post-renderer; nil when it changes nothing.
-func postRenderer(post postrender.Spec) hpostrender.PostRenderer {
+func postRenderer(post postrender.Spec) postrenderer.PostRenderer {
 	if post.Empty() {
 		return nil
 	}

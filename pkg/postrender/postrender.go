@@ -9,7 +9,7 @@ import (
 
 	"sigs.k8s.io/kustomize/api/konfig"
 	"sigs.k8s.io/kustomize/api/krusty"
-	kustypes "sigs.k8s.io/kustomize/api/types"
+	"sigs.k8s.io/kustomize/api/types"
 	"sigs.k8s.io/kustomize/kyaml/filesys"
 	"sigs.k8s.io/kustomize/kyaml/resid"
 	"sigs.k8s.io/yaml"
@@ -80,15 +80,15 @@ func (s Spec) Run(rendered *bytes.Buffer) (*bytes.Buffer, error) {
 }
 
 // kustomization is the kustomization of p over the rendered manifests.
-func kustomization(p *addonsv1.PostRender) kustypes.Kustomization {
-	k := kustypes.Kustomization{
-		TypeMeta:  kustypes.TypeMeta{APIVersion: kustypes.KustomizationVersion, Kind: kustypes.KustomizationKind},
+func kustomization(p *addonsv1.PostRender) types.Kustomization {
+	k := types.Kustomization{
+		TypeMeta:  types.TypeMeta{APIVersion: types.KustomizationVersion, Kind: types.KustomizationKind},
 		Resources: []string{manifests},
 	}
 	for _, patch := range p.Patches {
-		kp := kustypes.Patch{Patch: patch.Patch}
+		kp := types.Patch{Patch: patch.Patch}
 		if t := patch.Target; t != nil {
-			kp.Target = &kustypes.Selector{
+			kp.Target = &types.Selector{
 				ResId:              resid.NewResIdWithNamespace(resid.Gvk{Group: t.Group, Version: t.Version, Kind: t.Kind}, t.Name, t.Namespace),
 				LabelSelector:      t.LabelSelector,
 				AnnotationSelector: t.AnnotationSelector,
@@ -97,10 +97,10 @@ func kustomization(p *addonsv1.PostRender) kustypes.Kustomization {
 		k.Patches = append(k.Patches, kp)
 	}
 	for _, img := range p.Images {
-		k.Images = append(k.Images, kustypes.Image{Name: img.Name, NewName: img.NewName, NewTag: img.NewTag, Digest: img.Digest})
+		k.Images = append(k.Images, types.Image{Name: img.Name, NewName: img.NewName, NewTag: img.NewTag, Digest: img.Digest})
 	}
 	if len(p.Labels) > 0 {
-		k.Labels = []kustypes.Label{{Pairs: p.Labels}}
+		k.Labels = []types.Label{{Pairs: p.Labels}}
 	}
 	return k
 }

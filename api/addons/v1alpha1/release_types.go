@@ -33,10 +33,10 @@ const (
 // DefaultValuesKey is the key a ValuesReference reads when it names none.
 const DefaultValuesKey = "values.yaml"
 
-// TenantValuesLabel, on a ConfigMap or Secret in the namespace of a HelmChartProxy with
-// tenantValues, names the proxy whose releases its key values.yaml overrides: in every cluster
-// of the namespace, or, with the label cluster.x-k8s.io/cluster-name as well, in that cluster
-// only.
+// TenantValuesLabel is the label of a ConfigMap or Secret, in the namespace of a
+// HelmChartProxy with tenantValues, naming the proxy whose releases its key values.yaml
+// overrides: in every cluster of the namespace, or, with the label
+// cluster.x-k8s.io/cluster-name as well, in that cluster only.
 const TenantValuesLabel = "addons.flotilla.dev/values-for"
 
 // ValuesReference names a ConfigMap or Secret, in the proxy's namespace, holding Helm values as

@@ -355,11 +355,12 @@ func (r *Reconciler) reconcileDelete(ctx context.Context, s *scope) (ctrl.Result
 			"Cluster %s is deleted: release %s goes with it without an uninstall (uninstallOnClusterDelete %s): %v", s.clusterName, p.Name, policyName(policy), failure)
 		return r.release(ctx, s)
 	}
-	if err != nil {
-		return ctrl.Result{RequeueAfter: r.unreachableRetry()}, nil
-	}
 	retry := r.calls.RetryAfter(ctrlclient.ObjectKeyFromObject(p))
-	ctrl.LoggerFrom(ctx).Error(failure, "Uninstalling Package failed", "package", klog.KObj(p), "retryAfter", retry)
+	if s.unreachable == nil {
+		ctrl.LoggerFrom(ctx).Error(failure, "Uninstalling Package failed", "package", klog.KObj(p), "retryAfter", retry)
+	} else {
+		retry = r.unreachableRetry() // waiting for the cluster
+	}
 	return ctrl.Result{RequeueAfter: retry}, nil
 }
 
