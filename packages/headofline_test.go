@@ -18,27 +18,33 @@ import (
 // healthyPackages is how many healthy Packages install next to the hanging one.
 const healthyPackages = 10
 
-// hangingChart is the hello chart with a post-install hook Job: the workload API server has no
-// Job controller, so Helm waits for the Job until its timeout (helmTimeout), and the release
-// stays pending-install meanwhile.
-func hangingChart(name, version string) chart {
+// hookJobChart is the hello chart with a hook Job <release>-<job>, run at hooks (Helm's
+// helm.sh/hook annotation). The workload API server has no Job controller: Helm waits for the
+// Job until its timeout (helmTimeout), or until a test completes it (completeJob).
+func hookJobChart(name, version, job, hooks string) chart {
 	c := helloChart(name, version)
-	c.Files["templates/hook.yaml"] = `apiVersion: batch/v1
+	c.Files["templates/"+job+".yaml"] = `apiVersion: batch/v1
 kind: Job
 metadata:
-  name: {{ .Release.Name }}-hook
+  name: {{ .Release.Name }}-` + job + `
   annotations:
-    "helm.sh/hook": post-install,post-upgrade
+    "helm.sh/hook": ` + hooks + `
 spec:
   backoffLimit: 0
   template:
     spec:
       restartPolicy: Never
       containers:
-      - name: wait
-        image: registry.example/wait:1
+      - name: ` + job + `
+        image: registry.example/` + job + `:1
 `
 	return c
+}
+
+// hangingChart is the hello chart with a post-install hook Job that never completes: the
+// release stays pending-install until the Helm timeout.
+func hangingChart(name, version string) chart {
+	return hookJobChart(name, version, "hook", "post-install,post-upgrade")
 }
 
 // holCluster is a workload cluster of the head-of-line measurements: a Flotilla Cluster whose

@@ -17,25 +17,10 @@ import (
 	"github.com/flotilla-dev/flotilla/packages/reconcilers/clusterlifecycle"
 )
 
-// preDeleteChart is the hello chart with a pre-delete hook Job: Helm's uninstall waits until the
-// Job completes (the workload API server has no Job controller: the test completes it).
+// preDeleteChart is the hello chart with a pre-delete hook Job, <release>-cleanup: Helm's
+// uninstall waits until the test completes it.
 func preDeleteChart(name, version string) chart {
-	c := helloChart(name, version)
-	c.Files["templates/cleanup.yaml"] = `apiVersion: batch/v1
-kind: Job
-metadata:
-  name: {{ .Release.Name }}-cleanup
-  annotations:
-    "helm.sh/hook": pre-delete
-spec:
-  template:
-    spec:
-      restartPolicy: Never
-      containers:
-      - name: cleanup
-        image: registry.example/cleanup:1
-`
-	return c
+	return hookJobChart(name, version, "cleanup", "pre-delete")
 }
 
 // completeJob marks a Job complete, as the Job controller would.
