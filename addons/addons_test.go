@@ -28,6 +28,7 @@ import (
 	"github.com/flotilla-dev/flotilla/addons/desired"
 	"github.com/flotilla-dev/flotilla/addons/engine"
 	addonsv1 "github.com/flotilla-dev/flotilla/api/addons/v1alpha1"
+	"github.com/flotilla-dev/flotilla/internal/killtest"
 	"github.com/flotilla-dev/flotilla/internal/proctest"
 	"github.com/flotilla-dev/flotilla/internal/testenv"
 	"github.com/flotilla-dev/flotilla/pkg/helm"
@@ -56,6 +57,9 @@ const (
 )
 
 func TestMain(m *testing.M) {
+	if killtest.Child() {
+		os.Exit(killedManagerMain())
+	}
 	os.Exit(run(m))
 }
 

@@ -9,6 +9,7 @@ import (
 
 	"github.com/flotilla-dev/flotilla/addons/drift"
 	"github.com/flotilla-dev/flotilla/addons/engine"
+	"github.com/flotilla-dev/flotilla/addons/reconcilers/clusterteardown"
 	"github.com/flotilla-dev/flotilla/addons/reconcilers/helmchartproxy"
 	"github.com/flotilla-dev/flotilla/addons/reconcilers/helmreleaseproxy"
 	"github.com/flotilla-dev/flotilla/pkg/helm"
@@ -28,7 +29,8 @@ type Options struct {
 	ResyncInterval time.Duration
 }
 
-// Setup registers the HelmChartProxy and HelmReleaseProxy reconcilers with mgr.
+// Setup registers the HelmChartProxy and HelmReleaseProxy reconcilers with mgr, and the one
+// that holds a deleted Flotilla Cluster's teardown until its releases are uninstalled.
 func Setup(ctx context.Context, mgr ctrl.Manager, opts Options) error {
 	if opts.ClusterCache == nil || opts.Engine == nil {
 		return errors.New("addons component: ClusterCache and Engine are required")
@@ -51,5 +53,8 @@ func Setup(ctx context.Context, mgr ctrl.Manager, opts Options) error {
 		UninstallTimeout: opts.UninstallTimeout,
 		ResyncInterval:   opts.ResyncInterval,
 	}
-	return hrp.SetupWithManager(ctx, mgr)
+	if err := hrp.SetupWithManager(ctx, mgr); err != nil {
+		return err
+	}
+	return (&clusterteardown.Reconciler{Client: mgr.GetClient()}).SetupWithManager(mgr)
 }

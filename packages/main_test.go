@@ -20,6 +20,7 @@ import (
 	packagesv1 "github.com/flotilla-dev/flotilla/api/packages/v1alpha1"
 	clusterwebhooks "github.com/flotilla-dev/flotilla/cluster/webhooks"
 	"github.com/flotilla-dev/flotilla/internal/charttest"
+	"github.com/flotilla-dev/flotilla/internal/killtest"
 	"github.com/flotilla-dev/flotilla/internal/testenv"
 	"github.com/flotilla-dev/flotilla/packages"
 	"github.com/flotilla-dev/flotilla/packages/bundle"
@@ -90,8 +91,11 @@ func (v *heldVerifier) hold(name string) (release func()) {
 }
 
 const (
-	timeout  = 60 * time.Second
-	interval = 100 * time.Millisecond
+	timeout = 60 * time.Second
+	// helmTimeout bounds the Helm actions of the test manager: a chart that hangs (hangingChart)
+	// hangs that long.
+	helmTimeout = 30 * time.Second
+	interval    = 100 * time.Millisecond
 	// bundleRepository is the default source's repository of bundles.
 	bundleRepository = "flotilla/bundles"
 	// credentialsSecret holds the registry's credentials and CA; package-defaults names it.
@@ -120,6 +124,9 @@ func (r *restConfigs) set(key ctrlclient.ObjectKey, cfg *rest.Config) {
 }
 
 func TestMain(m *testing.M) {
+	if killtest.Child() {
+		os.Exit(killedManagerMain())
+	}
 	os.Exit(run(m))
 }
 
@@ -185,7 +192,7 @@ func startManager(o testenv.ManagerOptions) error {
 		if err := (&clusterwebhooks.Cluster{}).SetupWebhookWithManager(mgr); err != nil {
 			return err
 		}
-		return packages.Setup(ctx, mgr, packages.Options{RESTConfigs: configs, Installer: e, Verifier: verifier})
+		return packages.Setup(ctx, mgr, packages.Options{RESTConfigs: configs, Installer: e, Verifier: verifier, HelmTimeout: helmTimeout})
 	})
 	if err != nil {
 		return err
@@ -275,7 +282,7 @@ func must(t testing.TB, err error) {
 }
 
 // newCluster creates a Flotilla Cluster name (Kubernetes minor) in a new namespace.
-func newCluster(t *testing.T, name, minor string) *flotillav1.Cluster {
+func newCluster(t testing.TB, name, minor string) *flotillav1.Cluster {
 	t.Helper()
 	c := &flotillav1.Cluster{
 		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: mgmt.NewNamespace(t)},

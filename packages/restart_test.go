@@ -2,7 +2,6 @@ package packages_test
 
 import (
 	"context"
-	"fmt"
 	"net/http"
 	"slices"
 	"strings"
@@ -12,7 +11,6 @@ import (
 
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/rest"
@@ -275,9 +273,5 @@ func setConfig(g Gomega, cluster, name, config string) {
 // deleteCluster deletes c and waits until it is gone (its Packages uninstalled).
 func deleteCluster(t *testing.T, c *flotillav1.Cluster) {
 	t.Helper()
-	g := NewWithT(t)
-	g.Expect(ctrlclient.IgnoreNotFound(mgmt.Client.Delete(context.Background(), c))).To(Succeed())
-	g.Eventually(func() bool {
-		return apierrors.IsNotFound(mgmt.Client.Get(context.Background(), ctrlclient.ObjectKeyFromObject(c), &flotillav1.Cluster{}))
-	}, timeout, interval).Should(BeTrue(), fmt.Sprintf("Cluster %s is not gone", c.Name))
+	deleteClusterWithin(t, c, timeout)
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -28,6 +29,9 @@ type Options struct {
 	Source packagebundlecontroller.BundleSource
 	// Verifier verifies bundle signatures: BundleVerifier{} in production (the default when nil).
 	Verifier packagebundle.Verifier
+	// HelmTimeout bounds one install, upgrade or uninstall of a Package; the reconciler's
+	// default (3 minutes) when 0.
+	HelmTimeout time.Duration
 	// SkipWebhooks does not register the Package validation webhook (for a manager that serves
 	// no webhooks).
 	SkipWebhooks bool
@@ -71,6 +75,7 @@ func Setup(_ context.Context, mgr ctrl.Manager, opts Options) error {
 		Installer:   opts.Installer,
 		RESTConfigs: opts.RESTConfigs,
 		LocalConfig: opts.LocalConfig,
+		HelmTimeout: opts.HelmTimeout,
 	}
 	for _, s := range []interface{ SetupWithManager(ctrl.Manager) error }{lifecycle, pbc, bundles, pkg} {
 		if err := s.SetupWithManager(mgr); err != nil {

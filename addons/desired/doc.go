@@ -1,6 +1,6 @@
 // Package desired builds what the addon controllers want from what users wrote, with nothing
 // written anywhere: the HelmReleaseProxy a HelmChartProxy asks for in one cluster, with its
-// values template rendered for that cluster (ReleaseProxy, RenderValues), and the Helm release
+// values template rendered for that cluster (ReleaseProxy, Render), and the Helm release
 // a HelmReleaseProxy asks for, with its valuesFrom sources merged under its values and its
 // registry credentials read (Release).
 //

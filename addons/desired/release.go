@@ -13,6 +13,7 @@ import (
 	"github.com/flotilla-dev/flotilla/addons/values"
 	addonsv1 "github.com/flotilla-dev/flotilla/api/addons/v1alpha1"
 	"github.com/flotilla-dev/flotilla/pkg/helm"
+	"github.com/flotilla-dev/flotilla/pkg/postrender"
 	"github.com/flotilla-dev/flotilla/pkg/registryconn"
 	"github.com/flotilla-dev/flotilla/pkg/registrymirror"
 )
@@ -41,8 +42,9 @@ func ReleaseNamespace(hrp *addonsv1.HelmReleaseProxy) string {
 	return hrp.Spec.Namespace
 }
 
-// Release builds the release hrp's spec asks for, with the hash of its merged values (as the
-// Helm engine records it, helm.ValuesHash), reading valuesFrom and registry Secrets through c.
+// Release builds the release hrp's spec asks for, with the hash of its merged values and
+// post-render (as the Helm engine records it, helm.InputsHash): valuesFrom, then spec.values, then with
+// tenantValues the tenants' (values.FromTenants), read with registry Secrets through c.
 // Its input errors (missing values or credentials) are *InputError and say what to fix.
 func Release(ctx context.Context, c ctrlclient.Reader, hrp *addonsv1.HelmReleaseProxy) (engine.Release, string, error) {
 	from, err := values.FromSources(ctx, c, hrp.Namespace, hrp.Spec.ValuesFrom)
@@ -53,11 +55,13 @@ func Release(ctx context.Context, c ctrlclient.Reader, hrp *addonsv1.HelmRelease
 	if err != nil {
 		return engine.Release{}, "", &InputError{Reason: addonsv1.ValuesErrorReason, Err: fmt.Errorf("spec.values is not a YAML mapping: %w", err)}
 	}
-	merged := values.Merge(from, own)
-	hash, err := helm.ValuesHash(merged)
-	if err != nil {
-		return engine.Release{}, "", err
+	var tenant map[string]any
+	if hrp.Spec.TenantValues {
+		if tenant, err = values.FromTenants(ctx, c, hrp.Namespace, hrp.Labels[addonsv1.HelmChartProxyNameLabel], hrp.Spec.ClusterName); err != nil {
+			return engine.Release{}, "", &InputError{Reason: addonsv1.ValuesErrorReason, Err: err}
+		}
 	}
+	merged := values.Merge(from, own, tenant)
 	registry, err := registry(ctx, c, hrp)
 	if err != nil {
 		return engine.Release{}, "", &InputError{Reason: addonsv1.RegistryErrorReason, Err: err}
@@ -67,7 +71,7 @@ func Release(ctx context.Context, c ctrlclient.Reader, hrp *addonsv1.HelmRelease
 	if o.Timeout != nil {
 		timeout = o.Timeout.Duration
 	}
-	return engine.Release{
+	rel := engine.Release{
 		Name:            hrp.Spec.ReleaseName,
 		Namespace:       ReleaseNamespace(hrp),
 		Chart:           engine.Chart{RepoURL: hrp.Spec.RepoURL, Name: hrp.Spec.ChartName, Version: hrp.Spec.Version},
@@ -83,7 +87,13 @@ func Release(ctx context.Context, c ctrlclient.Reader, hrp *addonsv1.HelmRelease
 			addonsv1.HelmChartProxyNameLabel: hrp.Labels[addonsv1.HelmChartProxyNameLabel],
 			"addons.flotilla.dev/namespace":  hrp.Namespace,
 		},
-	}, hash, nil
+		PostRender: postrender.Spec{PostRender: hrp.Spec.PostRender},
+	}
+	hash, err := helm.InputsHash(rel)
+	if err != nil {
+		return engine.Release{}, "", err
+	}
+	return rel, hash, nil
 }
 
 // registry reads the repository's credentials and CA from the Secrets spec.registry names, and

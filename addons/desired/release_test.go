@@ -69,3 +69,49 @@ func TestReleaseInputErrorsNameTheirReason(t *testing.T) {
 	g.Expect(ie.Reason).To(Equal(addonsv1.RegistryErrorReason))
 	g.Expect(err).To(MatchError(ContainSubstring("reading registry credentials Secret creds")))
 }
+
+func TestTenantValuesLayerOverTheProxysForEveryClusterThenForOne(t *testing.T) {
+	g := NewWithT(t)
+	s := runtime.NewScheme()
+	g.Expect(clientgoscheme.AddToScheme(s)).To(Succeed())
+	tenant := func(name string, on string, values string) *corev1.ConfigMap {
+		labels := map[string]string{addonsv1.TenantValuesLabel: "hello"}
+		if on != "" {
+			labels["cluster.x-k8s.io/cluster-name"] = on
+		}
+		return &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "fleet", Labels: labels}, Data: map[string]string{"values.yaml": values}}
+	}
+	secret := &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Name: "b-team-secret", Namespace: "fleet", Labels: map[string]string{addonsv1.TenantValuesLabel: "hello"}},
+		Data:       map[string][]byte{"values.yaml": []byte("token: s3cret\n")},
+	}
+	c := fake.NewClientBuilder().WithScheme(s).WithObjects(
+		tenant("a-w1-only", "w1", "replicas: 5\n"),
+		tenant("z-team", "", "replicas: 3\ngreeting: moin\n"),
+		tenant("other-cluster", "w2", "replicas: 9\n"),
+		secret,
+		&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "another-proxy", Namespace: "fleet", Labels: map[string]string{addonsv1.TenantValuesLabel: "web"}}, Data: map[string]string{"values.yaml": "greeting: no\n"}},
+	).Build()
+
+	hrp := releaseProxy("replicas: 1\ngreeting: hello\nport: 80\n")
+	rel, _, err := Release(context.Background(), c, hrp)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(rel.Values).To(Equal(map[string]any{"replicas": float64(1), "greeting": "hello", "port": float64(80)}), "without tenantValues the tenants' are ignored")
+
+	hrp.Spec.TenantValues = true
+	rel, hash, err := Release(context.Background(), c, hrp)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(rel.Values).To(Equal(map[string]any{"replicas": float64(5), "greeting": "moin", "port": float64(80), "token": "s3cret"}),
+		"every cluster's over the proxy's, then w1's over those; w2's and another proxy's left out")
+	engineHash, err := helm.ValuesHash(rel.Values)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(hash).To(Equal(engineHash), "a tenant's change changes the hash, and so upgrades")
+
+	bad := tenant("broken", "", "[not, a, mapping]")
+	c = fake.NewClientBuilder().WithScheme(s).WithObjects(bad).Build()
+	_, _, err = Release(context.Background(), c, hrp)
+	var ie *InputError
+	g.Expect(errors.As(err, &ie)).To(BeTrue())
+	g.Expect(ie.Reason).To(Equal(addonsv1.ValuesErrorReason))
+	g.Expect(err).To(MatchError(ContainSubstring("ConfigMap fleet/broken is not a YAML mapping")))
+}

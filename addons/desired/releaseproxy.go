@@ -4,6 +4,8 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"fmt"
+	"strings"
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -39,23 +41,56 @@ func releaseName(hcp *addonsv1.HelmChartProxy) string {
 	return hcp.Name
 }
 
-// RenderValues renders the proxy's valuesTemplate for cluster, reading the cluster's control
-// plane and infrastructure objects through c; "" when the proxy has no template.
-func RenderValues(ctx context.Context, c ctrlclient.Reader, mapper meta.RESTMapper, hcp *addonsv1.HelmChartProxy, cluster *clusterv1.Cluster) (string, error) {
-	if hcp.Spec.ValuesTemplate == "" {
-		return "", nil
+// Rendered is what a proxy's templates render to for one cluster.
+type Rendered struct {
+	// Values are the values (YAML) the valuesTemplate rendered; "" without a template.
+	Values string
+	// PostRender is the proxy's spec.postRender with its patches rendered; nil without one.
+	PostRender *addonsv1.PostRender
+}
+
+// Render renders the proxy's valuesTemplate and the patches of its postRender (each a template
+// too) for cluster, reading the cluster's control plane and infrastructure objects through c.
+func Render(ctx context.Context, c ctrlclient.Reader, mapper meta.RESTMapper, hcp *addonsv1.HelmChartProxy, cluster *clusterv1.Cluster) (Rendered, error) {
+	out := Rendered{PostRender: hcp.Spec.PostRender.DeepCopy()}
+	templated := hcp.Spec.ValuesTemplate != ""
+	if out.PostRender != nil {
+		for _, p := range out.PostRender.Patches {
+			templated = templated || strings.Contains(p.Patch, "{{")
+		}
+	}
+	if !templated {
+		return out, nil
 	}
 	data, err := values.ForCluster(ctx, c, mapper, cluster)
 	if err != nil {
-		return "", err
+		return Rendered{}, err
 	}
-	return values.Render(ctx, hcp.Spec.ValuesTemplate, data)
+	if hcp.Spec.ValuesTemplate != "" {
+		if out.Values, err = values.Render(ctx, hcp.Spec.ValuesTemplate, data); err != nil {
+			return Rendered{}, err
+		}
+	}
+	if out.PostRender == nil {
+		return out, nil
+	}
+	for i := range out.PostRender.Patches {
+		p := &out.PostRender.Patches[i]
+		if !strings.Contains(p.Patch, "{{") {
+			continue
+		}
+		if p.Patch, err = values.RenderText(ctx, p.Patch, data); err != nil {
+			return Rendered{}, fmt.Errorf("postRender.patches[%d]: %w", i, err)
+		}
+	}
+	return out, nil
 }
 
-// ReleaseProxy builds the HelmReleaseProxy of hcp for cluster, with the values rendered for that
-// cluster (RenderValues).
-func ReleaseProxy(hcp *addonsv1.HelmChartProxy, cluster *clusterv1.Cluster, renderedValues string) *addonsv1.HelmReleaseProxy {
+// ReleaseProxy builds the HelmReleaseProxy of hcp for cluster, with the values and patches
+// rendered for that cluster (Render).
+func ReleaseProxy(hcp *addonsv1.HelmChartProxy, cluster *clusterv1.Cluster, rendered Rendered) *addonsv1.HelmReleaseProxy {
 	spec := *hcp.Spec.ReleaseSpec.DeepCopy()
+	spec.PostRender = rendered.PostRender
 	if spec.ReconcileStrategy == "" {
 		spec.ReconcileStrategy = addonsv1.ReconcileContinuous
 	}
@@ -80,7 +115,7 @@ func ReleaseProxy(hcp *addonsv1.HelmChartProxy, cluster *clusterv1.Cluster, rend
 		Spec: addonsv1.HelmReleaseProxySpec{
 			ClusterName: cluster.Name,
 			ReleaseName: releaseName(hcp),
-			Values:      renderedValues,
+			Values:      rendered.Values,
 			ReleaseSpec: spec,
 		},
 	}

@@ -27,7 +27,7 @@ func TestReleaseProxy(t *testing.T) {
 		Spec:       addonsv1.HelmChartProxySpec{ReleaseSpec: addonsv1.ReleaseSpec{ChartName: "hello", RepoURL: "oci://r/c"}},
 	}
 	cluster := &clusterv1.Cluster{ObjectMeta: metav1.ObjectMeta{Name: "w1", Namespace: "fleet"}}
-	hrp := ReleaseProxy(hcp, cluster, "a: 1\n")
+	hrp := ReleaseProxy(hcp, cluster, Rendered{Values: "a: 1\n"})
 	g.Expect(hrp.Namespace).To(Equal("fleet"))
 	g.Expect(hrp.Labels).To(Equal(map[string]string{addonsv1.HelmChartProxyNameLabel: "hello", clusterv1.ClusterNameLabel: "w1"}))
 	g.Expect(metav1.IsControlledBy(hrp, hcp)).To(BeTrue())
@@ -37,5 +37,5 @@ func TestReleaseProxy(t *testing.T) {
 	g.Expect(hrp.Spec.Values).To(Equal("a: 1\n"))
 
 	hcp.Spec.ReleaseName = "greeter"
-	g.Expect(ReleaseProxy(hcp, cluster, "").Spec.ReleaseName).To(Equal("greeter"))
+	g.Expect(ReleaseProxy(hcp, cluster, Rendered{}).Spec.ReleaseName).To(Equal("greeter"))
 }

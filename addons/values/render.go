@@ -57,6 +57,12 @@ func Render(ctx context.Context, text string, data Data) (string, error) {
 	return workers.render(ctx, request{Template: text, Data: data})
 }
 
+// RenderText renders a template as Render does, with its functions and limits, and returns the
+// text as rendered instead of values: a post-render patch, which may be a list of operations.
+func RenderText(ctx context.Context, text string, data Data) (string, error) {
+	return workers.render(ctx, request{Template: text, Data: data, Text: true})
+}
+
 // workers runs every render of this process.
 var workers = &pool{size: renderWorkers}
 

@@ -1,12 +1,17 @@
 package values
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
+	"slices"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 	ctrlclient "sigs.k8s.io/controller-runtime/pkg/client"
 
 	addonsv1 "github.com/flotilla-dev/flotilla/api/addons/v1alpha1"
@@ -36,6 +41,73 @@ func FromSources(ctx context.Context, c ctrlclient.Reader, namespace string, ref
 		layers = append(layers, v)
 	}
 	return Merge(layers...), nil
+}
+
+// FromTenants reads the tenant values of proxy's release in cluster (ReleaseSpec.tenantValues):
+// the key values.yaml of the ConfigMaps and Secrets of namespace labelled
+// addons.flotilla.dev/values-for=<proxy>, merged in order: first those without a cluster label,
+// then those labelled cluster.x-k8s.io/cluster-name=<cluster> (those labelled for other
+// clusters are left out), each group in name order, a ConfigMap before a Secret of the same
+// name. A source without the key, or whose key is no YAML mapping, is an error naming it.
+func FromTenants(ctx context.Context, c ctrlclient.Reader, namespace, proxy, cluster string) (map[string]any, error) {
+	type source struct {
+		kind          addonsv1.ValuesSourceKind
+		name          string
+		forCluster    bool
+		text          string
+		hasValuesYAML bool
+	}
+	var sources []source
+	// add keeps the sources for every cluster and for this one.
+	add := func(kind addonsv1.ValuesSourceKind, meta metav1.ObjectMeta, text string, ok bool) {
+		on := meta.Labels[clusterv1.ClusterNameLabel]
+		if on == "" || on == cluster {
+			sources = append(sources, source{kind, meta.Name, on != "", text, ok})
+		}
+	}
+	sel := ctrlclient.MatchingLabels{addonsv1.TenantValuesLabel: proxy}
+	configMaps := &corev1.ConfigMapList{}
+	if err := c.List(ctx, configMaps, ctrlclient.InNamespace(namespace), sel); err != nil {
+		return nil, fmt.Errorf("listing the tenant values ConfigMaps of %s/%s: %w", namespace, proxy, err)
+	}
+	for _, cm := range configMaps.Items {
+		text, ok := cm.Data[addonsv1.DefaultValuesKey]
+		add(addonsv1.ConfigMapValues, cm.ObjectMeta, text, ok)
+	}
+	secrets := &corev1.SecretList{}
+	if err := c.List(ctx, secrets, ctrlclient.InNamespace(namespace), sel); err != nil {
+		return nil, fmt.Errorf("listing the tenant values Secrets of %s/%s: %w", namespace, proxy, err)
+	}
+	for _, s := range secrets.Items {
+		b, ok := s.Data[addonsv1.DefaultValuesKey]
+		add(addonsv1.SecretValues, s.ObjectMeta, string(b), ok)
+	}
+	slices.SortFunc(sources, func(a, b source) int {
+		return cmp.Or(compareBool(a.forCluster, b.forCluster), strings.Compare(a.name, b.name), strings.Compare(string(a.kind), string(b.kind)))
+	})
+	layers := make([]map[string]any, 0, len(sources))
+	for _, src := range sources {
+		if !src.hasValuesYAML {
+			return nil, fmt.Errorf("tenant values %s %s/%s has no key %q", src.kind, namespace, src.name, addonsv1.DefaultValuesKey)
+		}
+		v, err := Parse(src.text)
+		if err != nil {
+			return nil, fmt.Errorf("tenant values: key %q of %s %s/%s is not a YAML mapping: %w", addonsv1.DefaultValuesKey, src.kind, namespace, src.name, err)
+		}
+		layers = append(layers, v)
+	}
+	return Merge(layers...), nil
+}
+
+// compareBool orders false before true.
+func compareBool(a, b bool) int {
+	switch {
+	case a == b:
+		return 0
+	case !a:
+		return -1
+	}
+	return 1
 }
 
 // errMissing is wrapped by read's error when the object or its key does not exist.

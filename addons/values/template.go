@@ -70,6 +70,28 @@ const templateName = "valuesTemplate"
 // when it runs over its limits. Its errors say on which line of the template the problem is,
 // and what it is.
 func execute(text string, data Data) (string, error) {
+	rendered, err := executeText(text, data)
+	if err != nil {
+		return "", err
+	}
+	values, err := Parse(rendered)
+	if err != nil {
+		return "", fmt.Errorf("the rendered valuesTemplate is not a YAML mapping: %w", err)
+	}
+	canonical, err := Encode(values)
+	if err != nil {
+		return "", fmt.Errorf("valuesTemplate: %w", err)
+	}
+	// YAML anchors expand when the values are encoded again: the result is bounded too.
+	if len(canonical) > MaxRenderedSize {
+		return "", fmt.Errorf("valuesTemplate: %w", errTooLarge)
+	}
+	return canonical, nil
+}
+
+// executeText renders a template with data and returns the text as rendered, whatever it is
+// (a patch of a post-render, say), bounded like execute.
+func executeText(text string, data Data) (string, error) {
 	t, err := parse(text)
 	if err != nil {
 		return "", formatError(err)
@@ -83,19 +105,7 @@ func execute(text string, data Data) (string, error) {
 	if err := t.Execute(out, in); err != nil {
 		return "", formatError(err)
 	}
-	values, err := Parse(out.String())
-	if err != nil {
-		return "", fmt.Errorf("the rendered valuesTemplate is not a YAML mapping: %w", err)
-	}
-	canonical, err := Encode(values)
-	if err != nil {
-		return "", fmt.Errorf("valuesTemplate: %w", err)
-	}
-	// YAML anchors expand when the values are encoded again: the result is bounded too.
-	if len(canonical) > MaxRenderedSize {
-		return "", fmt.Errorf("valuesTemplate: %w", errTooLarge)
-	}
-	return canonical, nil
+	return out.String(), nil
 }
 
 // parsed holds the templates parse parsed, by their text: a HelmChartProxy renders the same

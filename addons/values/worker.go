@@ -40,6 +40,8 @@ const (
 type request struct {
 	Template string
 	Data     Data
+	// Text asks for the rendered text as it is, not parsed as values (RenderText).
+	Text bool
 }
 
 // response is a worker's answer: the values, or the template's error as users read it.
@@ -83,7 +85,11 @@ func serveWorker(in io.Reader, out io.Writer) int {
 			fmt.Fprintf(os.Stderr, "render worker: reading a request: %v\n", err)
 			return 1
 		}
-		values, err := execute(req.Template, req.Data)
+		run := execute
+		if req.Text {
+			run = executeText
+		}
+		values, err := run(req.Template, req.Data)
 		cpu := cpuTime()
 		resp := response{Values: values, CPU: cpu, Retire: cpu > workerRetireCPU}
 		if err != nil {

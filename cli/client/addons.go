@@ -91,7 +91,7 @@ func (c *Client) DiffAddon(ctx context.Context, kubeconfig, namespace, name stri
 }
 
 func (c *Client) diffCluster(ctx context.Context, kc ctrlclient.Client, eng engine.Engine, hcp *addonsv1.HelmChartProxy, cluster *clusterv1.Cluster) (string, error) {
-	rendered, err := desired.RenderValues(ctx, kc, kc.RESTMapper(), hcp, cluster)
+	rendered, err := desired.Render(ctx, kc, kc.RESTMapper(), hcp, cluster)
 	if err != nil {
 		return "", err
 	}

@@ -10,11 +10,13 @@ import (
 	"strings"
 	"time"
 
+	"github.com/flotilla-dev/flotilla/pkg/postrender"
 	"github.com/go-logr/logr"
 	"helm.sh/helm/v4/pkg/action"
 	ci "helm.sh/helm/v4/pkg/chart"
 	chart "helm.sh/helm/v4/pkg/chart/v2"
 	"helm.sh/helm/v4/pkg/kube"
+	"helm.sh/helm/v4/pkg/postrenderer"
 	ri "helm.sh/helm/v4/pkg/release"
 	rcommon "helm.sh/helm/v4/pkg/release/common"
 	release "helm.sh/helm/v4/pkg/release/v1"
@@ -45,6 +47,7 @@ func (e *Engine) InstallOrUpgrade(ctx context.Context, cfg *rest.Config, r Relea
 	if err != nil {
 		return Result{}, err
 	}
+	hash = foldPostRender(hash, r.PostRender)
 	unlock := e.locks.lock(releaseKey(cfg, r.Namespace, r.Name))
 	defer unlock()
 
@@ -125,6 +128,7 @@ func install(ctx context.Context, ac *action.Configuration, r Release, ch *chart
 	in.WaitStrategy = waitStrategy(r.Wait)
 	in.RollbackOnFailure = r.Atomic
 	in.Labels = labels
+	in.PostRenderer = postRenderer(r.PostRender)
 	// The API server validates (see serverValidated).
 	in.DisableOpenAPIValidation = true
 	rel, err := in.RunWithContext(context.WithoutCancel(ctx), ch, values)
@@ -145,6 +149,7 @@ func upgrade(ctx context.Context, ac *action.Configuration, r Release, ch *chart
 	up.RollbackOnFailure = r.Atomic
 	up.MaxHistory = maxHistory(r.MaxHistory)
 	up.Labels = labels
+	up.PostRenderer = postRenderer(r.PostRender)
 	// The caller always gives the whole values: Helm must not reuse the previous ones.
 	up.ResetValues = true
 	up.DisableOpenAPIValidation = true // as in install
@@ -447,6 +452,29 @@ func normalizeValues(values map[string]any) (map[string]any, string, error) {
 func ValuesHash(values map[string]any) (string, error) {
 	_, hash, err := normalizeValues(values)
 	return hash, err
+}
+
+// InputsHash is the hash InstallOrUpgrade records for r (ValuesHashKey): ValuesHash of its
+// values, folded with the digest of its post-render when it has one, so that a changed patch
+// upgrades the release as a changed value does.
+func InputsHash(r Release) (string, error) {
+	hash, err := ValuesHash(r.Values)
+	return foldPostRender(hash, r.PostRender), err
+}
+
+func foldPostRender(valuesHash string, post postrender.Spec) string {
+	if post.Empty() {
+		return valuesHash
+	}
+	return sha256Digest([]byte(valuesHash + "\n" + post.Digest()))
+}
+
+// postRenderer is post as Helm's post-renderer; nil when it changes nothing.
+func postRenderer(post postrender.Spec) postrenderer.PostRenderer {
+	if post.Empty() {
+		return nil
+	}
+	return post
 }
 
 func waitStrategy(wait bool) kube.WaitStrategy {

@@ -12,6 +12,7 @@ import (
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
+	"github.com/flotilla-dev/flotilla/pkg/postrender"
 	"github.com/flotilla-dev/flotilla/pkg/registryconn"
 )
 
@@ -54,7 +55,7 @@ func (e *Engine) Diff(ctx context.Context, cfg *rest.Config, r Release) (string,
 	if err != nil {
 		return "", err
 	}
-	desired, err := render(ctx, ch, r.Name, r.Namespace, values, caps, last != nil)
+	desired, err := render(ctx, ch, r.Name, r.Namespace, values, r.PostRender, caps, last != nil)
 	if err != nil {
 		return "", err
 	}
@@ -93,7 +94,7 @@ func (e *Engine) Template(ctx context.Context, r Release) (string, *ChartInfo, e
 	if err := checkDependencies(ch); err != nil {
 		return "", info, fmt.Errorf("chart %s %s: %w", ch.Name(), ch.Metadata.Version, err)
 	}
-	manifest, err := render(ctx, ch, name, namespace, values, nil, false)
+	manifest, err := render(ctx, ch, name, namespace, values, r.PostRender, nil, false)
 	if err != nil {
 		return "", info, err
 	}
@@ -130,15 +131,16 @@ func chartInfo(ch *chart.Chart, digest string) *ChartInfo {
 	return info
 }
 
-// render renders ch as Helm would install it, without touching a cluster. With caps nil, Helm's
-// default capabilities apply.
-func render(ctx context.Context, ch *chart.Chart, name, namespace string, values map[string]any, caps *common.Capabilities, isUpgrade bool) (string, error) {
+// render renders ch as Helm would install it (post is applied), without touching a cluster.
+// With caps nil, Helm's default capabilities apply.
+func render(ctx context.Context, ch *chart.Chart, name, namespace string, values map[string]any, post postrender.Spec, caps *common.Capabilities, isUpgrade bool) (string, error) {
 	ac := action.NewConfiguration(action.ConfigurationSetLogger(logr.ToSlogHandler(log.FromContext(ctx))))
 	in := action.NewInstall(ac)
 	in.DryRunStrategy = action.DryRunClient
 	in.ReleaseName, in.Namespace = name, namespace
 	in.Replace = true
 	in.IsUpgrade = isUpgrade
+	in.PostRenderer = postRenderer(post)
 	if caps != nil {
 		kv := caps.KubeVersion
 		in.KubeVersion = &kv

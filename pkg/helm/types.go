@@ -12,6 +12,7 @@ import (
 	"helm.sh/helm/v4/pkg/kube"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
+	"github.com/flotilla-dev/flotilla/pkg/postrender"
 	"github.com/flotilla-dev/flotilla/pkg/registryconn"
 )
 
@@ -99,6 +100,9 @@ type Release struct {
 	Timeout time.Duration
 	// MaxHistory is the number of revisions kept; DefaultMaxHistory when 0.
 	MaxHistory int
+	// PostRender changes the rendered manifests before they are applied (kustomize patches,
+	// images, labels); the release records the changed manifest, and its values hash covers it.
+	PostRender postrender.Spec
 	// Labels are stored on the Helm release (e.g. owner references of the caller). They are
 	// written when the release is installed or upgraded: a change of labels alone does not
 	// upgrade. Helm's own label names (name, owner, status, version, ...) are refused.

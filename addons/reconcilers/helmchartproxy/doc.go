@@ -7,7 +7,7 @@
 //     names and a short digest of both, so two proxies never collide), labelled with the proxy's
 //     and the cluster's names and controlled by the proxy. Its spec is the proxy's chart, options
 //     and valuesFrom, with spec.values rendered from the proxy's valuesTemplate for that cluster
-//     (desired.RenderValues, package values). It is applied server-side, so an unchanged proxy
+//     (desired.Render, package values). It is applied server-side, so an unchanged proxy
 //     and cluster write nothing.
 //   - A Cluster that stops matching (or is being deleted) gets its HelmReleaseProxy deleted,
 //     whose finalizer uninstalls the release.

@@ -23,6 +23,7 @@ import (
 	"github.com/flotilla-dev/flotilla/addons/desired"
 	"github.com/flotilla-dev/flotilla/addons/values"
 	addonsv1 "github.com/flotilla-dev/flotilla/api/addons/v1alpha1"
+	flotillav1 "github.com/flotilla-dev/flotilla/api/cluster/v1alpha1"
 	"github.com/flotilla-dev/flotilla/pkg/objectpatch"
 )
 
@@ -38,7 +39,8 @@ const (
 )
 
 // selectClusters lists the Clusters of the proxy's namespace that the selector matches and that
-// are not being deleted.
+// are not being deleted or torn down (the teardown annotation: Flotilla deletes the Cluster once
+// its releases are uninstalled).
 func (r *Reconciler) selectClusters(ctx context.Context, s *scope) error {
 	hcp := s.proxy
 	selector, err := metav1.LabelSelectorAsSelector(&hcp.Spec.ClusterSelector)
@@ -53,7 +55,7 @@ func (r *Reconciler) selectClusters(ctx context.Context, s *scope) error {
 	s.clusters = map[string]*clusterv1.Cluster{}
 	for i := range list.Items {
 		c := &list.Items[i]
-		if c.DeletionTimestamp.IsZero() {
+		if c.DeletionTimestamp.IsZero() && !metav1.HasAnnotation(c.ObjectMeta, flotillav1.TeardownAnnotation) {
 			s.clusters[c.Name] = c
 		}
 	}
@@ -87,7 +89,7 @@ func (r *Reconciler) applyReleaseProxies(ctx context.Context, s *scope) error {
 		if clusterPaused(cluster) {
 			continue
 		}
-		rendered, err := desired.RenderValues(ctx, r.Client, r.Client.RESTMapper(), hcp, cluster)
+		rendered, err := desired.Render(ctx, r.Client, r.Client.RESTMapper(), hcp, cluster)
 		if errors.Is(err, values.ErrRenderStarved) {
 			s.requeueAfter = min(s.requeueAfter, starvedRetry) // the template may well be fine
 		}

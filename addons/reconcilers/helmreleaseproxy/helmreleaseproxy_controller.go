@@ -25,6 +25,7 @@ import (
 	"github.com/flotilla-dev/flotilla/addons/drift"
 	"github.com/flotilla-dev/flotilla/addons/engine"
 	addonsv1 "github.com/flotilla-dev/flotilla/api/addons/v1alpha1"
+	"github.com/flotilla-dev/flotilla/pkg/background"
 	"github.com/flotilla-dev/flotilla/pkg/objectpatch"
 )
 
@@ -58,7 +59,7 @@ type clusterSourcer interface {
 // +kubebuilder:rbac:groups=addons.flotilla.dev,resources=helmreleaseproxies,verbs=get;list;watch;update;patch
 // +kubebuilder:rbac:groups=addons.flotilla.dev,resources=helmreleaseproxies/status;helmreleaseproxies/finalizers,verbs=get;update;patch
 // +kubebuilder:rbac:groups=cluster.x-k8s.io,resources=clusters,verbs=get;list;watch
-// +kubebuilder:rbac:groups="",resources=configmaps;secrets,verbs=get
+// +kubebuilder:rbac:groups="",resources=configmaps;secrets,verbs=get;list
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
 
 // Reconciler installs the release of a HelmReleaseProxy into its workload cluster.
@@ -93,6 +94,9 @@ type Reconciler struct {
 	// controller is the controller SetupWithManager built, which the watches of workload
 	// clusters feed.
 	controller controller.Controller
+	// calls runs installs, upgrades and uninstalls beside the workers (no head-of-line
+	// blocking).
+	calls background.Runner
 }
 
 // SetupWithManager registers the reconciler with mgr. It reconciles HelmReleaseProxies and
@@ -139,7 +143,9 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager) err
 		// A release that becomes Ready lets the releases depending on it in its cluster install;
 		// one that is uninstalled lets those it depends on uninstall.
 		Watches(&addonsv1.HelmReleaseProxy{}, handler.EnqueueRequestsFromMapFunc(r.related)).
-		WithOptions(controller.Options{MaxConcurrentReconciles: concurrency})
+		// Helm actions end in the background: their end brings their HelmReleaseProxy back.
+		WatchesRawSource(r.calls.Source()).
+		WithOptions(controller.Options{MaxConcurrentReconciles: concurrency, RateLimiter: background.RateLimiter()})
 	if cs, ok := r.ClusterCache.(clusterSourcer); ok {
 		// A cluster the cache (re)connects to is installed into at once, not at the next retry.
 		b = b.WatchesRawSource(cs.GetClusterSource("helmreleaseproxy", r.proxiesOfCluster))
@@ -158,6 +164,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 	if err := r.Client.Get(ctx, req.NamespacedName, hrp); err != nil {
 		if apierrors.IsNotFound(err) {
 			r.writes.forget(req.NamespacedName)
+			r.calls.Forget(req.NamespacedName)
 		}
 		return ctrl.Result{}, ctrlclient.IgnoreNotFound(err)
 	}
@@ -198,6 +205,9 @@ type scope struct {
 	paused bool
 	// notReady, when set, is why the release is not Ready: a reason and a message.
 	notReady *notReady
+	// busy is set while Helm works in the background on a release that is as the spec says (a
+	// resync): its Ready condition stays as it was.
+	busy bool
 	// deleting is set while the HelmReleaseProxy is being deleted.
 	deleting bool
 	// orphaned holds the last error when the release was left in an unreachable cluster.

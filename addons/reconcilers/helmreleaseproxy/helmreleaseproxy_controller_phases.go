@@ -12,6 +12,8 @@ import (
 	"github.com/Masterminds/semver/v3"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
@@ -22,6 +24,8 @@ import (
 	"github.com/flotilla-dev/flotilla/addons/desired"
 	"github.com/flotilla-dev/flotilla/addons/engine"
 	addonsv1 "github.com/flotilla-dev/flotilla/api/addons/v1alpha1"
+	flotillav1 "github.com/flotilla-dev/flotilla/api/cluster/v1alpha1"
+	"github.com/flotilla-dev/flotilla/pkg/background"
 	"github.com/flotilla-dev/flotilla/pkg/objectpatch"
 )
 
@@ -117,7 +121,25 @@ func (r *Reconciler) reconcileNormal(ctx context.Context, s *scope) (ctrl.Result
 // install installs or upgrades the release and records the result.
 func (r *Reconciler) install(ctx context.Context, s *scope, cfg *rest.Config, release engine.Release, valuesHash, applied string) (ctrl.Result, error) {
 	hrp := s.hrp
-	result, err := r.Engine.InstallOrUpgrade(ctx, cfg, release)
+	id, err := background.ID("install", release)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	result, done, err := background.Do(ctx, &r.calls, ctrlclient.ObjectKeyFromObject(hrp), id, func(ctx context.Context) (engine.Result, error) {
+		return r.Engine.InstallOrUpgrade(ctx, cfg, release)
+	})
+	if !done {
+		// Helm works in the background; its end brings the HelmReleaseProxy back. A release
+		// that is what the spec says (a resync) stays Ready meanwhile, and a retry of this
+		// generation's failed install keeps showing the failure until it ends.
+		upToDate := hrp.Status.Installed != nil && hrp.Status.AppliedHash == applied
+		if upToDate || retrying(hrp) {
+			s.busy = true
+		} else {
+			s.fail(addonsv1.InstallingReason, "Helm is installing chart %s %s as release %s/%s", release.Chart.Name, release.Chart.Version, release.Namespace, release.Name)
+		}
+		return ctrl.Result{}, nil
+	}
 	if result.Action != engine.Unchanged {
 		countAction("install-or-upgrade", err)
 	}
@@ -125,7 +147,9 @@ func (r *Reconciler) install(ctx context.Context, s *scope, cfg *rest.Config, re
 		s.fail(addonsv1.InstallFailedReason, "%v", err)
 		r.Recorder.Eventf(hrp, nil, corev1.EventTypeWarning, installFailedEvent, "Install",
 			"Installing release %s/%s (chart %s %s): %v", release.Namespace, release.Name, release.Chart.Name, release.Chart.Version, err)
-		return ctrl.Result{}, fmt.Errorf("installing release %s/%s into cluster %s: %w", release.Namespace, release.Name, hrp.Spec.ClusterName, err)
+		retry := r.calls.RetryAfter(ctrlclient.ObjectKeyFromObject(hrp))
+		ctrl.LoggerFrom(ctx).Error(err, "Installing release failed", "release", release.Namespace+"/"+release.Name, "retryAfter", retry)
+		return ctrl.Result{RequeueAfter: retry}, nil
 	}
 	if result.Action == engine.Upgraded {
 		hrp.Status.PreviousRevision = hrp.Status.Revision
@@ -258,6 +282,15 @@ func (r *Reconciler) reconcileDelete(ctx context.Context, s *scope) (ctrl.Result
 			"Cluster %s is deleted; release %s/%s goes with it", hrp.Spec.ClusterName, inst.Namespace, inst.ReleaseName)
 		return r.removeFinalizer(ctx, s)
 	}
+	// A Cluster Flotilla tears down waits for this uninstall (package predelete), as
+	// spec.uninstallOnClusterDelete says.
+	teardown := metav1.HasAnnotation(cluster.ObjectMeta, flotillav1.TeardownAnnotation)
+	policy := hrp.Spec.UninstallOnClusterDelete
+	if teardown && policy == flotillav1.UninstallSkip {
+		r.Recorder.Eventf(hrp, nil, corev1.EventTypeNormal, leftWithCluster, "Uninstall",
+			"Cluster %s is deleted and uninstallOnClusterDelete is Skip: release %s/%s goes with it", hrp.Spec.ClusterName, inst.Namespace, inst.ReleaseName)
+		return r.removeFinalizer(ctx, s)
+	}
 	if isPaused(hrp, cluster) {
 		s.paused = true
 		return ctrl.Result{}, nil
@@ -273,12 +306,19 @@ func (r *Reconciler) reconcileDelete(ctx context.Context, s *scope) (ctrl.Result
 	cfg, err := r.ClusterCache.GetRESTConfig(ctx, ctrlclient.ObjectKeyFromObject(cluster))
 	if err == nil {
 		reason = addonsv1.UninstallFailedReason
-		err = r.Engine.Uninstall(ctx, cfg, inst.ReleaseName, inst.Namespace)
+		var done bool
+		_, done, err = background.Do(ctx, &r.calls, ctrlclient.ObjectKeyFromObject(hrp), "uninstall "+inst.Namespace+"/"+inst.ReleaseName, func(ctx context.Context) (struct{}, error) {
+			return struct{}{}, r.Engine.Uninstall(ctx, cfg, inst.ReleaseName, inst.Namespace)
+		})
+		if !done {
+			return ctrl.Result{}, nil // Helm uninstalls in the background; its end brings the HelmReleaseProxy back
+		}
 		countAction("uninstall", err)
 	}
 	if err != nil {
 		deadline := hrp.DeletionTimestamp.Add(r.UninstallTimeout)
-		if remaining := deadline.Sub(r.now()); remaining > 0 {
+		bestEffort := teardown && policy != flotillav1.UninstallEnsure // one try holds no teardown back
+		if remaining := deadline.Sub(r.now()); remaining > 0 && !bestEffort {
 			s.fail(reason, "waiting up to %s for cluster %s to uninstall release %s/%s: %v",
 				remaining.Round(time.Second), cluster.Name, inst.Namespace, inst.ReleaseName, err)
 			r.Recorder.Eventf(hrp, nil, corev1.EventTypeWarning, uninstallFailed, "Uninstall",
@@ -286,8 +326,12 @@ func (r *Reconciler) reconcileDelete(ctx context.Context, s *scope) (ctrl.Result
 			return ctrl.Result{RequeueAfter: min(unreachableRetry, remaining)}, nil
 		}
 		s.orphaned = err
+		within := fmt.Sprintf("within %s", r.UninstallTimeout)
+		if bestEffort {
+			within = "at the cluster's deletion (uninstallOnClusterDelete BestEffort)"
+		}
 		r.Recorder.Eventf(hrp, nil, corev1.EventTypeWarning, orphanedEvent, "Uninstall",
-			"Release %s/%s is left in cluster %s: no uninstall succeeded within %s: %v", inst.Namespace, inst.ReleaseName, cluster.Name, r.UninstallTimeout, err)
+			"Release %s/%s is left in cluster %s: no uninstall succeeded %s: %v", inst.Namespace, inst.ReleaseName, cluster.Name, within, err)
 		// The condition is written before the finalizer goes, for whoever watches the object.
 		if err := r.patchStatus(ctx, s); err != nil {
 			return ctrl.Result{}, err
@@ -347,6 +391,12 @@ func appliedHash(hrp *addonsv1.HelmReleaseProxy, valuesHash string) string {
 func exactVersion(version string) bool {
 	_, err := semver.StrictNewVersion(version)
 	return err == nil
+}
+
+// retrying reports whether the last install or upgrade of the current generation failed.
+func retrying(hrp *addonsv1.HelmReleaseProxy) bool {
+	c := meta.FindStatusCondition(hrp.Status.Conditions, addonsv1.ReadyCondition)
+	return c != nil && c.Reason == addonsv1.InstallFailedReason && c.ObservedGeneration == hrp.Generation
 }
 
 func installOnce(hrp *addonsv1.HelmReleaseProxy) bool {

@@ -18,7 +18,7 @@ func setStatus(s *scope) {
 		hrp.Status.ObservedGeneration = hrp.Generation
 	}
 	setPaused(hrp, s.paused)
-	if !s.paused {
+	if !s.paused && !s.busy {
 		setReady(hrp, s)
 	}
 	setDrifted(hrp, s)

@@ -2,6 +2,8 @@ package v1alpha1
 
 import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	flotillav1 "github.com/flotilla-dev/flotilla/api/cluster/v1alpha1"
 )
 
 // ReconcileStrategy says whether a release is kept in line with its spec.
@@ -30,6 +32,12 @@ const (
 
 // DefaultValuesKey is the key a ValuesReference reads when it names none.
 const DefaultValuesKey = "values.yaml"
+
+// TenantValuesLabel is the label of a ConfigMap or Secret, in the namespace of a
+// HelmChartProxy with tenantValues, naming the proxy whose releases its key values.yaml
+// overrides: in every cluster of the namespace, or, with the label
+// cluster.x-k8s.io/cluster-name as well, in that cluster only.
+const TenantValuesLabel = "addons.flotilla.dev/values-for"
 
 // ValuesReference names a ConfigMap or Secret, in the proxy's namespace, holding Helm values as
 // YAML under one key.
@@ -230,4 +238,23 @@ type ReleaseSpec struct {
 	// diff in status.dryRunDiff.
 	// +optional
 	DryRun bool `json:"dryRun,omitempty"`
+
+	// postRender patches the rendered manifests with kustomize before they are installed:
+	// patches (strategic merge, JSON 6902), images and labels.
+	// +optional
+	PostRender *PostRender `json:"postRender,omitempty"`
+
+	// tenantValues layers values that the teams owning the clusters keep, in ConfigMaps and
+	// Secrets of the namespace labelled addons.flotilla.dev/values-for=<proxy>, over the
+	// proxy's own (valuesFrom and the rendered valuesTemplate): first those for every cluster,
+	// then those also labelled cluster.x-k8s.io/cluster-name=<cluster>, each in name order, key
+	// values.yaml. A team overrides an addon for its clusters without editing the proxy.
+	// +optional
+	TenantValues bool `json:"tenantValues,omitempty"`
+
+	// uninstallOnClusterDelete says what becomes of the release when its cluster is deleted
+	// through Flotilla: Ensure, BestEffort (the default) or Skip (docs/addons.md, "Deleting a
+	// cluster").
+	// +optional
+	UninstallOnClusterDelete flotillav1.UninstallOnClusterDelete `json:"uninstallOnClusterDelete,omitempty"`
 }

@@ -27,3 +27,33 @@ const (
 	RegistryMirrorInsecureSkipTLSVerifyKey = "insecureSkipTLSVerify"
 )
 
+// PreDeleteHookAnnotationPrefix starts the name of an annotation on a Cluster that holds its
+// teardown back: while the Cluster carries one, its deletion does not delete the CAPI Cluster
+// (and so neither its workers nor its control plane). The component named after the prefix
+// (pre-delete.hook.cluster.flotilla.dev/packages, .../addons) uninstalls what it installed
+// into the cluster while its API server still answers, and then removes its annotation. As
+// with Cluster API's Machine deletion hooks, whoever sets one must remove it.
+const PreDeleteHookAnnotationPrefix = "pre-delete.hook.cluster.flotilla.dev/"
+
+// TeardownAnnotation is set on the CAPI Cluster of a Cluster being deleted while pre-delete
+// hooks hold its teardown back: whoever installs into CAPI Clusters (HelmChartProxies) stops
+// selecting it, so that its releases are uninstalled before it is deleted.
+const TeardownAnnotation = "cluster.flotilla.dev/teardown"
+
+// UninstallOnClusterDelete says what becomes of a Package or an addon release when its cluster is
+// deleted.
+// +kubebuilder:validation:Enum=Ensure;BestEffort;Skip
+type UninstallOnClusterDelete string
+
+const (
+	// UninstallEnsure uninstalls the release before the cluster's control plane is deleted,
+	// trying again while the cluster does not answer, up to the uninstall timeout; then the
+	// release is left to go with the cluster, with a Warning Event.
+	UninstallEnsure UninstallOnClusterDelete = "Ensure"
+	// UninstallBestEffort (the default) uninstalls the release before the cluster's control
+	// plane is deleted when the cluster answers; a cluster that does not answer, or an
+	// uninstall that fails, does not hold the teardown back.
+	UninstallBestEffort UninstallOnClusterDelete = "BestEffort"
+	// UninstallSkip leaves the release to go with the cluster: no uninstall, no wait.
+	UninstallSkip UninstallOnClusterDelete = "Skip"
+)

@@ -2,6 +2,9 @@ package v1alpha1
 
 import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	addonsv1 "github.com/flotilla-dev/flotilla/api/addons/v1alpha1"
+	flotillav1 "github.com/flotilla-dev/flotilla/api/cluster/v1alpha1"
 )
 
 // PackageState summarises a Package.
@@ -46,6 +49,14 @@ type PackageSpec struct {
 	// flotilla-packages when empty.
 	// +optional
 	TargetNamespace string `json:"targetNamespace,omitempty"`
+	// postRender patches the package's rendered manifests with kustomize before they are
+	// installed: patches (strategic merge, JSON 6902), images and labels.
+	// +optional
+	PostRender *addonsv1.PostRender `json:"postRender,omitempty"`
+	// uninstallOnClusterDelete says what becomes of the release when its cluster is deleted:
+	// Ensure, BestEffort (the default) or Skip (docs/packages.md, "Deleting a cluster").
+	// +optional
+	UninstallOnClusterDelete flotillav1.UninstallOnClusterDelete `json:"uninstallOnClusterDelete,omitempty"`
 }
 
 // PackageStatus is what the controller last did.

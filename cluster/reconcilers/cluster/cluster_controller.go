@@ -186,6 +186,8 @@ type scope struct {
 	// deleting is set while the Cluster is being deleted; deletingForMove when clusterctl move
 	// deletes it after copying it elsewhere.
 	deleting, deletingForMove bool
+	// preDeleteHooks name the components that hold the deletion of the CAPI Cluster back.
+	preDeleteHooks []string
 	// gone is set once the finalizer is removed: there is no status left to write.
 	gone bool
 

@@ -17,6 +17,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	flotillav1 "github.com/flotilla-dev/flotilla/api/cluster/v1alpha1"
+	"github.com/flotilla-dev/flotilla/cluster/predelete"
 	"github.com/flotilla-dev/flotilla/pkg/kubeversion"
 	"github.com/flotilla-dev/flotilla/pkg/objectpatch"
 )
@@ -239,6 +240,11 @@ func (r *Reconciler) reconcileDelete(ctx context.Context, s *scope) (ctrl.Result
 	}
 	if capi := s.capiCluster; capi != nil {
 		if capi.DeletionTimestamp.IsZero() {
+			if s.preDeleteHooks = predelete.Hooks(c); len(s.preDeleteHooks) > 0 {
+				// The components named wait for the API server to uninstall what they installed;
+				// the removal of their annotations brings the Cluster back.
+				return ctrl.Result{}, r.markTeardown(ctx, capi)
+			}
 			if err := r.Client.Delete(ctx, capi); ctrlclient.IgnoreNotFound(err) != nil {
 				r.Recorder.Eventf(c, capi, corev1.EventTypeWarning, "DeleteFailed", "Delete", "Deleting CAPI Cluster %s: %v", capi.Name, err)
 				return ctrl.Result{}, fmt.Errorf("deleting CAPI Cluster %s: %w", klog.KObj(capi), err)
@@ -252,6 +258,20 @@ func (r *Reconciler) reconcileDelete(ctx context.Context, s *scope) (ctrl.Result
 	}
 	r.Recorder.Eventf(c, nil, corev1.EventTypeNormal, eventDeleted, "Delete", "Deleted: the CAPI Cluster %s is gone", c.Name)
 	return ctrl.Result{}, nil
+}
+
+// markTeardown sets the teardown annotation on the CAPI Cluster, for those who install into CAPI
+// Clusters to let it go.
+func (r *Reconciler) markTeardown(ctx context.Context, capi *clusterv1.Cluster) error {
+	if metav1.HasAnnotation(capi.ObjectMeta, flotillav1.TeardownAnnotation) {
+		return nil
+	}
+	p := objectpatch.New(r.Client, capi)
+	metav1.SetMetaDataAnnotation(&capi.ObjectMeta, flotillav1.TeardownAnnotation, "")
+	if err := p.Write(ctx); err != nil {
+		return fmt.Errorf("marking CAPI Cluster %s for teardown: %w", klog.KObj(capi), err)
+	}
+	return nil
 }
 
 // removeFinalizer lets the Cluster go.

@@ -167,6 +167,10 @@ func setReady(c *flotillav1.Cluster, s *scope) {
 		if s.deletingForMove {
 			cond.Message = "deleting after clusterctl move copied this cluster to another management cluster"
 		}
+		if len(s.preDeleteHooks) > 0 {
+			cond.Message = fmt.Sprintf("deleting: waiting for %s to uninstall from the cluster before its control plane goes (annotations %s<name>)",
+				strings.Join(s.preDeleteHooks, ", "), flotillav1.PreDeleteHookAnnotationPrefix)
+		}
 	case s.pause != notPaused:
 		cond.Reason = flotillav1.PausedReason
 		cond.Message = "reconciliation is paused; see the Paused condition"

@@ -23,6 +23,7 @@ import (
 	controlplanev1 "github.com/flotilla-dev/flotilla/api/controlplane/v1alpha1"
 	infrav1 "github.com/flotilla-dev/flotilla/api/infrastructure/v1alpha1"
 	"github.com/flotilla-dev/flotilla/cluster"
+	"github.com/flotilla-dev/flotilla/cluster/predelete"
 	"github.com/flotilla-dev/flotilla/internal/testenv"
 )
 
@@ -346,6 +347,46 @@ func TestDeleteCluster(t *testing.T) {
 			g.Expect(apierrors.IsNotFound(env.Client.Get(ctx, ctrlclient.ObjectKeyFromObject(c), &flotillav1.Cluster{}))).To(BeTrue())
 		}, timeout, interval).Should(Succeed())
 	})
+}
+
+// TestPreDeleteHooksHoldTheTeardownBack deletes a Cluster carrying two pre-delete hooks: the
+// CAPI Cluster (its workers and control plane) is not deleted but marked for teardown, and the
+// Ready condition names the hooks, until the last hook is removed.
+func TestPreDeleteHooksHoldTheTeardownBack(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	c := fixture(t, g, group("md-0", 1, "small"))
+	capi := &clusterv1.Cluster{}
+	g.Eventually(func(g Gomega) {
+		g.Expect(env.Client.Get(ctx, key(c, c.Name), capi)).To(Succeed())
+	}, timeout, interval).Should(Succeed())
+	updateCluster(g, c, func(c *flotillav1.Cluster) {
+		metav1.SetMetaDataAnnotation(&c.ObjectMeta, predelete.Annotation("addons"), "")
+		metav1.SetMetaDataAnnotation(&c.ObjectMeta, predelete.Annotation("packages"), "")
+	})
+	g.Expect(env.Client.Delete(ctx, c)).To(Succeed())
+
+	g.Eventually(func(g Gomega) {
+		g.Expect(env.Client.Get(ctx, key(c, c.Name), capi)).To(Succeed())
+		g.Expect(capi.Annotations).To(HaveKey(flotillav1.TeardownAnnotation))
+		ready := conditionOf(g, c, flotillav1.ReadyCondition)
+		g.Expect(ready.Reason).To(Equal(flotillav1.DeletingReason))
+		g.Expect(ready.Message).To(ContainSubstring("waiting for addons, packages to uninstall"))
+	}, timeout, interval).Should(Succeed())
+	g.Consistently(func(g Gomega) {
+		g.Expect(env.Client.Get(ctx, key(c, c.Name), capi)).To(Succeed())
+		g.Expect(capi.DeletionTimestamp.IsZero()).To(BeTrue(), "the CAPI Cluster is not deleted while hooks are set")
+	}, 2*time.Second, interval).Should(Succeed())
+
+	updateCluster(g, c, func(c *flotillav1.Cluster) { delete(c.Annotations, predelete.Annotation("addons")) })
+	g.Consistently(func(g Gomega) {
+		g.Expect(env.Client.Get(ctx, key(c, c.Name), capi)).To(Succeed())
+		g.Expect(capi.DeletionTimestamp.IsZero()).To(BeTrue(), "one hook is enough to hold it")
+	}, time.Second, interval).Should(Succeed())
+	updateCluster(g, c, func(c *flotillav1.Cluster) { delete(c.Annotations, predelete.Annotation("packages")) })
+	g.Eventually(func() bool {
+		return apierrors.IsNotFound(env.Client.Get(ctx, ctrlclient.ObjectKeyFromObject(c), &flotillav1.Cluster{}))
+	}, timeout, interval).Should(BeTrue(), "the teardown goes on once the last hook is removed")
 }
 
 func TestPause(t *testing.T) {

@@ -19,11 +19,16 @@ import (
 
 	flotillav1 "github.com/flotilla-dev/flotilla/api/cluster/v1alpha1"
 	packagesv1 "github.com/flotilla-dev/flotilla/api/packages/v1alpha1"
+	"github.com/flotilla-dev/flotilla/cluster/predelete"
 	"github.com/flotilla-dev/flotilla/pkg/objectpatch"
 )
 
 // FieldOwner names the reconciler in managed fields and events.
 const FieldOwner = "flotilla-packages-lifecycle"
+
+// PreDeleteHook names the packages component's pre-delete hook on Clusters (package predelete):
+// a deleted Cluster's control plane stays until its Packages are uninstalled.
+const PreDeleteHook = "packages"
 
 // packageUninstallPoll is how often a deleting Cluster checks whether its Packages are gone.
 const packageUninstallPoll = 2 * time.Second
@@ -81,6 +86,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	}
 	patch := objectpatch.New(r.Client, c)
 	if _, err := patch.EnsureFinalizer(ctx, packagesv1.ClusterCleanupFinalizer); err != nil {
+		return objectpatch.RequeueOnConflict(ctrlclient.IgnoreNotFound(err), objectpatch.ConflictRetry)
+	}
+	if err := predelete.Ensure(ctx, r.Client, c, PreDeleteHook); err != nil {
 		return objectpatch.RequeueOnConflict(ctrlclient.IgnoreNotFound(err), objectpatch.ConflictRetry)
 	}
 	shared := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: packagesv1.PackagesNamespace}}
@@ -262,9 +270,13 @@ func (r *Reconciler) create(ctx context.Context, c *flotillav1.Cluster, obj ctrl
 	return true, nil
 }
 
-// removeFinalizer lets the Cluster go, as far as packages are concerned. c is as read: nothing
-// else of it was written.
+// removeFinalizer lets the Cluster go, as far as packages are concerned: its pre-delete hook
+// (its control plane may go) and then its finalizer. c is as read: nothing else of it was
+// written.
 func (r *Reconciler) removeFinalizer(ctx context.Context, c *flotillav1.Cluster) error {
+	if err := predelete.Release(ctx, r.Client, c, PreDeleteHook); err != nil {
+		return err
+	}
 	return objectpatch.New(r.Client, c).RemoveFinalizer(ctx, packagesv1.ClusterCleanupFinalizer)
 }
 

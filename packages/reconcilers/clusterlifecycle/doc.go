@@ -5,8 +5,10 @@
 //     Packages, and the PackageBundleController flotilla-packages/<cluster>, both created once
 //     and then left to their users;
 //   - when the Cluster is deleted: its Packages are deleted (their finalizers uninstall them),
-//     then the namespace and the PackageBundleController, and then the finalizer
-//     packages.flotilla.dev/cleanup on the Cluster is released.
+//     then the namespace and the PackageBundleController, and then the pre-delete hook
+//     pre-delete.hook.cluster.flotilla.dev/packages (package predelete: the Cluster's control
+//     plane is not deleted before) and the finalizer packages.flotilla.dev/cleanup on the
+//     Cluster are released.
 //
 // # Whose objects these are
 //

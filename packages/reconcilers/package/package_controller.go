@@ -7,6 +7,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/client-go/rest"
@@ -24,6 +25,7 @@ import (
 	flotillav1 "github.com/flotilla-dev/flotilla/api/cluster/v1alpha1"
 	packagesv1 "github.com/flotilla-dev/flotilla/api/packages/v1alpha1"
 	"github.com/flotilla-dev/flotilla/packages/catalog"
+	"github.com/flotilla-dev/flotilla/pkg/background"
 	"github.com/flotilla-dev/flotilla/pkg/helm"
 	"github.com/flotilla-dev/flotilla/pkg/objectpatch"
 )
@@ -36,6 +38,7 @@ const (
 	defaultHelmTimeout       = 3 * time.Minute
 	defaultUnreachableRetry  = 10 * time.Second
 	defaultConcurrency       = 10
+	defaultUninstallTimeout  = 5 * time.Minute
 	restConfigRequestTimeout = 30 * time.Second
 )
 
@@ -69,6 +72,12 @@ type Reconciler struct {
 	UnreachableRetry time.Duration
 	// MaxConcurrentReconciles bounds how many Packages reconcile at once; 10 when zero.
 	MaxConcurrentReconciles int
+	// UninstallTimeout bounds how long a Package with uninstallOnClusterDelete Ensure holds the
+	// teardown of its deleted cluster back; 5 minutes when zero.
+	UninstallTimeout time.Duration
+
+	// calls runs the Helm actions beside the workers (no head-of-line blocking).
+	calls background.Runner
 }
 
 // SetupWithManager registers the reconciler with mgr. Besides Packages it watches
@@ -104,7 +113,9 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		// A cluster that becomes Ready (or goes away) is worth trying again at once.
 		Watches(&flotillav1.Cluster{}, handler.EnqueueRequestsFromMapFunc(r.packagesOfPBC),
 			builder.WithPredicates(clusterReadinessChanged{})).
-		WithOptions(controller.Options{MaxConcurrentReconciles: concurrency}).
+		// Helm actions end in the background: their end brings their Package back.
+		WatchesRawSource(r.calls.Source()).
+		WithOptions(controller.Options{MaxConcurrentReconciles: concurrency, RateLimiter: background.RateLimiter()}).
 		Complete(r)
 	if err != nil {
 		return fmt.Errorf("setting up the package reconciler: %w", err)
@@ -145,6 +156,9 @@ type scope struct {
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Result, reterr error) {
 	p := &packagesv1.Package{}
 	if err := r.Client.Get(ctx, req.NamespacedName, p); err != nil {
+		if apierrors.IsNotFound(err) {
+			r.calls.Forget(req.NamespacedName)
+		}
 		return ctrl.Result{}, ctrlclient.IgnoreNotFound(err)
 	}
 	s := &scope{pkg: p, patch: objectpatch.New(r.Client, p)}
@@ -181,7 +195,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 		r.Recorder.Eventf(p, nil, corev1.EventTypeWarning, packagesv1.ClusterUnreachableReason, "Install", "%v", err)
 		return ctrl.Result{RequeueAfter: r.unreachableRetry()}, nil
 	}
-	return ctrl.Result{}, r.install(ctx, s, cfg)
+	return r.install(ctx, s, cfg)
 }
 
 // terminal reports invalid input: a Warning and a terminal error (no retry until the spec or
@@ -206,6 +220,13 @@ func (r *Reconciler) helmTimeout() time.Duration {
 		return r.HelmTimeout
 	}
 	return defaultHelmTimeout
+}
+
+func (r *Reconciler) uninstallTimeout() time.Duration {
+	if r.UninstallTimeout > 0 {
+		return r.UninstallTimeout
+	}
+	return defaultUninstallTimeout
 }
 
 func (r *Reconciler) unreachableRetry() time.Duration {

@@ -2,6 +2,7 @@ package packagereconciler
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"path"
 	"strings"
@@ -22,14 +23,20 @@ import (
 	packagesv1 "github.com/flotilla-dev/flotilla/api/packages/v1alpha1"
 	"github.com/flotilla-dev/flotilla/packages/catalog"
 	"github.com/flotilla-dev/flotilla/packages/defaults"
+	"github.com/flotilla-dev/flotilla/pkg/background"
 	"github.com/flotilla-dev/flotilla/pkg/helm"
 	"github.com/flotilla-dev/flotilla/pkg/objectpatch"
+	"github.com/flotilla-dev/flotilla/pkg/postrender"
 	"github.com/flotilla-dev/flotilla/pkg/registryconn"
 )
 
 // eventUninstalled is the reason of the Event of an uninstall; an install's or upgrade's is
 // the engine's action (Installed, Upgraded).
 const eventUninstalled = "Uninstalled"
+
+// eventLeftWithCluster is the reason of the Event of a release left to go with its deleted
+// cluster.
+const eventLeftWithCluster = "ReleaseLeftWithCluster"
 
 // ReleaseLabelPackage is stored on the Helm release: the Package's namespace/name.
 const ReleaseLabelPackage = "packages.flotilla.dev/package"
@@ -222,9 +229,10 @@ func desiredRelease(p *packagesv1.Package, res *catalog.Resolved, d defaults.Def
 			Version: res.Version.Version,
 			Digest:  res.Version.Digest,
 		},
-		Registry: registryconn.Config{Username: d.Username, Password: d.Password, CAData: d.CAData, PlainHTTP: d.PlainHTTP, Mirror: mirror},
-		Values:   res.Values,
-		Labels:   map[string]string{ReleaseLabelPackage: p.Namespace + "." + p.Name},
+		Registry:   registryconn.Config{Username: d.Username, Password: d.Password, CAData: d.CAData, PlainHTTP: d.PlainHTTP, Mirror: mirror},
+		Values:     res.Values,
+		PostRender: postrender.Spec{PostRender: p.Spec.PostRender},
+		Labels:     map[string]string{ReleaseLabelPackage: p.Namespace + "." + p.Name},
 	}
 }
 
@@ -235,32 +243,42 @@ func targetNamespace(p *packagesv1.Package) string {
 	return packagesv1.DefaultTargetNamespace
 }
 
-// install installs or upgrades the release, bounded by the Helm timeout.
-func (r *Reconciler) install(ctx context.Context, s *scope, cfg *rest.Config) error {
+// install installs or upgrades the release in the background (pkg/background), bounded by the
+// Helm timeout: the reconcile that starts Helm returns at once, showing the Package installing
+// or upgrading, and the one the call's end brings records the outcome. One Package whose
+// install hangs never holds a worker that another Package needs.
+func (r *Reconciler) install(ctx context.Context, s *scope, cfg *rest.Config) (ctrl.Result, error) {
 	d, err := defaults.Read(ctx, r.APIReader)
 	if err != nil {
-		return err
+		return ctrl.Result{}, err
 	}
 	mirror, err := defaults.MirrorOf(ctx, r.APIReader, s.pbc)
 	if err != nil {
 		s.installErr = err
-		return err
+		return ctrl.Result{}, err
 	}
 	rel := desiredRelease(s.pkg, s.resolved, d, mirror, r.helmTimeout())
-	if s.progress = progress(s.pkg, rel); s.progress != "" {
-		// Shown before Helm starts (kubectl get packages -w), so only when Helm will act.
-		if err := r.patchStatus(ctx, s); err != nil {
-			return err
-		}
+	id, err := background.ID("install", rel)
+	if err != nil {
+		return ctrl.Result{}, err
 	}
-	ctx, cancel := context.WithTimeout(ctx, r.helmTimeout())
-	defer cancel()
-	res, err := r.Installer.InstallOrUpgrade(ctx, cfg, rel)
+	s.progress = progress(s.pkg, rel)
+	key := ctrlclient.ObjectKeyFromObject(s.pkg)
+	res, done, err := background.Do(ctx, &r.calls, key, id, func(ctx context.Context) (helm.Result, error) {
+		ctx, cancel := context.WithTimeout(ctx, r.helmTimeout())
+		defer cancel()
+		return r.Installer.InstallOrUpgrade(ctx, cfg, rel)
+	})
+	if !done {
+		return ctrl.Result{}, nil // the call's end brings the Package back
+	}
 	if err != nil {
 		s.installErr = err
 		r.Recorder.Eventf(s.pkg, nil, corev1.EventTypeWarning, packagesv1.InstallFailedReason, "Install",
 			"Installing %s %s into cluster %s: %v", s.pkg.Spec.PackageName, s.resolved.Version.Version, s.clusterName, err)
-		return fmt.Errorf("installing Package %s: %w", klog.KObj(s.pkg), err)
+		retry := r.calls.RetryAfter(key)
+		ctrl.LoggerFrom(ctx).Error(err, "Installing Package failed", "package", klog.KObj(s.pkg), "retryAfter", retry)
+		return ctrl.Result{RequeueAfter: retry}, nil
 	}
 	s.result = &res
 	// The cluster's PackageBundleController's spec.logLevel raises what is logged about it.
@@ -270,7 +288,7 @@ func (r *Reconciler) install(ctx context.Context, s *scope, cfg *rest.Config) er
 		r.Recorder.Eventf(s.pkg, nil, corev1.EventTypeNormal, string(res.Action), "Install", "%s %s %s in cluster %s (namespace %s, revision %d)",
 			res.Action, s.pkg.Spec.PackageName, res.ChartVersion, s.clusterName, rel.Namespace, res.Revision)
 	}
-	return nil
+	return ctrl.Result{}, nil
 }
 
 // progress is the state of a Package while Helm installs or upgrades rel: installing when no
@@ -279,7 +297,7 @@ func (r *Reconciler) install(ctx context.Context, s *scope, cfg *rest.Config) er
 // when the engine will find the release as it should be and write nothing: a resync.
 func progress(p *packagesv1.Package, rel helm.Release) packagesv1.PackageState {
 	st := p.Status
-	hash, err := helm.ValuesHash(rel.Values)
+	hash, err := helm.InputsHash(rel)
 	lastFailed := st.State == packagesv1.PackageFailed && readyReason(p) == packagesv1.InstallFailedReason
 	switch {
 	case st.CurrentVersion == "":
@@ -297,33 +315,76 @@ func readyReason(p *packagesv1.Package) string {
 	return ""
 }
 
-// reconcileDelete uninstalls the release and releases the Package. When the cluster cannot be
-// reached because it is being deleted (or is gone), the release goes with it: the Package is
-// released without an uninstall.
+// reconcileDelete uninstalls the release and releases the Package. A Package deleted with its
+// cluster (the Cluster is being deleted: its control plane waits for the packages pre-delete
+// hook, or is gone) follows spec.uninstallOnClusterDelete: Skip releases it at once, BestEffort
+// after one uninstall while the cluster answers, Ensure after an uninstall that succeeded or
+// once UninstallTimeout has passed since the Cluster's deletion. A Package deleted alone is
+// uninstalled, however long its cluster takes to answer.
 func (r *Reconciler) reconcileDelete(ctx context.Context, s *scope) (ctrl.Result, error) {
 	p := s.pkg
 	s.deleting = true
 	if !controllerutil.ContainsFinalizer(p, packagesv1.PackageFinalizer) {
 		return ctrl.Result{}, nil
 	}
+	teardown := s.cluster == nil || !s.cluster.DeletionTimestamp.IsZero()
+	policy := p.Spec.UninstallOnClusterDelete
+	if teardown && policy == flotillav1.UninstallSkip {
+		r.Recorder.Eventf(p, nil, corev1.EventTypeNormal, eventLeftWithCluster, "Uninstall",
+			"Cluster %s is deleted and uninstallOnClusterDelete is Skip: release %s goes with it", s.clusterName, p.Name)
+		return r.release(ctx, s)
+	}
 	cfg, err := r.restConfig(ctx, s)
-	switch {
-	case err != nil && (s.cluster == nil || !s.cluster.DeletionTimestamp.IsZero()):
-		ctrl.LoggerFrom(ctx).Info("Cluster is going away: releasing Package without uninstalling", "package", klog.KObj(p), "reason", err.Error())
-	case err != nil:
+	if err == nil {
+		_, done, uerr := background.Do(ctx, &r.calls, ctrlclient.ObjectKeyFromObject(p), "uninstall", func(ctx context.Context) (struct{}, error) {
+			ctx, cancel := context.WithTimeout(ctx, r.helmTimeout())
+			defer cancel()
+			return struct{}{}, r.Installer.Uninstall(ctx, cfg, p.Name, targetNamespace(p))
+		})
+		if !done {
+			return ctrl.Result{}, nil // the call's end brings the Package back
+		}
+		if uerr == nil {
+			r.Recorder.Eventf(p, nil, corev1.EventTypeNormal, eventUninstalled, "Uninstall", "Uninstalled %s from cluster %s", p.Name, s.clusterName)
+			return r.release(ctx, s)
+		}
+		s.installErr = uerr
+		r.Recorder.Eventf(p, nil, corev1.EventTypeWarning, "UninstallFailed", "Uninstall", "Uninstalling %s from cluster %s: %v", p.Name, s.clusterName, uerr)
+	} else {
 		s.unreachable = err
 		r.Recorder.Eventf(p, nil, corev1.EventTypeWarning, packagesv1.ClusterUnreachableReason, "Uninstall", "%v", err)
-		return ctrl.Result{RequeueAfter: r.unreachableRetry()}, nil
-	default:
-		uctx, cancel := context.WithTimeout(ctx, r.helmTimeout())
-		defer cancel()
-		if err := r.Installer.Uninstall(uctx, cfg, p.Name, targetNamespace(p)); err != nil {
-			s.installErr = err
-			r.Recorder.Eventf(p, nil, corev1.EventTypeWarning, "UninstallFailed", "Uninstall", "Uninstalling %s from cluster %s: %v", p.Name, s.clusterName, err)
-			return ctrl.Result{}, fmt.Errorf("uninstalling Package %s: %w", klog.KObj(p), err)
-		}
-		r.Recorder.Eventf(p, nil, corev1.EventTypeNormal, eventUninstalled, "Uninstall", "Uninstalled %s from cluster %s", p.Name, s.clusterName)
 	}
+	failure := errors.Join(err, s.installErr)
+	if teardown && (policy != flotillav1.UninstallEnsure || !r.beforeUninstallDeadline(s)) {
+		r.Recorder.Eventf(p, nil, corev1.EventTypeWarning, eventLeftWithCluster, "Uninstall",
+			"Cluster %s is deleted: release %s goes with it without an uninstall (uninstallOnClusterDelete %s): %v", s.clusterName, p.Name, policyName(policy), failure)
+		return r.release(ctx, s)
+	}
+	retry := r.calls.RetryAfter(ctrlclient.ObjectKeyFromObject(p))
+	if s.unreachable == nil {
+		ctrl.LoggerFrom(ctx).Error(failure, "Uninstalling Package failed", "package", klog.KObj(p), "retryAfter", retry)
+	} else {
+		retry = r.unreachableRetry() // waiting for the cluster
+	}
+	return ctrl.Result{RequeueAfter: retry}, nil
+}
+
+// beforeUninstallDeadline reports whether the Cluster of a Package deleted with it was deleted
+// less than UninstallTimeout ago.
+func (r *Reconciler) beforeUninstallDeadline(s *scope) bool {
+	return s.cluster != nil && time.Since(s.cluster.DeletionTimestamp.Time) < r.uninstallTimeout()
+}
+
+// policyName is the uninstallOnClusterDelete in force: BestEffort when unset.
+func policyName(p flotillav1.UninstallOnClusterDelete) flotillav1.UninstallOnClusterDelete {
+	if p == "" {
+		return flotillav1.UninstallBestEffort
+	}
+	return p
+}
+
+// release removes the Package's finalizer: it may go.
+func (r *Reconciler) release(ctx context.Context, s *scope) (ctrl.Result, error) {
 	if err := s.patch.RemoveFinalizer(ctx, packagesv1.PackageFinalizer); err != nil {
 		return objectpatch.RequeueOnConflict(err, objectpatch.ConflictRetry)
 	}

@@ -1,0 +1,93 @@
+package addons_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	. "github.com/onsi/gomega"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	ctrlclient "sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+
+	"github.com/flotilla-dev/flotilla/addons/desired"
+	"github.com/flotilla-dev/flotilla/addons/reconcilers/clusterteardown"
+	addonsv1 "github.com/flotilla-dev/flotilla/api/addons/v1alpha1"
+	flotillav1 "github.com/flotilla-dev/flotilla/api/cluster/v1alpha1"
+	"github.com/flotilla-dev/flotilla/cluster/predelete"
+)
+
+// TestADeletedClusterKeepsItsControlPlaneUntilItsAddonsAreUninstalled deletes a Flotilla
+// Cluster, standing in for its reconciler (a finalizer of the test's holds it, and the test marks
+// its CAPI Cluster for teardown as the reconciler does while hooks are set): the addons hook stays
+// on the Cluster until the releases of its proxies are uninstalled, except the one whose
+// uninstallOnClusterDelete is Skip, which stays installed.
+func TestADeletedClusterKeepsItsControlPlaneUntilItsAddonsAreUninstalled(t *testing.T) {
+	startManager(t)
+	g := NewWithT(t)
+	ctx := context.Background()
+	ns := env.NewNamespace(t)
+	capi := createCluster(g, ns, "w1", map[string]string{"env": "prod"})
+	const standIn = "test.flotilla.dev/cluster-reconciler"
+	c := &flotillav1.Cluster{
+		ObjectMeta: metav1.ObjectMeta{Name: "w1", Namespace: ns, Finalizers: []string{standIn}},
+		Spec: flotillav1.ClusterSpec{
+			KubernetesVersion: "1.36",
+			DatacenterRef:     flotillav1.Ref{Kind: flotillav1.LocalDatacenterConfigKind, Name: "local"},
+			ManagementCluster: flotillav1.ManagementClusterRef{Name: "mgmt"},
+		},
+	}
+	g.Expect(env.Client.Create(ctx, c)).To(Succeed())
+	hook := predelete.Annotation(clusterteardown.PreDeleteHook)
+	g.Eventually(func(g Gomega) {
+		g.Expect(env.Client.Get(ctx, ctrlclient.ObjectKeyFromObject(c), c)).To(Succeed())
+		g.Expect(c.Annotations).To(HaveKey(hook))
+	}, timeout, interval).Should(Succeed())
+
+	web := proxy(ns, "web")
+	web.Spec.UninstallOnClusterDelete = flotillav1.UninstallEnsure
+	kept := proxy(ns, "kept")
+	kept.Spec.UninstallOnClusterDelete = flotillav1.UninstallSkip
+	for _, p := range []*addonsv1.HelmChartProxy{web, kept} {
+		g.Expect(env.Client.Create(ctx, p)).To(Succeed())
+		eventuallyReady(g, ns, p.Name, "w1")
+	}
+	// The uninstall fails for a while (less than uninstallTimeout): Ensure retries it, and the
+	// hook holds the teardown meanwhile.
+	fake.SetErrors(errors.New("the workload API server is overloaded"), nil)
+	defer fake.SetErrors(nil, nil)
+
+	g.Expect(env.Client.Delete(ctx, c)).To(Succeed())
+	patch := ctrlclient.MergeFrom(capi.DeepCopy())
+	metav1.SetMetaDataAnnotation(&capi.ObjectMeta, flotillav1.TeardownAnnotation, "")
+	g.Expect(env.Client.Patch(ctx, capi, patch)).To(Succeed())
+
+	g.Eventually(func(g Gomega) {
+		_, _, installed := fakeRelease(ns, "w1", "hello", "kept")
+		g.Expect(installed).To(BeTrue())
+		err := env.Client.Get(ctx, ctrlclient.ObjectKey{Namespace: ns, Name: desired.ReleaseProxyName("kept", "w1")}, &addonsv1.HelmReleaseProxy{})
+		g.Expect(apierrors.IsNotFound(err)).To(BeTrue(), "Skip lets the HelmReleaseProxy go without an uninstall")
+	}, timeout, interval).Should(Succeed())
+	g.Consistently(func(g Gomega) {
+		g.Expect(env.Client.Get(ctx, ctrlclient.ObjectKeyFromObject(c), c)).To(Succeed())
+		g.Expect(c.Annotations).To(HaveKey(hook))
+		_, _, installed := fakeRelease(ns, "w1", "hello", "web")
+		g.Expect(installed).To(BeTrue())
+	}, time.Second, interval).Should(Succeed())
+
+	fake.SetErrors(nil, nil)
+	g.Eventually(func(g Gomega) {
+		g.Expect(env.Client.Get(ctx, ctrlclient.ObjectKeyFromObject(c), c)).To(Succeed())
+		g.Expect(c.Annotations).NotTo(HaveKey(hook))
+	}, timeout, interval).Should(Succeed())
+	_, _, installed := fakeRelease(ns, "w1", "hello", "web")
+	g.Expect(installed).To(BeFalse(), "uninstalled before the hook went")
+	_, _, installed = fakeRelease(ns, "w1", "hello", "kept")
+	g.Expect(installed).To(BeTrue())
+
+	patch = ctrlclient.MergeFrom(c.DeepCopy())
+	controllerutil.RemoveFinalizer(c, standIn)
+	g.Expect(env.Client.Patch(ctx, c, patch)).To(Succeed())
+}
