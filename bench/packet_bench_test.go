@@ -183,7 +183,12 @@ func runPacketBenchmark(b *testing.B) {
 // against env until the returned function is called.
 func startPacketManager(b *testing.B, env *testenv.Environment) func() {
 	ctx, cancel := context.WithCancel(ctrl.LoggerInto(context.Background(), ctrl.Log))
-	m, err := manager.New(ctx, env.Config, manager.Options{
+	identities, err := env.ManagerIdentities(ctx)
+	if err != nil {
+		cancel()
+		b.Fatal(err)
+	}
+	m, err := manager.New(ctx, identities, manager.Options{
 		Components:             []string{"capi", "kubeadm", "packet", "cluster"},
 		HealthProbeBindAddress: "0",
 		MetricsBindAddress:     "0",

@@ -13,6 +13,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/flotilla-dev/flotilla/config"
 	"github.com/flotilla-dev/flotilla/pkg/atomicfile"
 	"github.com/flotilla-dev/flotilla/pkg/controlplane"
 	"github.com/flotilla-dev/flotilla/pkg/process"
@@ -48,9 +49,14 @@ func (c *Client) managerRunning(name string) bool {
 const managerReadyTimeout = 2 * time.Minute
 
 // StartManager makes the manager process of local cluster name run, against that cluster's own
-// API server, and waits until it is ready. The process outlives the CLI, and the supervisor of
-// the home (which StartManager starts when none runs) starts it again when it exits.
+// API server, and waits until it is ready. It first applies the roles of the manager's
+// identities and issues or renews their certificates (identities.go). The process outlives the
+// CLI, and the supervisor of the home (which StartManager starts when none runs) starts it
+// again when it exits.
 func (c *Client) StartManager(ctx context.Context, name string) error {
+	if err := c.ensureManagerAccess(ctx, name); err != nil {
+		return fmt.Errorf("starting the manager of %s: %w", name, err)
+	}
 	if _, err := c.ensureManagerProcess(ctx, name); err != nil {
 		return fmt.Errorf("starting the manager of %s: %w", name, err)
 	}
@@ -88,6 +94,21 @@ func (c *Client) ensureManagerProcess(ctx context.Context, name string) (process
 	return sup.Ensure(ctx, c.managerSpec(name, ep))
 }
 
+// ensureManagerAccess applies, with the admin kubeconfig of local cluster name, what lets each
+// identity of its manager do its work (config.InstallManagerRBAC), and issues the identities'
+// certificates, renewing those that are due.
+func (c *Client) ensureManagerAccess(ctx context.Context, name string) error {
+	kc, err := KubeClient(c.localKubeconfigPath(name))
+	if err != nil {
+		return err
+	}
+	if err := config.InstallManagerRBAC(ctx, kc); err != nil {
+		return fmt.Errorf("installing the roles of the manager's identities: %w", err)
+	}
+	_, err = EnsureManagerIdentities(c.clusterDir(name), c.managerIdentitiesDir(name))
+	return err
+}
+
 // managerSpec is the manager process of local cluster name serving on ep.
 func (c *Client) managerSpec(name string, ep managerEndpoints) process.Spec {
 	return process.Spec{
@@ -95,7 +116,9 @@ func (c *Client) managerSpec(name string, ep managerEndpoints) process.Spec {
 		Path: c.Executable,
 		Args: []string{
 			"manager",
-			"--kubeconfig", c.localKubeconfigPath(name),
+			// Each identity with its own certificate, never the admin's; the manager renews them.
+			"--identities", c.managerIdentitiesDir(name),
+			"--renew-identities-from", c.clusterDir(name),
 			"--home", c.Home,
 			"--bin-dir", c.BinRoot,
 			"--health-addr", ep.Health,

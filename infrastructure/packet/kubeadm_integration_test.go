@@ -43,7 +43,11 @@ func startCAPIManager(t *testing.T) {
 	t.Helper()
 	ctx, cancel := context.WithCancel(ctrl.LoggerInto(context.Background(), ctrl.Log))
 	t.Cleanup(cancel)
-	m, err := manager.New(ctx, env.Config, manager.Options{
+	identities, err := env.ManagerIdentities(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := manager.New(ctx, identities, manager.Options{
 		Components:                   []string{"capi", "kubeadm", "cluster"},
 		HealthProbeBindAddress:       "0",
 		MetricsBindAddress:           "0",

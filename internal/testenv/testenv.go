@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"sync"
 	"testing"
 	"time"
 
@@ -54,6 +55,9 @@ type Environment struct {
 	BinaryDir string
 
 	env *envtest.Environment
+
+	identitiesMu sync.Mutex
+	identities   map[string]*rest.Config
 }
 
 // startTimeout bounds the start of etcd and kube-apiserver; generous because the machine may be
@@ -154,6 +158,42 @@ func (e *Environment) AddUser(name string, groups ...string) (*User, error) {
 		return nil, fmt.Errorf("writing the kubeconfig of user %s: %w", name, err)
 	}
 	return &User{Config: u.Config(), Kubeconfig: kubeconfig}, nil
+}
+
+// ManagerIdentities installs the roles of the manager's identities and their bindings
+// (config.InstallManagerRBAC), and returns a REST config for each identity: a client certificate
+// for its user and groups (config.IdentityUser, config.IdentityGroups), as a local management
+// cluster gives the manager. A manager built with them (manager.New) runs each component under
+// its own generated role, so a request its role does not allow fails the test. The
+// certificates are made once per Environment.
+func (e *Environment) ManagerIdentities(ctx context.Context) (func(identity string) (*rest.Config, error), error) {
+	e.identitiesMu.Lock()
+	defer e.identitiesMu.Unlock()
+	if err := config.InstallManagerRBAC(ctx, e.Client); err != nil {
+		return nil, fmt.Errorf("installing the manager's roles: %w", err)
+	}
+	if e.identities == nil {
+		ids, err := config.ManagerIdentities()
+		if err != nil {
+			return nil, err
+		}
+		e.identities = map[string]*rest.Config{}
+		for _, id := range ids {
+			u, err := e.AddUser(config.IdentityUser(id), config.IdentityGroups()...)
+			if err != nil {
+				return nil, err
+			}
+			e.identities[id] = u.Config
+		}
+	}
+	identities := e.identities
+	return func(identity string) (*rest.Config, error) {
+		cfg, ok := identities[identity]
+		if !ok {
+			return nil, fmt.Errorf("no generated roles for identity %s (config/rbac/%s)", identity, identity)
+		}
+		return rest.CopyConfig(cfg), nil
+	}, nil
 }
 
 // WebhookServerOptions returns the options of a webhook server that serves the webhook
