@@ -85,12 +85,22 @@ func runPacketBenchmark(b *testing.B) {
 	srv := httptest.NewServer(sim)
 	defer srv.Close()
 
+	const ns, name = "default", "metal"
 	kc := env.Client
 	for _, obj := range []ctrlclient.Object{
 		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: infrav1.PacketCredentialsNamespace}},
 		&corev1.Secret{
 			ObjectMeta: metav1.ObjectMeta{Namespace: infrav1.PacketCredentialsNamespace, Name: infrav1.DefaultPacketCredentialsSecret},
 			Data:       map[string][]byte{infrav1.PacketAPIKeySecretKey: []byte(apiKey)},
+		},
+		// The admin's default identity: the simulator's key, sent to the simulator, for the
+		// clusters of namespace default.
+		&infrav1.PacketClusterIdentity{
+			ObjectMeta: metav1.ObjectMeta{Name: infrav1.DefaultPacketClusterIdentity},
+			Spec: infrav1.PacketClusterIdentitySpec{
+				APIURL: srv.URL + metalsim.BasePath, CredentialsSecretName: infrav1.DefaultPacketCredentialsSecret,
+				AllowedNamespaces: &infrav1.AllowedNamespaces{List: []string{ns}},
+			},
 		},
 	} {
 		if err := kc.Create(ctx, obj); err != nil {
@@ -100,11 +110,10 @@ func runPacketBenchmark(b *testing.B) {
 	stop := startPacketManager(b, env)
 	defer stop()
 
-	const ns, name = "default", "metal"
 	objs := []ctrlclient.Object{
 		&infrav1.PacketDatacenterConfig{
 			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
-			Spec:       infrav1.PacketDatacenterConfigSpec{APIURL: srv.URL + metalsim.BasePath, ProjectID: "bench", Metro: "da"},
+			Spec:       infrav1.PacketDatacenterConfigSpec{ProjectID: "bench", Metro: "da"},
 		},
 		&infrav1.PacketMachineConfig{
 			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},

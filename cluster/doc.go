@@ -9,5 +9,8 @@
 //		return err
 //	}
 //
+// Options.Setup does the same with options: the identities the webhooks trust as admins
+// (webhooks.Admins, from the manager's --admin-groups and --admin-users).
+//
 // The reconciler lives in reconcilers/cluster, the webhooks in webhooks.
 package cluster

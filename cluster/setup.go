@@ -11,10 +11,22 @@ import (
 	"github.com/flotilla-dev/flotilla/pkg/binaries"
 )
 
+// Options configure the cluster component.
+type Options struct {
+	// Admins are the identities the Cluster webhook trusts with what only admins may do;
+	// clusterwebhooks.DefaultAdmins when zero.
+	Admins clusterwebhooks.Admins
+}
+
+// Setup registers the cluster component with mgr, with the default Options.
+func Setup(ctx context.Context, mgr ctrl.Manager) error {
+	return Options{}.Setup(ctx, mgr)
+}
+
 // Setup registers the Cluster reconciler, the Cluster webhooks and the validating webhooks of
-// the provider configs with mgr. The webhooks are
-// served by mgr's webhook server; the manager registers their configurations with the API server.
-func Setup(_ context.Context, mgr ctrl.Manager) error {
+// the provider configs and Packet identities with mgr. The webhooks are served by mgr's webhook
+// server; the manager registers their configurations with the API server.
+func (o Options) Setup(_ context.Context, mgr ctrl.Manager) error {
 	r := &clusterreconciler.Reconciler{
 		Client:         mgr.GetClient(),
 		Recorder:       mgr.GetEventRecorder(clusterreconciler.FieldOwner),
@@ -23,7 +35,7 @@ func Setup(_ context.Context, mgr ctrl.Manager) error {
 	if err := r.SetupWithManager(mgr); err != nil {
 		return err
 	}
-	if err := (&clusterwebhooks.Cluster{}).SetupWebhookWithManager(mgr); err != nil {
+	if err := (&clusterwebhooks.Cluster{Admins: o.Admins}).SetupWebhookWithManager(mgr); err != nil {
 		return fmt.Errorf("cluster component: %w", err)
 	}
 	if err := clusterwebhooks.SetupConfigWebhooksWithManager(mgr); err != nil {

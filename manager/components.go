@@ -14,6 +14,7 @@ import (
 	"github.com/flotilla-dev/flotilla/cluster"
 	"github.com/flotilla-dev/flotilla/cluster/reconcilers/gitops"
 	"github.com/flotilla-dev/flotilla/cluster/reconcilers/kubeconfigaccess"
+	clusterwebhooks "github.com/flotilla-dev/flotilla/cluster/webhooks"
 	"github.com/flotilla-dev/flotilla/infrastructure/local"
 	"github.com/flotilla-dev/flotilla/infrastructure/packet"
 	"github.com/flotilla-dev/flotilla/manager/capi"
@@ -51,6 +52,8 @@ type Deps struct {
 	// Helm is the one Helm engine of the process, shared by packages and addons: it serialises
 	// the actions on each release and keeps one chart cache under Home.
 	Helm *helm.Engine
+	// Admins are the identities the webhooks trust with what only admins may do.
+	Admins clusterwebhooks.Admins
 }
 
 // AllComponents selects every component.
@@ -71,8 +74,8 @@ func Components() []Component {
 		{Name: "packet", Setup: func(ctx context.Context, mgr ctrl.Manager, _ Deps) error {
 			return packet.Setup(ctx, mgr, packet.Options{})
 		}},
-		{Name: "cluster", Setup: func(ctx context.Context, mgr ctrl.Manager, _ Deps) error {
-			return cluster.Setup(ctx, mgr)
+		{Name: "cluster", Setup: func(ctx context.Context, mgr ctrl.Manager, deps Deps) error {
+			return cluster.Options{Admins: deps.Admins}.Setup(ctx, mgr)
 		}},
 		{Name: "gitops", Setup: func(ctx context.Context, mgr ctrl.Manager, deps Deps) error {
 			return gitops.Setup(ctx, mgr, deps.Home)

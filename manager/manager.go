@@ -28,6 +28,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/webhook"
 
 	flotillav1 "github.com/flotilla-dev/flotilla/api/cluster/v1alpha1"
+	clusterwebhooks "github.com/flotilla-dev/flotilla/cluster/webhooks"
 	"github.com/flotilla-dev/flotilla/internal/version"
 	"github.com/flotilla-dev/flotilla/manager/scheme"
 	"github.com/flotilla-dev/flotilla/pkg/binaries"
@@ -83,6 +84,11 @@ type Options struct {
 	// SkipControllerNameValidation lets one process run several managers with the same
 	// controllers (tests do); controller names are otherwise unique per process.
 	SkipControllerNameValidation bool
+	// Admins are the users and groups the webhooks trust with what only admins may do (create
+	// a management cluster, name or change a cluster's management cluster, serve a local control
+	// plane off loopback); webhooks.DefaultAdmins (groups system:masters and flotilla-admins)
+	// when zero. See docs/security.md.
+	Admins clusterwebhooks.Admins
 }
 
 // ManagerIdentity is the identity of what every manager runs besides its components: the cluster
@@ -206,7 +212,7 @@ func identityRESTConfig(identities Identities, identity, id string) (*rest.Confi
 
 // newDeps fills in what the components share from opts and the defaults.
 func newDeps(opts Options) Deps {
-	deps := Deps{Home: opts.Home, BinRoot: opts.BinRoot}
+	deps := Deps{Home: opts.Home, BinRoot: opts.BinRoot, Admins: opts.Admins}
 	if deps.Home == "" {
 		deps.Home = controlplane.HomeDir()
 	}

@@ -21,7 +21,8 @@ func TestABundleWhoseSpecChangedIsNotUsedUntilVerifiedAgain(t *testing.T) {
 	const repo = "reverify/bundles"
 	hello1 := helloChart("hello", "0.1.0").push(t, "")
 	hello2 := helloChart("hello", "0.2.0").push(t, "")
-	name := pushBundle(t, repo, "1.36", 90, signingKey, pkg("hello", hello1))
+	// Bundle names are shared by every source: a build of its own.
+	name := pushBundle(t, repo, "1.36", 60, signingKey, pkg("hello", hello1))
 	pbc := &packagesv1.PackageBundleController{
 		ObjectMeta: metav1.ObjectMeta{Name: "w-reverify", Namespace: packagesv1.PackagesNamespace},
 		Spec:       packagesv1.PackageBundleControllerSpec{Source: &packagesv1.BundleSource{Registry: regHost, Repository: repo}},
@@ -43,7 +44,7 @@ func TestABundleWhoseSpecChangedIsNotUsedUntilVerifiedAgain(t *testing.T) {
 	// would) while its verification is held: the Valid condition is still that of generation 1.
 	release := verifier.hold(name)
 	defer release()
-	edited := bundle.Bundle{Name: name, KubernetesMinor: "1.36", Build: 90, Packages: []bundle.Package{pkg("hello", hello2, hello1)}}
+	edited := bundle.Bundle{Name: name, KubernetesMinor: "1.36", Build: 60, Packages: []bundle.Package{pkg("hello", hello2, hello1)}}
 	signed, err := bundle.Sign(edited, signingKey)
 	g.Expect(err).NotTo(HaveOccurred())
 	b := &packagesv1.PackageBundle{}

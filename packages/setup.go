@@ -48,8 +48,9 @@ func Setup(_ context.Context, mgr ctrl.Manager, opts Options) error {
 		opts.LocalConfig = mgr.GetConfig()
 	}
 	lifecycle := &clusterlifecycle.Reconciler{
-		Client:   mgr.GetClient(),
-		Recorder: mgr.GetEventRecorder(clusterlifecycle.FieldOwner),
+		Client:    mgr.GetClient(),
+		Recorder:  mgr.GetEventRecorder(clusterlifecycle.FieldOwner),
+		APIReader: mgr.GetAPIReader(),
 	}
 	pbc := &packagebundlecontroller.Reconciler{
 		Client:    mgr.GetClient(),

@@ -177,7 +177,9 @@ func managementClusterOf(ctx context.Context, kc ctrlclient.Client, kubeconfig, 
 // createWorkloadCluster applies the spec to the management cluster and waits until the cluster
 // is Ready, then writes its kubeconfig.
 func createWorkloadCluster(ctx context.Context, r *workloadRun) error {
-	if err := EnsurePacketCredentials(ctx, r.kc, r.spec, os.Getenv(PacketAPIKeyEnv)); err != nil { // cli/client/packet.go
+	if err := EnsurePacketCredentials(ctx, r.kc, r.spec, PacketCredentials{
+		APIKey: os.Getenv(PacketAPIKeyEnv), APIURL: os.Getenv(PacketAPIURLEnv),
+	}); err != nil { // cli/client/packet.go
 		return err
 	}
 	if err := applyObjects(ctx, r.kc, r.spec.Objects); err != nil {

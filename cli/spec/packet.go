@@ -37,9 +37,6 @@ func packetProvider() provider {
 		},
 		defaultObjects: func(datacenter ctrlclient.Object, machineConfigs []ctrlclient.Object) {
 			dc := datacenter.(*infrav1.PacketDatacenterConfig)
-			if dc.Spec.APIURL == "" {
-				dc.Spec.APIURL = infrav1.DefaultPacketAPIURL
-			}
 			if dc.Spec.VIPManager == "" {
 				dc.Spec.VIPManager = infrav1.VIPManagerKubeVIP
 			}
@@ -61,12 +58,16 @@ func packetProvider() provider {
 const packetTemplate = `# Cluster spec for "{{.Name}}" on Equinix Metal (Packet), printed by:
 #   {{.Command}}
 #
-# A Packet cluster is a workload cluster: create it from a management cluster, with the Metal
-# API key in PACKET_API_KEY (stored in the Secret flotilla-system/packet-credentials, which
-# people who only create clusters cannot read):
+# A Packet cluster is a workload cluster: create it from a management cluster. Its Metal API key
+# and the API it is sent to belong to an admin: a PacketClusterIdentity (default: "default")
+# that allows this namespace. An admin creating the cluster with the key in PACKET_API_KEY has
+# the identity created when it is missing (key stored in flotilla-system/packet-credentials,
+# which people who only create clusters cannot read; the API is PACKET_API_URL, the public one
+# by default):
 #   PACKET_API_KEY=... flotilla create cluster -f {{.Name}}.yaml --kubeconfig MGMT/MGMT.kubeconfig
-# To try it without Equinix Metal, run the simulator and point apiURL below at it:
+# To try it without Equinix Metal, run the simulator and send the key there:
 #   flotilla dev metal-api --listen 127.0.0.1:8089 --api-key "$PACKET_API_KEY"
+#   PACKET_API_URL=http://127.0.0.1:8089/metal/v1 PACKET_API_KEY=... flotilla create cluster -f {{.Name}}.yaml ...
 # Every field is checked strictly: a misspelt or unknown field is an error that names it.
 ---
 apiVersion: cluster.flotilla.dev/v1alpha1
@@ -114,8 +115,10 @@ metadata:
   name: {{.Name}}
   namespace: default
 spec:
-  # apiURL: the Metal API. For the simulator: http://127.0.0.1:8089/metal/v1
-  apiURL: https://api.equinix.com/metal/v1
+  # identityRef: the admin's PacketClusterIdentity whose key (and API) the devices are created
+  # with; it must allow this namespace. Left out: the identity named "default".
+  # identityRef:
+  #   name: default
   # projectID: your Metal project's ID (the simulator creates it on first use).
   projectID: REPLACE-WITH-PROJECT-ID
   # metro: the metro code, such as da (Dallas), sv (Silicon Valley), am (Amsterdam).
@@ -125,8 +128,6 @@ spec:
   # vipManager: what keeps the control plane elastic IP on a healthy control plane node:
   # KUBE_VIP or CPEM.
   vipManager: KUBE_VIP
-  # credentialsSecretName: the Secret in flotilla-system holding the API key ("apiKey").
-  # credentialsSecretName: packet-credentials
 ---
 # PacketMachineConfig: the control plane devices.
 apiVersion: infrastructure.flotilla.dev/v1alpha1

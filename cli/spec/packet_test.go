@@ -19,7 +19,7 @@ func TestAGeneratedPacketSpecParsesWithItsDefaults(t *testing.T) {
 	g.Expect(s.Provider).To(Equal(ProviderPacket))
 	dc, ok := s.Datacenter.(*infrav1.PacketDatacenterConfig)
 	g.Expect(ok).To(BeTrue())
-	g.Expect(dc.Spec.APIURL).To(Equal(infrav1.DefaultPacketAPIURL))
+	g.Expect(dc.Spec.IdentityRef).To(BeNil(), "the default identity, chosen by an admin")
 	g.Expect(dc.Spec.Metro).To(Equal("da"))
 	g.Expect(s.MachineConfigs).To(HaveKey("metal-cp"))
 	g.Expect(s.MachineConfigs).To(HaveKey("metal-workers"))

@@ -2,17 +2,18 @@ package validation
 
 import (
 	"fmt"
-	"net/url"
 	"regexp"
 	"slices"
 	"strings"
 
 	"golang.org/x/crypto/ssh"
 	corev1 "k8s.io/api/core/v1"
+	metav1validation "k8s.io/apimachinery/pkg/apis/meta/v1/validation"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	infrav1 "github.com/flotilla-dev/flotilla/api/infrastructure/v1alpha1"
+	"github.com/flotilla-dev/flotilla/infrastructure/packet/metal"
 )
 
 // The rules of the provider configs. A LocalDatacenterConfig has none beyond its schema (two
@@ -58,15 +59,17 @@ var (
 )
 
 // ValidatePacketDatacenterConfig checks a PacketDatacenterConfig, defaulted as its schema
-// defaults it: apiURL is an http(s) URL with a host, projectID is set, metro is a metro code
-// and facility a facility code, vipManager is KUBE_VIP or CPEM, and credentialsSecretName,
-// when set, is a Secret name.
+// defaults it: identityRef, when set, names a PacketClusterIdentity; projectID is set, metro is
+// a metro code and facility a facility code, vipManager is KUBE_VIP or CPEM. Whether the
+// identity allows the config's namespace needs a lookup: the webhook checks it, and the
+// provider again before every use.
 func ValidatePacketDatacenterConfig(dc *infrav1.PacketDatacenterConfig) field.ErrorList {
 	var errs field.ErrorList
 	s := dc.Spec
-	if u, err := url.Parse(s.APIURL); s.APIURL != "" && (err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "") {
-		errs = append(errs, field.Invalid(spec.Child("apiURL"), s.APIURL, fmt.Sprintf(
-			"%q is not an http(s) URL of the Metal API, such as %s", s.APIURL, infrav1.DefaultPacketAPIURL)))
+	if ref := s.IdentityRef; ref != nil && len(validation.IsDNS1123Subdomain(ref.Name)) > 0 {
+		errs = append(errs, field.Invalid(spec.Child("identityRef", "name"), ref.Name, fmt.Sprintf(
+			"%q is not a PacketClusterIdentity name: use lowercase letters, digits, '-' and '.', or leave identityRef out to use %q",
+			ref.Name, infrav1.DefaultPacketClusterIdentity)))
 	}
 	if s.ProjectID == "" {
 		errs = append(errs, field.Required(spec.Child("projectID"), "set the ID of the Metal project that owns the devices"))
@@ -84,9 +87,40 @@ func ValidatePacketDatacenterConfig(dc *infrav1.PacketDatacenterConfig) field.Er
 		errs = append(errs, notSupported(spec.Child("vipManager"), s.VIPManager, fmt.Sprintf("%q is not a VIP manager; use %s or %s",
 			s.VIPManager, infrav1.VIPManagerKubeVIP, infrav1.VIPManagerCPEM)))
 	}
-	if name := s.CredentialsSecretName; name != "" && len(validation.IsDNS1123Subdomain(name)) > 0 {
+	return errs
+}
+
+// ValidatePacketClusterIdentity checks a PacketClusterIdentity, defaulted as its schema defaults
+// it: apiURL keeps the key off the network in the clear (https, or http to a loopback address;
+// metal.CheckBaseURL), credentialsSecretName is a Secret name, and allowedNamespaces names
+// namespaces and holds a valid label selector.
+func ValidatePacketClusterIdentity(id *infrav1.PacketClusterIdentity) field.ErrorList {
+	var errs field.ErrorList
+	s := id.Spec
+	if s.APIURL != "" {
+		if err := metal.CheckBaseURL(s.APIURL); err != nil {
+			errs = append(errs, field.Invalid(spec.Child("apiURL"), field.OmitValueType{}, err.Error()))
+		}
+	}
+	switch name := s.CredentialsSecretName; {
+	case name == "":
+		errs = append(errs, field.Required(spec.Child("credentialsSecretName"),
+			fmt.Sprintf("name the Secret in %s whose %q holds the Metal API key", infrav1.PacketCredentialsNamespace, infrav1.PacketAPIKeySecretKey)))
+	case len(validation.IsDNS1123Subdomain(name)) > 0:
 		errs = append(errs, field.Invalid(spec.Child("credentialsSecretName"), name, fmt.Sprintf(
 			"%q is not a Secret name: use lowercase letters, digits, '-' and '.'", name)))
+	}
+	if allowed := s.AllowedNamespaces; allowed != nil {
+		path := spec.Child("allowedNamespaces")
+		for i, ns := range allowed.List {
+			if len(validation.IsDNS1123Label(ns)) > 0 {
+				errs = append(errs, field.Invalid(path.Child("list").Index(i), ns, fmt.Sprintf("%q is not a namespace name", ns)))
+			}
+		}
+		if allowed.Selector != nil {
+			errs = append(errs, metav1validation.ValidateLabelSelector(allowed.Selector,
+				metav1validation.LabelSelectorValidationOptions{}, path.Child("selector"))...)
+		}
 	}
 	return errs
 }
@@ -95,8 +129,11 @@ func ValidatePacketDatacenterConfig(dc *infrav1.PacketDatacenterConfig) field.Er
 var billingCycles = []string{"hourly", "daily", "monthly", "yearly"}
 
 // ValidatePacketMachineConfig checks a PacketMachineConfig, defaulted as its schema defaults
-// it: plan is set, billingCycle is one the Metal API knows, and every sshAuthorizedKeys entry is
-// an SSH public key (a private key pasted by mistake is refused without being echoed).
+// it: plan is set, billingCycle is one the Metal API knows, no tag starts with the provider's
+// own prefix "flotilla:" (the provider finds a cluster's devices by such tags: a device tagged
+// as another cluster's machine would be adopted, and deleted, as that machine's), and every
+// sshAuthorizedKeys entry is an SSH public key (a private key pasted by mistake is refused
+// without being echoed).
 func ValidatePacketMachineConfig(mc *infrav1.PacketMachineConfig) field.ErrorList {
 	var errs field.ErrorList
 	s := mc.Spec
@@ -106,6 +143,12 @@ func ValidatePacketMachineConfig(mc *infrav1.PacketMachineConfig) field.ErrorLis
 	if s.BillingCycle != "" && !slices.Contains(billingCycles, s.BillingCycle) {
 		errs = append(errs, notSupported(spec.Child("billingCycle"), s.BillingCycle, fmt.Sprintf("%q is not a billing cycle; use one of %s",
 			s.BillingCycle, strings.Join(billingCycles, ", "))))
+	}
+	for i, tag := range s.Tags {
+		if strings.HasPrefix(tag, infrav1.PacketTagPrefix) {
+			errs = append(errs, field.Invalid(spec.Child("tags").Index(i), tag, fmt.Sprintf(
+				"tags starting with %q are the provider's own, which it finds a cluster's devices by; choose another tag", infrav1.PacketTagPrefix)))
+		}
 	}
 	for i, key := range s.SSHAuthorizedKeys {
 		path := spec.Child("sshAuthorizedKeys").Index(i)

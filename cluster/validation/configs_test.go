@@ -7,6 +7,7 @@ import (
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	infrav1 "github.com/flotilla-dev/flotilla/api/infrastructure/v1alpha1"
@@ -66,16 +67,18 @@ func TestValidatePacketDatacenterConfig(t *testing.T) {
 		wantText   string
 	}{
 		{name: "a complete config is accepted"},
-		{name: "a simulator on plain HTTP is accepted", mutate: func(s *infrav1.PacketDatacenterConfigSpec) { s.APIURL = "http://127.0.0.1:8089/metal/v1" }},
 		{
-			name:       "an API URL that is not http(s) is rejected",
-			mutate:     func(s *infrav1.PacketDatacenterConfigSpec) { s.APIURL = "ftp://metal.example.com" },
-			wantFields: []string{"spec.apiURL"}, wantText: "is not an http(s) URL of the Metal API",
+			name: "a config naming its identity is accepted",
+			mutate: func(s *infrav1.PacketDatacenterConfigSpec) {
+				s.IdentityRef = &infrav1.PacketClusterIdentityReference{Name: "team-a.metal"}
+			},
 		},
 		{
-			name:       "an API URL without a host is rejected",
-			mutate:     func(s *infrav1.PacketDatacenterConfigSpec) { s.APIURL = "https:///metal/v1" },
-			wantFields: []string{"spec.apiURL"}, wantText: "is not an http(s) URL",
+			name: "an identity name that is no object name is rejected with the default to fall back to",
+			mutate: func(s *infrav1.PacketDatacenterConfigSpec) {
+				s.IdentityRef = &infrav1.PacketClusterIdentityReference{Name: "Team_A"}
+			},
+			wantFields: []string{"spec.identityRef.name"}, wantText: `leave identityRef out to use "default"`,
 		},
 		{
 			name:       "a missing project and metro are required",
@@ -97,17 +100,12 @@ func TestValidatePacketDatacenterConfig(t *testing.T) {
 			mutate:     func(s *infrav1.PacketDatacenterConfigSpec) { s.VIPManager = "keepalived" },
 			wantFields: []string{"spec.vipManager"}, wantText: "use KUBE_VIP or CPEM",
 		},
-		{
-			name:       "a credentials Secret name that is no Secret name is rejected",
-			mutate:     func(s *infrav1.PacketDatacenterConfigSpec) { s.CredentialsSecretName = "Packet_Key" },
-			wantFields: []string{"spec.credentialsSecretName"}, wantText: "is not a Secret name",
-		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			g := NewWithT(t)
 			dc := &infrav1.PacketDatacenterConfig{Spec: infrav1.PacketDatacenterConfigSpec{
-				APIURL: infrav1.DefaultPacketAPIURL, ProjectID: "p-1", Metro: "da", Facility: "da11", VIPManager: infrav1.VIPManagerKubeVIP,
+				ProjectID: "p-1", Metro: "da", Facility: "da11", VIPManager: infrav1.VIPManagerKubeVIP,
 			}}
 			if tt.mutate != nil {
 				tt.mutate(&dc.Spec)
@@ -148,6 +146,17 @@ func TestValidatePacketMachineConfig(t *testing.T) {
 			mutate:     func(s *infrav1.PacketMachineConfigSpec) { s.SSHAuthorizedKeys = []string{privateKey} },
 			wantFields: []string{"spec.sshAuthorizedKeys[0]"}, wantText: "this is a private key: give the public key",
 		},
+		{
+			name:   "tags of the user's own are accepted",
+			mutate: func(s *infrav1.PacketMachineConfigSpec) { s.Tags = []string{"team:platform", "flotilla"} },
+		},
+		{
+			name: "a tag in the provider's own namespace is refused: it would make the provider adopt the device as another cluster's",
+			mutate: func(s *infrav1.PacketMachineConfigSpec) {
+				s.Tags = []string{"team:platform", infrav1.PacketMachineTagPrefix + "default/admin-md-0-abcde"}
+			},
+			wantFields: []string{"spec.tags[1]"}, wantText: `tags starting with "flotilla:" are the provider's own`,
+		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -163,6 +172,60 @@ func TestValidatePacketMachineConfig(t *testing.T) {
 			for _, err := range errs {
 				g.Expect(err.Error()).NotTo(ContainSubstring("PRIVATE KEY"), "a key is never echoed")
 			}
+		})
+	}
+}
+
+func TestValidatePacketClusterIdentity(t *testing.T) {
+	tests := []struct {
+		name       string
+		mutate     func(*infrav1.PacketClusterIdentitySpec)
+		wantFields []string
+		wantText   string
+	}{
+		{name: "a complete identity is accepted"},
+		{name: "a simulator on loopback over plain HTTP is accepted", mutate: func(s *infrav1.PacketClusterIdentitySpec) { s.APIURL = "http://127.0.0.1:8089/metal/v1" }},
+		{name: "an identity every namespace may use is accepted", mutate: func(s *infrav1.PacketClusterIdentitySpec) { s.AllowedNamespaces = &infrav1.AllowedNamespaces{} }},
+		{
+			name:       "plain HTTP to another machine is refused: the key would go in the clear",
+			mutate:     func(s *infrav1.PacketClusterIdentitySpec) { s.APIURL = "http://metal.example.com/metal/v1" },
+			wantFields: []string{"spec.apiURL"}, wantText: "would send the API key in the clear",
+		},
+		{
+			name:       "an API URL without a host is refused",
+			mutate:     func(s *infrav1.PacketClusterIdentitySpec) { s.APIURL = "https:///metal/v1" },
+			wantFields: []string{"spec.apiURL"}, wantText: "is not an absolute http(s) URL",
+		},
+		{
+			name:       "a missing Secret is required",
+			mutate:     func(s *infrav1.PacketClusterIdentitySpec) { s.CredentialsSecretName = "" },
+			wantFields: []string{"spec.credentialsSecretName"}, wantText: `holds the Metal API key`,
+		},
+		{
+			name:       "a Secret name that is no Secret name is refused",
+			mutate:     func(s *infrav1.PacketClusterIdentitySpec) { s.CredentialsSecretName = "Packet_Key" },
+			wantFields: []string{"spec.credentialsSecretName"}, wantText: "is not a Secret name",
+		},
+		{
+			name: "a namespace that is no namespace name and an invalid selector are refused",
+			mutate: func(s *infrav1.PacketClusterIdentitySpec) {
+				s.AllowedNamespaces = &infrav1.AllowedNamespaces{List: []string{"team-a", "Team B"}, Selector: &metav1.LabelSelector{
+					MatchExpressions: []metav1.LabelSelectorRequirement{{Key: "team", Operator: "Near"}}}}
+			},
+			wantFields: []string{"spec.allowedNamespaces.list[1]", "spec.allowedNamespaces.selector.matchExpressions[0].operator"},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			g := NewWithT(t)
+			id := &infrav1.PacketClusterIdentity{Spec: infrav1.PacketClusterIdentitySpec{
+				APIURL: infrav1.DefaultPacketAPIURL, CredentialsSecretName: "packet-credentials",
+				AllowedNamespaces: &infrav1.AllowedNamespaces{List: []string{"team-a"}},
+			}}
+			if tt.mutate != nil {
+				tt.mutate(&id.Spec)
+			}
+			checkErrors(g, ValidatePacketClusterIdentity(id), tt.wantFields, tt.wantText)
 		})
 	}
 }

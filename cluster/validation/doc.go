@@ -46,13 +46,30 @@
 // that is new or whose spec changed beyond scaling), so a Cluster created under older rules can
 // always be scaled and have its finalizer removed.
 //
+// # Tenancy (tenancy.go)
+//
+// Rules that depend on the other Clusters of the API server and on who asks; the webhook looks
+// those up and passes them in, and the CLI does not run these on a file:
+//
+//	errs = validation.ValidateClusterPeers(c, clustersOfTheAPIServer)          // on create
+//	errs = validation.ValidateClusterRequest(oldC, newC, validation.Request{  // oldC nil on create
+//		Admin: requestFromAnAdmin, ManagementCluster: "mgmt"})
+//
+// ValidateClusterPeers: a name is unique across namespaces (what a cluster owns outside its
+// namespace is named after its name), and an API server holds one management cluster at most.
+// ValidateClusterRequest: only an admin creates a management cluster, names a management
+// cluster other than the API server's or changes it, or binds a local control plane to a host
+// that is not a loopback address. See docs/security.md.
+//
 // # Provider configs
 //
 // ValidateLocalMachineConfig: the capacity names resources a Node reports, with quantities that
-// are not negative. ValidatePacketDatacenterConfig: apiURL is an http(s) URL with a host,
+// are not negative. ValidatePacketDatacenterConfig: identityRef names a PacketClusterIdentity,
 // projectID and metro are set (metro two lowercase letters), facility is lowercase letters and
-// digits, vipManager is KUBE_VIP or CPEM, credentialsSecretName is a Secret name.
-// ValidatePacketMachineConfig: plan is set, billingCycle is hourly, daily, monthly or yearly, and
-// each sshAuthorizedKeys entry is an SSH public key. A LocalDatacenterConfig (two switches) has
-// no rule beyond its schema.
+// digits, vipManager is KUBE_VIP or CPEM. ValidatePacketClusterIdentity: apiURL is https, or
+// http to a loopback address (the key is never sent in the clear off the machine),
+// credentialsSecretName is a Secret name, allowedNamespaces names namespaces with a valid
+// selector. ValidatePacketMachineConfig: plan is set, billingCycle is hourly, daily, monthly or
+// yearly, no tag starts with the provider's "flotilla:", and each sshAuthorizedKeys entry is an
+// SSH public key. A LocalDatacenterConfig (two switches) has no rule beyond its schema.
 package validation

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 
+	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/validation/field"
@@ -27,9 +28,13 @@ const (
 
 // Cluster defaults and validates Flotilla Clusters on create and update.
 type Cluster struct {
-	// Reader lists Clusters to find the management cluster a new workload cluster defaults
-	// spec.managementCluster to. Optional: without it that default is left to the client.
+	// Reader lists the Clusters of the API server: to find the management cluster a new
+	// workload cluster defaults spec.managementCluster to, and to check a new Cluster against
+	// the others (clustervalidation.ValidateClusterPeers). Optional: without it neither is done.
 	Reader ctrlclient.Reader
+	// Admins are trusted with what only admins may do (clustervalidation.ValidateClusterRequest);
+	// DefaultAdmins when zero.
+	Admins Admins
 }
 
 var (
@@ -53,57 +58,88 @@ func (w *Cluster) SetupWebhookWithManager(mgr ctrl.Manager) error {
 	return nil
 }
 
-// Default fills in what a Cluster may leave out: validation.DefaultCluster's defaults, and a
+// Default fills in what a Cluster may leave out: clustervalidation.DefaultCluster's defaults, and a
 // workload cluster's spec.managementCluster.name, the name of the one management Cluster this
 // API server holds, when there is exactly one.
 func (w *Cluster) Default(ctx context.Context, c *flotillav1.Cluster) error {
 	clustervalidation.DefaultCluster(c)
 	if c.Spec.ManagementCluster.Name == "" {
-		name, err := w.managementClusterName(ctx)
+		clusters, err := w.clusters(ctx)
 		if err != nil {
 			return apierrors.NewInternalError(err)
 		}
-		c.Spec.ManagementCluster.Name = name
+		c.Spec.ManagementCluster.Name = managementClusterName(clusters)
 	}
 	return nil
 }
 
-// managementClusterName returns the name of the only management Cluster in the API server, or
-// "" when there is none or more than one (or no Reader).
-func (w *Cluster) managementClusterName(ctx context.Context) (string, error) {
+// clusters lists the Clusters of the API server; none without a Reader.
+func (w *Cluster) clusters(ctx context.Context) ([]flotillav1.Cluster, error) {
 	if w.Reader == nil {
-		return "", nil
+		return nil, nil
 	}
-	clusters := &flotillav1.ClusterList{}
-	if err := w.Reader.List(ctx, clusters); err != nil {
-		return "", fmt.Errorf("listing Clusters to find the management cluster: %w", err)
+	list := &flotillav1.ClusterList{}
+	if err := w.Reader.List(ctx, list); err != nil {
+		return nil, fmt.Errorf("listing Clusters: %w", err)
 	}
+	return list.Items, nil
+}
+
+// managementClusterName returns the name of the only management Cluster among clusters, or ""
+// when there is none or more than one.
+func managementClusterName(clusters []flotillav1.Cluster) string {
 	var names []string
-	for _, c := range clusters.Items {
+	for _, c := range clusters {
 		if c.Spec.Management {
 			names = append(names, c.Name)
 		}
 	}
 	if len(names) != 1 {
-		return "", nil
+		return ""
 	}
-	return names[0], nil
+	return names[0]
 }
 
-// ValidateCreate checks a new Cluster with validation.ValidateCluster.
-func (w *Cluster) ValidateCreate(_ context.Context, c *flotillav1.Cluster) (admission.Warnings, error) {
-	return nil, invalid(flotillav1.GroupVersion.WithKind("Cluster").GroupKind(), c.Name, clustervalidation.ValidateCluster(c))
+// ValidateCreate checks a new Cluster with clustervalidation.ValidateCluster, against the other
+// Clusters of the API server (clustervalidation.ValidateClusterPeers), and against who asks
+// (clustervalidation.ValidateClusterRequest).
+func (w *Cluster) ValidateCreate(ctx context.Context, c *flotillav1.Cluster) (admission.Warnings, error) {
+	errs := clustervalidation.ValidateCluster(c)
+	clusters, err := w.clusters(ctx)
+	if err != nil {
+		return nil, apierrors.NewInternalError(err)
+	}
+	errs = append(errs, clustervalidation.ValidateClusterPeers(c, clusters)...)
+	errs = append(errs, clustervalidation.ValidateClusterRequest(nil, c, w.request(ctx, clusters))...)
+	return nil, invalid(clusterKind, c.Name, errs)
 }
 
-// ValidateUpdate checks a change with validation.ValidateClusterUpdate.
-func (w *Cluster) ValidateUpdate(_ context.Context, oldC, newC *flotillav1.Cluster) (admission.Warnings, error) {
-	return nil, invalid(flotillav1.GroupVersion.WithKind("Cluster").GroupKind(), newC.Name, clustervalidation.ValidateClusterUpdate(oldC, newC))
+// ValidateUpdate checks a change with clustervalidation.ValidateClusterUpdate and against who asks
+// (clustervalidation.ValidateClusterRequest).
+func (w *Cluster) ValidateUpdate(ctx context.Context, oldC, newC *flotillav1.Cluster) (admission.Warnings, error) {
+	errs := clustervalidation.ValidateClusterUpdate(oldC, newC)
+	if !equality.Semantic.DeepEqual(oldC.Spec, newC.Spec) {
+		clusters, err := w.clusters(ctx)
+		if err != nil {
+			return nil, apierrors.NewInternalError(err)
+		}
+		errs = append(errs, clustervalidation.ValidateClusterRequest(oldC, newC, w.request(ctx, clusters))...)
+	}
+	return nil, invalid(clusterKind, newC.Name, errs)
+}
+
+// request is what ValidateClusterRequest needs to know about the request in ctx.
+func (w *Cluster) request(ctx context.Context, clusters []flotillav1.Cluster) clustervalidation.Request {
+	return clustervalidation.Request{Admin: w.Admins.fromAdmin(ctx), ManagementCluster: managementClusterName(clusters)}
 }
 
 // ValidateDelete allows every deletion.
 func (w *Cluster) ValidateDelete(context.Context, *flotillav1.Cluster) (admission.Warnings, error) {
 	return nil, nil
 }
+
+// clusterKind names Clusters in Invalid errors.
+var clusterKind = flotillav1.GroupVersion.WithKind("Cluster").GroupKind()
 
 // invalid turns field errors into the API's Invalid status, naming each field.
 func invalid(gk schema.GroupKind, name string, errs field.ErrorList) error {

@@ -4,7 +4,9 @@ import (
 	"context"
 	"fmt"
 
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -14,11 +16,18 @@ import (
 
 	infrav1 "github.com/flotilla-dev/flotilla/api/infrastructure/v1alpha1"
 	clustervalidation "github.com/flotilla-dev/flotilla/cluster/validation"
+	"github.com/flotilla-dev/flotilla/infrastructure/packet/credentials"
 )
 
 // +kubebuilder:webhook:path=/validate-infrastructure-flotilla-dev-v1alpha1-localmachineconfig,mutating=false,failurePolicy=fail,sideEffects=None,groups=infrastructure.flotilla.dev,resources=localmachineconfigs,verbs=create;update,versions=v1alpha1,name=validate.localmachineconfig.infrastructure.flotilla.dev,admissionReviewVersions=v1
 // +kubebuilder:webhook:path=/validate-infrastructure-flotilla-dev-v1alpha1-packetdatacenterconfig,mutating=false,failurePolicy=fail,sideEffects=None,groups=infrastructure.flotilla.dev,resources=packetdatacenterconfigs,verbs=create;update,versions=v1alpha1,name=validate.packetdatacenterconfig.infrastructure.flotilla.dev,admissionReviewVersions=v1
+// +kubebuilder:webhook:path=/validate-infrastructure-flotilla-dev-v1alpha1-packetclusteridentity,mutating=false,failurePolicy=fail,sideEffects=None,groups=infrastructure.flotilla.dev,resources=packetclusteridentities,verbs=create;update,versions=v1alpha1,name=validate.packetclusteridentity.infrastructure.flotilla.dev,admissionReviewVersions=v1
 // +kubebuilder:webhook:path=/validate-infrastructure-flotilla-dev-v1alpha1-packetmachineconfig,mutating=false,failurePolicy=fail,sideEffects=None,groups=infrastructure.flotilla.dev,resources=packetmachineconfigs,verbs=create;update,versions=v1alpha1,name=validate.packetmachineconfig.infrastructure.flotilla.dev,admissionReviewVersions=v1
+
+// The PacketDatacenterConfig webhook reads the PacketClusterIdentity a config names, and the
+// config's namespace (for the identity's label selector).
+// +kubebuilder:rbac:groups=infrastructure.flotilla.dev,resources=packetclusteridentities,verbs=get
+// +kubebuilder:rbac:groups="",resources=namespaces,verbs=get
 
 // Config validates one kind of provider config with its function in cluster/validation: on
 // create always, on update when the spec changed (a config created under older rules keeps
@@ -27,21 +36,36 @@ type Config[T ctrlclient.Object] struct {
 	kind     schema.GroupKind
 	validate func(T) field.ErrorList
 	spec     func(T) any
+	// lookup, when set, checks what needs the API server's other objects.
+	lookup func(context.Context, T) (admission.Warnings, field.ErrorList, error)
 }
 
 var _ admission.Validator[*infrav1.PacketDatacenterConfig] = &Config[*infrav1.PacketDatacenterConfig]{}
 
 // ValidateCreate checks a new config.
-func (w *Config[T]) ValidateCreate(_ context.Context, obj T) (admission.Warnings, error) {
-	return nil, invalid(w.kind, obj.GetName(), w.validate(obj))
+func (w *Config[T]) ValidateCreate(ctx context.Context, obj T) (admission.Warnings, error) {
+	return w.check(ctx, obj)
 }
 
 // ValidateUpdate checks a config whose spec changed.
-func (w *Config[T]) ValidateUpdate(_ context.Context, oldObj, newObj T) (admission.Warnings, error) {
+func (w *Config[T]) ValidateUpdate(ctx context.Context, oldObj, newObj T) (admission.Warnings, error) {
 	if equality.Semantic.DeepEqual(w.spec(oldObj), w.spec(newObj)) {
 		return nil, nil
 	}
-	return nil, invalid(w.kind, newObj.GetName(), w.validate(newObj))
+	return w.check(ctx, newObj)
+}
+
+// check runs the config's rules, and its lookup when the rules pass.
+func (w *Config[T]) check(ctx context.Context, obj T) (admission.Warnings, error) {
+	errs := w.validate(obj)
+	if len(errs) > 0 || w.lookup == nil {
+		return nil, invalid(w.kind, obj.GetName(), errs)
+	}
+	warnings, errs, err := w.lookup(ctx, obj)
+	if err != nil {
+		return nil, apierrors.NewInternalError(err)
+	}
+	return warnings, invalid(w.kind, obj.GetName(), errs)
 }
 
 // ValidateDelete allows every deletion.
@@ -49,30 +73,66 @@ func (w *Config[T]) ValidateDelete(context.Context, T) (admission.Warnings, erro
 	return nil, nil
 }
 
-// SetupConfigWebhooksWithManager registers the validating webhooks of the provider configs that
-// have rules (LocalMachineConfig, PacketDatacenterConfig, PacketMachineConfig) with mgr's webhook
-// server.
-func SetupConfigWebhooksWithManager(mgr ctrl.Manager) error {
-	err := setupConfig(mgr, &infrav1.LocalMachineConfig{}, clustervalidation.ValidateLocalMachineConfig,
-		func(o *infrav1.LocalMachineConfig) any { return o.Spec })
-	if err != nil {
-		return err
+// identityAllowsNamespace is the lookup of a PacketDatacenterConfig: the PacketClusterIdentity
+// it names allows the config's namespace (credentials.Allows, which the provider checks again
+// before every use). An identity that does not exist yet is a warning: the cluster waits for an
+// admin to create it.
+func identityAllowsNamespace(reader ctrlclient.Reader) func(context.Context, *infrav1.PacketDatacenterConfig) (admission.Warnings, field.ErrorList, error) {
+	return func(ctx context.Context, dc *infrav1.PacketDatacenterConfig) (admission.Warnings, field.ErrorList, error) {
+		name := credentials.IdentityName(dc.Spec.IdentityRef)
+		identity := &infrav1.PacketClusterIdentity{}
+		if err := reader.Get(ctx, ctrlclient.ObjectKey{Name: name}, identity); err != nil {
+			if apierrors.IsNotFound(err) {
+				return admission.Warnings{fmt.Sprintf("PacketClusterIdentity %q does not exist yet: clusters of this config wait until an admin creates it, allowing namespace %q",
+					name, dc.Namespace)}, nil, nil
+			}
+			return nil, nil, fmt.Errorf("reading PacketClusterIdentity %s: %w", name, err)
+		}
+		ns := &corev1.Namespace{}
+		if err := reader.Get(ctx, ctrlclient.ObjectKey{Name: dc.Namespace}, ns); err != nil {
+			return nil, nil, fmt.Errorf("reading namespace %s: %w", dc.Namespace, err)
+		}
+		if err := credentials.Allows(identity, ns); err != nil {
+			path := field.NewPath("spec", "identityRef")
+			if dc.Spec.IdentityRef != nil {
+				path = path.Child("name")
+			}
+			return nil, field.ErrorList{field.Forbidden(path, err.Error())}, nil
+		}
+		return nil, nil, nil
 	}
-	err = setupConfig(mgr, &infrav1.PacketDatacenterConfig{}, clustervalidation.ValidatePacketDatacenterConfig,
-		func(o *infrav1.PacketDatacenterConfig) any { return o.Spec })
-	if err != nil {
-		return err
-	}
-	return setupConfig(mgr, &infrav1.PacketMachineConfig{}, clustervalidation.ValidatePacketMachineConfig,
-		func(o *infrav1.PacketMachineConfig) any { return o.Spec })
 }
 
-func setupConfig[T ctrlclient.Object](mgr ctrl.Manager, obj T, validate func(T) field.ErrorList, spec func(T) any) error {
+// SetupConfigWebhooksWithManager registers the validating webhooks of the provider configs that
+// have rules (LocalMachineConfig, PacketDatacenterConfig, PacketMachineConfig) and of
+// PacketClusterIdentity with mgr's webhook server. The PacketDatacenterConfig webhook reads
+// identities and namespaces with mgr's API reader.
+func SetupConfigWebhooksWithManager(mgr ctrl.Manager) error {
+	err := setupConfig(mgr, &infrav1.LocalMachineConfig{}, &Config[*infrav1.LocalMachineConfig]{validate: clustervalidation.ValidateLocalMachineConfig,
+		spec: func(o *infrav1.LocalMachineConfig) any { return o.Spec }})
+	if err != nil {
+		return err
+	}
+	err = setupConfig(mgr, &infrav1.PacketDatacenterConfig{}, &Config[*infrav1.PacketDatacenterConfig]{validate: clustervalidation.ValidatePacketDatacenterConfig,
+		spec: func(o *infrav1.PacketDatacenterConfig) any { return o.Spec }, lookup: identityAllowsNamespace(mgr.GetAPIReader())})
+	if err != nil {
+		return err
+	}
+	err = setupConfig(mgr, &infrav1.PacketClusterIdentity{}, &Config[*infrav1.PacketClusterIdentity]{validate: clustervalidation.ValidatePacketClusterIdentity,
+		spec: func(o *infrav1.PacketClusterIdentity) any { return o.Spec }})
+	if err != nil {
+		return err
+	}
+	return setupConfig(mgr, &infrav1.PacketMachineConfig{}, &Config[*infrav1.PacketMachineConfig]{validate: clustervalidation.ValidatePacketMachineConfig,
+		spec: func(o *infrav1.PacketMachineConfig) any { return o.Spec }})
+}
+
+func setupConfig[T ctrlclient.Object](mgr ctrl.Manager, obj T, w *Config[T]) error {
 	gvk, err := apiutil.GVKForObject(obj, mgr.GetScheme())
 	if err != nil {
 		return fmt.Errorf("setting up a config webhook: %w", err)
 	}
-	w := &Config[T]{kind: gvk.GroupKind(), validate: validate, spec: spec}
+	w.kind = gvk.GroupKind()
 	if err := ctrl.NewWebhookManagedBy(mgr, obj).WithValidator(w).Complete(); err != nil {
 		return fmt.Errorf("setting up the %s webhook: %w", gvk.Kind, err)
 	}

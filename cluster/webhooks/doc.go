@@ -18,10 +18,18 @@
 // Cluster defaults (validation.DefaultCluster, and a workload cluster's
 // spec.managementCluster.name: the one management Cluster in the API server, a lookup only the
 // webhook can make) and validates (validation.ValidateCluster on create,
-// validation.ValidateClusterUpdate on update).
+// validation.ValidateClusterUpdate on update). It also feeds the tenancy rules what only it
+// knows: the API server's Clusters (validation.ValidateClusterPeers, on create) and whether the
+// request's user (admission.RequestFromContext) is one of the Admins
+// (validation.ValidateClusterRequest). Admins are the users and groups the manager trusts as
+// admins (--admin-users, --admin-groups); DefaultAdmins, the groups system:masters and
+// flotilla-admins, when none are given.
 //
-// Config validates a LocalMachineConfig, PacketDatacenterConfig or PacketMachineConfig with its
-// validation function: on create always, on update when the spec changed, so a config created
-// under older rules still takes the label and annotation changes clusterctl move makes. A
-// LocalDatacenterConfig has no rule beyond its schema, and no webhook.
+// Config validates a LocalMachineConfig, PacketDatacenterConfig, PacketMachineConfig or
+// PacketClusterIdentity with its validation function: on create always, on update when the spec
+// changed, so a config created under older rules still takes the label and annotation changes
+// clusterctl move makes. A PacketDatacenterConfig is also checked against the
+// PacketClusterIdentity it names: one that exists must allow the config's namespace (one that
+// does not exist yet is admitted with a warning). A LocalDatacenterConfig has no rule beyond
+// its schema, and no webhook.
 package webhooks

@@ -138,10 +138,10 @@ func TestTheAPIServerValidatesProviderConfigs(t *testing.T) {
 				Capacity: corev1.ResourceList{"cpu": resource.MustParse("4")}}},
 		},
 		{
-			name: "a PacketDatacenterConfig whose API URL has no host and whose Secret is no Secret name is refused",
+			name: "a PacketDatacenterConfig whose facility is no facility and whose identity is no object name is refused",
 			obj: &infrav1.PacketDatacenterConfig{ObjectMeta: meta("bad"), Spec: infrav1.PacketDatacenterConfigSpec{
-				APIURL: "https:///metal/v1", ProjectID: "p-1", Metro: "da", CredentialsSecretName: "Packet_Key"}},
-			wantFields: []string{"spec.apiURL", "spec.credentialsSecretName"}, wantText: "is not an http(s) URL of the Metal API",
+				ProjectID: "p-1", Metro: "da", Facility: "DA 11", IdentityRef: &infrav1.PacketClusterIdentityReference{Name: "Packet_Key"}}},
+			wantFields: []string{"spec.facility", "spec.identityRef.name"}, wantText: "is not a PacketClusterIdentity name",
 		},
 		{
 			name: "a valid PacketDatacenterConfig is created",

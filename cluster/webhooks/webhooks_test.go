@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	. "github.com/onsi/gomega"
+	authenticationv1 "k8s.io/api/authentication/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -136,4 +137,30 @@ func TestInvalidNamesEveryField(t *testing.T) {
 	}
 	g.Expect(causes).To(ConsistOf("spec.plan", "spec.metro"))
 	g.Expect(invalid(infrav1.GroupVersion.WithKind("PacketMachineConfig").GroupKind(), "m", nil)).To(Succeed())
+}
+
+func TestAdminsAreTheConfiguredUsersAndGroups(t *testing.T) {
+	masters := authenticationv1.UserInfo{Username: "kubernetes-admin", Groups: []string{"system:masters", "system:authenticated"}}
+	flotillaAdmin := authenticationv1.UserInfo{Username: "carol", Groups: []string{AdminsGroup}}
+	tenant := authenticationv1.UserInfo{Username: "tenant-a", Groups: []string{"system:authenticated", "team-a"}}
+	manager := authenticationv1.UserInfo{Username: "system:serviceaccount:flotilla-system:gitops", Groups: []string{"system:serviceaccounts"}}
+	tests := []struct {
+		name   string
+		admins Admins
+		user   authenticationv1.UserInfo
+		want   bool
+	}{
+		{name: "by default the masters group is trusted", user: masters, want: true},
+		{name: "by default the flotilla-admins group is trusted", user: flotillaAdmin, want: true},
+		{name: "by default a tenant is not", user: tenant},
+		{name: "by default a component's service account is not", user: manager},
+		{name: "a configured user is trusted", admins: Admins{Users: []string{"tenant-a"}}, user: tenant, want: true},
+		{name: "configured users replace the default groups", admins: Admins{Users: []string{"tenant-a"}}, user: masters},
+		{name: "a configured group is trusted", admins: Admins{Groups: []string{"team-a"}}, user: tenant, want: true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			NewWithT(t).Expect(tt.admins.Include(tt.user)).To(Equal(tt.want))
+		})
+	}
 }

@@ -20,6 +20,7 @@ import (
 
 	"github.com/flotilla-dev/flotilla/cli/client"
 	"github.com/flotilla-dev/flotilla/cli/cmd"
+	clusterwebhooks "github.com/flotilla-dev/flotilla/cluster/webhooks"
 	"github.com/flotilla-dev/flotilla/internal/version"
 	"github.com/flotilla-dev/flotilla/manager"
 	"github.com/flotilla-dev/flotilla/pkg/controlplane"
@@ -42,6 +43,8 @@ type managerOptions struct {
 	home           string
 	binDir         string
 	keepSupervisor bool
+	adminUsers     []string
+	adminGroups    []string
 
 	identities manager.Identities
 }
@@ -97,6 +100,9 @@ For a local management cluster the CLI starts the manager itself; run it by hand
 	f.StringVar(&o.home, "home", "", "Flotilla's state directory (default: $FLOTILLA_HOME or ~/.flotilla)")
 	f.StringVar(&o.binDir, "bin-dir", "", "control plane binary cache (default: $FLOTILLA_BIN_CACHE or ~/.cache/flotilla/bin)")
 	f.BoolVar(&o.keepSupervisor, "keep-supervisor", false, "start the supervisor of --home ('flotilla supervisor') whenever none runs, as the CLI does for the managers of local clusters")
+	f.StringSliceVar(&o.adminGroups, "admin-groups", clusterwebhooks.DefaultAdmins().Groups,
+		"groups whose members the webhooks trust as admins: they alone create management clusters, set a cluster's management cluster and serve local control planes off loopback (docs/security.md)")
+	f.StringSliceVar(&o.adminUsers, "admin-users", nil, "users the webhooks trust as admins, besides the members of --admin-groups")
 	return command
 }
 
@@ -159,6 +165,7 @@ func (o *managerOptions) Run(ctx context.Context) error {
 		Home:                   o.home,
 		BinRoot:                o.binDir,
 		Version:                version.Get().Version,
+		Admins:                 clusterwebhooks.Admins{Users: o.adminUsers, Groups: o.adminGroups},
 	})
 	if err != nil {
 		return err

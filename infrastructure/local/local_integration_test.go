@@ -375,8 +375,11 @@ func TestARestartedManagerAdoptsTheRunningControlPlane(t *testing.T) {
 	delete(after, "kwok")
 	delete(before, "kwok")
 	g.Expect(after).To(Equal(before), "the other processes were left alone")
-	g.Expect(env.Client.Get(ctx, lcpKey, lcp)).To(Succeed())
-	g.Expect(conditions.IsTrue(lcp, controlplanev1.ProcessesRunningCondition)).To(BeTrue())
+	// The event is recorded as the restart is seen; the condition follows with the status write.
+	g.Eventually(func(g Gomega) {
+		g.Expect(env.Client.Get(ctx, lcpKey, lcp)).To(Succeed())
+		g.Expect(conditions.IsTrue(lcp, controlplanev1.ProcessesRunningCondition)).To(BeTrue())
+	}).WithTimeout(30 * time.Second).WithPolling(250 * time.Millisecond).Should(Succeed())
 
 	deleteCluster(ctx, g, namespace, name)
 	for process, pid := range after {

@@ -41,6 +41,13 @@ const sshKey = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIA/PTutyBcbXNghTZ1PTvpKHkNIV
 
 func startCAPIManager(t *testing.T) {
 	t.Helper()
+	startManager(t, "capi", "kubeadm", "cluster")
+}
+
+// startManager runs a manager with components (whose webhooks it registers with the API
+// server) until the test ends.
+func startManager(t *testing.T, components ...string) {
+	t.Helper()
 	ctx, cancel := context.WithCancel(ctrl.LoggerInto(context.Background(), ctrl.Log))
 	t.Cleanup(cancel)
 	identities, err := env.ManagerIdentities(ctx)
@@ -48,7 +55,7 @@ func startCAPIManager(t *testing.T) {
 		t.Fatal(err)
 	}
 	m, err := manager.New(ctx, identities, manager.Options{
-		Components:                   []string{"capi", "kubeadm", "cluster"},
+		Components:                   components,
 		HealthProbeBindAddress:       "0",
 		MetricsBindAddress:           "0",
 		Home:                         t.TempDir(),
@@ -129,7 +136,10 @@ func TestAPacketClusterBootsItsDevicesFromTheirKubeadmCloudInitBecomesReadyAndDe
 	objs := []ctrlclient.Object{
 		&infrav1.PacketDatacenterConfig{
 			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "metal"},
-			Spec:       infrav1.PacketDatacenterConfigSpec{APIURL: url, ProjectID: project, Metro: "da"},
+			Spec: infrav1.PacketDatacenterConfigSpec{
+				IdentityRef: &infrav1.PacketClusterIdentityReference{Name: newIdentity(t, ns, url, goodSecret, ns)},
+				ProjectID:   project, Metro: "da",
+			},
 		},
 		&infrav1.PacketMachineConfig{
 			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "metal-cp"},

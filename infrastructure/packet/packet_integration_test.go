@@ -37,7 +37,8 @@ type world struct {
 }
 
 // newWorld creates a CAPI Cluster and its PacketCluster (owned by it, as CAPI would make it)
-// using the credentials Secret secretName, and marks the Cluster's infrastructure provisioned
+// using a PacketClusterIdentity of its own (named after the test's namespace, which it allows)
+// whose key is in the Secret secretName, and marks the Cluster's infrastructure provisioned
 // once the PacketCluster says so (what CAPI's Cluster reconciler, not running here, would do).
 func newWorld(t *testing.T, secretName string) *world {
 	t.Helper()
@@ -63,10 +64,27 @@ func newWorldAt(t *testing.T, secretName, url string) *world {
 			Labels:          map[string]string{clusterv1.ClusterNameLabel: "demo"},
 			OwnerReferences: []metav1.OwnerReference{{APIVersion: clusterv1.GroupVersion.String(), Kind: "Cluster", Name: "demo", UID: w.cluster.UID}},
 		},
-		Spec: infrav1.PacketClusterSpec{APIURL: url, CredentialsSecretName: secretName, ProjectID: w.project, Metro: "da"},
+		Spec: infrav1.PacketClusterSpec{
+			IdentityRef: &infrav1.PacketClusterIdentityReference{Name: newIdentity(t, w.ns, url, secretName, w.ns)},
+			ProjectID:   w.project, Metro: "da",
+		},
 	}
 	g.Expect(env.Client.Create(ctx, w.pc)).To(Succeed())
 	return w
+}
+
+// newIdentity creates the PacketClusterIdentity name, which sends the key of Secret secretName to
+// url for the clusters of the namespaces allowed, and deletes it when the test ends.
+func newIdentity(t *testing.T, name, url, secretName string, allowed ...string) string {
+	t.Helper()
+	id := &infrav1.PacketClusterIdentity{
+		ObjectMeta: metav1.ObjectMeta{Name: name},
+		Spec: infrav1.PacketClusterIdentitySpec{APIURL: url, CredentialsSecretName: secretName,
+			AllowedNamespaces: &infrav1.AllowedNamespaces{List: allowed}},
+	}
+	must(env.Client.Create(context.Background(), id))
+	t.Cleanup(func() { _ = env.Client.Delete(context.Background(), id) })
+	return name
 }
 
 // markInfrastructureProvisioned sets the Cluster's status.initialization.infrastructureProvisioned.
@@ -249,7 +267,7 @@ func TestFailuresShowInTheReadyCondition(t *testing.T) {
 		wantMsg    string
 	}{
 		{name: "a wrong API key", secret: badSecret, wantReason: infrav1.CredentialsUnavailableReason, wantMsg: "Invalid authentication token"},
-		{name: "a missing credentials Secret", secret: "nope", wantReason: infrav1.CredentialsUnavailableReason, wantMsg: "flotilla-system/nope does not exist"},
+		{name: "a missing credentials Secret", secret: "nope", wantReason: infrav1.CredentialsUnavailableReason, wantMsg: "Secret flotilla-system/nope of PacketClusterIdentity"},
 		{name: "an unknown plan", secret: goodSecret, plan: "z9.huge", hostname: "demo-md-plan", wantReason: infrav1.InvalidSpecReason, wantMsg: `Plan "z9.huge" is not a valid plan`},
 		{name: "a device that fails to provision", secret: goodSecret, plan: "m3.small.x86", hostname: "demo-md-doomed", wantReason: infrav1.DeviceFailedReason, wantMsg: "failed to provision"},
 	}

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/rest"
@@ -194,6 +195,26 @@ func (e *Environment) ManagerIdentities(ctx context.Context) (func(identity stri
 		}
 		return rest.CopyConfig(cfg), nil
 	}, nil
+}
+
+// AddClusterCreator adds user name (in groups) as AddUser does, and binds it to the ClusterRole
+// flotilla-cluster-creator in namespace with a RoleBinding, as docs/cluster-creator-role.md says
+// to: a tenant. It installs the role first when missing.
+func (e *Environment) AddClusterCreator(namespace, name string, groups ...string) (*User, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := config.InstallClusterCreatorRBAC(ctx, e.Client); err != nil {
+		return nil, fmt.Errorf("installing the cluster creator role: %w", err)
+	}
+	binding := &rbacv1.RoleBinding{
+		ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name + "-cluster-creator"},
+		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: config.ClusterCreatorRoleName},
+		Subjects:   []rbacv1.Subject{{APIGroup: rbacv1.GroupName, Kind: rbacv1.UserKind, Name: name}},
+	}
+	if err := e.Client.Create(ctx, binding); err != nil {
+		return nil, fmt.Errorf("binding %s to the cluster creator role in %s: %w", name, namespace, err)
+	}
+	return e.AddUser(name, groups...)
 }
 
 // WebhookServerOptions returns the options of a webhook server that serves the webhook

@@ -9,8 +9,11 @@ const PacketClusterFinalizer = "infrastructure.flotilla.dev/packetcluster"
 const PacketMachineFinalizer = "infrastructure.flotilla.dev/packetmachine"
 
 // Metal API tags the provider puts on what it creates, so that it finds them again after a crash
-// (find by tag before create) and so that an inventory shows whose they are.
+// (find by tag before create) and so that an inventory shows whose they are. Each starts with
+// PacketTagPrefix, which the tags of a PacketMachineConfig may not.
 const (
+	// PacketTagPrefix starts every tag the provider sets.
+	PacketTagPrefix = "flotilla:"
 	// PacketClusterTagPrefix + "<namespace>/<name>" is on every device and IP of a cluster.
 	PacketClusterTagPrefix = "flotilla:cluster:"
 	// PacketMachineTagPrefix + "<namespace>/<name>" identifies the device of a PacketMachine.
@@ -25,9 +28,13 @@ const (
 // Reasons of the Ready condition of PacketClusters and PacketMachines, besides those the local
 // provider shares (Provisioned, WaitingForCluster, WaitingForMachine, Deleting).
 const (
-	// CredentialsUnavailableReason: the credentials Secret or its apiKey is missing, or the API
-	// refused the key.
+	// CredentialsUnavailableReason: the PacketClusterIdentity, its credentials Secret or the
+	// Secret's apiKey is missing, or the API refused the key.
 	CredentialsUnavailableReason = "CredentialsUnavailable"
+	// IdentityNotAllowedReason: the PacketClusterIdentity the PacketCluster names does not allow
+	// its namespace (spec.allowedNamespaces), or sends its key where it may not (plain http off
+	// loopback); the message names the identity and the rule. No request is made with its key.
+	IdentityNotAllowedReason = "IdentityNotAllowed"
 	// MetalAPIErrorReason: the Metal API answered with an error that may pass (5xx, network);
 	// the reconciler retries.
 	MetalAPIErrorReason = "MetalAPIError"

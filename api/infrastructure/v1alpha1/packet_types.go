@@ -15,8 +15,12 @@ const DefaultPacketAPIURL = "https://api.equinix.com/metal/v1"
 // get no access to it (see the cluster creator role), so they can use a key without reading it.
 const PacketCredentialsNamespace = "flotilla-system"
 
-// DefaultPacketCredentialsSecret is the Secret in PacketCredentialsNamespace whose
-// PacketAPIKeySecretKey holds the API key, when a PacketCluster names none.
+// DefaultPacketClusterIdentity is the PacketClusterIdentity a PacketDatacenterConfig or a
+// PacketCluster uses when its spec.identityRef names none.
+const DefaultPacketClusterIdentity = "default"
+
+// DefaultPacketCredentialsSecret is the Secret in PacketCredentialsNamespace that `flotilla
+// create cluster` stores the key of the default PacketClusterIdentity in.
 const DefaultPacketCredentialsSecret = "packet-credentials" //nolint:gosec // a Secret's name, not a credential
 
 // PacketAPIKeySecretKey is the key of the API key in a credentials Secret.
@@ -36,12 +40,12 @@ const (
 
 // PacketDatacenterConfigSpec is where and how a Packet cluster's devices are created.
 type PacketDatacenterConfigSpec struct {
-	// apiURL is the Metal API root, including /metal/v1. Point it at a simulator
-	// (`flotilla dev metal-api`) to try the provider without the public service.
-	// +kubebuilder:default="https://api.equinix.com/metal/v1"
-	// +kubebuilder:validation:Pattern=`^https?://`
+	// identityRef names the PacketClusterIdentity whose Metal API key, and the API endpoint it
+	// is sent to, the cluster's devices and IPs are created with; "default" when empty. The
+	// identity must allow the config's namespace. Admins own identities: who writes a
+	// datacenter config chooses neither the key nor where it goes.
 	// +optional
-	APIURL string `json:"apiURL,omitempty"`
+	IdentityRef *PacketClusterIdentityReference `json:"identityRef,omitempty"`
 
 	// projectID is the Metal project that owns the devices and IP reservations.
 	// +kubebuilder:validation:MinLength=1
@@ -61,12 +65,13 @@ type PacketDatacenterConfigSpec struct {
 	// +kubebuilder:default=KUBE_VIP
 	// +optional
 	VIPManager string `json:"vipManager,omitempty"`
+}
 
-	// credentialsSecretName is the Secret in flotilla-system whose "apiKey" holds the Metal API
-	// key; "packet-credentials" when empty. `flotilla create cluster` writes it from
-	// $PACKET_API_KEY.
-	// +optional
-	CredentialsSecretName string `json:"credentialsSecretName,omitempty"`
+// PacketClusterIdentityReference names a PacketClusterIdentity.
+type PacketClusterIdentityReference struct {
+	// name of the PacketClusterIdentity.
+	// +kubebuilder:validation:MinLength=1
+	Name string `json:"name"`
 }
 
 // PacketDatacenterConfig is the Packet provider's datacenter config, referenced by a Flotilla
@@ -144,16 +149,11 @@ type PacketMachineConfigList struct {
 // PacketClusterSpec is the infrastructure of a Packet cluster: a project, a metro, and an
 // elastic IP as the control plane endpoint.
 type PacketClusterSpec struct {
-	// apiURL is the Metal API root, including /metal/v1.
-	// +kubebuilder:default="https://api.equinix.com/metal/v1"
-	// +kubebuilder:validation:Pattern=`^https?://`
+	// identityRef names the PacketClusterIdentity whose key, sent to its API endpoint, the
+	// cluster's devices and IPs are managed with; "default" when empty. The identity must allow
+	// the PacketCluster's namespace, or no request is made.
 	// +optional
-	APIURL string `json:"apiURL,omitempty"`
-
-	// credentialsSecretName is the Secret in flotilla-system holding the API key ("apiKey");
-	// "packet-credentials" when empty.
-	// +optional
-	CredentialsSecretName string `json:"credentialsSecretName,omitempty"`
+	IdentityRef *PacketClusterIdentityReference `json:"identityRef,omitempty"`
 
 	// projectID is the Metal project of the cluster's devices and IPs.
 	// +kubebuilder:validation:MinLength=1
@@ -361,6 +361,67 @@ type PacketMachineTemplateList struct {
 	Items           []PacketMachineTemplate `json:"items"`
 }
 
+// PacketClusterIdentitySpec binds a Metal API key to the API endpoint it is sent to and to the
+// namespaces whose clusters may use it.
+type PacketClusterIdentitySpec struct {
+	// apiURL is the Metal API root, including /metal/v1, that the key is sent to: an https URL,
+	// or an http URL of a loopback address (a simulator on the management cluster's machine,
+	// `flotilla dev metal-api`).
+	// +kubebuilder:default="https://api.equinix.com/metal/v1"
+	// +kubebuilder:validation:Pattern=`^https?://`
+	// +optional
+	APIURL string `json:"apiURL,omitempty"`
+
+	// credentialsSecretName is the Secret in flotilla-system whose "apiKey" holds the Metal API
+	// key.
+	// +kubebuilder:validation:MinLength=1
+	CredentialsSecretName string `json:"credentialsSecretName"`
+
+	// allowedNamespaces are the namespaces whose PacketDatacenterConfigs and PacketClusters may
+	// use the identity. Absent: no namespace. Empty ({}): every namespace. Otherwise a
+	// namespace named in list, or whose labels match selector.
+	// +optional
+	AllowedNamespaces *AllowedNamespaces `json:"allowedNamespaces,omitempty"`
+}
+
+// AllowedNamespaces selects namespaces by name or by label; a namespace either names or label
+// matches is allowed.
+type AllowedNamespaces struct {
+	// list names namespaces.
+	// +listType=set
+	// +optional
+	List []string `json:"list,omitempty"`
+
+	// selector selects namespaces by their labels. An empty selector ({}) selects every
+	// namespace.
+	// +optional
+	Selector *metav1.LabelSelector `json:"selector,omitempty"`
+}
+
+// PacketClusterIdentity is an admin's Metal API credential for Packet clusters: the key (in a
+// Secret in flotilla-system), the API endpoint it is sent to, and the namespaces allowed to use
+// it. Cluster-scoped: people who create clusters in a namespace name an identity in their
+// PacketDatacenterConfig, and cannot write one (the cluster creator role grants none).
+// +kubebuilder:object:root=true
+// +kubebuilder:resource:path=packetclusteridentities,scope=Cluster,categories=flotilla
+// +kubebuilder:printcolumn:name="API",type=string,JSONPath=`.spec.apiURL`
+// +kubebuilder:printcolumn:name="Secret",type=string,JSONPath=`.spec.credentialsSecretName`
+// +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
+type PacketClusterIdentity struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	Spec PacketClusterIdentitySpec `json:"spec,omitempty"`
+}
+
+// PacketClusterIdentityList is a list of PacketClusterIdentities.
+// +kubebuilder:object:root=true
+type PacketClusterIdentityList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata,omitempty"`
+	Items           []PacketClusterIdentity `json:"items"`
+}
+
 // addPacketKnownTypes registers the Packet provider's kinds.
 func addPacketKnownTypes(s *runtime.Scheme) error {
 	s.AddKnownTypes(GroupVersion,
@@ -369,6 +430,7 @@ func addPacketKnownTypes(s *runtime.Scheme) error {
 		&PacketCluster{}, &PacketClusterList{},
 		&PacketMachine{}, &PacketMachineList{},
 		&PacketMachineTemplate{}, &PacketMachineTemplateList{},
+		&PacketClusterIdentity{}, &PacketClusterIdentityList{},
 	)
 	return nil
 }

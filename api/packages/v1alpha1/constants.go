@@ -73,6 +73,11 @@ const (
 	// ClusterNamespaceLabel is set next to ClusterNameLabel, with the namespace of the Flotilla
 	// Cluster.
 	ClusterNamespaceLabel = "packages.flotilla.dev/cluster-namespace"
+	// ClusterUIDLabel is set next to ClusterNameLabel, with the UID of the Flotilla Cluster. The
+	// lifecycle controller deletes a cluster's Packages namespace (and the Packages in it) and
+	// its PackageBundleController only when they carry that Cluster's UID: a Cluster of the
+	// same name in another namespace never deletes what belongs to another.
+	ClusterUIDLabel = "packages.flotilla.dev/cluster-uid"
 	// DependencyOfLabel is set on a Package the controller created because another Package
 	// depends on it, with that Package's name.
 	DependencyOfLabel = "packages.flotilla.dev/dependency-of"
@@ -83,6 +88,11 @@ const (
 
 // Condition types.
 const (
+	// PackagesReadyCondition, on a Flotilla Cluster (cluster.flotilla.dev), is True when the
+	// cluster's Packages namespace and PackageBundleController exist and belong to it (they carry
+	// its namespace, name and UID). False with reason NameConflictReason when one of them belongs
+	// to another Cluster of the same name: the lifecycle controller then touches neither.
+	PackagesReadyCondition = "PackagesReady"
 	// ReadyCondition: a Package is installed at its target version with its config; a
 	// PackageBundleController has read its source and has a valid active bundle.
 	ReadyCondition = "Ready"
@@ -129,4 +139,8 @@ const (
 	InstallFailedReason = "InstallFailed"
 	// DeletingReason: the Package is being uninstalled.
 	DeletingReason = "Deleting"
+	// NameConflictReason: the Packages namespace or PackageBundleController named after a
+	// Flotilla Cluster belongs to another Cluster of the same name (in another namespace); the
+	// message names it.
+	NameConflictReason = "NameConflict"
 )

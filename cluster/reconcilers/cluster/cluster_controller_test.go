@@ -67,8 +67,9 @@ func run(m *testing.M) int {
 	return m.Run()
 }
 
-// fixture creates the provider configs and a Flotilla Cluster "w1" with the given worker
-// groups in a new namespace.
+// fixture creates the provider configs and a Flotilla Cluster with the given worker groups in a
+// new namespace, named after the namespace: cluster names are unique across the namespaces of
+// an API server.
 func fixture(t *testing.T, g Gomega, groups ...flotillav1.WorkerNodeGroup) *flotillav1.Cluster {
 	t.Helper()
 	ctx := context.Background()
@@ -89,7 +90,7 @@ func fixture(t *testing.T, g Gomega, groups ...flotillav1.WorkerNodeGroup) *flot
 
 func newCluster(ns string, groups ...flotillav1.WorkerNodeGroup) *flotillav1.Cluster {
 	return &flotillav1.Cluster{
-		ObjectMeta: metav1.ObjectMeta{Name: "w1", Namespace: ns},
+		ObjectMeta: metav1.ObjectMeta{Name: ns, Namespace: ns},
 		Spec: flotillav1.ClusterSpec{
 			KubernetesVersion: "1.36",
 			DatacenterRef:     flotillav1.Ref{Kind: flotillav1.LocalDatacenterConfigKind, Name: "local"},
@@ -126,7 +127,7 @@ func TestClusterBecomesCAPIObjects(t *testing.T) {
 
 	capi := &clusterv1.Cluster{}
 	g.Eventually(func(g Gomega) {
-		g.Expect(env.Client.Get(ctx, key(c, "w1"), capi)).To(Succeed())
+		g.Expect(env.Client.Get(ctx, key(c, c.Name), capi)).To(Succeed())
 	}, timeout, interval).Should(Succeed())
 	current := &flotillav1.Cluster{}
 	g.Expect(env.Client.Get(ctx, ctrlclient.ObjectKeyFromObject(c), current)).To(Succeed())
@@ -134,10 +135,10 @@ func TestClusterBecomesCAPIObjects(t *testing.T) {
 	t.Run("the CAPI Cluster points at the local provider's objects and is owned by the Flotilla Cluster", func(t *testing.T) {
 		g := NewWithT(t)
 		g.Expect(capi.Spec.InfrastructureRef).To(Equal(clusterv1.ContractVersionedObjectReference{
-			APIGroup: infrav1.GroupVersion.Group, Kind: "LocalCluster", Name: "w1"}))
+			APIGroup: infrav1.GroupVersion.Group, Kind: "LocalCluster", Name: c.Name}))
 		g.Expect(capi.Spec.ControlPlaneRef).To(Equal(clusterv1.ContractVersionedObjectReference{
-			APIGroup: controlplanev1.GroupVersion.Group, Kind: "LocalControlPlane", Name: "w1"}))
-		g.Expect(capi.Labels).To(HaveKeyWithValue(flotillav1.ClusterNameLabel, "w1"))
+			APIGroup: controlplanev1.GroupVersion.Group, Kind: "LocalControlPlane", Name: c.Name}))
+		g.Expect(capi.Labels).To(HaveKeyWithValue(flotillav1.ClusterNameLabel, c.Name))
 		g.Expect(capi.Labels).NotTo(HaveKey(flotillav1.ManagementLabel))
 		g.Expect(metav1.GetControllerOf(capi)).To(HaveField("UID", current.UID))
 		g.Expect(capi.Spec.ClusterNetwork.Services.CIDRBlocks).To(Equal([]string{flotillav1.DefaultServiceCIDR}), "defaulted by the webhook")
@@ -147,11 +148,11 @@ func TestClusterBecomesCAPIObjects(t *testing.T) {
 		g := NewWithT(t)
 		g.Eventually(func(g Gomega) {
 			lcp := &controlplanev1.LocalControlPlane{}
-			g.Expect(env.Client.Get(ctx, key(c, "w1"), lcp)).To(Succeed())
+			g.Expect(env.Client.Get(ctx, key(c, c.Name), lcp)).To(Succeed())
 			g.Expect(lcp.Spec.Version).To(Equal("v1.36.3"))
 			g.Expect(lcp.Spec.Scheduler).To(Equal(ptr.To(false)))
 			g.Expect(lcp.Spec.ServiceClusterIPRange).To(Equal(flotillav1.DefaultServiceCIDR))
-			g.Expect(env.Client.Get(ctx, key(c, "w1"), &infrav1.LocalCluster{})).To(Succeed())
+			g.Expect(env.Client.Get(ctx, key(c, c.Name), &infrav1.LocalCluster{})).To(Succeed())
 		}, timeout, interval).Should(Succeed())
 	})
 
@@ -159,17 +160,17 @@ func TestClusterBecomesCAPIObjects(t *testing.T) {
 		g := NewWithT(t)
 		g.Eventually(func(g Gomega) {
 			lmt := &infrav1.LocalMachineTemplate{}
-			g.Expect(env.Client.Get(ctx, key(c, "w1-md-0"), lmt)).To(Succeed())
+			g.Expect(env.Client.Get(ctx, key(c, c.Name+"-md-0"), lmt)).To(Succeed())
 			cpu := lmt.Spec.Template.Spec.Capacity[corev1.ResourceCPU]
 			g.Expect(cpu.String()).To(Equal("2"))
 			md := &clusterv1.MachineDeployment{}
-			g.Expect(env.Client.Get(ctx, key(c, "w1-md-0"), md)).To(Succeed())
+			g.Expect(env.Client.Get(ctx, key(c, c.Name+"-md-0"), md)).To(Succeed())
 			g.Expect(md.Spec.Replicas).To(Equal(ptr.To[int32](2)))
 			g.Expect(md.Spec.Template.Spec.Version).To(Equal("v1.36.3"))
-			g.Expect(md.Spec.Template.Spec.InfrastructureRef.Name).To(Equal("w1-md-0"))
-			g.Expect(md.Spec.Template.Spec.Bootstrap.DataSecretName).To(Equal(ptr.To("w1-bootstrap")))
+			g.Expect(md.Spec.Template.Spec.InfrastructureRef.Name).To(Equal(c.Name + "-md-0"))
+			g.Expect(md.Spec.Template.Spec.Bootstrap.DataSecretName).To(Equal(ptr.To(c.Name + "-bootstrap")))
 			secret := &corev1.Secret{}
-			g.Expect(env.Client.Get(ctx, key(c, "w1-bootstrap"), secret)).To(Succeed())
+			g.Expect(env.Client.Get(ctx, key(c, c.Name+"-bootstrap"), secret)).To(Succeed())
 			g.Expect(secret.Type).To(Equal(clusterv1.ClusterSecretType))
 		}, timeout, interval).Should(Succeed())
 	})
@@ -192,7 +193,7 @@ func TestClusterBecomesCAPIObjects(t *testing.T) {
 	t.Run("the cluster becomes Ready when the control plane is available and the workers are ready", func(t *testing.T) {
 		g := NewWithT(t)
 		lcp := &controlplanev1.LocalControlPlane{}
-		g.Expect(env.Client.Get(ctx, key(c, "w1"), lcp)).To(Succeed())
+		g.Expect(env.Client.Get(ctx, key(c, c.Name), lcp)).To(Succeed())
 		lcp.Status.Version = "v1.36.3"
 		meta.SetStatusCondition(&lcp.Status.Conditions, metav1.Condition{
 			Type: controlplanev1.AvailableCondition, Status: metav1.ConditionTrue, Reason: controlplanev1.AvailableReason})
@@ -203,7 +204,7 @@ func TestClusterBecomesCAPIObjects(t *testing.T) {
 		}, timeout, interval).Should(Succeed())
 		g.Expect(conditionOf(g, c, flotillav1.ReadyCondition).Reason).To(Equal(flotillav1.WaitingForWorkersReason))
 
-		setMachineDeploymentStatus(g, c, "w1-md-0", 2)
+		setMachineDeploymentStatus(g, c, c.Name+"-md-0", 2)
 		g.Eventually(func(g Gomega) {
 			ready := conditionOf(g, c, flotillav1.ReadyCondition)
 			g.Expect(ready.Status).To(Equal(metav1.ConditionTrue), ready.Message)
@@ -250,7 +251,7 @@ func TestInvalidMachineGroupRef(t *testing.T) {
 		current := &flotillav1.Cluster{}
 		g.Expect(env.Client.Get(ctx, ctrlclient.ObjectKeyFromObject(c), current)).To(Succeed())
 		g.Expect(current.Status.Phase).To(Equal(flotillav1.ClusterPhaseFailed))
-		g.Expect(apierrors.IsNotFound(env.Client.Get(ctx, key(c, "w1"), &clusterv1.Cluster{}))).To(BeTrue(),
+		g.Expect(apierrors.IsNotFound(env.Client.Get(ctx, key(c, c.Name), &clusterv1.Cluster{}))).To(BeTrue(),
 			"nothing is created from an invalid spec")
 	})
 
@@ -259,7 +260,7 @@ func TestInvalidMachineGroupRef(t *testing.T) {
 		g.Expect(env.Client.Create(ctx, &infrav1.LocalMachineConfig{
 			ObjectMeta: metav1.ObjectMeta{Name: "missing", Namespace: c.Namespace}})).To(Succeed())
 		g.Eventually(func(g Gomega) {
-			g.Expect(env.Client.Get(ctx, key(c, "w1-md-0"), &clusterv1.MachineDeployment{})).To(Succeed())
+			g.Expect(env.Client.Get(ctx, key(c, c.Name+"-md-0"), &clusterv1.MachineDeployment{})).To(Succeed())
 			g.Expect(conditionOf(g, c, flotillav1.ReadyCondition).Reason).NotTo(Equal(flotillav1.InvalidSpecReason))
 		}, timeout, interval).Should(Succeed())
 	})
@@ -270,8 +271,8 @@ func TestWorkerGroupChanges(t *testing.T) {
 	ctx := context.Background()
 	c := fixture(t, g, group("md-0", 2, "small"), group("md-1", 1, "small"))
 	g.Eventually(func(g Gomega) {
-		g.Expect(env.Client.Get(ctx, key(c, "w1-md-0"), &clusterv1.MachineDeployment{})).To(Succeed())
-		g.Expect(env.Client.Get(ctx, key(c, "w1-md-1"), &clusterv1.MachineDeployment{})).To(Succeed())
+		g.Expect(env.Client.Get(ctx, key(c, c.Name+"-md-0"), &clusterv1.MachineDeployment{})).To(Succeed())
+		g.Expect(env.Client.Get(ctx, key(c, c.Name+"-md-1"), &clusterv1.MachineDeployment{})).To(Succeed())
 	}, timeout, interval).Should(Succeed())
 
 	t.Run("changing a worker count changes the MachineDeployment's replicas", func(t *testing.T) {
@@ -279,7 +280,7 @@ func TestWorkerGroupChanges(t *testing.T) {
 		updateCluster(g, c, func(c *flotillav1.Cluster) { c.Spec.WorkerNodeGroups[0].Count = 3 })
 		g.Eventually(func(g Gomega) {
 			md := &clusterv1.MachineDeployment{}
-			g.Expect(env.Client.Get(ctx, key(c, "w1-md-0"), md)).To(Succeed())
+			g.Expect(env.Client.Get(ctx, key(c, c.Name+"-md-0"), md)).To(Succeed())
 			g.Expect(md.Spec.Replicas).To(Equal(ptr.To[int32](3)))
 		}, timeout, interval).Should(Succeed())
 	})
@@ -288,10 +289,10 @@ func TestWorkerGroupChanges(t *testing.T) {
 		g := NewWithT(t)
 		updateCluster(g, c, func(c *flotillav1.Cluster) { c.Spec.WorkerNodeGroups = c.Spec.WorkerNodeGroups[:1] })
 		g.Eventually(func(g Gomega) {
-			g.Expect(apierrors.IsNotFound(env.Client.Get(ctx, key(c, "w1-md-1"), &clusterv1.MachineDeployment{}))).To(BeTrue())
-			g.Expect(apierrors.IsNotFound(env.Client.Get(ctx, key(c, "w1-md-1"), &infrav1.LocalMachineTemplate{}))).To(BeTrue())
+			g.Expect(apierrors.IsNotFound(env.Client.Get(ctx, key(c, c.Name+"-md-1"), &clusterv1.MachineDeployment{}))).To(BeTrue())
+			g.Expect(apierrors.IsNotFound(env.Client.Get(ctx, key(c, c.Name+"-md-1"), &infrav1.LocalMachineTemplate{}))).To(BeTrue())
 		}, timeout, interval).Should(Succeed())
-		g.Expect(env.Client.Get(ctx, key(c, "w1-md-0"), &clusterv1.MachineDeployment{})).To(Succeed(), "the other group stays")
+		g.Expect(env.Client.Get(ctx, key(c, c.Name+"-md-0"), &clusterv1.MachineDeployment{})).To(Succeed(), "the other group stays")
 	})
 }
 
@@ -310,7 +311,7 @@ func TestDeleteCluster(t *testing.T) {
 	c := fixture(t, g, group("md-0", 1, "small"))
 	capi := &clusterv1.Cluster{}
 	g.Eventually(func(g Gomega) {
-		g.Expect(env.Client.Get(ctx, key(c, "w1"), capi)).To(Succeed())
+		g.Expect(env.Client.Get(ctx, key(c, c.Name), capi)).To(Succeed())
 	}, timeout, interval).Should(Succeed())
 
 	// Stand in for CAPI's finalizer, which holds the CAPI Cluster until machines and control
@@ -325,7 +326,7 @@ func TestDeleteCluster(t *testing.T) {
 	t.Run("deleting the Flotilla Cluster deletes the CAPI Cluster and waits for it", func(t *testing.T) {
 		g := NewWithT(t)
 		g.Eventually(func(g Gomega) {
-			g.Expect(env.Client.Get(ctx, key(c, "w1"), capi)).To(Succeed())
+			g.Expect(env.Client.Get(ctx, key(c, c.Name), capi)).To(Succeed())
 			g.Expect(capi.DeletionTimestamp.IsZero()).To(BeFalse())
 			ready := conditionOf(g, c, flotillav1.ReadyCondition)
 			g.Expect(ready.Reason).To(Equal(flotillav1.DeletingReason))
@@ -341,7 +342,7 @@ func TestDeleteCluster(t *testing.T) {
 		capi.Finalizers = nil
 		g.Expect(env.Client.Patch(ctx, capi, patch)).To(Succeed())
 		g.Eventually(func(g Gomega) {
-			g.Expect(apierrors.IsNotFound(env.Client.Get(ctx, key(c, "w1"), &clusterv1.Cluster{}))).To(BeTrue())
+			g.Expect(apierrors.IsNotFound(env.Client.Get(ctx, key(c, c.Name), &clusterv1.Cluster{}))).To(BeTrue())
 			g.Expect(apierrors.IsNotFound(env.Client.Get(ctx, ctrlclient.ObjectKeyFromObject(c), &flotillav1.Cluster{}))).To(BeTrue())
 		}, timeout, interval).Should(Succeed())
 	})
@@ -352,7 +353,7 @@ func TestPause(t *testing.T) {
 	ctx := context.Background()
 	c := fixture(t, g, group("md-0", 1, "small"))
 	g.Eventually(func(g Gomega) {
-		g.Expect(env.Client.Get(ctx, key(c, "w1-md-0"), &clusterv1.MachineDeployment{})).To(Succeed())
+		g.Expect(env.Client.Get(ctx, key(c, c.Name+"-md-0"), &clusterv1.MachineDeployment{})).To(Succeed())
 	}, timeout, interval).Should(Succeed())
 
 	t.Run("a paused cluster pauses its CAPI Cluster and stops changing it", func(t *testing.T) {
@@ -362,7 +363,7 @@ func TestPause(t *testing.T) {
 		})
 		g.Eventually(func(g Gomega) {
 			capi := &clusterv1.Cluster{}
-			g.Expect(env.Client.Get(ctx, key(c, "w1"), capi)).To(Succeed())
+			g.Expect(env.Client.Get(ctx, key(c, c.Name), capi)).To(Succeed())
 			g.Expect(capi.Spec.Paused).To(Equal(ptr.To(true)))
 			g.Expect(conditionOf(g, c, flotillav1.PausedCondition).Status).To(Equal(metav1.ConditionTrue))
 			g.Expect(conditionOf(g, c, flotillav1.ReadyCondition).Reason).To(Equal(flotillav1.PausedReason))
@@ -371,7 +372,7 @@ func TestPause(t *testing.T) {
 		updateCluster(g, c, func(c *flotillav1.Cluster) { c.Spec.WorkerNodeGroups[0].Count = 4 })
 		g.Consistently(func(g Gomega) {
 			md := &clusterv1.MachineDeployment{}
-			g.Expect(env.Client.Get(ctx, key(c, "w1-md-0"), md)).To(Succeed())
+			g.Expect(env.Client.Get(ctx, key(c, c.Name+"-md-0"), md)).To(Succeed())
 			g.Expect(md.Spec.Replicas).To(Equal(ptr.To[int32](1)))
 		}, 2*time.Second, interval).Should(Succeed())
 	})
@@ -381,10 +382,10 @@ func TestPause(t *testing.T) {
 		updateCluster(g, c, func(c *flotillav1.Cluster) { delete(c.Annotations, clusterv1.PausedAnnotation) })
 		g.Eventually(func(g Gomega) {
 			capi := &clusterv1.Cluster{}
-			g.Expect(env.Client.Get(ctx, key(c, "w1"), capi)).To(Succeed())
+			g.Expect(env.Client.Get(ctx, key(c, c.Name), capi)).To(Succeed())
 			g.Expect(capi.Spec.Paused).To(BeNil())
 			md := &clusterv1.MachineDeployment{}
-			g.Expect(env.Client.Get(ctx, key(c, "w1-md-0"), md)).To(Succeed())
+			g.Expect(env.Client.Get(ctx, key(c, c.Name+"-md-0"), md)).To(Succeed())
 			g.Expect(md.Spec.Replicas).To(Equal(ptr.To[int32](4)))
 			g.Expect(conditionOf(g, c, flotillav1.PausedCondition).Status).To(Equal(metav1.ConditionFalse))
 		}, timeout, interval).Should(Succeed())
@@ -399,7 +400,7 @@ func TestStandsAsideForMove(t *testing.T) {
 	c := fixture(t, g, group("md-0", 1, "small"))
 	capi := &clusterv1.Cluster{}
 	g.Eventually(func(g Gomega) {
-		g.Expect(env.Client.Get(ctx, key(c, "w1"), capi)).To(Succeed())
+		g.Expect(env.Client.Get(ctx, key(c, c.Name), capi)).To(Succeed())
 		current := &flotillav1.Cluster{}
 		g.Expect(env.Client.Get(ctx, ctrlclient.ObjectKeyFromObject(c), current)).To(Succeed())
 		g.Expect(current.Annotations).To(HaveKey(clusterctlv1.BlockMoveAnnotation))
@@ -420,7 +421,7 @@ func TestStandsAsideForMove(t *testing.T) {
 			g.Expect(current.Annotations).To(HaveKey(flotillav1.CAPIPausedAnnotation))
 			g.Expect(conditionOf(g, c, flotillav1.PausedCondition).Status).To(Equal(metav1.ConditionTrue))
 		}, timeout, interval).Should(Succeed())
-		g.Expect(env.Client.Get(ctx, key(c, "w1"), capi)).To(Succeed())
+		g.Expect(env.Client.Get(ctx, key(c, c.Name), capi)).To(Succeed())
 		g.Expect(capi.Spec.Paused).To(Equal(ptr.To(true)), "Flotilla leaves a pause it did not set alone")
 	})
 
@@ -428,7 +429,7 @@ func TestStandsAsideForMove(t *testing.T) {
 		g := NewWithT(t)
 		g.Expect(env.Client.Delete(ctx, capi)).To(Succeed())
 		g.Consistently(func(g Gomega) {
-			g.Expect(apierrors.IsNotFound(env.Client.Get(ctx, key(c, "w1"), &clusterv1.Cluster{}))).To(BeTrue())
+			g.Expect(apierrors.IsNotFound(env.Client.Get(ctx, key(c, c.Name), &clusterv1.Cluster{}))).To(BeTrue())
 		}, 2*time.Second, interval).Should(Succeed())
 	})
 
@@ -437,22 +438,22 @@ func TestStandsAsideForMove(t *testing.T) {
 		current := &flotillav1.Cluster{}
 		g.Expect(env.Client.Get(ctx, ctrlclient.ObjectKeyFromObject(c), current)).To(Succeed())
 		moved := &clusterv1.Cluster{
-			ObjectMeta: metav1.ObjectMeta{Name: "w1", Namespace: c.Namespace, Labels: map[string]string{flotillav1.ClusterNameLabel: "w1"},
+			ObjectMeta: metav1.ObjectMeta{Name: c.Name, Namespace: c.Namespace, Labels: map[string]string{flotillav1.ClusterNameLabel: c.Name},
 				OwnerReferences: []metav1.OwnerReference{{APIVersion: flotillav1.GroupVersion.String(), Kind: "Cluster",
-					Name: "w1", UID: current.UID, Controller: ptr.To(true)}}},
+					Name: c.Name, UID: current.UID, Controller: ptr.To(true)}}},
 			Spec: clusterv1.ClusterSpec{
 				Paused: ptr.To(true),
 				InfrastructureRef: clusterv1.ContractVersionedObjectReference{
-					APIGroup: infrav1.GroupVersion.Group, Kind: "LocalCluster", Name: "w1"},
+					APIGroup: infrav1.GroupVersion.Group, Kind: "LocalCluster", Name: c.Name},
 				ControlPlaneRef: clusterv1.ContractVersionedObjectReference{
-					APIGroup: controlplanev1.GroupVersion.Group, Kind: "LocalControlPlane", Name: "w1"},
+					APIGroup: controlplanev1.GroupVersion.Group, Kind: "LocalControlPlane", Name: c.Name},
 			},
 		}
 		g.Expect(clusterctl.Create(ctx, moved)).To(Succeed())
 		updateCluster(g, c, func(c *flotillav1.Cluster) { c.Spec.WorkerNodeGroups[0].Count = 2 })
 		g.Consistently(func(g Gomega) {
 			md := &clusterv1.MachineDeployment{}
-			g.Expect(env.Client.Get(ctx, key(c, "w1-md-0"), md)).To(Succeed())
+			g.Expect(env.Client.Get(ctx, key(c, c.Name+"-md-0"), md)).To(Succeed())
 			g.Expect(md.Spec.Replicas).To(Equal(ptr.To[int32](1)))
 		}, 2*time.Second, interval).Should(Succeed(), "still holding while the CAPI Cluster is paused")
 
@@ -464,11 +465,11 @@ func TestStandsAsideForMove(t *testing.T) {
 			g.Expect(current.Annotations).To(HaveKey(clusterctlv1.BlockMoveAnnotation))
 			g.Expect(current.Annotations).NotTo(HaveKey(flotillav1.CAPIPausedAnnotation))
 			md := &clusterv1.MachineDeployment{}
-			g.Expect(env.Client.Get(ctx, key(c, "w1-md-0"), md)).To(Succeed())
+			g.Expect(env.Client.Get(ctx, key(c, c.Name+"-md-0"), md)).To(Succeed())
 			g.Expect(md.Spec.Replicas).To(Equal(ptr.To[int32](2)))
 			capi := &clusterv1.Cluster{}
-			g.Expect(env.Client.Get(ctx, key(c, "w1"), capi)).To(Succeed())
-			g.Expect(capi.Labels).To(HaveKeyWithValue(flotillav1.ClusterNameLabel, "w1"))
+			g.Expect(env.Client.Get(ctx, key(c, c.Name), capi)).To(Succeed())
+			g.Expect(capi.Labels).To(HaveKeyWithValue(flotillav1.ClusterNameLabel, c.Name))
 		}, timeout, interval).Should(Succeed())
 	})
 
@@ -482,7 +483,7 @@ func TestStandsAsideForMove(t *testing.T) {
 			g.Expect(apierrors.IsNotFound(env.Client.Get(ctx, ctrlclient.ObjectKeyFromObject(c), &flotillav1.Cluster{}))).To(BeTrue())
 		}, timeout, interval).Should(Succeed())
 		capi := &clusterv1.Cluster{}
-		g.Expect(env.Client.Get(ctx, key(c, "w1"), capi)).To(Succeed())
+		g.Expect(env.Client.Get(ctx, key(c, c.Name), capi)).To(Succeed())
 		g.Expect(capi.DeletionTimestamp.IsZero()).To(BeTrue())
 	})
 }

@@ -343,7 +343,8 @@ func TestEditingACheckedOutRepositoryAndCommittingScalesTheCluster(t *testing.T)
 	g.Expect(err).NotTo(HaveOccurred())
 	wt, err := repo.Worktree()
 	g.Expect(err).NotTo(HaveOccurred())
-	specPath := "clusters/mgmt/workload-clusters/w1/cluster.yaml"
+	// Named apart from the other tests' w1: cluster names are unique in an API server.
+	specPath := "clusters/mgmt/workload-clusters/w-edit/cluster.yaml"
 	userCommits := func(g Gomega, spec []byte, message string) string {
 		g.Expect(os.MkdirAll(filepath.Dir(filepath.Join(dir, specPath)), 0o755)).To(Succeed())
 		g.Expect(os.WriteFile(filepath.Join(dir, specPath), spec, 0o600)).To(Succeed())
@@ -353,13 +354,13 @@ func TestEditingACheckedOutRepositoryAndCommittingScalesTheCluster(t *testing.T)
 		g.Expect(err).NotTo(HaveOccurred())
 		return hash.String()
 	}
-	userCommits(g, workloadSpec(ns, "w1", 1, "w1"), "Add w1")
+	userCommits(g, workloadSpec(ns, "w-edit", 1, "w-edit"), "Add w-edit")
 	config := createGitOpsConfig(t, g, ns, dir)
-	expectWorkers(g, ns, "w1", 1)
+	expectWorkers(g, ns, "w-edit", 1)
 
-	spec := strings.Replace(string(workloadSpec(ns, "w1", 1, "w1")), "count: 1", "count: 2", 1)
-	scaled := userCommits(g, []byte(spec), "Scale w1 to 2 workers")
-	expectWorkers(g, ns, "w1", 2)
+	spec := strings.Replace(string(workloadSpec(ns, "w-edit", 1, "w-edit")), "count: 1", "count: 2", 1)
+	scaled := userCommits(g, []byte(spec), "Scale w-edit to 2 workers")
+	expectWorkers(g, ns, "w-edit", 2)
 	g.Eventually(func(g Gomega) {
 		_, status := readyOf(g, config)
 		g.Expect(status.LastAppliedCommit).To(Equal(scaled))

@@ -11,7 +11,8 @@ import (
 
 // Waits after failures that a fast retry does not fix.
 const (
-	// CredentialsWait: the key is missing or refused; someone has to fix the Secret.
+	// CredentialsWait: the identity or its key is missing, refused, or not allowed here; an
+	// admin has to fix the identity or its Secret.
 	CredentialsWait = time.Minute
 	// RateLimitWait: a 429 without Retry-After.
 	RateLimitWait = 30 * time.Second
@@ -30,6 +31,8 @@ type Outcome struct {
 // Classify returns the outcome of err, a Metal API or credentials error.
 func Classify(err error) Outcome {
 	switch {
+	case errors.Is(err, credentials.ErrNotAllowed):
+		return Outcome{Reason: infrav1.IdentityNotAllowedReason, RequeueAfter: CredentialsWait}
 	case errors.Is(err, credentials.ErrUnavailable) || metal.IsUnauthorized(err):
 		return Outcome{Reason: infrav1.CredentialsUnavailableReason, RequeueAfter: CredentialsWait}
 	case metal.IsRateLimited(err):

@@ -116,23 +116,23 @@ func CAPICluster(c *flotillav1.Cluster) *clusterv1.Cluster {
 	return capi
 }
 
-// PacketCluster is the infrastructure cluster: the datacenter config's API, credentials,
-// project and metro, and the endpoint when the Flotilla Cluster fixes one.
+// PacketCluster is the infrastructure cluster: the datacenter config's identity (whose key
+// and API endpoint the provider uses), project and metro, and the endpoint when the Flotilla
+// Cluster fixes one.
 func PacketCluster(c *flotillav1.Cluster, dc *infrav1.PacketDatacenterConfig) *infrav1.PacketCluster {
 	pc := &infrav1.PacketCluster{
 		TypeMeta:   metav1.TypeMeta{APIVersion: infrav1.GroupVersion.String(), Kind: "PacketCluster"},
 		ObjectMeta: metav1.ObjectMeta{Name: c.Name, Namespace: c.Namespace, Labels: labels(c, nil)},
 		Spec: infrav1.PacketClusterSpec{
-			APIURL:                dc.Spec.APIURL,
-			CredentialsSecretName: dc.Spec.CredentialsSecretName,
-			ProjectID:             dc.Spec.ProjectID,
-			Metro:                 dc.Spec.Metro,
-			Facility:              dc.Spec.Facility,
-			VIPManager:            dc.Spec.VIPManager,
+			IdentityRef: &infrav1.PacketClusterIdentityReference{Name: infrav1.DefaultPacketClusterIdentity},
+			ProjectID:   dc.Spec.ProjectID,
+			Metro:       dc.Spec.Metro,
+			Facility:    dc.Spec.Facility,
+			VIPManager:  dc.Spec.VIPManager,
 		},
 	}
-	if pc.Spec.APIURL == "" {
-		pc.Spec.APIURL = infrav1.DefaultPacketAPIURL
+	if ref := dc.Spec.IdentityRef; ref != nil && ref.Name != "" {
+		pc.Spec.IdentityRef.Name = ref.Name
 	}
 	if pc.Spec.VIPManager == "" {
 		pc.Spec.VIPManager = infrav1.VIPManagerKubeVIP

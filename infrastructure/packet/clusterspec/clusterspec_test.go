@@ -47,8 +47,15 @@ func TestObjectsOfAPacketCluster(t *testing.T) {
 	pc := objs[1].(*infrav1.PacketCluster)
 	g.Expect(pc.Spec.ProjectID).To(Equal("p1"))
 	g.Expect(pc.Spec.Metro).To(Equal("am"))
-	g.Expect(pc.Spec.APIURL).To(Equal(infrav1.DefaultPacketAPIURL))
+	g.Expect(pc.Spec.IdentityRef).To(Equal(&infrav1.PacketClusterIdentityReference{Name: infrav1.DefaultPacketClusterIdentity}),
+		"a datacenter config that names no identity uses the default one")
 	g.Expect(pc.Spec.VIPManager).To(Equal(infrav1.VIPManagerKubeVIP))
+
+	in := input()
+	in.Datacenter.Spec.IdentityRef = &infrav1.PacketClusterIdentityReference{Name: "team-metal"}
+	named, err := Objects(in)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(named[1].(*infrav1.PacketCluster).Spec.IdentityRef.Name).To(Equal("team-metal"))
 
 	cpTemplate := objs[2].(*infrav1.PacketMachineTemplate)
 	g.Expect(cpTemplate.Name).To(Equal("metal-control-plane"))

@@ -13,6 +13,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/flotilla-dev/flotilla/pkg/netaddr"
 )
 
 // DefaultBaseURL is the public Equinix Metal API.
@@ -172,7 +174,9 @@ type Client struct {
 
 var _ Interface = (*Client)(nil)
 
-// New returns a client for opts.BaseURL authenticating with opts.APIKey.
+// New returns a client for opts.BaseURL authenticating with opts.APIKey. The base URL must
+// keep the key off the network in the clear (CheckBaseURL), and the client never follows a
+// redirect: the key would go along to wherever it points.
 func New(opts Options) (*Client, error) {
 	if opts.APIKey == "" {
 		return nil, errors.New("metal client: an API key is required")
@@ -181,13 +185,21 @@ func New(opts Options) (*Client, error) {
 	if raw == "" {
 		raw = DefaultBaseURL
 	}
+	if err := CheckBaseURL(raw); err != nil {
+		return nil, fmt.Errorf("metal client: %w", err)
+	}
 	base, err := url.Parse(strings.TrimSuffix(raw, "/"))
-	if err != nil || base.Scheme == "" || base.Host == "" {
-		return nil, fmt.Errorf("metal client: base URL %q is not an absolute URL", raw)
+	if err != nil {
+		return nil, fmt.Errorf("metal client: base URL %q: %w", raw, err)
 	}
 	if opts.HTTPClient == nil {
 		opts.HTTPClient = &http.Client{Timeout: 60 * time.Second}
 	}
+	noRedirects := *opts.HTTPClient
+	noRedirects.CheckRedirect = func(req *http.Request, _ []*http.Request) error {
+		return fmt.Errorf("the Metal API answered with a redirect to %s, which the client does not follow with the API key", req.URL.Redacted())
+	}
+	opts.HTTPClient = &noRedirects
 	if opts.UserAgent == "" {
 		opts.UserAgent = "flotilla"
 	}
@@ -195,6 +207,22 @@ func New(opts Options) (*Client, error) {
 		opts.Sleep = sleep
 	}
 	return &Client{base: base, opts: opts, retry: opts.Retry.withDefaults(), client: opts.HTTPClient}, nil
+}
+
+// CheckBaseURL returns nil when raw is a base URL the API key may be sent to: an absolute https
+// URL, or an http URL of a loopback host (a simulator on this machine, such as
+// `flotilla dev metal-api`). Its error says what is wrong and what to use instead.
+func CheckBaseURL(raw string) error {
+	u, err := url.Parse(raw)
+	switch {
+	case err != nil || u.Host == "" || (u.Scheme != "https" && u.Scheme != "http"):
+		return fmt.Errorf("%q is not an absolute http(s) URL of the Metal API, such as %s", raw, DefaultBaseURL)
+	case u.User != nil:
+		return fmt.Errorf("%q carries credentials; the API key goes in a Secret, not in the URL", u.Redacted())
+	case u.Scheme == "http" && !netaddr.IsLoopback(u.Host):
+		return fmt.Errorf("%q would send the API key in the clear to another machine: use https, or http only to a loopback address (127.0.0.1, ::1, localhost)", raw)
+	}
+	return nil
 }
 
 func sleep(ctx context.Context, d time.Duration) error {

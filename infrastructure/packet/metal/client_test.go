@@ -384,3 +384,53 @@ func TestAMarkedDeviceFailsToProvision(t *testing.T) {
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(good.State).To(Equal(metal.DeviceStateActive))
 }
+
+func TestTheKeyGoesOnlyWhereItMayGo(t *testing.T) {
+	for _, tt := range []struct {
+		url, wantErr string
+	}{
+		{url: "https://api.equinix.com/metal/v1"},
+		{url: "http://127.0.0.1:8089/metal/v1"},
+		{url: "http://[::1]:8089/metal/v1"},
+		{url: "http://localhost:8089/metal/v1"},
+		{url: "http://metal.example.com/metal/v1", wantErr: "would send the API key in the clear"},
+		{url: "http://0.0.0.0:8089/metal/v1", wantErr: "would send the API key in the clear"},
+		{url: "https://user:pass@api.example.com/metal/v1", wantErr: "carries credentials"},
+		{url: "ftp://api.example.com/metal/v1", wantErr: "is not an absolute http(s) URL"},
+		{url: "/metal/v1", wantErr: "is not an absolute http(s) URL"},
+	} {
+		t.Run(tt.url, func(t *testing.T) {
+			g := NewWithT(t)
+			_, err := metal.New(metal.Options{BaseURL: tt.url, APIKey: apiKey})
+			if tt.wantErr == "" {
+				g.Expect(err).NotTo(HaveOccurred())
+				return
+			}
+			g.Expect(err).To(MatchError(ContainSubstring(tt.wantErr)))
+			g.Expect(err.Error()).NotTo(ContainSubstring("pass"), "credentials in a URL are never echoed")
+		})
+	}
+
+	t.Run("a redirect is not followed, so the key stays with the API it was meant for", func(t *testing.T) {
+		g := NewWithT(t)
+		var leaked []string
+		var mu sync.Mutex
+		elsewhere := httptest.NewServer(http.HandlerFunc(func(_ http.ResponseWriter, r *http.Request) {
+			mu.Lock()
+			defer mu.Unlock()
+			leaked = append(leaked, r.Header.Get(metal.AuthHeader))
+		}))
+		t.Cleanup(elsewhere.Close)
+		redirecting := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			http.Redirect(w, r, elsewhere.URL+r.URL.Path, http.StatusFound)
+		}))
+		t.Cleanup(redirecting.Close)
+		c, err := metal.New(metal.Options{BaseURL: redirecting.URL + metalsim.BasePath, APIKey: apiKey, Sleep: (&sleeps{}).sleep})
+		g.Expect(err).NotTo(HaveOccurred())
+		_, err = c.ListIPReservations(context.Background(), project, "tag")
+		g.Expect(err).To(MatchError(ContainSubstring("does not follow with the API key")))
+		mu.Lock()
+		defer mu.Unlock()
+		g.Expect(leaked).To(BeEmpty())
+	})
+}

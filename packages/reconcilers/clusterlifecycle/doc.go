@@ -8,6 +8,26 @@
 //     then the namespace and the PackageBundleController, and then the finalizer
 //     packages.flotilla.dev/cleanup on the Cluster is released.
 //
+// # Whose objects these are
+//
+// Both objects are named after the Cluster's name alone, so they carry who they belong to: the
+// labels packages.flotilla.dev/cluster-namespace, cluster-name and cluster-uid. The Cluster
+// webhook refuses a Cluster whose name another namespace already uses, but two Clusters created
+// at the same moment both pass it; the labels decide then:
+//
+//   - an object carrying the Cluster's namespace, name and UID is its own;
+//   - one carrying its namespace and name with another UID (or none) is its own from before: a
+//     Cluster created by an older Flotilla, or moved away with clusterctl (which releases these
+//     objects without deleting them) and back, with a new UID. The reconciler writes the UID on
+//     it;
+//   - one carrying another namespace, or no cluster labels at all, is another's. The reconciler
+//     neither changes nor deletes it, nor the Packages in it, and says so in the Cluster's
+//     PackagesReady condition (False, NameConflict, naming the owner) and a Warning event.
+//
+// Deleting a Cluster deletes the namespace (after the Packages in it) and the
+// PackageBundleController only when they carry its UID, with the object's UID as a precondition
+// of the delete.
+//
 // A Cluster that clusterctl move deletes after copying it to another management cluster (the
 // clusterctl.cluster.x-k8s.io/delete-for-move annotation) is let go at once: its packages keep
 // running and the other management cluster takes them over.

@@ -8,6 +8,12 @@
 // healthy control plane node afterwards. Once reserved, status.initialization.provisioned is
 // true and status.failureDomains names the metro (or facility).
 //
+// Every request is made with the key of the PacketClusterIdentity spec.identityRef names, sent
+// to that identity's API, and only when the identity allows the PacketCluster's namespace
+// (package credentials). Otherwise Ready is False with reason IdentityNotAllowed, or
+// CredentialsUnavailable when the identity or its key is missing, naming the identity; no
+// request is made, and the reconciler looks again when the identity changes.
+//
 // Deleting a PacketCluster (CAPI does so after every Machine is gone) removes any assignment the
 // elastic IP still has and releases it; the finalizer stays until the API confirms.
 package packetcluster

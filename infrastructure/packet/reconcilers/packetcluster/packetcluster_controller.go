@@ -14,6 +14,7 @@ import (
 	ctrlclient "sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 	"sigs.k8s.io/cluster-api/util"
@@ -29,6 +30,8 @@ import (
 // +kubebuilder:rbac:groups=infrastructure.flotilla.dev,resources=packetclusters;packetclusters/status;packetclusters/finalizers,verbs=get;list;watch;update;patch
 // +kubebuilder:rbac:groups=cluster.x-k8s.io,resources=clusters;clusters/status,verbs=get;list;watch
 // +kubebuilder:rbac:groups=core,namespace=flotilla-system,resources=secrets,verbs=get
+// +kubebuilder:rbac:groups=infrastructure.flotilla.dev,resources=packetclusteridentities,verbs=get;list;watch
+// +kubebuilder:rbac:groups=core,resources=namespaces,verbs=get
 // +kubebuilder:rbac:groups=core;events.k8s.io,resources=events,verbs=create;patch
 
 // Reconciler reconciles a PacketCluster.
@@ -43,8 +46,9 @@ type Reconciler struct {
 	recorder events.EventRecorder
 }
 
-// SetupWithManager registers the reconciler with mgr. It watches PacketClusters and their
-// Clusters (owner set, paused).
+// SetupWithManager registers the reconciler with mgr. It watches PacketClusters, their
+// Clusters (owner set, paused) and PacketClusterIdentities (an admin creating an identity, or
+// changing the namespaces it allows, affects the PacketClusters that name it at once).
 func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, options controller.Options) error {
 	if r.Client == nil || r.APIReader == nil || r.NewMetalClient == nil {
 		return errors.New("packetcluster reconciler: Client, APIReader and NewMetalClient must be set")
@@ -59,6 +63,7 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, opt
 			handler.EnqueueRequestsFromMapFunc(util.ClusterToInfrastructureMapFunc(ctx, infrav1.GroupVersion.WithKind("PacketCluster"), mgr.GetClient(), &infrav1.PacketCluster{})),
 			builder.WithPredicates(predicates.ClusterPausedTransitions(mgr.GetScheme(), log)),
 		).
+		Watches(&infrav1.PacketClusterIdentity{}, handler.EnqueueRequestsFromMapFunc(r.packetClustersUsing)).
 		Complete(r)
 	if err != nil {
 		return fmt.Errorf("setting up the packetcluster controller: %w", err)
@@ -116,6 +121,22 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 		return r.reconcileDelete(ctx, s)
 	}
 	return r.reconcileNormal(ctx, s)
+}
+
+// packetClustersUsing maps a PacketClusterIdentity to the PacketClusters that name it.
+func (r *Reconciler) packetClustersUsing(ctx context.Context, identity ctrlclient.Object) []reconcile.Request {
+	list := &infrav1.PacketClusterList{}
+	if err := r.Client.List(ctx, list); err != nil {
+		ctrl.LoggerFrom(ctx).Error(err, "Listing PacketClusters to map an identity to", "identity", identity.GetName())
+		return nil
+	}
+	var requests []reconcile.Request
+	for i := range list.Items {
+		if credentials.IdentityName(list.Items[i].Spec.IdentityRef) == identity.GetName() {
+			requests = append(requests, reconcile.Request{NamespacedName: ctrlclient.ObjectKeyFromObject(&list.Items[i])})
+		}
+	}
+	return requests
 }
 
 // endpointTag identifies the elastic IP of a PacketCluster.

@@ -1,0 +1,106 @@
+package validation
+
+import (
+	"fmt"
+
+	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	flotillav1 "github.com/flotilla-dev/flotilla/api/cluster/v1alpha1"
+	"github.com/flotilla-dev/flotilla/pkg/netaddr"
+)
+
+// The rules of a management cluster shared by tenants: what a Cluster may be given the other
+// Clusters of its API server, and what only an admin may ask for. They need what only the
+// webhook knows (the other Clusters, who sends the request), so the CLI does not run them on a
+// spec file; the webhook passes that knowledge in, and the rules stay pure.
+
+// ValidateClusterPeers checks a new Cluster against the other Clusters of its API server
+// (others; c itself, if listed, is skipped):
+//   - its name is not taken in another namespace: the packages namespace, the
+//     PackageBundleController, the local control plane's data directory and the GitOps path of
+//     a cluster are named after its name alone, so names are unique across namespaces;
+//   - a management cluster is the only one: the webhook defaults workload clusters to it and
+//     GitOps syncs its directory, which a second one makes ambiguous.
+func ValidateClusterPeers(c *flotillav1.Cluster, others []flotillav1.Cluster) field.ErrorList {
+	var errs field.ErrorList
+	for i := range others {
+		o := &others[i]
+		if o.Namespace == c.Namespace && o.Name == c.Name {
+			continue
+		}
+		if o.Name == c.Name {
+			errs = append(errs, duplicate(field.NewPath("metadata", "name"), c.Name, fmt.Sprintf(
+				"%q is taken by a Cluster in namespace %q: cluster names are unique across the namespaces of a management cluster "+
+					"(a cluster's packages namespace, data directory and GitOps path are named after it); choose another name",
+				c.Name, o.Namespace)))
+		}
+		if c.Spec.Management && o.Spec.Management {
+			errs = append(errs, field.Forbidden(spec.Child("management"), fmt.Sprintf(
+				"this API server already holds management Cluster %s/%s, and holds one at most (workload clusters default to it, GitOps syncs its directory); "+
+					"create a workload cluster (management: false)", o.Namespace, o.Name)))
+		}
+	}
+	return errs
+}
+
+// Request is what the webhook tells ValidateClusterRequest about a request.
+type Request struct {
+	// Admin is true when the request comes from an identity the admin configured (a user or a
+	// group the manager trusts as admin).
+	Admin bool
+	// ManagementCluster is the name of the one management Cluster of the API server: what a
+	// workload cluster's spec.managementCluster.name defaults to; "" when there is none, or more
+	// than one.
+	ManagementCluster string
+}
+
+// ValidateClusterRequest checks what only an admin may ask for, on create (oldC nil) and on
+// update. A request that does not come from an admin may not:
+//   - create a management cluster (spec.management true): its packages run with the manager's
+//     own credentials, and it manages every cluster of the API server;
+//   - set spec.managementCluster.name to anything but the API server's management cluster (on
+//     create), or change it (on update; its default filled in later is no change);
+//   - give a local cluster a control plane endpoint host that is not a loopback address: a local
+//     control plane serves on the management cluster's machine, on all its interfaces when its
+//     host is 0.0.0.0.
+//
+// spec.management itself is immutable for everyone (ValidateClusterUpdate).
+func ValidateClusterRequest(oldC, newC *flotillav1.Cluster, who Request) field.ErrorList {
+	if who.Admin {
+		return nil
+	}
+	var errs field.ErrorList
+	const onlyAdmins = "only an admin may %s (a user or group the manager trusts as admin: see docs/security.md); %s"
+	if oldC == nil && newC.Spec.Management {
+		errs = append(errs, field.Forbidden(spec.Child("management"), fmt.Sprintf(onlyAdmins,
+			"create a management cluster", "create a workload cluster (management: false)")))
+	}
+	path := spec.Child("managementCluster", "name")
+	switch name := newC.Spec.ManagementCluster.Name; {
+	case newC.Spec.Management:
+		// A management cluster names itself (validateManagement).
+	case oldC == nil && name != "" && name != who.ManagementCluster:
+		errs = append(errs, field.Forbidden(path, fmt.Sprintf(onlyAdmins,
+			fmt.Sprintf("name a management cluster other than this API server's (%s)", orNone(who.ManagementCluster)),
+			"leave spec.managementCluster out: it is filled in")))
+	case oldC != nil && name != oldC.Spec.ManagementCluster.Name &&
+		(oldC.Spec.ManagementCluster.Name != "" || name != who.ManagementCluster):
+		errs = append(errs, field.Forbidden(path, fmt.Sprintf(onlyAdmins,
+			fmt.Sprintf("change it (from %q to %q)", oldC.Spec.ManagementCluster.Name, name), "leave it as it is")))
+	}
+	if ep := newC.Spec.ControlPlane.Endpoint; ep != nil && newC.Spec.DatacenterRef.Kind == Local.DatacenterKind &&
+		!netaddr.IsLoopback(ep.Host) && (oldC == nil || oldC.Spec.ControlPlane.Endpoint == nil || *oldC.Spec.ControlPlane.Endpoint != *ep) {
+		errs = append(errs, field.Forbidden(spec.Child("controlPlane", "endpoint", "host"), fmt.Sprintf(onlyAdmins,
+			fmt.Sprintf("let a local control plane serve on %q, which is not a loopback address", ep.Host),
+			"use 127.0.0.1, or leave the endpoint out to let the provider choose")))
+	}
+	return errs
+}
+
+// orNone quotes name, or says there is none.
+func orNone(name string) string {
+	if name == "" {
+		return "none, or more than one"
+	}
+	return fmt.Sprintf("%q", name)
+}

@@ -1,0 +1,126 @@
+package validation
+
+import (
+	"testing"
+
+	. "github.com/onsi/gomega"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	flotillav1 "github.com/flotilla-dev/flotilla/api/cluster/v1alpha1"
+)
+
+func TestValidateClusterPeers(t *testing.T) {
+	peer := func(ns, name string, management bool) flotillav1.Cluster {
+		return flotillav1.Cluster{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}, Spec: flotillav1.ClusterSpec{Management: management}}
+	}
+	tests := []struct {
+		name       string
+		mutate     func(*flotillav1.Cluster)
+		others     []flotillav1.Cluster
+		wantFields []string
+		wantText   string
+	}{
+		{name: "a new name is accepted", others: []flotillav1.Cluster{peer("default", "mgmt", true), peer("default", "w2", false)}},
+		{name: "the Cluster itself, listed, is no conflict", others: []flotillav1.Cluster{peer("fleet", "w1", false)}},
+		{
+			name:       "a name taken in another namespace is refused, naming that namespace",
+			others:     []flotillav1.Cluster{peer("default", "w1", false)},
+			wantFields: []string{"metadata.name"}, wantText: `"w1" is taken by a Cluster in namespace "default": cluster names are unique across the namespaces`,
+		},
+		{
+			name:   "a second management cluster is refused, naming the first",
+			mutate: func(c *flotillav1.Cluster) { c.Name, c.Spec.Management = "mgmt2", true },
+			others: []flotillav1.Cluster{peer("default", "mgmt", true)}, wantFields: []string{"spec.management"},
+			wantText: "this API server already holds management Cluster default/mgmt",
+		},
+		{name: "the first management cluster is accepted", mutate: func(c *flotillav1.Cluster) { c.Spec.Management = true }},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			g := NewWithT(t)
+			c := validCluster()
+			if tt.mutate != nil {
+				tt.mutate(c)
+			}
+			checkErrors(g, ValidateClusterPeers(c, tt.others), tt.wantFields, tt.wantText)
+		})
+	}
+}
+
+func TestValidateClusterRequest(t *testing.T) {
+	tenant := Request{ManagementCluster: "mgmt"}
+	admin := Request{Admin: true, ManagementCluster: "mgmt"}
+	endpoint := func(host string) func(*flotillav1.Cluster) {
+		return func(c *flotillav1.Cluster) {
+			c.Spec.ControlPlane.Endpoint = &flotillav1.Endpoint{Host: host, Port: 6443}
+		}
+	}
+	tests := []struct {
+		name       string
+		old        func(*flotillav1.Cluster) // nil: a create
+		mutate     func(*flotillav1.Cluster)
+		who        Request
+		wantFields []string
+		wantText   string
+	}{
+		{name: "a tenant creates a workload cluster", who: tenant},
+		{
+			name:   "a tenant may not create a management cluster",
+			mutate: func(c *flotillav1.Cluster) { c.Spec.Management, c.Spec.ManagementCluster.Name = true, c.Name }, who: tenant,
+			wantFields: []string{"spec.management"}, wantText: "only an admin may create a management cluster",
+		},
+		{name: "an admin creates a management cluster", mutate: func(c *flotillav1.Cluster) { c.Spec.Management = true }, who: admin},
+		{
+			name:   "a tenant may not name another management cluster",
+			mutate: func(c *flotillav1.Cluster) { c.Spec.ManagementCluster.Name = "elsewhere" }, who: tenant,
+			wantFields: []string{"spec.managementCluster.name"}, wantText: `name a management cluster other than this API server's ("mgmt")`,
+		},
+		{
+			name:   "a tenant may not name a management cluster where there is none",
+			mutate: func(c *flotillav1.Cluster) { c.Spec.ManagementCluster.Name = "mgmt" }, who: Request{},
+			wantFields: []string{"spec.managementCluster.name"}, wantText: "(none, or more than one)",
+		},
+		{name: "an admin names another management cluster (clusterctl move)", mutate: func(c *flotillav1.Cluster) { c.Spec.ManagementCluster.Name = "elsewhere" }, who: admin},
+		{
+			name: "a tenant may not change the management cluster",
+			old:  func(*flotillav1.Cluster) {}, mutate: func(c *flotillav1.Cluster) { c.Spec.ManagementCluster.Name = "other" }, who: Request{ManagementCluster: "other"},
+			wantFields: []string{"spec.managementCluster.name"}, wantText: `change it (from "mgmt" to "other")`,
+		},
+		{
+			name: "the default filled in on an update of a cluster created before the management cluster is no change",
+			old:  func(c *flotillav1.Cluster) { c.Spec.ManagementCluster.Name = "" }, who: tenant,
+		},
+		{name: "a tenant scales a cluster", old: func(*flotillav1.Cluster) {}, mutate: func(c *flotillav1.Cluster) { c.Spec.WorkerNodeGroups[0].Count = 9 }, who: tenant},
+		{name: "a tenant sets a loopback endpoint", mutate: endpoint("127.0.0.1"), who: tenant},
+		{name: "a tenant sets an IPv6 loopback endpoint", mutate: endpoint("::1"), who: tenant},
+		{
+			name: "a tenant may not bind a local control plane to every interface", mutate: endpoint("0.0.0.0"), who: tenant,
+			wantFields: []string{"spec.controlPlane.endpoint.host"}, wantText: `let a local control plane serve on "0.0.0.0", which is not a loopback address`,
+		},
+		{
+			name: "a tenant may not set a non-loopback endpoint later either", old: func(*flotillav1.Cluster) {}, mutate: endpoint("192.168.1.10"), who: tenant,
+			wantFields: []string{"spec.controlPlane.endpoint.host"},
+		},
+		{name: "an admin binds a local control plane to another address", mutate: endpoint("0.0.0.0"), who: admin},
+		{name: "a Packet cluster's endpoint is an elastic IP, not a local bind address", mutate: func(c *flotillav1.Cluster) { packet(c); endpoint("147.75.1.1")(c) }, who: tenant},
+		{
+			name: "an endpoint an admin set stays when a tenant scales the cluster",
+			old:  endpoint("0.0.0.0"), mutate: func(c *flotillav1.Cluster) { endpoint("0.0.0.0")(c); c.Spec.WorkerNodeGroups[0].Count = 3 }, who: tenant,
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			g := NewWithT(t)
+			c := validCluster(func(c *flotillav1.Cluster) { c.Spec.ManagementCluster.Name = "mgmt" })
+			var oldC *flotillav1.Cluster
+			if tt.old != nil {
+				oldC = c.DeepCopy()
+				tt.old(oldC)
+			}
+			if tt.mutate != nil {
+				tt.mutate(c)
+			}
+			checkErrors(g, ValidateClusterRequest(oldC, c, tt.who), tt.wantFields, tt.wantText)
+		})
+	}
+}
