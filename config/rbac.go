@@ -15,6 +15,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apiserver/pkg/authentication/serviceaccount"
 	ctrlclient "sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 
@@ -55,6 +56,38 @@ func InstallClusterCreatorRBAC(ctx context.Context, c ctrlclient.Client) error {
 	return applyAll(ctx, c, objs)
 }
 
+// ClusterCreatorBinding is the RoleBinding, in namespace, of ClusterCreatorRoleName to subject:
+// subject creates clusters in namespace, as docs/cluster-creator-role.md says. It is named after
+// the subject.
+func ClusterCreatorBinding(namespace string, subject rbacv1.Subject) *rbacv1.RoleBinding {
+	return &rbacv1.RoleBinding{
+		TypeMeta:   metav1.TypeMeta{APIVersion: rbacv1.SchemeGroupVersion.String(), Kind: "RoleBinding"},
+		ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: subject.Name + "-cluster-creator"},
+		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: ClusterCreatorRoleName},
+		Subjects:   []rbacv1.Subject{subject},
+	}
+}
+
+// InstallGitOpsApplier lets the writers of the repositories of the GitOpsConfigs in namespace
+// create clusters there, and nothing more: it applies the ServiceAccount
+// flotillav1.GitOpsApplierServiceAccount of namespace, which the GitOps reconciler impersonates
+// to apply their specs, and its ClusterCreatorBinding (installing the cluster creator role
+// first). It is idempotent; `flotilla create cluster` runs it, with the admin's kubeconfig, when
+// it creates a GitOpsConfig.
+func InstallGitOpsApplier(ctx context.Context, c ctrlclient.Client, namespace string) error {
+	if err := InstallClusterCreatorRBAC(ctx, c); err != nil {
+		return err
+	}
+	name := flotillav1.GitOpsApplierServiceAccount
+	return applyAll(ctx, c, []ctrlclient.Object{
+		&corev1.ServiceAccount{
+			TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "ServiceAccount"},
+			ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name},
+		},
+		ClusterCreatorBinding(namespace, rbacv1.Subject{Kind: rbacv1.ServiceAccountKind, Namespace: namespace, Name: name}),
+	})
+}
+
 // Identities of the manager.
 //
 // The manager runs as several identities, each a ServiceAccount of flotilla-system named after
@@ -75,13 +108,13 @@ const (
 // IdentityUser is the user name of an identity of the manager: that of the ServiceAccount
 // flotilla-system/<identity>.
 func IdentityUser(identity string) string {
-	return "system:serviceaccount:" + IdentityNamespace + ":" + identity
+	return serviceaccount.MakeUsername(IdentityNamespace, identity)
 }
 
 // IdentityGroups are the groups of every identity of the manager: those Kubernetes puts every
 // ServiceAccount of flotilla-system in.
 func IdentityGroups() []string {
-	return []string{"system:serviceaccounts", "system:serviceaccounts:" + IdentityNamespace}
+	return serviceaccount.MakeGroupNames(IdentityNamespace)
 }
 
 // RoleName is the name of the ClusterRole and Roles generated for an identity.

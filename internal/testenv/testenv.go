@@ -206,11 +206,7 @@ func (e *Environment) AddClusterCreator(namespace, name string, groups ...string
 	if err := config.InstallClusterCreatorRBAC(ctx, e.Client); err != nil {
 		return nil, fmt.Errorf("installing the cluster creator role: %w", err)
 	}
-	binding := &rbacv1.RoleBinding{
-		ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name + "-cluster-creator"},
-		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: config.ClusterCreatorRoleName},
-		Subjects:   []rbacv1.Subject{{APIGroup: rbacv1.GroupName, Kind: rbacv1.UserKind, Name: name}},
-	}
+	binding := config.ClusterCreatorBinding(namespace, rbacv1.Subject{APIGroup: rbacv1.GroupName, Kind: rbacv1.UserKind, Name: name})
 	if err := e.Client.Create(ctx, binding); err != nil {
 		return nil, fmt.Errorf("binding %s to the cluster creator role in %s: %w", name, namespace, err)
 	}

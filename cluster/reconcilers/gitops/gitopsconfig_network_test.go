@@ -20,14 +20,15 @@ import (
 // GitOpsConfigs reaching Git servers over HTTP on loopback: a real one (git http-backend) and
 // one that accepts connections and never answers.
 
-// servedRepository commits w1's spec for namespace ns to a new bare repository and serves it
-// over HTTP; opts as gittest.Serve's.
+// servedRepository commits to a new bare repository the spec of a cluster in namespace ns named
+// after it (cluster names are unique in an API server), and serves the repository over HTTP;
+// opts as gittest.Serve's.
 func servedRepository(t *testing.T, g Gomega, ns string, opts ...gittest.Option) string {
 	t.Helper()
 	dir := t.TempDir()
 	_, err := git.PlainInit(dir, true)
 	g.Expect(err).NotTo(HaveOccurred())
-	_, err = gitopsrepo.Repository{URL: dir}.PutCluster(context.Background(), "mgmt", "w1", workloadSpec(ns, "w1", 2, "w1"))
+	_, err = gitopsrepo.Repository{URL: dir}.PutCluster(context.Background(), "mgmt", ns, workloadSpec(ns, ns, 2, ns))
 	g.Expect(err).NotTo(HaveOccurred())
 	return gittest.Serve(t, dir, opts...)
 }
@@ -40,7 +41,7 @@ func TestAHungGitServerHoldsUpOnlyTheSyncOfItsOwnGitOpsConfig(t *testing.T) {
 
 	ns := env.NewNamespace(t)
 	healthy := createGitOpsConfig(t, g, ns, servedRepository(t, g, ns))
-	expectWorkers(g, ns, "w1", 2)
+	expectWorkers(g, ns, ns, 2)
 	g.Eventually(func(g Gomega) {
 		ready, _ := readyOf(g, healthy)
 		g.Expect(ready.Reason).To(Equal(flotillav1.SyncedReason), ready.Message)
@@ -79,7 +80,7 @@ func TestCredentialsGoOverHTTPOnlyToThisMachine(t *testing.T) {
 		g := NewWithT(t)
 		ns := env.NewNamespace(t)
 		config := createGitOpsConfig(t, g, ns, servedRepository(t, g, ns, gittest.BasicAuth("bot", "token")), withSecret)
-		expectWorkers(g, ns, "w1", 2)
+		expectWorkers(g, ns, ns, 2)
 		g.Eventually(func(g Gomega) {
 			ready, _ := readyOf(g, config)
 			g.Expect(ready.Reason).To(Equal(flotillav1.SyncedReason), ready.Message)
