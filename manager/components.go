@@ -29,7 +29,7 @@ import (
 // Each component runs as its own identity, named after it: mgr is a controller-runtime manager of
 // the component's own, whose clients authenticate as that identity (see Identities), and whose
 // requests the roles generated from the RBAC markers of the component's packages authorise
-// (config/rbac/<name>, hack/rbac.sh).
+// (config/rbac/<name>, written by hack/rbacgen).
 type Component struct {
 	// Name selects the component with --components, and names its identity. Lower case, no
 	// spaces.
