@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"time"
 
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -80,19 +81,12 @@ func ManagerIdentities(dir string) func(identity string) (*rest.Config, error) {
 // renewed pki.RenewBefore (30 days) before they expire.
 const identityRenewInterval = time.Hour
 
-// KeepManagerIdentitiesRenewed runs EnsureManagerIdentities every hour until ctx ends, so that
-// a manager that runs for a year does not outlive its certificates; the clients of the manager
-// read renewed files within minutes.
+// KeepManagerIdentitiesRenewed runs EnsureManagerIdentities now and every hour until ctx ends,
+// so that a manager that runs for a year does not outlive its certificates; the clients of the
+// manager read renewed files within minutes.
 func KeepManagerIdentitiesRenewed(ctx context.Context, clusterDir, dir string) {
 	log := ctrl.LoggerFrom(ctx).WithName("identities")
-	ticker := time.NewTicker(identityRenewInterval)
-	defer ticker.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-ticker.C:
-		}
+	wait.UntilWithContext(ctx, func(context.Context) {
 		renewed, err := EnsureManagerIdentities(clusterDir, dir)
 		switch {
 		case err != nil:
@@ -100,5 +94,5 @@ func KeepManagerIdentitiesRenewed(ctx context.Context, clusterDir, dir string) {
 		case renewed:
 			log.Info("Renewed the certificates of the manager's identities", "dir", dir)
 		}
-	}
+	}, identityRenewInterval)
 }

@@ -33,7 +33,7 @@ const (
 )
 
 // RBAC that Cluster API's core reconcilers need on Flotilla's provider kinds, besides the rules
-// of their own markers (generated into the same role, see hack/rbac.sh). Cluster API names the
+// of their own markers (generated into the same role, see hack/rbacgen). Cluster API names the
 // provider groups it knows by wildcard (infrastructure.cluster.x-k8s.io); a provider in another
 // group ships these rules itself. The Cluster and Machine reconcilers read and patch the
 // infrastructure cluster, control plane and infrastructure machine they reference (owner

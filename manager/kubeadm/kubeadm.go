@@ -26,7 +26,7 @@ const (
 )
 
 // RBAC that the kubeadm reconcilers need on Flotilla's provider kinds, besides the rules of
-// their own markers (generated into the same role, see hack/rbac.sh): KubeadmControlPlane
+// their own markers (generated into the same role, see hack/rbacgen): KubeadmControlPlane
 // creates each control plane Machine's PacketMachine from the PacketMachineTemplate it names,
 // sets the template's owner reference, and deletes the PacketMachine with its Machine. Cluster
 // API names the provider groups it knows by wildcard (infrastructure.cluster.x-k8s.io).
