@@ -28,6 +28,13 @@
 //   - otherwise the pid file is stale (the pid now belongs to someone else, the record is
 //     unreadable) and the Spec is started. A pid that is not ours is never signalled.
 //
+// Every started process carries the absolute path of its record in its environment
+// (FLOTILLA_PROCESS). A starter killed after exec(2) but before it wrote the record leaves a
+// process no record names; the next start of the same Spec finds it by that mark, with the
+// Spec's command line and program, and adopts and records it instead of starting a second copy
+// that would find the first one's ports taken. A marked process with another command line (a
+// child that inherited the mark) is left alone.
+//
 // Because adoption compares command lines, a program must keep the one it was started with: a
 // shell script that execs another program, or a program that rewrites its argv, is never
 // adopted (and its stale pid file never lets it be signalled either).

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -110,4 +111,44 @@ func signalGroup(pid int, sig syscall.Signal) error {
 		return nil
 	}
 	return err
+}
+
+// markerEnv is the variable every started process gets in its environment: the absolute path
+// of its record. A starter that dies between starting a process and writing its record (killed
+// during the second exec(2) takes) leaves a process no record names; the next start finds it by
+// this mark instead of starting a second copy beside it (see findMarked).
+const markerEnv = "FLOTILLA_PROCESS"
+
+// findMarked returns the oldest live process whose environment carries marker (markerEnv=marker)
+// and whose command line is argv and program argv[0]. Processes it may not read (other users')
+// are skipped.
+func findMarked(marker string, argv []string) (int, procStat, bool) {
+	entries, err := os.ReadDir(procRoot)
+	if err != nil {
+		return 0, procStat{}, false
+	}
+	want := []byte(markerEnv + "=" + marker + "\x00")
+	var found int
+	var foundStat procStat
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		environ, err := os.ReadFile(fmt.Sprintf("%s/%d/environ", procRoot, pid))
+		if err != nil || !(bytes.HasPrefix(environ, want) || bytes.Contains(environ, append([]byte{0}, want...))) {
+			continue
+		}
+		st, err := readStat(pid)
+		if err != nil || st.State == 'Z' || st.State == 'X' || st.State == 'x' {
+			continue
+		}
+		if current, err := Cmdline(pid); err != nil || !slices.Equal(current, argv) || !exeMatches(pid, argv[0]) {
+			continue
+		}
+		if found == 0 || st.StartTime < foundStat.StartTime {
+			found, foundStat = pid, st
+		}
+	}
+	return found, foundStat, found != 0
 }

@@ -208,7 +208,7 @@ func (s Supervisor) restart(ctx context.Context, spec Spec, rec record) (Process
 		}
 		return Process{Name: spec.Name, Argv: rec.Argv, Started: rec.started(), History: rec.History}, err
 	}
-	p.Restarted = true
+	p.Restarted = !p.Adopted
 	return p, nil
 }
 
@@ -246,6 +246,13 @@ func (s Supervisor) start(ctx context.Context, spec Spec, h History) (Process, e
 			return Process{}, fmt.Errorf("creating %s: %w", dir, err)
 		}
 	}
+	marker, err := filepath.Abs(s.recordPath(spec.Name))
+	if err != nil {
+		return Process{}, fmt.Errorf("locating the record of %s: %w", spec.Name, err)
+	}
+	if p, ok, err := s.adoptUnrecorded(ctx, spec, marker, h); ok || err != nil {
+		return p, err
+	}
 	if err := CheckPorts(ctx, spec); err != nil {
 		return Process{}, err
 	}
@@ -263,7 +270,7 @@ func (s Supervisor) start(ctx context.Context, spec Spec, h History) (Process, e
 
 	// Not exec.CommandContext: the process must outlive ctx and the caller.
 	cmd := exec.Command(spec.Path, spec.Args...) //nolint:gosec // the program and its arguments are ours
-	cmd.Env = environment(spec.Env)
+	cmd.Env = append(environment(spec.Env), markerEnv+"="+marker)
 	cmd.Dir = spec.Dir
 	if cmd.Dir == "" {
 		cmd.Dir = s.RunDir
@@ -302,6 +309,25 @@ func (s Supervisor) start(ctx context.Context, spec Spec, h History) (Process, e
 	}
 	ctrl.LoggerFrom(ctx).V(1).Info("Started process", "process", spec.Name, "pid", pid, "log", s.LogPath(spec.Name))
 	return Process{Name: spec.Name, PID: pid, Argv: spec.argv(), Started: started, History: h}, nil
+}
+
+// adoptUnrecorded adopts, and records with history h, the process an earlier start of spec
+// left running without a record (its starter died before writing it): a live process marked
+// with this record's path (markerEnv) that runs spec's command line. It reports false when there
+// is none.
+func (s Supervisor) adoptUnrecorded(ctx context.Context, spec Spec, marker string, h History) (Process, bool, error) {
+	pid, st, ok := findMarked(marker, spec.argv())
+	if !ok {
+		return Process{}, false, nil
+	}
+	started := time.Now().UTC().Round(0)
+	rec := record{PID: pid, Argv: spec.argv(), Env: spec.Env, Dir: spec.Dir, Ports: spec.Ports, StartTime: st.StartTime,
+		Started: started.Format(time.RFC3339Nano), History: h}
+	if err := s.writeRecord(spec.Name, rec); err != nil {
+		return Process{}, true, err
+	}
+	ctrl.LoggerFrom(ctx).Info("Adopted a process whose start was never recorded (its starter stopped before it could)", "process", spec.Name, "pid", pid)
+	return rec.process(spec.Name, true), true, nil
 }
 
 // waitExec waits, up to a second, until pid shows argv as its command line or exits.

@@ -342,3 +342,43 @@ func getsid(pid int) (int, error) {
 	}
 	return int(sid), nil
 }
+
+func TestAStartWhoseRecordWasNeverWrittenIsAdoptedNotDuplicated(t *testing.T) {
+	g := NewWithT(t)
+	ctx := testContext(t)
+	s := newSupervisor(t)
+	spec := sleepSpec(t, "sleeper")
+	g.Expect(os.MkdirAll(s.RunDir, 0o700)).To(Succeed())
+
+	// What a starter killed between exec(2) and writing the record leaves behind: the process,
+	// marked with the path of its record, and no record. Another marked process runs a command
+	// line of its own (a child that inherited the mark).
+	marker, err := filepath.Abs(s.recordPath("sleeper"))
+	g.Expect(err).NotTo(HaveOccurred())
+	startMarked := func(args ...string) int {
+		cmd := exec.Command(spec.Path, args...)
+		cmd.Env = append(environment(nil), markerEnv+"="+marker)
+		cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+		g.Expect(cmd.Start()).To(Succeed())
+		go func() { _ = cmd.Wait() }()
+		t.Cleanup(func() { _ = cmd.Process.Kill() })
+		waitExec(cmd.Process.Pid, append([]string{spec.Path}, args...))
+		return cmd.Process.Pid
+	}
+	other := startMarked("999")
+	orphan := startMarked(spec.Args...)
+
+	p, err := s.Ensure(ctx, spec)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(p.PID).To(Equal(orphan), "the unrecorded process is adopted, not started a second time")
+	g.Expect(p.Adopted).To(BeTrue())
+	g.Expect(Alive(other)).To(BeTrue(), "a marked process with another command line is left alone")
+
+	// It is recorded now: a fresh supervisor adopts it through its record, and Stop stops it.
+	fresh := Supervisor{RunDir: s.RunDir, LogDir: s.LogDir}
+	again, err := fresh.Ensure(ctx, spec)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(again.PID).To(Equal(orphan))
+	g.Expect(fresh.Stop(ctx, "sleeper", time.Second)).To(Succeed())
+	g.Eventually(func() bool { return Gone(orphan) }).Should(BeTrue())
+}

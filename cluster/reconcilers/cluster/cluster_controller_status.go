@@ -14,6 +14,7 @@ import (
 
 	flotillav1 "github.com/flotilla-dev/flotilla/api/cluster/v1alpha1"
 	controlplanev1 "github.com/flotilla-dev/flotilla/api/controlplane/v1alpha1"
+	"github.com/flotilla-dev/flotilla/cluster/capiobjects"
 	"github.com/flotilla-dev/flotilla/pkg/kubeversion"
 )
 
@@ -85,7 +86,7 @@ type groupProgress struct {
 // has exactly count machines, all up to date and ready.
 func workerGroupProgress(c *flotillav1.Cluster, group flotillav1.WorkerNodeGroup, version string, md *clusterv1.MachineDeployment) groupProgress {
 	if md == nil {
-		return groupProgress{message: fmt.Sprintf("MachineDeployment %s does not exist yet", MachineDeploymentName(c.Name, group.Name))}
+		return groupProgress{message: fmt.Sprintf("MachineDeployment %s does not exist yet", capiobjects.GroupName(c.Name, group.Name))}
 	}
 	replicas := ptr.Deref(md.Status.Replicas, 0)
 	ready := ptr.Deref(md.Status.ReadyReplicas, 0)

@@ -1,17 +1,15 @@
 package cluster
 
 import (
-	"maps"
-
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/utils/ptr"
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 
 	flotillav1 "github.com/flotilla-dev/flotilla/api/cluster/v1alpha1"
 	controlplanev1 "github.com/flotilla-dev/flotilla/api/controlplane/v1alpha1"
 	infrav1 "github.com/flotilla-dev/flotilla/api/infrastructure/v1alpha1"
+	"github.com/flotilla-dev/flotilla/cluster/capiobjects"
 	"github.com/flotilla-dev/flotilla/pkg/kubeversion"
 )
 
@@ -20,24 +18,10 @@ import (
 // object. Every object carries the labels the reconciler and CAPI find it by, and the only fields
 // it sets are the ones Flotilla owns (server-side apply removes a field Flotilla stops setting).
 
-// MachineDeploymentName is the name of a worker node group's MachineDeployment and
-// LocalMachineTemplate: <cluster>-<group>.
-func MachineDeploymentName(clusterName, group string) string {
-	return clusterName + "-" + group
-}
-
 // BootstrapSecretName is the name of the empty bootstrap data Secret every worker machine of a
 // cluster uses: <cluster>-bootstrap.
 func BootstrapSecretName(clusterName string) string {
 	return clusterName + "-bootstrap"
-}
-
-// ownedLabels are the labels of every object the reconciler creates for a cluster.
-func ownedLabels(c *flotillav1.Cluster) map[string]string {
-	return map[string]string{
-		flotillav1.ClusterNameLabel: c.Name,
-		clusterv1.ClusterNameLabel:  c.Name,
-	}
 }
 
 // controllerRef makes the Flotilla Cluster the controller owner of an object.
@@ -103,7 +87,7 @@ func desiredLocalCluster(c *flotillav1.Cluster) *infrav1.LocalCluster {
 		ObjectMeta: metav1.ObjectMeta{
 			Name:      c.Name,
 			Namespace: c.Namespace,
-			Labels:    ownedLabels(c),
+			Labels:    capiobjects.OwnedLabels(c),
 		},
 	}
 }
@@ -117,7 +101,7 @@ func desiredControlPlane(c *flotillav1.Cluster, version string, dc *infrav1.Loca
 		ObjectMeta: metav1.ObjectMeta{
 			Name:      c.Name,
 			Namespace: c.Namespace,
-			Labels:    ownedLabels(c),
+			Labels:    capiobjects.OwnedLabels(c),
 		},
 		Spec: controlplanev1.LocalControlPlaneSpec{Version: version},
 	}
@@ -144,7 +128,7 @@ func desiredBootstrapSecret(c *flotillav1.Cluster) *corev1.Secret {
 		ObjectMeta: metav1.ObjectMeta{
 			Name:            BootstrapSecretName(c.Name),
 			Namespace:       c.Namespace,
-			Labels:          ownedLabels(c),
+			Labels:          capiobjects.OwnedLabels(c),
 			OwnerReferences: []metav1.OwnerReference{controllerRef(c)},
 		},
 		Type: clusterv1.ClusterSecretType,
@@ -163,12 +147,12 @@ func desiredMachineTemplate(c *flotillav1.Cluster, group flotillav1.WorkerNodeGr
 			capacity[name] = quantity.DeepCopy()
 		}
 	}
-	labels := ownedLabels(c)
+	labels := capiobjects.OwnedLabels(c)
 	labels[flotillav1.WorkerNodeGroupLabel] = group.Name
 	return &infrav1.LocalMachineTemplate{
 		TypeMeta: metav1.TypeMeta{APIVersion: infrav1.GroupVersion.String(), Kind: "LocalMachineTemplate"},
 		ObjectMeta: metav1.ObjectMeta{
-			Name:            MachineDeploymentName(c.Name, group.Name),
+			Name:            capiobjects.GroupName(c.Name, group.Name),
 			Namespace:       c.Namespace,
 			Labels:          labels,
 			OwnerReferences: []metav1.OwnerReference{controllerRef(c)},
@@ -181,68 +165,15 @@ func desiredMachineTemplate(c *flotillav1.Cluster, group flotillav1.WorkerNodeGr
 	}
 }
 
-// desiredMachineDeployment builds the MachineDeployment of a worker node group. It sets
-// explicitly every field CAPI's MachineDeployment webhook would default, because Flotilla may run
-// CAPI's reconcilers without CAPI's webhooks: the cluster-name label, the selector and matching
-// template labels, and a RollingUpdate strategy with maxSurge 1 and maxUnavailable 0, so a
-// version change replaces machines one at a time without losing capacity. version is the full
-// Kubernetes version the group's machines run (see workerVersion). CAPI makes the CAPI Cluster
-// its owner.
+// desiredMachineDeployment builds the MachineDeployment of a worker node group
+// (capiobjects.MachineDeployment): its machines use the cluster's empty bootstrap data Secret
+// and the group's LocalMachineTemplate. version is the full Kubernetes version the group's
+// machines run (see workerVersion).
 func desiredMachineDeployment(c *flotillav1.Cluster, group flotillav1.WorkerNodeGroup, version string) *clusterv1.MachineDeployment {
-	name := MachineDeploymentName(c.Name, group.Name)
-	selector := map[string]string{
-		clusterv1.ClusterNameLabel:           c.Name,
-		clusterv1.MachineDeploymentNameLabel: name,
-	}
-
-	labels := maps.Clone(group.Labels)
-	if labels == nil {
-		labels = map[string]string{}
-	}
-	templateLabels := maps.Clone(labels)
-	maps.Copy(labels, ownedLabels(c))
-	labels[flotillav1.WorkerNodeGroupLabel] = group.Name
-	maps.Copy(templateLabels, selector)
-	templateLabels[flotillav1.ClusterNameLabel] = c.Name
-	templateLabels[flotillav1.WorkerNodeGroupLabel] = group.Name
-
-	return &clusterv1.MachineDeployment{
-		TypeMeta: metav1.TypeMeta{APIVersion: clusterv1.GroupVersion.String(), Kind: "MachineDeployment"},
-		ObjectMeta: metav1.ObjectMeta{
-			Name:      name,
-			Namespace: c.Namespace,
-			Labels:    labels,
-		},
-		Spec: clusterv1.MachineDeploymentSpec{
-			ClusterName: c.Name,
-			Replicas:    ptr.To(group.Count),
-			Selector:    metav1.LabelSelector{MatchLabels: selector},
-			Rollout: clusterv1.MachineDeploymentRolloutSpec{
-				Strategy: clusterv1.MachineDeploymentRolloutStrategy{
-					Type: clusterv1.RollingUpdateMachineDeploymentStrategyType,
-					RollingUpdate: clusterv1.MachineDeploymentRolloutStrategyRollingUpdate{
-						MaxSurge:       ptr.To(intstr.FromInt32(1)),
-						MaxUnavailable: ptr.To(intstr.FromInt32(0)),
-					},
-				},
-			},
-			Template: clusterv1.MachineTemplateSpec{
-				ObjectMeta: clusterv1.ObjectMeta{Labels: templateLabels},
-				Spec: clusterv1.MachineSpec{
-					ClusterName: c.Name,
-					Version:     version,
-					Bootstrap: clusterv1.Bootstrap{
-						DataSecretName: ptr.To(BootstrapSecretName(c.Name)),
-					},
-					InfrastructureRef: clusterv1.ContractVersionedObjectReference{
-						APIGroup: infrav1.GroupVersion.Group,
-						Kind:     "LocalMachineTemplate",
-						Name:     name,
-					},
-				},
-			},
-		},
-	}
+	return capiobjects.MachineDeployment(c, group, version, capiobjects.Workers{
+		Bootstrap:           clusterv1.Bootstrap{DataSecretName: ptr.To(BootstrapSecretName(c.Name))},
+		MachineTemplateKind: "LocalMachineTemplate",
+	})
 }
 
 // workerVersion decides the Kubernetes version of a worker node group: desired is the cluster's,

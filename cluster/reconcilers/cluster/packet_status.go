@@ -15,7 +15,7 @@ import (
 
 	flotillav1 "github.com/flotilla-dev/flotilla/api/cluster/v1alpha1"
 	infrav1 "github.com/flotilla-dev/flotilla/api/infrastructure/v1alpha1"
-	"github.com/flotilla-dev/flotilla/infrastructure/packet/clusterspec"
+	"github.com/flotilla-dev/flotilla/cluster/capiobjects"
 	"github.com/flotilla-dev/flotilla/pkg/kubeversion"
 )
 
@@ -133,7 +133,7 @@ func (o *packetObserved) controlPlaneMachines() []*clusterv1.Machine {
 // groupMachines returns the Machines of a worker node group's MachineDeployment that are not
 // being deleted.
 func (o *packetObserved) groupMachines(cluster, group string) []*clusterv1.Machine {
-	md := clusterspec.GroupName(cluster, group)
+	md := capiobjects.GroupName(cluster, group)
 	return o.selectMachines(func(m *clusterv1.Machine) bool { return m.Labels[clusterv1.MachineDeploymentNameLabel] == md })
 }
 

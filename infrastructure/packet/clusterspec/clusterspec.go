@@ -17,6 +17,7 @@ import (
 
 	flotillav1 "github.com/flotilla-dev/flotilla/api/cluster/v1alpha1"
 	infrav1 "github.com/flotilla-dev/flotilla/api/infrastructure/v1alpha1"
+	"github.com/flotilla-dev/flotilla/cluster/capiobjects"
 	"github.com/flotilla-dev/flotilla/pkg/kubeversion"
 )
 
@@ -47,10 +48,6 @@ type Input struct {
 // ControlPlaneTemplateName is the name of the control plane's PacketMachineTemplate.
 func ControlPlaneTemplateName(cluster string) string { return cluster + "-control-plane" }
 
-// GroupName is the name of a worker node group's MachineDeployment, PacketMachineTemplate and
-// KubeadmConfigTemplate: <cluster>-<group>.
-func GroupName(cluster, group string) string { return cluster + "-" + group }
-
 // InfrastructureRef is the CAPI Cluster's spec.infrastructureRef: the PacketCluster.
 func InfrastructureRef(cluster string) clusterv1.ContractVersionedObjectReference {
 	return clusterv1.ContractVersionedObjectReference{APIGroup: infrav1.GroupVersion.Group, Kind: "PacketCluster", Name: cluster}
@@ -77,7 +74,7 @@ func Objects(in Input) ([]ctrlclient.Object, error) {
 		if !ok {
 			return nil, fmt.Errorf("building the Packet cluster: worker node group %q has no PacketMachineConfig", group.Name)
 		}
-		name := GroupName(in.Cluster.Name, group.Name)
+		name := capiobjects.GroupName(in.Cluster.Name, group.Name)
 		objs = append(objs,
 			MachineTemplate(in.Cluster, name, mc, map[string]string{flotillav1.WorkerNodeGroupLabel: group.Name}),
 			KubeadmConfigTemplate(in.Cluster, group, mc, in.Version),
@@ -87,7 +84,7 @@ func Objects(in Input) ([]ctrlclient.Object, error) {
 }
 
 func labels(c *flotillav1.Cluster, extra map[string]string) map[string]string {
-	l := map[string]string{flotillav1.ClusterNameLabel: c.Name, clusterv1.ClusterNameLabel: c.Name}
+	l := capiobjects.OwnedLabels(c)
 	maps.Copy(l, extra)
 	return l
 }
@@ -214,7 +211,7 @@ func KubeadmConfigTemplate(c *flotillav1.Cluster, group flotillav1.WorkerNodeGro
 	return &bootstrapv1.KubeadmConfigTemplate{
 		TypeMeta: metav1.TypeMeta{APIVersion: bootstrapv1.GroupVersion.String(), Kind: "KubeadmConfigTemplate"},
 		ObjectMeta: metav1.ObjectMeta{
-			Name: GroupName(c.Name, group.Name), Namespace: c.Namespace,
+			Name: capiobjects.GroupName(c.Name, group.Name), Namespace: c.Namespace,
 			Labels: labels(c, map[string]string{flotillav1.WorkerNodeGroupLabel: group.Name}),
 		},
 		Spec: bootstrapv1.KubeadmConfigTemplateSpec{
@@ -230,49 +227,15 @@ func KubeadmConfigTemplate(c *flotillav1.Cluster, group flotillav1.WorkerNodeGro
 	}
 }
 
-// MachineDeployment is a worker group's MachineDeployment, with everything CAPI's webhook would
-// default set: selector, template labels, a RollingUpdate of maxSurge 1 and maxUnavailable 0.
+// MachineDeployment is a worker group's MachineDeployment (capiobjects.MachineDeployment): its
+// machines bootstrap from the group's KubeadmConfigTemplate on PacketMachines.
 func MachineDeployment(c *flotillav1.Cluster, group flotillav1.WorkerNodeGroup, version string) *clusterv1.MachineDeployment {
-	name := GroupName(c.Name, group.Name)
-	selector := map[string]string{clusterv1.ClusterNameLabel: c.Name, clusterv1.MachineDeploymentNameLabel: name}
-	templateLabels := maps.Clone(group.Labels)
-	if templateLabels == nil {
-		templateLabels = map[string]string{}
-	}
-	maps.Copy(templateLabels, selector)
-	templateLabels[flotillav1.ClusterNameLabel] = c.Name
-	templateLabels[flotillav1.WorkerNodeGroupLabel] = group.Name
-	return &clusterv1.MachineDeployment{
-		TypeMeta:   metav1.TypeMeta{APIVersion: clusterv1.GroupVersion.String(), Kind: "MachineDeployment"},
-		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: c.Namespace, Labels: labels(c, map[string]string{flotillav1.WorkerNodeGroupLabel: group.Name})},
-		Spec: clusterv1.MachineDeploymentSpec{
-			ClusterName: c.Name,
-			Replicas:    ptr.To(group.Count),
-			Selector:    metav1.LabelSelector{MatchLabels: selector},
-			Rollout: clusterv1.MachineDeploymentRolloutSpec{
-				Strategy: clusterv1.MachineDeploymentRolloutStrategy{
-					Type: clusterv1.RollingUpdateMachineDeploymentStrategyType,
-					RollingUpdate: clusterv1.MachineDeploymentRolloutStrategyRollingUpdate{
-						MaxSurge:       ptr.To(intstr.FromInt32(1)),
-						MaxUnavailable: ptr.To(intstr.FromInt32(0)),
-					},
-				},
-			},
-			Template: clusterv1.MachineTemplateSpec{
-				ObjectMeta: clusterv1.ObjectMeta{Labels: templateLabels},
-				Spec: clusterv1.MachineSpec{
-					ClusterName: c.Name,
-					Version:     version,
-					Bootstrap: clusterv1.Bootstrap{ConfigRef: clusterv1.ContractVersionedObjectReference{
-						APIGroup: bootstrapv1.GroupVersion.Group, Kind: "KubeadmConfigTemplate", Name: name,
-					}},
-					InfrastructureRef: clusterv1.ContractVersionedObjectReference{
-						APIGroup: infrav1.GroupVersion.Group, Kind: "PacketMachineTemplate", Name: name,
-					},
-				},
-			},
-		},
-	}
+	return capiobjects.MachineDeployment(c, group, version, capiobjects.Workers{
+		Bootstrap: clusterv1.Bootstrap{ConfigRef: clusterv1.ContractVersionedObjectReference{
+			APIGroup: bootstrapv1.GroupVersion.Group, Kind: "KubeadmConfigTemplate", Name: capiobjects.GroupName(c.Name, group.Name),
+		}},
+		MachineTemplateKind: "PacketMachineTemplate",
+	})
 }
 
 // nodeRegistration registers the kubelet under the device's hostname with the Equinix Metal
