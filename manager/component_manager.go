@@ -2,6 +2,7 @@ package manager
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync/atomic"
 	"time"
@@ -53,8 +54,8 @@ func (cm *componentManager) Start(ctx context.Context) error {
 		case <-timeout.C:
 			if !cm.synced.Load() {
 				cancel()
-				<-done
-				return fmt.Errorf("component %s: its caches did not sync within %s; is a rule missing from its role (config/rbac/%s)? The API server's refusals are in the log", cm.name, componentSyncTimeout, cm.name)
+				stopped := <-done
+				return errors.Join(stopped, fmt.Errorf("component %s: its caches did not sync within %s; is a rule missing from its role (config/rbac/%s)? The API server's refusals are in the log", cm.name, componentSyncTimeout, cm.name))
 			}
 		}
 	}
