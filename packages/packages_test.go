@@ -354,6 +354,9 @@ func TestABundleEditedInTheAPIServerIsInvalidUntilTheRegistryRestoresIt(t *testi
 		return b.Status.State
 	}
 	g.Eventually(stateOf, timeout, interval).Should(Equal(packagesv1.BundleValid))
+	// The PBC has made it its active bundle before the edit: otherwise it only ever sees an
+	// invalid bundle, and has none (NoBundle).
+	g.Eventually(func(g Gomega) string { return pbcOf(g, "w-edit").Spec.ActiveBundle }, timeout, interval).Should(Equal(name))
 
 	b := &packagesv1.PackageBundle{}
 	g.Expect(mgmt.Client.Get(ctx, key, b)).To(Succeed())

@@ -16,6 +16,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	ctrlclient "sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/flotilla-dev/flotilla/cli/spec"
 	"github.com/flotilla-dev/flotilla/manager/scheme"
 	"github.com/flotilla-dev/flotilla/pkg/controlplane"
 )
@@ -158,4 +159,22 @@ func retryWebhook(ctx context.Context, write func() error) error {
 // webhook (as opposed to a webhook that answered and refused).
 func webhookUnreachable(err error) bool {
 	return apierrors.IsInternalError(err) && strings.Contains(err.Error(), "failed calling webhook")
+}
+
+// loadSpec loads the cluster spec in file for a command that works on management clusters
+// (management true) or on workload clusters, and refuses a spec of the other kind, saying what
+// to do instead (hint).
+func loadSpec(file string, management bool, hint string) (*spec.Spec, error) {
+	s, err := spec.Load(file)
+	if err != nil {
+		return nil, err
+	}
+	if s.Cluster.Spec.Management != management {
+		kind := "workload"
+		if s.Cluster.Spec.Management {
+			kind = "management"
+		}
+		return nil, fmt.Errorf("%s: spec.management is %t, so %q is a %s cluster: %s", file, s.Cluster.Spec.Management, s.Cluster.Name, kind, hint)
+	}
+	return s, nil
 }

@@ -62,15 +62,11 @@ func (c *Client) CreateManagementCluster(ctx context.Context, opts CreateManagem
 	if opts.OutDir == "" {
 		opts.OutDir = "."
 	}
-	s, err := spec.Load(opts.File)
+	s, err := loadSpec(opts.File, true, "create it from its management cluster with --kubeconfig (such as mgmt/mgmt.kubeconfig), or set spec.management: true to create a management cluster")
 	if err != nil {
 		return err
 	}
 	name := s.Cluster.Name
-	if !s.Cluster.Spec.Management {
-		return fmt.Errorf("%s: spec.management is false, so %q is a workload cluster: create it from its management cluster with --kubeconfig (such as mgmt/mgmt.kubeconfig), or set spec.management: true to create a management cluster",
-			opts.File, name)
-	}
 	if _, err := c.runManagementWorkflow(ctx, managementWorkflow, opts, s, "checkpoint.json"); err != nil {
 		return err
 	}

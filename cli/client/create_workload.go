@@ -3,9 +3,10 @@ package client
 import (
 	"context"
 	"fmt"
-	"github.com/flotilla-dev/flotilla/pkg/atomicfile"
 	"os"
 	"path/filepath"
+
+	"github.com/flotilla-dev/flotilla/pkg/atomicfile"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -74,13 +75,9 @@ func (c *Client) CreateWorkloadCluster(ctx context.Context, opts CreateWorkloadC
 	if opts.OutDir == "" {
 		opts.OutDir = "."
 	}
-	s, err := spec.Load(opts.File)
+	s, err := loadSpec(opts.File, false, "a cluster created with --kubeconfig is a workload cluster: set spec.management: false, or leave out --kubeconfig to create a management cluster")
 	if err != nil {
 		return err
-	}
-	if s.Cluster.Spec.Management {
-		return fmt.Errorf("%s: spec.management is true, but a cluster created with --kubeconfig is a workload cluster: set spec.management: false, or leave out --kubeconfig to create a management cluster",
-			opts.File)
 	}
 	kc, err := KubeClient(opts.Kubeconfig)
 	if err != nil {

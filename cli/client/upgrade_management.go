@@ -9,7 +9,6 @@ import (
 	ctrlclient "sigs.k8s.io/controller-runtime/pkg/client"
 
 	flotillav1 "github.com/flotilla-dev/flotilla/api/cluster/v1alpha1"
-	"github.com/flotilla-dev/flotilla/cli/spec"
 	"github.com/flotilla-dev/flotilla/cli/workflow"
 )
 
@@ -71,15 +70,11 @@ func (c *Client) UpgradeManagementCluster(ctx context.Context, opts UpgradeManag
 	if opts.OutDir == "" {
 		opts.OutDir = "."
 	}
-	s, err := spec.Load(opts.File)
+	s, err := loadSpec(opts.File, true, "upgrade it through its management cluster with --kubeconfig (such as mgmt/mgmt.kubeconfig)")
 	if err != nil {
 		return err
 	}
 	name := s.Cluster.Name
-	if !s.Cluster.Spec.Management {
-		return fmt.Errorf("%s: spec.management is false, so %q is a workload cluster: upgrade it through its management cluster with --kubeconfig (such as mgmt/mgmt.kubeconfig)",
-			opts.File, name)
-	}
 	if !isFile(c.localKubeconfigPath(name)) {
 		return fmt.Errorf("no management cluster named %q runs on this machine (looked in %s): create it with `flotilla create cluster -f %s`",
 			name, c.clusterDir(name), opts.File)

@@ -121,13 +121,9 @@ func (c *Client) UpgradeWorkloadCluster(ctx context.Context, opts UpgradeWorkloa
 	if opts.Kubeconfig == "" {
 		return errors.New("upgrading a workload cluster needs the kubeconfig of its management cluster, such as --kubeconfig mgmt/mgmt.kubeconfig")
 	}
-	s, err := spec.Load(opts.File)
+	s, err := loadSpec(opts.File, false, "upgrade it without --kubeconfig (`flotilla upgrade cluster -f "+opts.File+"`)")
 	if err != nil {
 		return err
-	}
-	if s.Cluster.Spec.Management {
-		return fmt.Errorf("%s: spec.management is true, so %q is a management cluster: upgrade it without --kubeconfig (`flotilla upgrade cluster -f %s`)",
-			opts.File, s.Cluster.Name, opts.File)
 	}
 	kc, err := KubeClient(opts.Kubeconfig)
 	if err != nil {

@@ -1,7 +1,6 @@
 package cmd
 
 import (
-	"io"
 	"os"
 
 	"github.com/spf13/cobra"
@@ -47,15 +46,13 @@ func addRegistryServeFlags(fs *pflag.FlagSet, o *client.RegistryOptions) {
 	fs.IntVar(&o.MaxUploads, "max-uploads", 0, "most uploads in progress at once (default 32)")
 }
 
-// registryRemote is what publish and list share: the flags that say how to reach a registry, -o,
-// and the client.
+// registryRemote is what publish and list share: the flags that say how to reach a registry, and
+// -o (its Validate checks -o; RegistryConnection checks the rest).
 type registryRemote struct {
 	client.RegistryConnectionOptions
+	outputOptions
 	Repository string
-	Output     string
 	plainHTTP  bool
-
-	client *client.Client
 }
 
 // add registers the flags.
@@ -68,12 +65,12 @@ func (f *registryRemote) add(cmd *cobra.Command) {
 	fs.BoolVar(&f.plainHTTP, "plain-http", false, "speak plain HTTP to the registry (default: true for loopback registries such as 127.0.0.1:5001 unless --ca-file or --insecure-skip-tls-verify is given, false otherwise)")
 	fs.StringVar(&f.Username, "username", "", "registry username (default: the credentials 'helm registry login', then 'docker login' stored)")
 	fs.StringVar(&f.Password, "password", "", "registry password or token (or env FLOTILLA_REGISTRY_PASSWORD)")
-	AddOutputFlag(cmd, &f.Output, OutputJSON, OutputYAML)
+	f.addFlag(cmd, OutputJSON, OutputYAML)
 }
 
 // complete takes --plain-http only when it is given and the password from the environment when
-// no flag gives it, makes the paths absolute, and builds the client.
-func (f *registryRemote) complete(cmd *cobra.Command, global *GlobalOptions, errOut io.Writer, paths ...*string) error {
+// no flag gives it, and makes the paths absolute.
+func (f *registryRemote) complete(cmd *cobra.Command, paths ...*string) error {
 	if cmd.Flags().Changed("plain-http") {
 		f.PlainHTTP = &f.plainHTTP
 	}
@@ -90,12 +87,5 @@ func (f *registryRemote) complete(cmd *cobra.Command, global *GlobalOptions, err
 		}
 		*p = abs
 	}
-	var err error
-	f.client, err = client.New(global.Home, global.BinDir, errOut)
-	return err
-}
-
-// validate checks -o; RegistryConnection checks the rest.
-func (f *registryRemote) validate() error {
-	return ValidateOutput(f.Output, OutputJSON, OutputYAML)
+	return nil
 }

@@ -9,24 +9,19 @@ import (
 
 	"github.com/spf13/cobra"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
-
-	"github.com/flotilla-dev/flotilla/cli/client"
 )
 
 // RegistryHTPasswdOptions are the options of `flotilla registry htpasswd`.
 type RegistryHTPasswdOptions struct {
-	genericiooptions.IOStreams
-	global *GlobalOptions
+	clientOptions
 
 	User, File string
 	password   string
-
-	client *client.Client
 }
 
 // NewRegistryHTPasswdCmd returns `flotilla registry htpasswd`.
 func NewRegistryHTPasswdCmd(streams genericiooptions.IOStreams, global *GlobalOptions) *cobra.Command {
-	o := &RegistryHTPasswdOptions{IOStreams: streams, global: global}
+	o := &RegistryHTPasswdOptions{clientOptions: newClientOptions(streams, global, streams.ErrOut)}
 	cmd := &cobra.Command{
 		Use:   "htpasswd USER",
 		Short: "Add a registry user, or change a user's password, in an htpasswd file",
@@ -38,22 +33,14 @@ registry reads it when it starts, so restart it to apply a change. Files written
 		Example: `  flotilla registry htpasswd ci < ci-password.txt
   printf '%s\n' "$PASSWORD" | flotilla registry htpasswd alice --file registry.htpasswd`,
 		Args: exactlyOneArg("USER"),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := o.Complete(args); err != nil {
-				return err
-			}
-			if err := o.Validate(); err != nil {
-				return err
-			}
-			return o.Run(cmd.Context())
-		},
+		RunE: RunE(o),
 	}
 	cmd.Flags().StringVar(&o.File, "file", "", "htpasswd file to update (default $FLOTILLA_HOME/registry/htpasswd)")
 	return cmd
 }
 
 // Complete reads the password from the input stream and builds the client.
-func (o *RegistryHTPasswdOptions) Complete(args []string) error {
+func (o *RegistryHTPasswdOptions) Complete(cmd *cobra.Command, args []string) error {
 	o.User = args[0]
 	line, err := bufio.NewReader(o.In).ReadString('\n')
 	if err != nil && line == "" {
@@ -65,8 +52,7 @@ func (o *RegistryHTPasswdOptions) Complete(args []string) error {
 			return err
 		}
 	}
-	o.client, err = client.New(o.global.Home, o.global.BinDir, o.ErrOut)
-	return err
+	return o.clientOptions.Complete(cmd, args)
 }
 
 // Validate refuses an empty password.

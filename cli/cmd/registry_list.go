@@ -14,8 +14,7 @@ import (
 
 // RegistryListOptions are the options of `flotilla registry list`.
 type RegistryListOptions struct {
-	genericiooptions.IOStreams
-	global *GlobalOptions
+	clientOptions
 
 	remote          registryRemote
 	KubernetesMinor []string
@@ -24,7 +23,7 @@ type RegistryListOptions struct {
 
 // NewRegistryListCmd returns `flotilla registry list`.
 func NewRegistryListCmd(streams genericiooptions.IOStreams, global *GlobalOptions) *cobra.Command {
-	o := &RegistryListOptions{IOStreams: streams, global: global}
+	o := &RegistryListOptions{clientOptions: newClientOptions(streams, global, streams.ErrOut)}
 	cmd := &cobra.Command{
 		Use:   "list",
 		Short: "List the bundles in a registry and verify their signatures",
@@ -34,15 +33,7 @@ the default signing key, $FLOTILLA_HOME/registry/signing-key.pub.pem).`,
 		Example: `  flotilla registry list
   flotilla registry list --registry ghcr.io --repository my-org/packages --public-key bundle-key.pub.pem -o yaml`,
 		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			if err := o.Complete(cmd); err != nil {
-				return err
-			}
-			if err := o.Validate(); err != nil {
-				return err
-			}
-			return o.Run(cmd.Context())
-		},
+		RunE: RunE(o),
 	}
 	o.remote.add(cmd)
 	cmd.Flags().StringSliceVar(&o.KubernetesMinor, "kubernetes-minor", []string{"1.35", "1.36"}, "Kubernetes minors whose bundles to list")
@@ -51,12 +42,15 @@ the default signing key, $FLOTILLA_HOME/registry/signing-key.pub.pem).`,
 }
 
 // Complete completes the connection flags, makes the key's path absolute and builds the client.
-func (o *RegistryListOptions) Complete(cmd *cobra.Command) error {
-	return o.remote.complete(cmd, o.global, o.ErrOut, &o.PublicKey)
+func (o *RegistryListOptions) Complete(cmd *cobra.Command, args []string) error {
+	if err := o.remote.complete(cmd, &o.PublicKey); err != nil {
+		return err
+	}
+	return o.clientOptions.Complete(cmd, args)
 }
 
 // Validate checks -o.
-func (o *RegistryListOptions) Validate() error { return o.remote.validate() }
+func (o *RegistryListOptions) Validate() error { return o.remote.Validate() }
 
 // Run lists and verifies.
 func (o *RegistryListOptions) Run(ctx context.Context) error {
@@ -64,7 +58,7 @@ func (o *RegistryListOptions) Run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	listing, err := o.remote.client.ListBundles(ctx, client.ListBundlesOptions{
+	listing, err := o.client.ListBundles(ctx, client.ListBundlesOptions{
 		Registry: o.remote.Registry, Repository: o.remote.Repository,
 		KubernetesMinors: o.KubernetesMinor, PublicKey: o.PublicKey, Connection: conn,
 	})

@@ -15,8 +15,7 @@ import (
 
 // RegistryPublishOptions are the options of `flotilla registry publish`.
 type RegistryPublishOptions struct {
-	genericiooptions.IOStreams
-	global *GlobalOptions
+	clientOptions
 
 	remote           registryRemote
 	ChartsDir        string
@@ -26,7 +25,7 @@ type RegistryPublishOptions struct {
 
 // NewRegistryPublishCmd returns `flotilla registry publish`.
 func NewRegistryPublishCmd(streams genericiooptions.IOStreams, global *GlobalOptions) *cobra.Command {
-	o := &RegistryPublishOptions{IOStreams: streams, global: global}
+	o := &RegistryPublishOptions{clientOptions: newClientOptions(streams, global, streams.ErrOut)}
 	cmd := &cobra.Command{
 		Use:   "publish",
 		Short: "Push Helm charts and a signed package bundle per Kubernetes minor to an OCI registry",
@@ -53,15 +52,7 @@ The signing key is $FLOTILLA_HOME/registry/signing-key.pem, generated on first u
   # Into the embedded registry serving TLS and users, with what 'helm registry login' stored
   flotilla registry publish --registry registry.example.com:5001 --ca-file ca.crt`,
 		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			if err := o.Complete(cmd); err != nil {
-				return err
-			}
-			if err := o.Validate(); err != nil {
-				return err
-			}
-			return o.Run(cmd.Context())
-		},
+		RunE: RunE(o),
 	}
 	o.remote.add(cmd)
 	f := cmd.Flags()
@@ -72,12 +63,15 @@ The signing key is $FLOTILLA_HOME/registry/signing-key.pem, generated on first u
 }
 
 // Complete completes the connection flags, makes the paths absolute and builds the client.
-func (o *RegistryPublishOptions) Complete(cmd *cobra.Command) error {
-	return o.remote.complete(cmd, o.global, o.ErrOut, &o.ChartsDir, &o.SigningKey)
+func (o *RegistryPublishOptions) Complete(cmd *cobra.Command, args []string) error {
+	if err := o.remote.complete(cmd, &o.ChartsDir, &o.SigningKey); err != nil {
+		return err
+	}
+	return o.clientOptions.Complete(cmd, args)
 }
 
 // Validate checks -o.
-func (o *RegistryPublishOptions) Validate() error { return o.remote.validate() }
+func (o *RegistryPublishOptions) Validate() error { return o.remote.Validate() }
 
 // Run publishes.
 func (o *RegistryPublishOptions) Run(ctx context.Context) error {
@@ -85,7 +79,7 @@ func (o *RegistryPublishOptions) Run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	res, err := o.remote.client.Publish(ctx, client.PublishOptions{
+	res, err := o.client.Publish(ctx, client.PublishOptions{
 		Registry:         o.remote.Registry,
 		Repository:       o.remote.Repository,
 		ChartsDir:        o.ChartsDir,
@@ -103,7 +97,7 @@ func (o *RegistryPublishOptions) Run(ctx context.Context) error {
 		return PrintStructured(o.Out, o.remote.Output, res)
 	}
 	if res.KeyCreated {
-		_, _ = fmt.Fprintf(o.ErrOut, "Generated the signing key %s\n", o.remote.client.DefaultSigningKeyPath())
+		_, _ = fmt.Fprintf(o.ErrOut, "Generated the signing key %s\n", o.client.DefaultSigningKeyPath())
 	}
 	tw := tabwriter.NewWriter(o.Out, 0, 2, 3, ' ', 0)
 	fmt.Fprintln(tw, "CHART\tVERSION\tDIGEST\tREFERENCE")

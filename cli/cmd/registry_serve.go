@@ -16,8 +16,7 @@ import (
 
 // RegistryServeOptions are the options of `flotilla registry serve`.
 type RegistryServeOptions struct {
-	genericiooptions.IOStreams
-	global *GlobalOptions
+	clientOptions
 
 	Registry client.RegistryOptions
 	Quiet    bool
@@ -25,7 +24,7 @@ type RegistryServeOptions struct {
 
 // NewRegistryServeCmd returns `flotilla registry serve`.
 func NewRegistryServeCmd(streams genericiooptions.IOStreams, global *GlobalOptions) *cobra.Command {
-	o := &RegistryServeOptions{IOStreams: streams, global: global}
+	o := &RegistryServeOptions{clientOptions: newClientOptions(streams, global, streams.ErrOut)}
 	cmd := &cobra.Command{
 		Use:   "serve",
 		Short: "Serve the embedded OCI registry in the foreground",
@@ -45,28 +44,20 @@ HTTP basic auth, as 'helm registry login', 'docker login', oras and containerd d
   flotilla registry serve --listen 0.0.0.0:5001 --tls-cert-file tls.crt --tls-key-file tls.key \
     --htpasswd registry.htpasswd`,
 		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			if err := o.Complete(); err != nil {
-				return err
-			}
-			if err := o.Validate(); err != nil {
-				return err
-			}
-			return o.Run(cmd.Context())
-		},
+		RunE: RunE(o),
 	}
 	addRegistryServeFlags(cmd.Flags(), &o.Registry)
 	cmd.Flags().BoolVarP(&o.Quiet, "quiet", "q", false, "do not log requests")
 	return cmd
 }
 
-// Complete fills in the default directory and makes the paths absolute.
-func (o *RegistryServeOptions) Complete() error {
-	c, err := client.New(o.global.Home, o.global.BinDir, o.ErrOut)
+// Complete builds the client, fills in the default directory and makes the paths absolute.
+func (o *RegistryServeOptions) Complete(cmd *cobra.Command, args []string) error {
+	err := o.clientOptions.Complete(cmd, args)
 	if err != nil {
 		return err
 	}
-	o.Registry, err = c.RegistryDefaults(o.Registry)
+	o.Registry, err = o.client.RegistryDefaults(o.Registry)
 	return err
 }
 

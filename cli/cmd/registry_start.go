@@ -12,18 +12,15 @@ import (
 
 // RegistryStartOptions are the options of `flotilla registry start`.
 type RegistryStartOptions struct {
-	genericiooptions.IOStreams
-	global *GlobalOptions
+	clientOptions
+	outputOptions
 
 	Registry client.RegistryOptions
-	Output   string
-
-	client *client.Client
 }
 
 // NewRegistryStartCmd returns `flotilla registry start`.
 func NewRegistryStartCmd(streams genericiooptions.IOStreams, global *GlobalOptions) *cobra.Command {
-	o := &RegistryStartOptions{IOStreams: streams, global: global}
+	o := &RegistryStartOptions{clientOptions: newClientOptions(streams, global, streams.ErrOut)}
 	cmd := &cobra.Command{
 		Use:   "start",
 		Short: "Run the embedded OCI registry in the background",
@@ -35,25 +32,17 @@ It takes the flags of 'flotilla registry serve': off loopback, TLS and --htpassw
   flotilla registry start --listen 127.0.0.1:5002 --dir /tmp/registry
   flotilla registry start --listen 0.0.0.0:5001 --tls-cert-file tls.crt --tls-key-file tls.key --htpasswd registry.htpasswd`,
 		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			if err := o.Complete(); err != nil {
-				return err
-			}
-			if err := o.Validate(); err != nil {
-				return err
-			}
-			return o.Run(cmd.Context())
-		},
+		RunE: RunE(o),
 	}
 	addRegistryServeFlags(cmd.Flags(), &o.Registry)
-	AddOutputFlag(cmd, &o.Output, OutputJSON, OutputYAML)
+	o.addFlag(cmd, OutputJSON, OutputYAML)
 	return cmd
 }
 
 // Complete builds the client and fills in the defaults.
-func (o *RegistryStartOptions) Complete() error {
-	var err error
-	if o.client, err = client.New(o.global.Home, o.global.BinDir, o.ErrOut); err != nil {
+func (o *RegistryStartOptions) Complete(cmd *cobra.Command, args []string) error {
+	err := o.clientOptions.Complete(cmd, args)
+	if err != nil {
 		return err
 	}
 	o.Registry, err = o.client.RegistryDefaults(o.Registry)
@@ -62,7 +51,7 @@ func (o *RegistryStartOptions) Complete() error {
 
 // Validate checks the flags before anything starts.
 func (o *RegistryStartOptions) Validate() error {
-	if err := ValidateOutput(o.Output, OutputJSON, OutputYAML); err != nil {
+	if err := o.outputOptions.Validate(); err != nil {
 		return err
 	}
 	return o.Registry.Validate()

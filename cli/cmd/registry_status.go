@@ -13,44 +13,21 @@ import (
 
 // RegistryStatusOptions are the options of `flotilla registry status`.
 type RegistryStatusOptions struct {
-	genericiooptions.IOStreams
-	global *GlobalOptions
-	Output string
-
-	client *client.Client
+	clientOptions
+	outputOptions
 }
 
 // NewRegistryStatusCmd returns `flotilla registry status`.
 func NewRegistryStatusCmd(streams genericiooptions.IOStreams, global *GlobalOptions) *cobra.Command {
-	o := &RegistryStatusOptions{IOStreams: streams, global: global}
+	o := &RegistryStatusOptions{clientOptions: newClientOptions(streams, global, streams.ErrOut)}
 	cmd := &cobra.Command{
 		Use:   "status",
 		Short: "Say whether the background registry runs, and where",
 		Args:  cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			if err := o.Complete(); err != nil {
-				return err
-			}
-			if err := o.Validate(); err != nil {
-				return err
-			}
-			return o.Run(cmd.Context())
-		},
+		RunE:  RunE(o),
 	}
-	AddOutputFlag(cmd, &o.Output, OutputJSON, OutputYAML)
+	o.addFlag(cmd, OutputJSON, OutputYAML)
 	return cmd
-}
-
-// Complete builds the client.
-func (o *RegistryStatusOptions) Complete() error {
-	var err error
-	o.client, err = client.New(o.global.Home, o.global.BinDir, o.ErrOut)
-	return err
-}
-
-// Validate checks -o.
-func (o *RegistryStatusOptions) Validate() error {
-	return ValidateOutput(o.Output, OutputJSON, OutputYAML)
 }
 
 // Run reports the registry, or fails when it does not run or answer.

@@ -6,42 +6,22 @@ import (
 
 	"github.com/spf13/cobra"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
-
-	"github.com/flotilla-dev/flotilla/cli/client"
 )
 
 // RegistryStopOptions are the options of `flotilla registry stop`.
 type RegistryStopOptions struct {
-	genericiooptions.IOStreams
-	global *GlobalOptions
-
-	client *client.Client
+	clientOptions
 }
 
 // NewRegistryStopCmd returns `flotilla registry stop`.
 func NewRegistryStopCmd(streams genericiooptions.IOStreams, global *GlobalOptions) *cobra.Command {
-	o := &RegistryStopOptions{IOStreams: streams, global: global}
+	o := &RegistryStopOptions{clientOptions: newClientOptions(streams, global, streams.ErrOut)}
 	return &cobra.Command{
 		Use:   "stop",
 		Short: "Stop the background registry (its data stays)",
 		Args:  cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			if err := o.Complete(); err != nil {
-				return err
-			}
-			if err := o.Validate(); err != nil {
-				return err
-			}
-			return o.Run(cmd.Context())
-		},
+		RunE:  RunE(o),
 	}
-}
-
-// Complete builds the client.
-func (o *RegistryStopOptions) Complete() error {
-	var err error
-	o.client, err = client.New(o.global.Home, o.global.BinDir, o.ErrOut)
-	return err
 }
 
 // Validate has nothing to check: stop takes no flags.

@@ -20,15 +20,15 @@ import (
 // GitOpsConfigs reaching Git servers over HTTP on loopback: a real one (git http-backend) and
 // one that accepts connections and never answers.
 
-// servedRepository commits to a new bare repository the spec of a cluster in namespace ns named
-// after it (cluster names are unique in an API server), and serves the repository over HTTP;
-// opts as gittest.Serve's.
-func servedRepository(t *testing.T, g Gomega, ns string, opts ...gittest.Option) string {
+// servedRepository commits the spec of workload cluster name (cluster names are unique in an API
+// server: each test has its own) for namespace ns to a new bare repository and serves it over
+// HTTP; opts as gittest.Serve's.
+func servedRepository(t *testing.T, g Gomega, ns, name string, opts ...gittest.Option) string {
 	t.Helper()
 	dir := t.TempDir()
 	_, err := git.PlainInit(dir, true)
 	g.Expect(err).NotTo(HaveOccurred())
-	_, err = gitopsrepo.Repository{URL: dir}.PutCluster(context.Background(), "mgmt", ns, workloadSpec(ns, ns, 2, ns))
+	_, err = gitopsrepo.Repository{URL: dir}.PutCluster(context.Background(), "mgmt", name, workloadSpec(ns, name, 2, "w1"))
 	g.Expect(err).NotTo(HaveOccurred())
 	return gittest.Serve(t, dir, opts...)
 }
@@ -40,8 +40,8 @@ func TestAHungGitServerHoldsUpOnlyTheSyncOfItsOwnGitOpsConfig(t *testing.T) {
 	g.Eventually(hung.Accepted, timeout).Should(Receive(), "the hung config's sync is under way")
 
 	ns := env.NewNamespace(t)
-	healthy := createGitOpsConfig(t, g, ns, servedRepository(t, g, ns))
-	expectWorkers(g, ns, ns, 2)
+	healthy := createGitOpsConfig(t, g, ns, servedRepository(t, g, ns, "healthy"))
+	expectWorkers(g, ns, "healthy", 2)
 	g.Eventually(func(g Gomega) {
 		ready, _ := readyOf(g, healthy)
 		g.Expect(ready.Reason).To(Equal(flotillav1.SyncedReason), ready.Message)
@@ -79,8 +79,8 @@ func TestCredentialsGoOverHTTPOnlyToThisMachine(t *testing.T) {
 	t.Run("to a loopback host they authenticate the sync", func(t *testing.T) {
 		g := NewWithT(t)
 		ns := env.NewNamespace(t)
-		config := createGitOpsConfig(t, g, ns, servedRepository(t, g, ns, gittest.BasicAuth("bot", "token")), withSecret)
-		expectWorkers(g, ns, ns, 2)
+		config := createGitOpsConfig(t, g, ns, servedRepository(t, g, ns, "authenticated", gittest.BasicAuth("bot", "token")), withSecret)
+		expectWorkers(g, ns, "authenticated", 2)
 		g.Eventually(func(g Gomega) {
 			ready, _ := readyOf(g, config)
 			g.Expect(ready.Reason).To(Equal(flotillav1.SyncedReason), ready.Message)

@@ -4,6 +4,9 @@ import (
 	"errors"
 	"time"
 
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
 	infrav1 "github.com/flotilla-dev/flotilla/api/infrastructure/v1alpha1"
 	"github.com/flotilla-dev/flotilla/infrastructure/packet/credentials"
 	"github.com/flotilla-dev/flotilla/infrastructure/packet/metal"
@@ -45,5 +48,19 @@ func Classify(err error) Outcome {
 		return Outcome{Reason: infrav1.InvalidSpecReason, Terminal: true}
 	default:
 		return Outcome{Reason: infrav1.MetalAPIErrorReason}
+	}
+}
+
+// Result is what a reconciler returns for err, whose outcome o is: a terminal error that is not
+// retried, a requeue after o.RequeueAfter without the error, or the error for controller-runtime's
+// back-off.
+func (o Outcome) Result(err error) (ctrl.Result, error) {
+	switch {
+	case o.Terminal:
+		return ctrl.Result{}, reconcile.TerminalError(err)
+	case o.RequeueAfter > 0:
+		return ctrl.Result{RequeueAfter: o.RequeueAfter}, nil
+	default:
+		return ctrl.Result{}, err
 	}
 }

@@ -7,7 +7,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
-	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	infrav1 "github.com/flotilla-dev/flotilla/api/infrastructure/v1alpha1"
 	"github.com/flotilla-dev/flotilla/infrastructure/packet/apierror"
@@ -107,14 +106,7 @@ func (r *Reconciler) failed(s *scope, action string, err error) (ctrl.Result, er
 	outcome := apierror.Classify(err)
 	s.err, s.reason = err, outcome.Reason
 	r.recorder.Eventf(s.packetCluster, nil, corev1.EventTypeWarning, outcome.Reason, action, "%v", err)
-	switch {
-	case outcome.Terminal:
-		return ctrl.Result{}, reconcile.TerminalError(err)
-	case outcome.RequeueAfter > 0:
-		return ctrl.Result{RequeueAfter: outcome.RequeueAfter}, nil
-	default:
-		return ctrl.Result{}, err
-	}
+	return outcome.Result(err)
 }
 
 func containsID(reservations []metal.IPReservation, id string) bool {

@@ -245,12 +245,5 @@ func (r *Reconciler) failed(s *scope, action string, err error) (ctrl.Result, er
 	outcome := apierror.Classify(err)
 	s.err, s.reason = err, outcome.Reason
 	r.recorder.Eventf(s.packetMachine, nil, corev1.EventTypeWarning, outcome.Reason, action, "%v", err)
-	switch {
-	case outcome.Terminal:
-		return ctrl.Result{}, reconcile.TerminalError(err)
-	case outcome.RequeueAfter > 0:
-		return ctrl.Result{RequeueAfter: outcome.RequeueAfter}, nil
-	default:
-		return ctrl.Result{}, err
-	}
+	return outcome.Result(err)
 }
