@@ -60,10 +60,10 @@ $(CLUSTERCTL):
 	cd hack/tools/clusterctl && go build -o $(CLUSTERCTL) sigs.k8s.io/cluster-api/cmd/clusterctl
 
 .PHONY: generate
-generate: $(CONTROLLER_GEN) ## Regenerate deepcopy code, CRDs, RBAC and webhook manifests from markers; copy Cluster API's CRDs.
+generate: $(CONTROLLER_GEN) ## Regenerate deepcopy code, CRDs, RBAC (a role per identity of the manager) and webhook manifests from markers; copy Cluster API's CRDs.
 	$(CONTROLLER_GEN) object paths=./api/...
 	$(CONTROLLER_GEN) crd paths=./api/... output:crd:artifacts:config=config/crd/bases
-	$(CONTROLLER_GEN) rbac:roleName=flotilla-manager paths=./... output:rbac:artifacts:config=config/rbac
+	go run ./hack/rbacgen -controller-gen $(CONTROLLER_GEN) -out config/rbac
 	$(CONTROLLER_GEN) webhook paths=./... output:webhook:artifacts:config=config/webhook
 	hack/capi-crds.sh
 

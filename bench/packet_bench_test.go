@@ -192,7 +192,12 @@ func runPacketBenchmark(b *testing.B) {
 // called; executable is the binary the inmemory component runs its provider process with.
 func startManager(b *testing.B, env *testenv.Environment, components []string, executable string) func() {
 	ctx, cancel := context.WithCancel(ctrl.LoggerInto(context.Background(), ctrl.Log))
-	m, err := manager.New(ctx, env.Config, manager.Options{
+	identities, err := env.ManagerIdentities(ctx)
+	if err != nil {
+		cancel()
+		b.Fatal(err)
+	}
+	m, err := manager.New(ctx, identities, manager.Options{
 		Components:             components,
 		HealthProbeBindAddress: "0",
 		MetricsBindAddress:     "0",

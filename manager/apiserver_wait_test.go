@@ -3,6 +3,7 @@ package manager
 import (
 	"context"
 	"errors"
+	"fmt"
 	"syscall"
 	"testing"
 
@@ -31,6 +32,18 @@ func TestWaitForAPIServerRetriesOnlyWhileTheServerDoesNotAnswer(t *testing.T) {
 	err = waitForAPIServer(ctx, func() error { calls++; return forbidden })
 	g.Expect(err).To(Equal(error(forbidden)), "an answer is not waited out")
 	g.Expect(calls).To(Equal(1))
+
+	calls = 0
+	missing := fmt.Errorf("%w: flotilla-system does not exist: %w", errNamespaceMissing, apierrors.NewNotFound(schema.GroupResource{Resource: "namespaces"}, "flotilla-system"))
+	err = waitForAPIServer(ctx, func() error {
+		calls++
+		if calls < 2 {
+			return missing
+		}
+		return nil
+	})
+	g.Expect(err).NotTo(HaveOccurred(), "a namespace the manager needs is waited for")
+	g.Expect(calls).To(Equal(2))
 
 	cancelled, cancel := context.WithCancel(ctx)
 	cancel()

@@ -18,14 +18,22 @@ import (
 	"github.com/flotilla-dev/flotilla/infrastructure/inmemory"
 	"github.com/flotilla-dev/flotilla/infrastructure/local"
 	"github.com/flotilla-dev/flotilla/infrastructure/packet"
+	"github.com/flotilla-dev/flotilla/manager/capi"
+	"github.com/flotilla-dev/flotilla/manager/kubeadm"
 	"github.com/flotilla-dev/flotilla/packages"
 	"github.com/flotilla-dev/flotilla/pkg/helm"
 )
 
 // Component is a named set of reconcilers and webhooks that a manager can run. Setup registers
 // them with mgr (SetupWithManager, ctrl.NewWebhookManagedBy); it runs before the manager starts.
+//
+// Each component runs as its own identity, named after it: mgr is a controller-runtime manager of
+// the component's own, whose clients authenticate as that identity (see Identities), and whose
+// requests the roles generated from the RBAC markers of the component's packages authorise
+// (config/rbac/<name>, written by hack/rbacgen).
 type Component struct {
-	// Name selects the component with --components. Lower case, no spaces.
+	// Name selects the component with --components, and names its identity. Lower case, no
+	// spaces.
 	Name string
 	// Setup registers the component's reconcilers and webhooks with mgr.
 	Setup func(ctx context.Context, mgr ctrl.Manager, deps Deps) error
@@ -34,7 +42,8 @@ type Component struct {
 // Deps are what the manager hands every component.
 type Deps struct {
 	// ClusterCache gives cached, health-checked clients of workload clusters, built from each
-	// cluster's <cluster>-kubeconfig Secret (labelled cluster.x-k8s.io/cluster-name).
+	// cluster's <cluster>-kubeconfig Secret (labelled cluster.x-k8s.io/cluster-name), which it
+	// reads as the manager's own identity (ManagerIdentity): components do not read those Secrets.
 	ClusterCache clustercache.ClusterCache
 	// Home is Flotilla's state directory ($FLOTILLA_HOME, default ~/.flotilla).
 	Home string
@@ -58,8 +67,10 @@ const AllComponents = "all"
 // A component is added here, with a Setup that adapts Deps to its reconcilers' fields; the
 // reconciler packages do not import this package.
 func Components() []Component {
-	return append([]Component{
-		{Name: "capi", Setup: setupClusterAPI},
+	return []Component{
+		{Name: "capi", Setup: func(ctx context.Context, mgr ctrl.Manager, deps Deps) error {
+			return capi.Setup(ctx, mgr, capi.Options{ClusterCache: deps.ClusterCache, SyncPeriod: syncPeriod})
+		}},
 		{Name: "local", Setup: func(ctx context.Context, mgr ctrl.Manager, deps Deps) error {
 			return local.Setup(ctx, mgr, local.Options{ClusterCache: deps.ClusterCache, Home: deps.Home, BinRoot: deps.BinRoot})
 		}},
@@ -85,7 +96,10 @@ func Components() []Component {
 		{Name: "packages", Setup: func(ctx context.Context, mgr ctrl.Manager, deps Deps) error {
 			return packages.Setup(ctx, mgr, packages.Options{RESTConfigs: deps.ClusterCache, Installer: deps.Helm})
 		}},
-	}, kubeadmComponents()...) // CAPI's kubeadm providers, see kubeadm.go
+		{Name: "kubeadm", Setup: func(ctx context.Context, mgr ctrl.Manager, deps Deps) error {
+			return kubeadm.Setup(ctx, mgr, kubeadm.Options{ClusterCache: deps.ClusterCache})
+		}},
+	}
 }
 
 // selectComponents returns the components of available named by names, in available's order.

@@ -44,6 +44,9 @@ import (
 // ConfigMap through the cluster cache, reads it right after the connection. If it read in
 // between, it found nothing and looked again only on its next event, or after 20 s.
 
+// RBAC of the endpoint gate (ManagerIdentity): it watches Cluster API Clusters and annotates
+// them; it reads a kubeadm cluster's kubeconfig Secret as the cluster cache does (manager.go).
+//
 // +kubebuilder:rbac:groups=cluster.x-k8s.io,resources=clusters,verbs=get;list;watch;patch
 
 // gateProbeInterval is how often a gated Cluster's endpoint is probed. Everything that needs

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/http"
 	"os"
 	"sync/atomic"
 	"time"
@@ -22,7 +23,6 @@ import (
 	"sigs.k8s.io/cluster-api/controllers/clustercache"
 	"sigs.k8s.io/cluster-api/controllers/remote"
 	"sigs.k8s.io/cluster-api/core/setup"
-	"sigs.k8s.io/cluster-api/util/index"
 	ctrl "sigs.k8s.io/controller-runtime"
 	ctrlclient "sigs.k8s.io/controller-runtime/pkg/client"
 	ctrlconfig "sigs.k8s.io/controller-runtime/pkg/config"
@@ -98,12 +98,51 @@ type Options struct {
 	Admins clusterwebhooks.Admins
 }
 
-// Manager is a controller-runtime manager running Flotilla's components.
+// ManagerIdentity is the identity of what every manager runs besides its components: the cluster
+// cache (which reads the <cluster>-kubeconfig Secrets), the endpoint gate, the registration of
+// webhook configurations and the version record. Components never run as it: none of those
+// that run Helm may register webhooks.
+const ManagerIdentity = "manager"
+
+// Identities returns the REST config that an identity of the manager authenticates with:
+// ManagerIdentity, or a component's name. Each identity gets a controller-runtime manager of its
+// own (clients, caches, leader election), in one process.
+type Identities func(identity string) (*rest.Config, error)
+
+// OneIdentity runs every identity with cfg: one ServiceAccount bound to every role, or an
+// admin's kubeconfig when debugging by hand. Local management clusters run each identity with a
+// certificate of its own instead.
+func OneIdentity(cfg *rest.Config) Identities {
+	return func(string) (*rest.Config, error) { return cfg, nil }
+}
+
+// RBAC of the manager's own identity (ManagerIdentity), besides the endpoint gate's
+// (endpointgate.go), the webhook registrar's (webhooks.go) and the version record's
+// (version.go): the cluster cache watches Cluster API Clusters and reads their kubeconfig
+// Secrets, in any namespace a Cluster may live in, through a cache of the Secrets labelled with
+// a cluster name (Kubernetes cannot grant by label: the rule covers every Secret, and only
+// reads).
+//
+// +kubebuilder:rbac:groups=cluster.x-k8s.io,resources=clusters,verbs=get;list;watch
+// +kubebuilder:rbac:groups="",resources=secrets,verbs=get;list;watch
+
+// RBAC of leader election, which every identity takes part in with a Lease of its own in
+// flotilla-system when the manager runs with LeaderElection: a Role of its own, bound to every
+// identity, and recording who leads in events.
+//
+// +kubebuilder:rbac:groups=coordination.k8s.io,namespace=flotilla-system,roleName=flotilla-leader-election,resources=leases,verbs=get;create;update
+// +kubebuilder:rbac:groups="";events.k8s.io,namespace=flotilla-system,roleName=flotilla-leader-election,resources=events,verbs=create;patch
+
+// Manager runs Flotilla's components in one process: one controller-runtime manager for its own
+// identity (ManagerIdentity), which serves the webhooks, probes and metrics of all, and one for
+// each component, under that component's identity.
 type Manager struct {
 	mgr          ctrl.Manager
 	clusterCache clustercache.ClusterCache
 	registrar    *webhookRegistrar
 	components   []Component
+	// running are the managers of the components, by component, in setup order.
+	running      []*componentManager
 	id           string
 	version      string
 	webhookURL   string
@@ -114,9 +153,10 @@ type Manager struct {
 	readyChecks []healthz.Checker
 }
 
-// New builds a manager for the cluster at restConfig and sets up the selected components; Run
-// starts it. New does not contact the API server. When it fails, it leaves nothing behind.
-func New(ctx context.Context, restConfig *rest.Config, opts Options) (_ *Manager, err error) {
+// New builds a manager for the cluster that identities authenticate with, one identity per
+// component and ManagerIdentity, and sets up the selected components; Run starts it. New does not
+// contact the API server. When it fails, it leaves nothing behind.
+func New(ctx context.Context, identities Identities, opts Options) (_ *Manager, err error) {
 	available := Components()
 	selected, err := selectComponents(available, opts.Components)
 	if err != nil {
@@ -140,7 +180,10 @@ func New(ctx context.Context, restConfig *rest.Config, opts Options) (_ *Manager
 	if err != nil {
 		return nil, err
 	}
-	restConfig = managerRESTConfig(restConfig, m.id)
+	restConfig, err := identityRESTConfig(identities, ManagerIdentity, m.id)
+	if err != nil {
+		return nil, err
+	}
 	m.mgr, err = ctrl.NewManager(restConfig, managerOptions(opts, m.id, s, server))
 	if err != nil {
 		return nil, fmt.Errorf("creating manager: %w", err)
@@ -150,10 +193,28 @@ func New(ctx context.Context, restConfig *rest.Config, opts Options) (_ *Manager
 		return nil, fmt.Errorf("creating client: %w", err)
 	}
 	m.registrar = &webhookRegistrar{client: m.directClient, server: server, name: m.id, baseURL: m.webhookURL, caBundle: caBundle}
-	if err := m.setup(ctx, deps); err != nil {
+	if err := m.setup(ctx); err != nil {
 		return nil, err
 	}
+	deps.ClusterCache = m.clusterCache
+	for _, c := range m.components {
+		if err := m.setupComponent(ctx, c, identities, opts, s, server, deps); err != nil {
+			return nil, err
+		}
+	}
 	return m, nil
+}
+
+// identityRESTConfig is the REST config of identity, for the clients of manager id.
+func identityRESTConfig(identities Identities, identity, id string) (*rest.Config, error) {
+	cfg, err := identities(identity)
+	if err != nil {
+		return nil, fmt.Errorf("loading the credentials of identity %s: %w", identity, err)
+	}
+	if cfg == nil {
+		return nil, fmt.Errorf("no credentials for identity %s", identity)
+	}
+	return managerRESTConfig(cfg, id), nil
 }
 
 // newDeps fills in what the components share from opts and the defaults.
@@ -243,7 +304,9 @@ func managerRESTConfig(restConfig *rest.Config, id string) *rest.Config {
 	return restConfig
 }
 
-// managerOptions are the controller-runtime manager's options.
+// managerOptions are the options of the controller-runtime manager of ManagerIdentity, which
+// serves the webhooks, probes and metrics of every identity of the process (controller-runtime's
+// metrics registry is one per process).
 func managerOptions(opts Options, id string, s *runtime.Scheme, server webhook.Server) ctrl.Options {
 	return ctrl.Options{
 		Scheme: s,
@@ -265,8 +328,9 @@ func managerOptions(opts Options, id string, s *runtime.Scheme, server webhook.S
 	}
 }
 
-// setup adds probes, indexes, the cluster cache, the webhook registrar and the components.
-func (m *Manager) setup(ctx context.Context, deps Deps) error {
+// setup adds probes, the cluster cache, the endpoint gate and the webhook registrar to the
+// manager of ManagerIdentity.
+func (m *Manager) setup(ctx context.Context) error {
 	mgr := m.mgr
 	checks := []struct {
 		name    string
@@ -277,6 +341,7 @@ func (m *Manager) setup(ctx context.Context, deps Deps) error {
 		{"webhook-server", false, mgr.GetWebhookServer().StartedChecker()},
 		{"webhook-server", true, mgr.GetWebhookServer().StartedChecker()},
 		{"webhook-configuration", true, m.registrar.checker},
+		{"components", true, func(*http.Request) error { return m.componentsSynced() }},
 	}
 	for _, c := range checks {
 		add := mgr.AddHealthzCheck
@@ -289,16 +354,6 @@ func (m *Manager) setup(ctx context.Context, deps Deps) error {
 		}
 	}
 
-	// The gate first: with it on, the default indexes include Clusters by ClusterClass, which
-	// Cluster API's ClusterClass webhook lists by (on every update of a class, as clusterctl
-	// move's pause makes).
-	if err := enableClusterTopology(); err != nil { // capi_topology.go
-		return err
-	}
-	if err := index.AddDefaultIndexes(ctx, mgr); err != nil {
-		return fmt.Errorf("adding Cluster API indexes: %w", err)
-	}
-
 	secretCachingClient, err := setup.CreateSecretCachingClient(mgr)
 	if err != nil {
 		return fmt.Errorf("creating secret caching client: %w", err)
@@ -308,33 +363,31 @@ func (m *Manager) setup(ctx context.Context, deps Deps) error {
 		Cache:         setup.ClusterCacheCacheOptions(),
 		Client:        setup.ClusterCacheClientOptions(m.id, clusterCacheQPS, clusterCacheBurst),
 		ClusterFilter: func(c *clusterv1.Cluster) bool { return !gated(c) }, // endpointgate.go
-	}, controller.Options{MaxConcurrentReconciles: 10})
+	}, controller.Options{
+		MaxConcurrentReconciles: 10,
+		// Every replica connects: the components that lead their own election, on whichever
+		// replica, reach workload clusters through it.
+		NeedLeaderElection: ptr.To(false),
+	})
 	if err != nil {
 		return fmt.Errorf("setting up the cluster cache: %w", err)
 	}
 	if err := setupEndpointGate(mgr); err != nil {
 		return err
 	}
-	deps.ClusterCache = m.clusterCache
 
 	if err := mgr.Add(m.registrar); err != nil {
 		return fmt.Errorf("adding webhook registrar: %w", err)
 	}
-
-	for _, c := range m.components {
-		if err := c.Setup(ctx, mgr, deps); err != nil {
-			return fmt.Errorf("setting up component %s: %w", c.Name, err)
-		}
-	}
 	return nil
 }
 
-// Run ensures the namespace flotilla-system exists, records the manager's version, and runs the
-// manager until ctx ends.
+// Run waits for the namespaces flotilla-system and kube-public, records the manager's version,
+// and runs the manager until ctx ends.
 func (m *Manager) Run(ctx context.Context) error {
 	defer m.cleanup()
 	log := ctrl.LoggerFrom(ctx)
-	if err := waitForAPIServer(ctx, func() error { return ensureNamespace(ctx, m.directClient) }); err != nil {
+	if err := waitForAPIServer(ctx, func() error { return namespacesExist(ctx, m.directClient) }); err != nil {
 		return err
 	}
 	if err := version.Record(ctx, m.directClient, fieldOwner, m.version); err != nil {
@@ -352,7 +405,8 @@ func (m *Manager) Run(ctx context.Context) error {
 }
 
 // Ready returns nil when the manager is ready, as its readiness probe (/readyz) says: its
-// webhook server listens and its webhook configurations are registered with the API server.
+// webhook server listens, its webhook configurations are registered with the API server, and
+// the caches of every component have synced.
 func (m *Manager) Ready() error {
 	for _, check := range m.readyChecks {
 		if err := check(nil); err != nil {
@@ -365,10 +419,10 @@ func (m *Manager) Ready() error {
 // apiServerWait bounds how long Run waits for an API server that does not answer.
 const apiServerWait = 2 * time.Minute
 
-// waitForAPIServer runs first until it returns anything but a failure to reach the API server,
-// for up to apiServerWait. After a machine restart the supervisor of a local management cluster
-// starts its API server and its manager at once: the manager waits rather than exits (and is
-// started again with a back-off).
+// waitForAPIServer runs first until it returns anything but a failure to reach the API server
+// or a missing namespace (errNamespaceMissing), for up to apiServerWait. After a machine restart
+// the supervisor of a local management cluster starts its API server and its manager at once:
+// the manager waits rather than exits (and is started again with a back-off).
 func waitForAPIServer(ctx context.Context, first func() error) error {
 	ctx, cancel := context.WithTimeout(ctx, apiServerWait)
 	defer cancel()
@@ -376,7 +430,7 @@ func waitForAPIServer(ctx context.Context, first func() error) error {
 	for delay := 100 * time.Millisecond; ; delay = min(2*delay, time.Second) {
 		err := first()
 		var status apierrors.APIStatus
-		if err == nil || errors.As(err, &status) {
+		if err == nil || (errors.As(err, &status) && !errors.Is(err, errNamespaceMissing)) {
 			return err
 		}
 		if !logged {
@@ -385,13 +439,17 @@ func waitForAPIServer(ctx context.Context, first func() error) error {
 		}
 		select {
 		case <-ctx.Done():
+			if errors.Is(err, errNamespaceMissing) {
+				return fmt.Errorf("waited %s: %w", apiServerWait, err)
+			}
 			return fmt.Errorf("the API server did not answer within %s: %w", apiServerWait, err)
 		case <-time.After(delay):
 		}
 	}
 }
 
-// Manager returns the controller-runtime manager, e.g. for tests to read its client.
+// Manager returns the controller-runtime manager of ManagerIdentity, which runs the components'
+// managers: tests wait for it to be elected and synced (the components' caches: Ready).
 func (m *Manager) Manager() ctrl.Manager { return m.mgr }
 
 // ClusterCache returns the cluster cache handed to the components.

@@ -62,7 +62,9 @@ func TestManagerRunsClusterAPIAndServesWebhooksOnLoopback(t *testing.T) {
 	defer cancel()
 
 	healthAddr, metricsAddr := freeAddr(t), freeAddr(t)
-	m, err := manager.New(ctx, env.Config, manager.Options{
+	identities, err := env.ManagerIdentities(ctx)
+	g.Expect(err).NotTo(HaveOccurred())
+	m, err := manager.New(ctx, identities, manager.Options{
 		Components:                   []string{"capi"},
 		HealthProbeBindAddress:       healthAddr,
 		MetricsBindAddress:           metricsAddr,
@@ -92,13 +94,15 @@ func TestManagerRunsClusterAPIAndServesWebhooksOnLoopback(t *testing.T) {
 		g.Expect(version.Recorded(ctx, env.Client)).To(Equal("v0.0.0-test"))
 	})
 
-	t.Run("the manager holds its leader election lease in flotilla-system", func(t *testing.T) {
+	t.Run("the manager and each component hold a leader election lease in flotilla-system", func(t *testing.T) {
 		g := NewWithT(t)
-		g.Eventually(func(g Gomega) {
-			lease := &coordinationv1.Lease{}
-			g.Expect(env.Client.Get(ctx, ctrlclient.ObjectKey{Namespace: manager.Namespace, Name: m.ID()}, lease)).To(Succeed())
-			g.Expect(lease.Spec.HolderIdentity).To(HaveValue(Not(BeEmpty())))
-		}, 30*time.Second, 200*time.Millisecond).Should(Succeed())
+		for _, name := range []string{m.ID(), "flotilla-capi"} {
+			g.Eventually(func(g Gomega) {
+				lease := &coordinationv1.Lease{}
+				g.Expect(env.Client.Get(ctx, ctrlclient.ObjectKey{Namespace: manager.Namespace, Name: name}, lease)).To(Succeed())
+				g.Expect(lease.Spec.HolderIdentity).To(HaveValue(Not(BeEmpty())))
+			}, 30*time.Second, 200*time.Millisecond).Should(Succeed(), "lease %s", name)
+		}
 	})
 
 	t.Run("webhooks are registered by URL on loopback with a CA bundle", func(t *testing.T) {
@@ -184,7 +188,7 @@ func TestManagerRunsClusterAPIAndServesWebhooksOnLoopback(t *testing.T) {
 
 	t.Run("a second manager can be built in the same process", func(t *testing.T) {
 		g := NewWithT(t)
-		_, err := manager.New(ctx, env.Config, manager.Options{
+		_, err := manager.New(ctx, identities, manager.Options{
 			Components:                   []string{"capi"},
 			HealthProbeBindAddress:       "0",
 			MetricsBindAddress:           "0",

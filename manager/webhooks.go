@@ -85,6 +85,17 @@ func (s *recordingServer) serves(path string) bool {
 	return s.paths[path]
 }
 
+// sharedWebhookServer hands the manager of a component the process's one webhook server: the
+// component's webhooks register on it, and the manager of ManagerIdentity, which owns it, starts
+// it.
+type sharedWebhookServer struct{ *recordingServer }
+
+// Start waits for ctx to end: the server runs in the manager that owns it.
+func (sharedWebhookServer) Start(ctx context.Context) error {
+	<-ctx.Done()
+	return nil
+}
+
 // webhookConfigurations builds the configurations to register: one Mutating and one
 // ValidatingWebhookConfiguration named name, holding every generated webhook (from mutating and
 // validating) whose path is served, called at baseURL+path with caBundle. A returned
@@ -128,6 +139,12 @@ func webhookConfigurations(name, baseURL string, caBundle []byte, served func(pa
 	}
 	return m, v
 }
+
+// RBAC of the webhook registrar (ManagerIdentity, the only identity allowed to register webhooks:
+// one that could would see, and could change, every object the API server admits). The
+// configurations are named after the manager (flotilla-manager, flotilla-manager-capi-...).
+//
+// +kubebuilder:rbac:groups=admissionregistration.k8s.io,resources=mutatingwebhookconfigurations;validatingwebhookconfigurations,verbs=get;create;patch;delete
 
 // webhookRegistrar registers the manager's webhook configurations with the API server once the
 // webhook server listens. It runs on every replica, leader or not: all of them serve webhooks.

@@ -28,7 +28,9 @@ func TestTheFlotillaManagerRunsThePackagesComponent(t *testing.T) {
 	ctx, cancel := context.WithCancel(ctrl.LoggerInto(context.Background(), ctrl.Log))
 	defer cancel()
 
-	m, err := manager.New(ctx, e.Config, manager.Options{
+	identities, err := e.ManagerIdentities(ctx)
+	g.Expect(err).NotTo(HaveOccurred())
+	m, err := manager.New(ctx, identities, manager.Options{
 		Components:                   []string{"packages"},
 		HealthProbeBindAddress:       "0",
 		MetricsBindAddress:           "0",

@@ -82,14 +82,23 @@ func TestTenantValuesLayerOverTheProxysForEveryClusterThenForOne(t *testing.T) {
 		return &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "fleet", Labels: labels}, Data: map[string]string{"values.yaml": values}}
 	}
 	secret := &corev1.Secret{
-		ObjectMeta: metav1.ObjectMeta{Name: "b-team-secret", Namespace: "fleet", Labels: map[string]string{addonsv1.TenantValuesLabel: "hello"}},
+		ObjectMeta: metav1.ObjectMeta{Name: "hello-values", Namespace: "fleet"},
 		Data:       map[string][]byte{"values.yaml": []byte("token: s3cret\n")},
+	}
+	// Secrets count by name only (they are never listed): a labelled one of another name does not.
+	labelled := &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Name: "b-team-secret", Namespace: "fleet", Labels: map[string]string{addonsv1.TenantValuesLabel: "hello"}},
+		Data:       map[string][]byte{"values.yaml": []byte("token: ignored\n")},
+	}
+	forW2 := &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Name: "hello-values-w2", Namespace: "fleet"},
+		Data:       map[string][]byte{"values.yaml": []byte("token: w2\n")},
 	}
 	c := fake.NewClientBuilder().WithScheme(s).WithObjects(
 		tenant("a-w1-only", "w1", "replicas: 5\n"),
 		tenant("z-team", "", "replicas: 3\ngreeting: moin\n"),
 		tenant("other-cluster", "w2", "replicas: 9\n"),
-		secret,
+		secret, labelled, forW2,
 		&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "another-proxy", Namespace: "fleet", Labels: map[string]string{addonsv1.TenantValuesLabel: "web"}}, Data: map[string]string{"values.yaml": "greeting: no\n"}},
 	).Build()
 

@@ -44,11 +44,14 @@ func FromSources(ctx context.Context, c ctrlclient.Reader, namespace string, ref
 }
 
 // FromTenants reads the tenant values of proxy's release in cluster (ReleaseSpec.tenantValues):
-// the key values.yaml of the ConfigMaps and Secrets of namespace labelled
-// addons.flotilla.dev/values-for=<proxy>, merged in order: first those without a cluster label,
-// then those labelled cluster.x-k8s.io/cluster-name=<cluster> (those labelled for other
-// clusters are left out), each group in name order, a ConfigMap before a Secret of the same
-// name. A source without the key, or whose key is no YAML mapping, is an error naming it.
+// the key values.yaml of the ConfigMaps of namespace labelled addons.flotilla.dev/values-for=
+// <proxy>, and of its Secrets <proxy>-values and <proxy>-values-<cluster>, merged in order: first
+// those for every cluster (ConfigMaps without a cluster label, the Secret <proxy>-values), then
+// those for this one (ConfigMaps labelled cluster.x-k8s.io/cluster-name=<cluster>, the Secret
+// <proxy>-values-<cluster>); ConfigMaps labelled for other clusters are left out. Each group is
+// in name order, a ConfigMap before a Secret of the same name. Secrets are read by name, never
+// listed: the addons component may not list Secrets (docs/security.md). A source without the
+// key, or whose key is no YAML mapping, is an error naming it.
 func FromTenants(ctx context.Context, c ctrlclient.Reader, namespace, proxy, cluster string) (map[string]any, error) {
 	type source struct {
 		kind          addonsv1.ValuesSourceKind
@@ -74,13 +77,20 @@ func FromTenants(ctx context.Context, c ctrlclient.Reader, namespace, proxy, clu
 		text, ok := cm.Data[addonsv1.DefaultValuesKey]
 		add(addonsv1.ConfigMapValues, cm.ObjectMeta, text, ok)
 	}
-	secrets := &corev1.SecretList{}
-	if err := c.List(ctx, secrets, ctrlclient.InNamespace(namespace), sel); err != nil {
-		return nil, fmt.Errorf("listing the tenant values Secrets of %s/%s: %w", namespace, proxy, err)
-	}
-	for _, s := range secrets.Items {
-		b, ok := s.Data[addonsv1.DefaultValuesKey]
-		add(addonsv1.SecretValues, s.ObjectMeta, string(b), ok)
+	for _, name := range []struct {
+		name       string
+		forCluster bool
+	}{{TenantSecretName(proxy, ""), false}, {TenantSecretName(proxy, cluster), true}} {
+		secret := &corev1.Secret{}
+		err := c.Get(ctx, ctrlclient.ObjectKey{Namespace: namespace, Name: name.name}, secret)
+		if apierrors.IsNotFound(err) {
+			continue
+		}
+		if err != nil {
+			return nil, fmt.Errorf("reading the tenant values Secret %s/%s: %w", namespace, name.name, err)
+		}
+		b, ok := secret.Data[addonsv1.DefaultValuesKey]
+		sources = append(sources, source{addonsv1.SecretValues, name.name, name.forCluster, string(b), ok})
 	}
 	slices.SortFunc(sources, func(a, b source) int {
 		return cmp.Or(compareBool(a.forCluster, b.forCluster), strings.Compare(a.name, b.name), strings.Compare(string(a.kind), string(b.kind)))
@@ -97,6 +107,16 @@ func FromTenants(ctx context.Context, c ctrlclient.Reader, namespace, proxy, clu
 		layers = append(layers, v)
 	}
 	return Merge(layers...), nil
+}
+
+// TenantSecretName is the name of the Secret whose values.yaml holds the tenant values of
+// proxy's releases: <proxy>-values for every cluster of the namespace (cluster empty), and
+// <proxy>-values-<cluster> for one cluster.
+func TenantSecretName(proxy, cluster string) string {
+	if cluster == "" {
+		return proxy + "-values"
+	}
+	return proxy + "-values-" + cluster
 }
 
 // compareBool orders false before true.

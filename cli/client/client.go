@@ -56,7 +56,7 @@ func (c *Client) clusterDir(name string) string {
 func bootstrapName(name string) string { return name + "-bootstrap" }
 
 // localKubeconfigPath is the admin kubeconfig of a local cluster that the CLI keeps for itself
-// (the manager of a management cluster uses it too).
+// (the manager of a management cluster runs with identities of its own: identities.go).
 func (c *Client) localKubeconfigPath(name string) string {
 	return filepath.Join(c.clusterDir(name), "admin.kubeconfig")
 }

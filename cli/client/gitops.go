@@ -12,6 +12,7 @@ import (
 	flotillav1 "github.com/flotilla-dev/flotilla/api/cluster/v1alpha1"
 	"github.com/flotilla-dev/flotilla/cli/spec"
 	gitopsrepo "github.com/flotilla-dev/flotilla/cluster/gitops"
+	"github.com/flotilla-dev/flotilla/config"
 )
 
 // commitClusterSpec commits the spec s to the Git repository of the GitOpsConfig that its
@@ -23,7 +24,7 @@ import (
 //
 // kc is the management cluster. The GitOpsConfig is read there; when it is missing and the
 // spec file holds it, it is applied there first (this is how a management cluster gets its
-// own). management may be empty (a user who cannot list the management Cluster): it is then
+// own), with the namespace's GitOps applier (config.InstallGitOpsApplier). management may be empty (a user who cannot list the management Cluster): it is then
 // read from the Cluster in kc, where the webhook defaulted it. The CLI pushes with the user's
 // own Git credentials (gitops.AuthFromEnv); the management cluster pulls with those of the
 // GitOpsConfig's Secret.
@@ -116,6 +117,11 @@ func ensureGitOpsConfig(ctx context.Context, kc ctrlclient.Client, s *spec.Spec)
 		}
 		return live, nil
 	case apierrors.IsNotFound(err) && s.GitOpsConfig != nil:
+		// The repository's specs are applied as the namespace's GitOps applier, which may
+		// create clusters there and nothing more.
+		if err := config.InstallGitOpsApplier(ctx, kc, s.Cluster.Namespace); err != nil {
+			return nil, fmt.Errorf("letting GitOpsConfig %q apply specs in namespace %q: %w", name, s.Cluster.Namespace, err)
+		}
 		if err := applyObjects(ctx, kc, []ctrlclient.Object{s.GitOpsConfig}); err != nil {
 			return nil, err
 		}

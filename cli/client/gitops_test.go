@@ -9,11 +9,13 @@ import (
 	"github.com/go-git/go-git/v5"
 	"github.com/go-git/go-git/v5/plumbing"
 	. "github.com/onsi/gomega"
+	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	ctrlclient "sigs.k8s.io/controller-runtime/pkg/client"
 
 	flotillav1 "github.com/flotilla-dev/flotilla/api/cluster/v1alpha1"
 	"github.com/flotilla-dev/flotilla/cli/spec"
+	"github.com/flotilla-dev/flotilla/config"
 	"github.com/flotilla-dev/flotilla/internal/testenv"
 )
 
@@ -121,6 +123,12 @@ func TestCommitAndRemoveClusterSpecs(t *testing.T) {
 		live := &flotillav1.GitOpsConfig{}
 		g.Expect(e.Client.Get(ctx, ctrlclient.ObjectKey{Namespace: ns, Name: "fleet"}, live)).To(Succeed())
 		g.Expect(live.Spec.Repository).To(Equal(dir))
+		// The namespace's GitOps applier may create clusters there: the management cluster
+		// applies the repository's specs with its rights.
+		binding := &rbacv1.RoleBinding{}
+		g.Expect(e.Client.Get(ctx, ctrlclient.ObjectKey{Namespace: ns, Name: flotillav1.GitOpsApplierServiceAccount + "-cluster-creator"}, binding)).To(Succeed())
+		g.Expect(binding.RoleRef.Name).To(Equal(config.ClusterCreatorRoleName))
+		g.Expect(binding.Subjects).To(ConsistOf(rbacv1.Subject{Kind: rbacv1.ServiceAccountKind, Namespace: ns, Name: flotillav1.GitOpsApplierServiceAccount}))
 		committed := specAt(g, dir, "clusters/mgmt/workload-clusters/w1/cluster.yaml")
 		g.Expect(committed).To(ContainSubstring("count: 2"))
 		g.Expect(out.String()).To(MatchRegexp(`Committed the spec of cluster "w1" to .* \(branch main\) as clusters/mgmt/workload-clusters/w1/cluster.yaml \(commit [0-9a-f]{7}\)`))

@@ -18,6 +18,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 
 	flotillav1 "github.com/flotilla-dev/flotilla/api/cluster/v1alpha1"
+	"github.com/flotilla-dev/flotilla/config"
 	"github.com/flotilla-dev/flotilla/pkg/atomicfile"
 	"github.com/flotilla-dev/flotilla/pkg/controlplane"
 	"github.com/flotilla-dev/flotilla/pkg/process"
@@ -52,9 +53,14 @@ func (c *Client) managerRunning(name string) bool {
 const managerReadyTimeout = 2 * time.Minute
 
 // StartManager makes the manager process of local cluster name run, against that cluster's own
-// API server, and waits until it is ready. The process outlives the CLI, and the supervisor of
-// the home (which StartManager starts when none runs) starts it again when it exits.
+// API server, and waits until it is ready. It first applies the roles of the manager's
+// identities and issues or renews their certificates (identities.go). The process outlives the
+// CLI, and the supervisor of the home (which StartManager starts when none runs) starts it
+// again when it exits.
 func (c *Client) StartManager(ctx context.Context, name string) error {
+	if err := c.ensureManagerAccess(ctx, name); err != nil {
+		return fmt.Errorf("starting the manager of %s: %w", name, err)
+	}
 	if _, err := c.ensureManagerProcess(ctx, name); err != nil {
 		return fmt.Errorf("starting the manager of %s: %w", name, err)
 	}
@@ -138,6 +144,21 @@ func proxyEnv(proxy *flotillav1.ProxyConfiguration) []string {
 	return append(env, "NO_PROXY="+strings.Join(noProxy, ","))
 }
 
+// ensureManagerAccess applies, with the admin kubeconfig of local cluster name, what lets each
+// identity of its manager do its work (config.InstallManagerRBAC), and issues the identities'
+// certificates, renewing those that are due.
+func (c *Client) ensureManagerAccess(ctx context.Context, name string) error {
+	kc, err := KubeClient(c.localKubeconfigPath(name))
+	if err != nil {
+		return err
+	}
+	if err := config.InstallManagerRBAC(ctx, kc); err != nil {
+		return fmt.Errorf("installing the roles of the manager's identities: %w", err)
+	}
+	_, err = EnsureManagerIdentities(c.clusterDir(name), c.managerIdentitiesDir(name))
+	return err
+}
+
 // managerSpec is the manager process of local cluster name serving on ep, its HTTP requests
 // going through proxy when it is set.
 func (c *Client) managerSpec(name string, ep managerEndpoints, proxy *flotillav1.ProxyConfiguration) process.Spec {
@@ -147,7 +168,9 @@ func (c *Client) managerSpec(name string, ep managerEndpoints, proxy *flotillav1
 		Path: c.Executable,
 		Args: []string{
 			"manager",
-			"--kubeconfig", c.localKubeconfigPath(name),
+			// Each identity with its own certificate, never the admin's; the manager renews them.
+			"--identities", c.managerIdentitiesDir(name),
+			"--renew-identities-from", c.clusterDir(name),
 			"--home", c.Home,
 			"--bin-dir", c.BinRoot,
 			"--health-addr", ep.Health,

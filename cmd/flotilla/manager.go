@@ -32,6 +32,8 @@ type managerOptions struct {
 	streams genericiooptions.IOStreams
 
 	kubeconfig     string
+	identitiesDir  string
+	renewFrom      string
 	components     []string
 	healthAddr     string
 	metricsAddr    string
@@ -44,7 +46,7 @@ type managerOptions struct {
 	adminUsers     []string
 	adminGroups    []string
 
-	restConfig *rest.Config
+	identities manager.Identities
 }
 
 // newManagerCmd returns `flotilla manager`, which runs Flotilla's controllers. It lives here,
@@ -62,11 +64,21 @@ func newManagerCmd(streams genericiooptions.IOStreams) *cobra.Command {
 		Long: `Run Flotilla's controllers (Cluster API core, the local provider, ...) in one process
 against a management cluster, until interrupted.
 
+Each component runs as its own identity, the ServiceAccount flotilla-system/<component>, and
+the manager's own work (the cluster cache, webhook registration) as flotilla-system/manager,
+each authorised by the roles generated for it. With --identities, each identity authenticates
+with the kubeconfig <dir>/<identity>.kubeconfig (the CLI writes them for local management
+clusters); with --kubeconfig, every identity uses that one kubeconfig, which must then be
+allowed what all of them are.
+
 Webhooks are served on 127.0.0.1 with a certificate generated at start and registered with the
 management cluster by URL, so the manager runs on the machine of the cluster's API server.
 Probes answer at http://<health-addr>/healthz and /readyz, metrics at http://<metrics-addr>/metrics.
 For a local management cluster the CLI starts the manager itself; run it by hand to debug.`,
-		Example: `  # Run every component against the cluster of mgmt.kubeconfig
+		Example: `  # Run every component against a local management cluster, as the CLI does
+  flotilla manager --identities ~/.flotilla/clusters/mgmt/manager/identities
+
+  # Run every component with one kubeconfig (allowed what every identity is)
   flotilla manager --kubeconfig mgmt/mgmt.kubeconfig
 
   # Run only Cluster API's core controllers, with leader election
@@ -75,7 +87,9 @@ For a local management cluster the CLI starts the manager itself; run it by hand
 		RunE: cmd.RunE(o),
 	}
 	f := command.Flags()
-	f.StringVar(&o.kubeconfig, "kubeconfig", "", "kubeconfig of the management cluster (default: $KUBECONFIG, ~/.kube/config or in-cluster)")
+	f.StringVar(&o.kubeconfig, "kubeconfig", "", "kubeconfig every identity uses (default: $KUBECONFIG, ~/.kube/config or in-cluster); see --identities")
+	f.StringVar(&o.identitiesDir, "identities", "", "directory of one kubeconfig per identity, <identity>.kubeconfig (the manager's own and each component's)")
+	f.StringVar(&o.renewFrom, "renew-identities-from", "", "directory of the local control plane whose CA signs the certificates of --identities: renew them before they expire")
 	f.StringSliceVar(&o.components, "components", []string{manager.AllComponents},
 		fmt.Sprintf("components to run, comma separated: %s, or %q", strings.Join(known, ", "), manager.AllComponents))
 	f.StringVar(&o.healthAddr, "health-addr", manager.DefaultHealthProbeBindAddress, "address of the /healthz and /readyz probes (\"0\" disables)")
@@ -92,17 +106,24 @@ For a local management cluster the CLI starts the manager itself; run it by hand
 	return command
 }
 
-// Complete loads the kubeconfig.
+// Complete loads the credentials of the identities: one kubeconfig per identity from
+// --identities, or the one kubeconfig for all of them.
 func (o *managerOptions) Complete(*cobra.Command, []string) error {
+	if o.identitiesDir != "" {
+		o.identities = client.ManagerIdentities(o.identitiesDir)
+		return nil
+	}
+	var cfg *rest.Config
 	var err error
 	if o.kubeconfig != "" {
-		o.restConfig, err = clientcmd.BuildConfigFromFlags("", o.kubeconfig)
+		cfg, err = clientcmd.BuildConfigFromFlags("", o.kubeconfig)
 	} else {
-		o.restConfig, err = ctrl.GetConfig()
+		cfg, err = ctrl.GetConfig()
 	}
 	if err != nil {
-		return fmt.Errorf("loading kubeconfig: %w; pass --kubeconfig with the management cluster's kubeconfig", err)
+		return fmt.Errorf("loading kubeconfig: %w; pass --kubeconfig with the management cluster's kubeconfig, or --identities", err)
 	}
+	o.identities = manager.OneIdentity(cfg)
 	return nil
 }
 
@@ -110,6 +131,12 @@ func (o *managerOptions) Complete(*cobra.Command, []string) error {
 func (o *managerOptions) Validate() error {
 	if o.webhookPort < 0 || o.webhookPort > 65535 {
 		return fmt.Errorf("--webhook-port %d is not a port number (0-65535)", o.webhookPort)
+	}
+	if o.identitiesDir != "" && o.kubeconfig != "" {
+		return fmt.Errorf("--identities and --kubeconfig both give credentials: pass one")
+	}
+	if o.renewFrom != "" && o.identitiesDir == "" {
+		return fmt.Errorf("--renew-identities-from renews the certificates of --identities: pass --identities too")
 	}
 	return nil
 }
@@ -132,7 +159,7 @@ func (o *managerOptions) Run(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("finding the flotilla binary: %w", err)
 	}
-	m, err := manager.New(ctx, o.restConfig, manager.Options{
+	m, err := manager.New(ctx, o.identities, manager.Options{
 		Executable:             executable,
 		Components:             o.components,
 		HealthProbeBindAddress: o.healthAddr,
@@ -150,6 +177,9 @@ func (o *managerOptions) Run(ctx context.Context) error {
 	}
 	if o.keepSupervisor {
 		go o.keepSupervisorRunning(ctx)
+	}
+	if o.renewFrom != "" {
+		go client.KeepManagerIdentitiesRenewed(ctx, o.renewFrom, o.identitiesDir)
 	}
 	return m.Run(ctx)
 }

@@ -95,7 +95,12 @@ func startManager() (stop func(), err error) {
 		cancel()
 		return nil, err
 	}
-	m, err := manager.New(ctx, env.Config, manager.Options{
+	identities, err := env.ManagerIdentities(ctx)
+	if err != nil {
+		cancel()
+		return nil, err
+	}
+	m, err := manager.New(ctx, identities, manager.Options{
 		Components:             []string{"capi", "kubeadm", "cluster", "inmemory", "addons", "packages"},
 		HealthProbeBindAddress: "0",
 		MetricsBindAddress:     "0",

@@ -46,7 +46,11 @@ func startManager(t *testing.T, home string) (stop func()) {
 	t.Helper()
 	ctx, cancel := context.WithCancel(ctrl.LoggerInto(context.Background(), ctrl.Log))
 	t.Cleanup(cancel)
-	m, err := manager.New(ctx, env.Config, manager.Options{
+	identities, err := env.ManagerIdentities(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := manager.New(ctx, identities, manager.Options{
 		Components:                   []string{"capi", "local"},
 		HealthProbeBindAddress:       "0",
 		MetricsBindAddress:           "0",

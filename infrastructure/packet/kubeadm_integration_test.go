@@ -50,7 +50,11 @@ func startManager(t *testing.T, components ...string) {
 	t.Helper()
 	ctx, cancel := context.WithCancel(ctrl.LoggerInto(context.Background(), ctrl.Log))
 	t.Cleanup(cancel)
-	m, err := manager.New(ctx, env.Config, manager.Options{
+	identities, err := env.ManagerIdentities(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := manager.New(ctx, identities, manager.Options{
 		Components:                   components,
 		HealthProbeBindAddress:       "0",
 		MetricsBindAddress:           "0",

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"sync"
 	"testing"
 	"time"
 
@@ -55,6 +56,9 @@ type Environment struct {
 	BinaryDir string
 
 	env *envtest.Environment
+
+	identitiesMu sync.Mutex
+	identities   map[string]*rest.Config
 }
 
 // startTimeout bounds the start of etcd and kube-apiserver; generous because the machine may be
@@ -157,6 +161,42 @@ func (e *Environment) AddUser(name string, groups ...string) (*User, error) {
 	return &User{Config: u.Config(), Kubeconfig: kubeconfig}, nil
 }
 
+// ManagerIdentities installs the roles of the manager's identities and their bindings
+// (config.InstallManagerRBAC), and returns a REST config for each identity: a client certificate
+// for its user and groups (config.IdentityUser, config.IdentityGroups), as a local management
+// cluster gives the manager. A manager built with them (manager.New) runs each component under
+// its own generated role, so a request its role does not allow fails the test. The
+// certificates are made once per Environment.
+func (e *Environment) ManagerIdentities(ctx context.Context) (func(identity string) (*rest.Config, error), error) {
+	e.identitiesMu.Lock()
+	defer e.identitiesMu.Unlock()
+	if err := config.InstallManagerRBAC(ctx, e.Client); err != nil {
+		return nil, fmt.Errorf("installing the manager's roles: %w", err)
+	}
+	if e.identities == nil {
+		ids, err := config.ManagerIdentities()
+		if err != nil {
+			return nil, err
+		}
+		e.identities = map[string]*rest.Config{}
+		for _, id := range ids {
+			u, err := e.AddUser(config.IdentityUser(id), config.IdentityGroups()...)
+			if err != nil {
+				return nil, err
+			}
+			e.identities[id] = u.Config
+		}
+	}
+	identities := e.identities
+	return func(identity string) (*rest.Config, error) {
+		cfg, ok := identities[identity]
+		if !ok {
+			return nil, fmt.Errorf("no generated roles for identity %s (config/rbac/%s)", identity, identity)
+		}
+		return rest.CopyConfig(cfg), nil
+	}, nil
+}
+
 // AddClusterCreator adds user name (in groups) as AddUser does, and binds it to the ClusterRole
 // flotilla-cluster-creator in namespace with a RoleBinding, as docs/cluster-creator-role.md says
 // to: a tenant. It installs the role first when missing.
@@ -166,11 +206,7 @@ func (e *Environment) AddClusterCreator(namespace, name string, groups ...string
 	if err := config.InstallClusterCreatorRBAC(ctx, e.Client); err != nil {
 		return nil, fmt.Errorf("installing the cluster creator role: %w", err)
 	}
-	binding := &rbacv1.RoleBinding{
-		ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name + "-cluster-creator"},
-		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: config.ClusterCreatorRoleName},
-		Subjects:   []rbacv1.Subject{{APIGroup: rbacv1.GroupName, Kind: rbacv1.UserKind, Name: name}},
-	}
+	binding := config.ClusterCreatorBinding(namespace, rbacv1.Subject{APIGroup: rbacv1.GroupName, Kind: rbacv1.UserKind, Name: name})
 	if err := e.Client.Create(ctx, binding); err != nil {
 		return nil, fmt.Errorf("binding %s to the cluster creator role in %s: %w", name, namespace, err)
 	}

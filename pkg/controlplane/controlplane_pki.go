@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"net"
 	"os"
+	"path/filepath"
+	"strings"
 
 	"github.com/flotilla-dev/flotilla/pkg/pki"
 
@@ -92,4 +94,35 @@ func writeIfChanged(path string, data []byte) (bool, error) {
 		return false, nil
 	}
 	return true, atomicfile.Write(path, data)
+}
+
+// EnsureClientKubeconfig makes path a kubeconfig for user, in groups, of the control plane of
+// cfg: a client certificate signed by the control plane's CA, written beside path as <base>.crt
+// and <base>.key (base is path without ".kubeconfig"), which the kubeconfig references, and the
+// CA, which it embeds. It keeps a certificate that still serves (pki.CertProblem: the same user
+// and groups, signed by the current CA, not within pki.RenewBefore of its expiry), so calling it
+// again renews the certificate when due, and a client that uses the kubeconfig picks the new one
+// up. Files are 0600. It reports whether it wrote anything; Ensure must have run once.
+func EnsureClientKubeconfig(cfg Config, path, user string, groups []string) (bool, error) {
+	l, st, err := endpoint(cfg)
+	if err != nil {
+		return false, err
+	}
+	ca, err := pki.LoadKeyPair(l.pki(caCert), l.pki(caKey))
+	if err != nil {
+		return false, fmt.Errorf("loading the CA of %s (call Ensure first): %w", l, err)
+	}
+	base := strings.TrimSuffix(path, ".kubeconfig")
+	certFile, keyFile := base+".crt", base+".key"
+	req := pki.CertRequest{CommonName: user, Organizations: groups, Usages: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth}}
+	_, renewed, err := pki.EnsureCert(ca, certFile, keyFile, req)
+	if err != nil {
+		return false, fmt.Errorf("ensuring the client certificate of %s: %w", user, err)
+	}
+	data, err := pki.KubeconfigWithFiles(cfg.Name, "https://"+hostPort(st.Host, st.APIServerPort), ca.CertPEM, user, filepath.Base(certFile), filepath.Base(keyFile))
+	if err != nil {
+		return false, err
+	}
+	written, err := writeIfChanged(path, data)
+	return renewed || written, err
 }

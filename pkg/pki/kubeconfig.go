@@ -15,10 +15,25 @@ func Kubeconfig(clusterName, server string, caPEM []byte, userName string, clien
 	if client == nil {
 		return nil, errors.New("building kubeconfig: no client certificate")
 	}
+	return kubeconfig(clusterName, server, caPEM, userName, &clientcmdapi.AuthInfo{ClientCertificateData: client.CertPEM, ClientKeyData: client.KeyPEM})
+}
+
+// KubeconfigWithFiles is Kubeconfig with the client certificate and key referenced by path
+// (relative paths are relative to the kubeconfig file) instead of embedded: a client built
+// from it reads them again when they change (client-go checks every few minutes), so renewing
+// the certificate needs no restart.
+func KubeconfigWithFiles(clusterName, server string, caPEM []byte, userName, certFile, keyFile string) ([]byte, error) {
+	if certFile == "" || keyFile == "" {
+		return nil, errors.New("building kubeconfig: no client certificate file")
+	}
+	return kubeconfig(clusterName, server, caPEM, userName, &clientcmdapi.AuthInfo{ClientCertificate: certFile, ClientKey: keyFile})
+}
+
+func kubeconfig(clusterName, server string, caPEM []byte, userName string, auth *clientcmdapi.AuthInfo) ([]byte, error) {
 	contextName := userName + "@" + clusterName
 	cfg := clientcmdapi.NewConfig()
 	cfg.Clusters[clusterName] = &clientcmdapi.Cluster{Server: server, CertificateAuthorityData: caPEM}
-	cfg.AuthInfos[userName] = &clientcmdapi.AuthInfo{ClientCertificateData: client.CertPEM, ClientKeyData: client.KeyPEM}
+	cfg.AuthInfos[userName] = auth
 	cfg.Contexts[contextName] = &clientcmdapi.Context{Cluster: clusterName, AuthInfo: userName}
 	cfg.CurrentContext = contextName
 	data, err := clientcmd.Write(*cfg)

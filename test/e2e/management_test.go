@@ -3,15 +3,19 @@ package e2e
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
 
 	. "github.com/onsi/gomega"
+	authorizationv1 "k8s.io/api/authorization/v1"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
@@ -21,6 +25,7 @@ import (
 	infrav1 "github.com/flotilla-dev/flotilla/api/infrastructure/v1alpha1"
 	"github.com/flotilla-dev/flotilla/cli/client"
 	"github.com/flotilla-dev/flotilla/cli/spec"
+	"github.com/flotilla-dev/flotilla/config"
 	"github.com/flotilla-dev/flotilla/pkg/process"
 	"github.com/flotilla-dev/flotilla/pkg/supervisor"
 )
@@ -52,6 +57,38 @@ func testManagementCluster(t *testing.T, f *fleet) {
 		g.Expect(f.admin.Get(ctx, ctrlclient.ObjectKey{Namespace: "default", Name: "mgmt"}, fc)).To(Succeed())
 		g.Expect(fc.Spec.Management).To(BeTrue())
 		g.Expect(meta.IsStatusConditionTrue(fc.Status.Conditions, flotillav1.ReadyCondition)).To(BeTrue())
+	})
+
+	t.Run("the manager runs as its own restricted identities, never with the admin kubeconfig", func(t *testing.T) {
+		g := NewWithT(t)
+		mgmtDir := filepath.Join(f.home, "clusters", "mgmt")
+		sup := process.Supervisor{RunDir: filepath.Join(mgmtDir, "run"), LogDir: filepath.Join(mgmtDir, "logs")}
+		pid, running := sup.Running("manager")
+		g.Expect(running).To(BeTrue())
+		cmdline, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
+		g.Expect(err).NotTo(HaveOccurred())
+		args := strings.Split(string(cmdline), "\x00")
+		identities := filepath.Join(mgmtDir, "manager", "identities")
+		g.Expect(args).To(ContainElements("--identities", identities))
+		g.Expect(args).NotTo(ContainElement("--kubeconfig"))
+
+		// The API server refuses each identity what no role of it allows: everything, and for
+		// packages the Metal API key's namespace.
+		ids, err := config.ManagerIdentities()
+		g.Expect(err).NotTo(HaveOccurred())
+		for _, id := range ids {
+			c, err := client.KubeClient(filepath.Join(identities, id+".kubeconfig"))
+			g.Expect(err).NotTo(HaveOccurred())
+			review := &authorizationv1.SelfSubjectAccessReview{Spec: authorizationv1.SelfSubjectAccessReviewSpec{
+				ResourceAttributes: &authorizationv1.ResourceAttributes{Verb: "*", Group: "*", Resource: "*"},
+			}}
+			g.Expect(c.Create(ctx, review)).To(Succeed(), id)
+			g.Expect(review.Status.Allowed).To(BeFalse(), "identity %s may do everything", id)
+			if id == "packages" {
+				err := c.List(ctx, &corev1.SecretList{}, ctrlclient.InNamespace(infrav1.PacketCredentialsNamespace))
+				g.Expect(apierrors.IsForbidden(err)).To(BeTrue(), "packages lists the Secrets of flotilla-system: %v", err)
+			}
+		}
 	})
 
 	t.Run("two simulated worker Nodes are Ready at the cluster's version", func(t *testing.T) {

@@ -33,10 +33,11 @@ const (
 // DefaultValuesKey is the key a ValuesReference reads when it names none.
 const DefaultValuesKey = "values.yaml"
 
-// TenantValuesLabel is the label of a ConfigMap or Secret, in the namespace of a
-// HelmChartProxy with tenantValues, naming the proxy whose releases its key values.yaml
-// overrides: in every cluster of the namespace, or, with the label
-// cluster.x-k8s.io/cluster-name as well, in that cluster only.
+// TenantValuesLabel is the label of a ConfigMap, in the namespace of a HelmChartProxy with
+// tenantValues, naming the proxy whose releases its key values.yaml overrides: in every cluster
+// of the namespace, or, with the label cluster.x-k8s.io/cluster-name as well, in that cluster
+// only. Secrets are not found by label (they are never listed) but by name:
+// <proxy>-values and <proxy>-values-<cluster>.
 const TenantValuesLabel = "addons.flotilla.dev/values-for"
 
 // ValuesReference names a ConfigMap or Secret, in the proxy's namespace, holding Helm values as
@@ -244,10 +245,11 @@ type ReleaseSpec struct {
 	// +optional
 	PostRender *PostRender `json:"postRender,omitempty"`
 
-	// tenantValues layers values that the teams owning the clusters keep, in ConfigMaps and
-	// Secrets of the namespace labelled addons.flotilla.dev/values-for=<proxy>, over the
-	// proxy's own (valuesFrom and the rendered valuesTemplate): first those for every cluster,
-	// then those also labelled cluster.x-k8s.io/cluster-name=<cluster>, each in name order, key
+	// tenantValues layers values that the teams owning the clusters keep, in ConfigMaps of the
+	// namespace labelled addons.flotilla.dev/values-for=<proxy> and in its Secrets
+	// <proxy>-values and <proxy>-values-<cluster>, over the proxy's own (valuesFrom and the
+	// rendered valuesTemplate): first those for every cluster, then those for this one
+	// (ConfigMaps also labelled cluster.x-k8s.io/cluster-name=<cluster>), each in name order, key
 	// values.yaml. A team overrides an addon for its clusters without editing the proxy.
 	// +optional
 	TenantValues bool `json:"tenantValues,omitempty"`

@@ -12,6 +12,13 @@ const GitOpsConfigKind = "GitOpsConfig"
 // people who create clusters.
 const GitOpsCredentialsNamespace = SystemNamespace
 
+// GitOpsApplierServiceAccount is the ServiceAccount, in a GitOpsConfig's namespace, that the
+// GitOps reconciler impersonates to apply what is committed to the repository: its writers may
+// do what that ServiceAccount may in that namespace (what an admin binds to it: the cluster
+// creator role, as `flotilla create cluster` does when it creates the GitOpsConfig), and
+// nothing that the reconciler's own identity may besides.
+const GitOpsApplierServiceAccount = "flotilla-gitops"
+
 // Defaults of a GitOpsConfig's spec, set by the API server (CRD defaults) and by spec files.
 const (
 	// DefaultGitOpsBranch is the branch of a GitOpsConfig that names none.

@@ -29,8 +29,7 @@ const FieldOwner = "flotilla-gitops-controller"
 
 // +kubebuilder:rbac:groups=cluster.flotilla.dev,resources=gitopsconfigs,verbs=get;list;watch
 // +kubebuilder:rbac:groups=cluster.flotilla.dev,resources=gitopsconfigs/status,verbs=get;update;patch
-// +kubebuilder:rbac:groups=cluster.flotilla.dev,resources=clusters,verbs=get;list;watch;create;patch
-// +kubebuilder:rbac:groups=infrastructure.flotilla.dev,resources=localdatacenterconfigs;localmachineconfigs,verbs=get;list;watch;create;patch
+// +kubebuilder:rbac:groups=cluster.flotilla.dev,resources=clusters,verbs=get;list;watch
 // +kubebuilder:rbac:groups=cluster.x-k8s.io,resources=clusters,verbs=get;list;watch
 // +kubebuilder:rbac:groups="",namespace=flotilla-system,resources=secrets,verbs=get
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
@@ -40,6 +39,10 @@ const FieldOwner = "flotilla-gitops-controller"
 type Reconciler struct {
 	// Client reads through the manager's cache and writes to the API server.
 	Client ctrlclient.Client
+
+	// ClientAs returns a client that acts as the applier of a namespace (ApplierUser): the
+	// specs of a GitOpsConfig are applied with it, never with Client.
+	ClientAs func(namespace string) (ctrlclient.Client, error)
 
 	// APIReader reads the credentials Secret straight from the API server, so that Secrets
 	// are never cached.
@@ -68,6 +71,8 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	switch {
 	case r.Client == nil:
 		return errors.New("gitops reconciler: Client is required")
+	case r.ClientAs == nil:
+		return errors.New("gitops reconciler: ClientAs is required")
 	case r.APIReader == nil:
 		return errors.New("gitops reconciler: APIReader is required")
 	case r.Recorder == nil:

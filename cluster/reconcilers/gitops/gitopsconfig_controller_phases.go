@@ -11,6 +11,7 @@ import (
 
 	"github.com/go-git/go-git/v5/plumbing/transport"
 	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/klog/v2"
@@ -23,6 +24,7 @@ import (
 	flotillav1 "github.com/flotilla-dev/flotilla/api/cluster/v1alpha1"
 	"github.com/flotilla-dev/flotilla/cli/spec"
 	gitopsrepo "github.com/flotilla-dev/flotilla/cluster/gitops"
+	"github.com/flotilla-dev/flotilla/config"
 )
 
 // parsedSpec is a spec file of the repository that this GitOpsConfig applies.
@@ -198,17 +200,22 @@ func checkSpec(config *flotillav1.GitOpsConfig, management string, f gitopsrepo.
 
 // applyChanged applies the specs whose file changed since the last applied commit (all of them
 // when there is none, or when it is not in the repository any more): the provider's configs,
-// then the Cluster, server-side, as FieldOwner. Specs that did not change are left alone, so a
-// change made with kubectl stays until the file in Git changes.
+// then the Cluster, server-side, as FieldOwner, acting as the applier of the GitOpsConfig's
+// namespace (ClientAs). Specs that did not change are left alone, so a change made with kubectl
+// stays until the file in Git changes.
 func (r *Reconciler) applyChanged(ctx context.Context, s *scope) error {
 	since := s.statusBase.LastAppliedCommit
+	applier, err := r.ClientAs(s.config.Namespace)
+	if err != nil {
+		return err
+	}
 	for _, p := range s.specs {
 		if s.snapshot.Unchanged(since, p.file) {
 			continue
 		}
 		for _, obj := range p.spec.Objects {
-			if err := r.apply(ctx, obj); err != nil {
-				return fmt.Errorf("%s: %w", p.file.Path, err)
+			if err := apply(ctx, applier, obj); err != nil {
+				return fmt.Errorf("%s: %w", p.file.Path, explainForbidden(err, s.config.Namespace))
 			}
 		}
 		s.applied = append(s.applied, klog.KObj(p.spec.Cluster).String())
@@ -219,8 +226,22 @@ func (r *Reconciler) applyChanged(ctx context.Context, s *scope) error {
 	return nil
 }
 
-// apply server-side applies obj as FieldOwner, taking over fields the CLI or kubectl set.
-func (r *Reconciler) apply(ctx context.Context, obj ctrlclient.Object) error {
+// explainForbidden adds to a refusal of the applier of namespace what the applier is and how an
+// admin lets it apply a repository's specs.
+func explainForbidden(err error, namespace string) error {
+	if !apierrors.IsForbidden(err) {
+		return err
+	}
+	sa := flotillav1.GitOpsApplierServiceAccount
+	binding := config.ClusterCreatorBinding(namespace, rbacv1.Subject{Kind: rbacv1.ServiceAccountKind, Namespace: namespace, Name: sa})
+	return fmt.Errorf("%w; specs are applied as %s, with what it is allowed in namespace %s: an admin who trusts the repository's writers "+
+		"to create clusters there binds it the cluster creator role (kubectl create rolebinding %s --namespace %s --clusterrole %s --serviceaccount %s:%s)",
+		err, ApplierUser(namespace), namespace, binding.Name, namespace, binding.RoleRef.Name, namespace, sa)
+}
+
+// apply server-side applies obj with c as FieldOwner, taking over fields the CLI or kubectl
+// set.
+func apply(ctx context.Context, c ctrlclient.Client, obj ctrlclient.Object) error {
 	kind := obj.GetObjectKind().GroupVersionKind().Kind
 	raw, err := json.Marshal(obj)
 	if err != nil {
@@ -232,7 +253,7 @@ func (r *Reconciler) apply(ctx context.Context, obj ctrlclient.Object) error {
 	}
 	unstructured.RemoveNestedField(u.Object, "status")
 	unstructured.RemoveNestedField(u.Object, "metadata", "creationTimestamp")
-	err = r.Client.Apply(ctx, ctrlclient.ApplyConfigurationFromUnstructured(u), ctrlclient.FieldOwner(FieldOwner), ctrlclient.ForceOwnership)
+	err = c.Apply(ctx, ctrlclient.ApplyConfigurationFromUnstructured(u), ctrlclient.FieldOwner(FieldOwner), ctrlclient.ForceOwnership)
 	if err != nil {
 		return fmt.Errorf("applying %s %s: %w", kind, klog.KObj(obj), err)
 	}

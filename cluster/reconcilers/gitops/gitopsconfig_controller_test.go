@@ -25,16 +25,19 @@ import (
 
 	flotillav1 "github.com/flotilla-dev/flotilla/api/cluster/v1alpha1"
 	infrav1 "github.com/flotilla-dev/flotilla/api/infrastructure/v1alpha1"
-	"github.com/flotilla-dev/flotilla/cluster"
 	gitopsrepo "github.com/flotilla-dev/flotilla/cluster/gitops"
-	"github.com/flotilla-dev/flotilla/cluster/reconcilers/gitops"
+	"github.com/flotilla-dev/flotilla/config"
 	"github.com/flotilla-dev/flotilla/internal/testenv"
+	"github.com/flotilla-dev/flotilla/manager"
 )
 
 // The tests run the GitOpsConfig reconciler and the cluster component (the Flotilla Cluster
-// reconciler and its webhooks) in one real manager against a real kube-apiserver, on real Git
-// repositories in temporary directories. The API server holds one management Cluster, "mgmt"
-// in namespace mgmt-system, as a management cluster's API server does; each test syncs its own
+// reconciler and its webhooks) in a real manager (manager.New) against a real kube-apiserver,
+// each component as its own restricted identity, on real Git repositories in temporary
+// directories: the reconciler applies specs as the applier of the GitOpsConfig's namespace,
+// which each test binds to the cluster creator role there as an admin does
+// (config.InstallGitOpsApplier). The API server holds one management Cluster, "mgmt" in
+// namespace mgmt-system, as a management cluster's API server does; each test syncs its own
 // repository into its own namespace.
 
 var env *testenv.Environment
@@ -49,7 +52,7 @@ func TestMain(m *testing.M) {
 }
 
 func run(m *testing.M) int {
-	e, err := testenv.Start(testenv.Options{Webhooks: true})
+	e, err := testenv.Start(testenv.Options{})
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "testenv: %v\n", err)
 		return 1
@@ -67,26 +70,36 @@ func run(m *testing.M) int {
 	}
 	defer func() { _ = os.RemoveAll(home) }()
 
-	ctx, stop, err := e.StartManager(func(ctx context.Context, mgr ctrl.Manager) error {
-		if err := cluster.Setup(ctx, mgr); err != nil {
-			return err
-		}
-		return gitops.Setup(ctx, mgr, home)
-	})
-	if err != nil {
+	ctx, cancel := context.WithCancel(ctrl.LoggerInto(context.Background(), ctrl.Log))
+	defer cancel()
+	if err := startManager(ctx, home); err != nil {
 		fmt.Fprintf(os.Stderr, "%v\n", err)
 		return 1
 	}
-	defer func() {
-		if err := stop(); err != nil {
-			fmt.Fprintf(os.Stderr, "manager: %v\n", err)
-		}
-	}()
 	if err := createManagementCluster(ctx); err != nil {
 		fmt.Fprintf(os.Stderr, "creating the management Cluster: %v\n", err)
 		return 1
 	}
 	return m.Run()
+}
+
+// startManager runs the components cluster and gitops under their identities until ctx ends.
+func startManager(ctx context.Context, home string) error {
+	identities, err := env.ManagerIdentities(ctx)
+	if err != nil {
+		return err
+	}
+	m, err := manager.New(ctx, identities, manager.Options{
+		Components:             []string{"cluster", "gitops"},
+		HealthProbeBindAddress: "0",
+		MetricsBindAddress:     "0",
+		Home:                   home,
+	})
+	if err != nil {
+		return fmt.Errorf("creating the manager: %w", err)
+	}
+	_, _, err = testenv.RunManager(ctx, m.Manager(), m.Run, testenv.Readiness{Checks: []func() error{m.Ready}})
+	return err
 }
 
 // management is the management Cluster every test's GitOpsConfig syncs the directory of.
@@ -157,21 +170,30 @@ spec:
 `, ns, name, count, datacenter))
 }
 
-// createGitOpsConfig creates GitOpsConfig "fleet" in ns pulling repository every second, and
-// deletes it when the test ends, before the test's repository goes.
+// createGitOpsConfig binds the applier of ns to the cluster creator role and creates
+// GitOpsConfig "fleet" in ns pulling repository every second, and deletes it when the test
+// ends, before the test's repository goes.
 func createGitOpsConfig(t *testing.T, g Gomega, ns, repository string, mutate ...func(*flotillav1.GitOpsConfig)) *flotillav1.GitOpsConfig {
 	t.Helper()
-	config := newGitOpsConfig(ns, repository)
+	g.Expect(config.InstallGitOpsApplier(context.Background(), env.Client, ns)).To(Succeed())
+	return createUnboundGitOpsConfig(t, g, ns, repository, mutate...)
+}
+
+// createUnboundGitOpsConfig is createGitOpsConfig without binding the applier of ns: an admin
+// who forgot to, or whose repository's writers are trusted with nothing.
+func createUnboundGitOpsConfig(t *testing.T, g Gomega, ns, repository string, mutate ...func(*flotillav1.GitOpsConfig)) *flotillav1.GitOpsConfig {
+	t.Helper()
+	gc := newGitOpsConfig(ns, repository)
 	for _, m := range mutate {
-		m(config)
+		m(gc)
 	}
-	g.Expect(env.Client.Create(context.Background(), config)).To(Succeed())
+	g.Expect(env.Client.Create(context.Background(), gc)).To(Succeed())
 	t.Cleanup(func() {
-		if err := env.Client.Delete(context.Background(), config); ctrlclient.IgnoreNotFound(err) != nil {
-			t.Errorf("deleting GitOpsConfig %s: %v", config.Name, err)
+		if err := env.Client.Delete(context.Background(), gc); ctrlclient.IgnoreNotFound(err) != nil {
+			t.Errorf("deleting GitOpsConfig %s: %v", gc.Name, err)
 		}
 	})
-	return config
+	return gc
 }
 
 func newGitOpsConfig(ns, repository string) *flotillav1.GitOpsConfig {

@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 
 	ctrl "sigs.k8s.io/controller-runtime"
+	ctrlclient "sigs.k8s.io/controller-runtime/pkg/client"
 )
 
 // Setup registers the GitOpsConfig reconciler with mgr. Repositories reached by URL are
@@ -15,6 +16,10 @@ func Setup(_ context.Context, mgr ctrl.Manager, home string) error {
 		APIReader: mgr.GetAPIReader(),
 		Recorder:  mgr.GetEventRecorder(FieldOwner),
 		CacheDir:  filepath.Join(home, "gitops"),
+		ClientAs: ImpersonatingClients(mgr.GetConfig(), ctrlclient.Options{
+			Scheme: mgr.GetScheme(),
+			Mapper: mgr.GetRESTMapper(),
+		}),
 	}
 	return r.SetupWithManager(mgr)
 }

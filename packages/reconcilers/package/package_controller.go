@@ -47,7 +47,8 @@ const (
 // +kubebuilder:rbac:groups=packages.flotilla.dev,resources=packages/finalizers,verbs=update
 // +kubebuilder:rbac:groups=packages.flotilla.dev,resources=packagebundlecontrollers;packagebundles,verbs=get;list;watch
 // +kubebuilder:rbac:groups=cluster.flotilla.dev,resources=clusters,verbs=get;list;watch
-// +kubebuilder:rbac:groups="",resources=configmaps;secrets,verbs=get;list;watch
+// +kubebuilder:rbac:groups="",resources=configmaps,verbs=get;list;watch
+// +kubebuilder:rbac:groups="",namespace=flotilla-packages,resources=secrets,verbs=get
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
 
 // Reconciler installs Packages into their clusters.

@@ -1,62 +1,57 @@
-package manager
+package kubeadm
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
 	"sigs.k8s.io/cluster-api/bootstrap/kubeadm/reconcilers/kubeadmconfig"
 	bootstrapadmission "sigs.k8s.io/cluster-api/bootstrap/kubeadm/webhooks/admission"
+	"sigs.k8s.io/cluster-api/controllers/clustercache"
 	"sigs.k8s.io/cluster-api/controlplane/kubeadm/reconcilers/kubeadmcontrolplane"
 	controlplaneadmission "sigs.k8s.io/cluster-api/controlplane/kubeadm/webhooks/admission"
 	ctrl "sigs.k8s.io/controller-runtime"
 	ctrlclient "sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
+
+	"github.com/flotilla-dev/flotilla/manager/capi"
 )
 
 // Settings of Cluster API's kubeadm bootstrap and control plane reconcilers: their own defaults
 // (bootstrap/kubeadm/main.go, controlplane/kubeadm/main.go).
 const (
-	kubeadmTokenTTL        = kubeadmconfig.DefaultTokenTTL
-	kubeadmEtcdDialTimeout = 10 * time.Second
-	kubeadmEtcdCallTimeout = 15 * time.Second
-	kubeadmConcurrency     = 10
+	tokenTTL        = kubeadmconfig.DefaultTokenTTL
+	etcdDialTimeout = 10 * time.Second
+	etcdCallTimeout = 15 * time.Second
+	concurrency     = 10
 )
 
-// RBAC of Cluster API's kubeadm reconcilers, as they run here: the union of the roles of
-// bootstrap/kubeadm and controlplane/kubeadm (their config/rbac), with the infrastructure group
-// named as Flotilla's providers use it, instead of Cluster API's wildcards, and without what
-// our wiring does not run (CRD migration, the runtime SDK, metrics authentication).
-// The KubeadmConfig reconciler writes bootstrap data and token Secrets, the KubeadmControlPlane
-// reconciler certificate and kubeconfig Secrets; both read the CRDs for contract versions.
-// KubeadmControlPlane clones each control plane Machine's PacketMachine from its template.
+// RBAC that the kubeadm reconcilers need on Flotilla's provider kinds, besides the rules of
+// their own markers (generated into the same role, see hack/rbacgen): KubeadmControlPlane
+// creates each control plane Machine's PacketMachine from the PacketMachineTemplate it names,
+// sets the template's owner reference, and deletes the PacketMachine with its Machine. Cluster
+// API names the provider groups it knows by wildcard (infrastructure.cluster.x-k8s.io).
 //
-// +kubebuilder:rbac:groups="",resources=secrets;configmaps,verbs=get;list;watch;create;update;patch;delete
-// +kubebuilder:rbac:groups="";events.k8s.io,resources=events,verbs=create;patch
-// +kubebuilder:rbac:groups=apiextensions.k8s.io,resources=customresourcedefinitions,verbs=get;list;watch
-// +kubebuilder:rbac:groups=bootstrap.cluster.x-k8s.io,resources=kubeadmconfigs;kubeadmconfigs/status;kubeadmconfigs/finalizers,verbs=get;list;watch;create;update;patch;delete
-// +kubebuilder:rbac:groups=bootstrap.cluster.x-k8s.io,resources=kubeadmconfigtemplates,verbs=get;list;watch;update;patch
-// +kubebuilder:rbac:groups=controlplane.cluster.x-k8s.io,resources=kubeadmcontrolplanes;kubeadmcontrolplanes/status;kubeadmcontrolplanes/finalizers,verbs=get;list;watch;create;update;patch;delete
-// +kubebuilder:rbac:groups=cluster.x-k8s.io,resources=clusters;clusters/status;machinepools;machinepools/status;machinesets,verbs=get;list;watch
-// +kubebuilder:rbac:groups=cluster.x-k8s.io,resources=machines;machines/status,verbs=get;list;watch;create;update;patch;delete
 // +kubebuilder:rbac:groups=infrastructure.flotilla.dev,resources=packetmachines,verbs=get;list;watch;create;update;patch;delete
 // +kubebuilder:rbac:groups=infrastructure.flotilla.dev,resources=packetmachinetemplates,verbs=get;list;watch;update;patch
 
-// kubeadmComponents returns the "kubeadm" component.
-func kubeadmComponents() []Component {
-	return []Component{{Name: "kubeadm", Setup: setupKubeadm}}
+// Options configure the "kubeadm" component.
+type Options struct {
+	// ClusterCache reaches workload clusters (required).
+	ClusterCache clustercache.ClusterCache
 }
 
-// setupKubeadm registers Cluster API's kubeadm providers, used by the Packet provider's
+// Setup registers Cluster API's kubeadm providers with mgr, used by the Packet provider's
 // clusters and by ClusterClasses whose control plane is kubeadm's (Cluster API's in-memory
 // provider's is): the KubeadmConfig reconciler (bootstrap: the kubeadm token and the cloud-init
 // that runs kubeadm init or join, in each Machine's bootstrap data Secret) and the
 // KubeadmControlPlane reconciler (the CA and other certificate Secrets, the <cluster>-kubeconfig
 // admin kubeconfig, control plane Machines), and their admission webhooks, which default and
 // validate what Cluster API's topology controller makes from a ClusterClass's templates.
-func setupKubeadm(ctx context.Context, mgr ctrl.Manager, deps Deps) error {
-	if deps.ClusterCache == nil {
-		return fmt.Errorf("setting up the kubeadm providers: ClusterCache is required")
+func Setup(ctx context.Context, mgr ctrl.Manager, opts Options) error {
+	if opts.ClusterCache == nil {
+		return errors.New("setting up the kubeadm providers: ClusterCache is required")
 	}
 	// The manager's cache keeps the data of kubeconfig Secrets only (the core's cache options),
 	// while the kubeadm providers read certificate Secrets (<cluster>-ca, -etcd, -sa, -proxy)
@@ -70,21 +65,21 @@ func setupKubeadm(ctx context.Context, mgr ctrl.Manager, deps Deps) error {
 		Client:              mgr.GetClient(),
 		SecretCachingClient: secretCachingClient,
 		APIReader:           mgr.GetAPIReader(),
-		ClusterCache:        deps.ClusterCache,
-		TokenTTL:            kubeadmTokenTTL,
-	}).SetupWithManager(ctx, mgr, controller.Options{MaxConcurrentReconciles: kubeadmConcurrency}); err != nil {
+		ClusterCache:        opts.ClusterCache,
+		TokenTTL:            tokenTTL,
+	}).SetupWithManager(ctx, mgr, controller.Options{MaxConcurrentReconciles: concurrency}); err != nil {
 		return fmt.Errorf("setting up the KubeadmConfig controller: %w", err)
 	}
 	if err := (&kubeadmcontrolplane.Reconciler{
 		Client:                      mgr.GetClient(),
 		APIReader:                   mgr.GetAPIReader(),
 		SecretCachingClient:         secretCachingClient,
-		ClusterCache:                deps.ClusterCache,
-		EtcdDialTimeout:             kubeadmEtcdDialTimeout,
-		EtcdCallTimeout:             kubeadmEtcdCallTimeout,
-		RemoteConditionsGracePeriod: remoteConditionsGracePeriod,
+		ClusterCache:                opts.ClusterCache,
+		EtcdDialTimeout:             etcdDialTimeout,
+		EtcdCallTimeout:             etcdCallTimeout,
+		RemoteConditionsGracePeriod: capi.RemoteConditionsGracePeriod,
 	}).SetupWithManager(ctx, mgr, controller.Options{
-		MaxConcurrentReconciles: kubeadmConcurrency,
+		MaxConcurrentReconciles: concurrency,
 		// KubeadmControlPlane talks to every etcd member; Cluster API gives it more time.
 		ReconciliationTimeout: 3 * time.Minute,
 	}); err != nil {

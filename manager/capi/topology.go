@@ -1,8 +1,9 @@
-package manager
+package capi
 
 import (
 	"context"
 	"fmt"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -45,8 +46,7 @@ const (
 
 // enableClusterTopology switches on Cluster API's ClusterTopology feature gate, which its
 // topology reconcilers, its Cluster webhook (a Cluster with spec.topology is refused without it)
-// and its default indexes (Clusters by ClusterClass) read; the manager sets it before anything
-// reads it. The gate is process-wide; setting it again is harmless.
+// and its default indexes (Clusters by ClusterClass) read; Setup sets it before anything reads it. The gate is process-wide; setting it again is harmless.
 func enableClusterTopology() error {
 	if err := feature.MutableGates.Set(string(feature.ClusterTopology) + "=true"); err != nil {
 		return fmt.Errorf("enabling Cluster API's %s feature gate: %w", feature.ClusterTopology, err)
@@ -60,8 +60,8 @@ func enableClusterTopology() error {
 // Cluster topology, MachineDeployment topology and MachineSet topology reconcilers, the
 // ClusterResourceSet and binding reconcilers, and the ClusterClass and ClusterResourceSet
 // webhooks.
-func setupTopology(ctx context.Context, mgr ctrl.Manager, deps Deps) error {
-	partialSecretCache, err := newPartialSecretCache(mgr)
+func setupTopology(ctx context.Context, mgr ctrl.Manager, opts Options) error {
+	partialSecretCache, err := newPartialSecretCache(mgr, opts.SyncPeriod)
 	if err != nil {
 		return err
 	}
@@ -74,24 +74,24 @@ func setupTopology(ctx context.Context, mgr ctrl.Manager, deps Deps) error {
 				SetupWithManager(ctx, mgr, controller.Options{MaxConcurrentReconciles: clusterClassConcurrency})
 		}},
 		{"ClusterTopology", func() error {
-			return (&topologycluster.Reconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), ClusterCache: deps.ClusterCache}).
+			return (&topologycluster.Reconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), ClusterCache: opts.ClusterCache}).
 				SetupWithManager(ctx, mgr, controller.Options{MaxConcurrentReconciles: clusterTopologyConcurrency})
 		}},
 		{"MachineDeploymentTopology", func() error {
 			return (&topologymachinedeployment.Reconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader()}).
-				SetupWithManager(ctx, mgr, controller.Options{MaxConcurrentReconciles: capiConcurrency})
+				SetupWithManager(ctx, mgr, controller.Options{MaxConcurrentReconciles: concurrency})
 		}},
 		{"MachineSetTopology", func() error {
 			return (&topologymachineset.Reconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader()}).
-				SetupWithManager(ctx, mgr, controller.Options{MaxConcurrentReconciles: capiConcurrency})
+				SetupWithManager(ctx, mgr, controller.Options{MaxConcurrentReconciles: concurrency})
 		}},
 		{"ClusterResourceSet", func() error {
-			return (&clusterresourceset.Reconciler{Client: mgr.GetClient(), ClusterCache: deps.ClusterCache}).
-				SetupWithManager(ctx, mgr, controller.Options{MaxConcurrentReconciles: capiConcurrency}, partialSecretCache)
+			return (&clusterresourceset.Reconciler{Client: mgr.GetClient(), ClusterCache: opts.ClusterCache}).
+				SetupWithManager(ctx, mgr, controller.Options{MaxConcurrentReconciles: concurrency}, partialSecretCache)
 		}},
 		{"ClusterResourceSetBinding", func() error {
 			return (&clusterresourcesetbinding.Reconciler{Client: mgr.GetClient()}).
-				SetupWithManager(ctx, mgr, controller.Options{MaxConcurrentReconciles: capiConcurrency})
+				SetupWithManager(ctx, mgr, controller.Options{MaxConcurrentReconciles: concurrency})
 		}},
 	}
 	for _, r := range reconcilers {
@@ -119,7 +119,7 @@ func setupTopology(ctx context.Context, mgr ctrl.Manager, deps Deps) error {
 // newPartialSecretCache is the cache the ClusterResourceSet reconciler watches Secrets through:
 // metadata only, of every Secret (the manager's own cache keeps only those labelled with a
 // cluster name), with managed fields stripped, as Cluster API's core/main.go builds it.
-func newPartialSecretCache(mgr ctrl.Manager) (ctrlcache.Cache, error) {
+func newPartialSecretCache(mgr ctrl.Manager, syncPeriod time.Duration) (ctrlcache.Cache, error) {
 	c, err := ctrlcache.New(mgr.GetConfig(), ctrlcache.Options{
 		Scheme:     mgr.GetScheme(),
 		Mapper:     mgr.GetRESTMapper(),
