@@ -34,7 +34,9 @@ const (
 // cluster, the control plane and the MachineDeployments with their templates, of any provider
 // (the provider groups are Cluster API's wildcard, as in its own role: a ClusterClass names
 // templates of providers Flotilla did not write); the ClusterResourceSet reconciler reads the
-// Secrets and ConfigMaps a set names (metadata cache) and applies them to workload clusters.
+// Secrets and ConfigMaps a set names (metadata cache) and applies them to workload clusters; the
+// Cluster topology reconciler watches the runtime SDK's ExtensionConfigs (none run here: without
+// the read its cache never syncs, and the component's manager reconciles nothing).
 //
 // +kubebuilder:rbac:groups=cluster.x-k8s.io,resources=clusterclasses;clusterclasses/status,verbs=get;list;watch;update;patch
 // +kubebuilder:rbac:groups=cluster.x-k8s.io,resources=clusters;clusters/status,verbs=get;list;watch;update;patch
@@ -43,6 +45,7 @@ const (
 // +kubebuilder:rbac:groups=addons.cluster.x-k8s.io,resources=clusterresourcesets;clusterresourcesets/status;clusterresourcesetbindings;clusterresourcesetbindings/status,verbs=get;list;watch;create;update;patch;delete
 // +kubebuilder:rbac:groups="",resources=secrets;configmaps,verbs=get;list;watch;patch
 // +kubebuilder:rbac:groups=apiextensions.k8s.io,resources=customresourcedefinitions,verbs=get;list;watch
+// +kubebuilder:rbac:groups=runtime.cluster.x-k8s.io,resources=extensionconfigs,verbs=get;list;watch
 
 // enableClusterTopology switches on Cluster API's ClusterTopology feature gate, which its
 // topology reconcilers, its Cluster webhook (a Cluster with spec.topology is refused without it)
