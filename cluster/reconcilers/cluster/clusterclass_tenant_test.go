@@ -45,10 +45,10 @@ func TestATenantCreatesAClusterOfAClassItCannotChange(t *testing.T) {
 
 	t.Run("it creates a cluster of a class of its namespace", func(t *testing.T) {
 		g := NewWithT(t)
-		g.Expect(tenant.Create(ctx, topologyCluster(ns))).To(Succeed())
+		g.Expect(tenant.Create(ctx, tenantCluster(ns))).To(Succeed())
 		g.Eventually(func(g Gomega) {
 			capi := &clusterv1.Cluster{}
-			g.Expect(env.Client.Get(ctx, ctrlclient.ObjectKey{Namespace: ns, Name: "c1"}, capi)).To(Succeed())
+			g.Expect(env.Client.Get(ctx, ctrlclient.ObjectKey{Namespace: ns, Name: "c-" + ns}, capi)).To(Succeed())
 			g.Expect(capi.Spec.Topology.ClassRef.Name).To(Equal("dev"))
 		}, timeout, interval).Should(Succeed())
 	})
@@ -87,8 +87,8 @@ func TestATenantCreatesAClusterOfAClassItCannotChange(t *testing.T) {
 		g.Expect(apierrors.IsForbidden(tenant.Create(ctx, topologyCluster(other)))).To(BeTrue(), "creating a Cluster in another namespace")
 		// A cluster names a class of its own namespace: the other namespace's "other" does not
 		// exist for it.
-		c := topologyCluster(ns)
-		c.Name, c.Spec.Topology.Class = "c2", "other"
+		c := tenantCluster(ns)
+		c.Name, c.Spec.Topology.Class = "c2-"+ns, "other"
 		otherNamed := otherClass.DeepCopy()
 		otherNamed.ObjectMeta = metav1.ObjectMeta{Name: "other", Namespace: other}
 		g.Expect(env.Client.Create(ctx, otherNamed)).To(Succeed())
@@ -97,4 +97,12 @@ func TestATenantCreatesAClusterOfAClassItCannotChange(t *testing.T) {
 		g.Expect(err.Error()).To(ContainSubstring(`no ClusterClass of that name in namespace "` + ns + `"`))
 		g.Expect(apierrors.IsNotFound(env.Client.Get(ctx, ctrlclient.ObjectKeyFromObject(c), &flotillav1.Cluster{}))).To(BeTrue())
 	})
+}
+
+// tenantCluster is topologyCluster as a tenant writes it: without spec.managementCluster, which
+// only an admin may name when the API server has no management Cluster to default it to.
+func tenantCluster(ns string) *flotillav1.Cluster {
+	c := topologyCluster(ns)
+	c.Spec.ManagementCluster = flotillav1.ManagementClusterRef{}
+	return c
 }

@@ -77,10 +77,11 @@ func newClass(t *testing.T, g Gomega, ns, infra string) *clusterv1.ClusterClass 
 	return cc
 }
 
-// topologyCluster is a Cluster "c1" of ClusterClass "dev" with one group of 2 workers.
+// topologyCluster is a Cluster of ClusterClass "dev" with one group of 2 workers, named after
+// ns: cluster names are unique across the namespaces of an API server.
 func topologyCluster(ns string, variables ...flotillav1.TopologyVariable) *flotillav1.Cluster {
 	return &flotillav1.Cluster{
-		ObjectMeta: metav1.ObjectMeta{Name: "c1", Namespace: ns},
+		ObjectMeta: metav1.ObjectMeta{Name: "c-" + ns, Namespace: ns},
 		Spec: flotillav1.ClusterSpec{
 			KubernetesVersion: "1.36",
 			Topology:          &flotillav1.Topology{Class: "dev", Variables: variables},
@@ -104,7 +105,7 @@ func TestClusterClassClusterBecomesACAPIClusterWithATopology(t *testing.T) {
 
 	capi := &clusterv1.Cluster{}
 	g.Eventually(func(g Gomega) {
-		g.Expect(env.Client.Get(ctx, key(c, "c1"), capi)).To(Succeed())
+		g.Expect(env.Client.Get(ctx, key(c, c.Name), capi)).To(Succeed())
 	}, timeout, interval).Should(Succeed())
 	g.Expect(capi.Spec.InfrastructureRef.IsDefined()).To(BeFalse(), "the topology controller sets it")
 	g.Expect(capi.Spec.ControlPlaneRef.IsDefined()).To(BeFalse())
@@ -119,7 +120,7 @@ func TestClusterClassClusterBecomesACAPIClusterWithATopology(t *testing.T) {
 	g.Expect(md.Name).To(Equal("md-0"))
 	g.Expect(md.Replicas).To(Equal(ptr.To[int32](2)))
 	g.Expect(md.Metadata.Labels).To(Equal(map[string]string{"tier": "web",
-		flotillav1.ClusterNameLabel: "c1", flotillav1.WorkerNodeGroupLabel: "md-0"}))
+		flotillav1.ClusterNameLabel: c.Name, flotillav1.WorkerNodeGroupLabel: "md-0"}))
 	g.Expect(md.Metadata.Annotations).To(HaveKeyWithValue(clusterv1.MachineSetSkipPreflightChecksAnnotation, "ControlPlaneIsStable"))
 
 	t.Run("until Cluster API reports on it, the control plane is awaited", func(t *testing.T) {
@@ -134,7 +135,7 @@ func TestClusterClassClusterBecomesACAPIClusterWithATopology(t *testing.T) {
 		g := NewWithT(t)
 		updateCluster(g, c, func(c *flotillav1.Cluster) { c.Spec.WorkerNodeGroups[0].Count = 4 })
 		g.Eventually(func(g Gomega) {
-			g.Expect(env.Client.Get(ctx, key(c, "c1"), capi)).To(Succeed())
+			g.Expect(env.Client.Get(ctx, key(c, c.Name), capi)).To(Succeed())
 			g.Expect(capi.Spec.Topology.Workers.MachineDeployments[0].Replicas).To(Equal(ptr.To[int32](4)))
 		}, timeout, interval).Should(Succeed())
 	})
