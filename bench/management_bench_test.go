@@ -56,13 +56,7 @@ func BenchmarkManagementCluster(b *testing.B) {
 
 func runManagementBenchmark(b *testing.B) {
 	ctx := b.Context()
-	home, out := b.TempDir(), b.TempDir()
-	c, err := client.New(home, binaries.DefaultRoot(), io.Discard)
-	if err != nil {
-		b.Fatal(err)
-	}
-	c.Executable = flotillaBinary(b)
-	c.WaitTimeout = 5 * time.Minute
+	c, home, out := newBenchClient(b)
 
 	mgmtSpec := writeSpec(b, out, spec.GenerateOptions{Name: "mgmt", Provider: spec.ProviderLocal, Management: true, Workers: 2})
 	// Deleted also when the create fails half-way: its processes outlive the benchmark otherwise.
@@ -300,6 +294,20 @@ func writeSpec(b *testing.B, dir string, o spec.GenerateOptions) string {
 		b.Fatal(err)
 	}
 	return path
+}
+
+// newBenchClient returns a client whose home and output directory are new, running the
+// manager from bin/flotilla (flotillaBinary) and waiting up to 5 minutes for what it creates.
+func newBenchClient(b *testing.B) (c *client.Client, home, out string) {
+	b.Helper()
+	home, out = b.TempDir(), b.TempDir()
+	c, err := client.New(home, binaries.DefaultRoot(), io.Discard)
+	if err != nil {
+		b.Fatal(err)
+	}
+	c.Executable = flotillaBinary(b)
+	c.WaitTimeout = 5 * time.Minute
+	return c, home, out
 }
 
 // flotillaBinary returns bin/flotilla of this repository, which `make bench` builds first.

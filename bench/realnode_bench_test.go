@@ -3,7 +3,6 @@ package bench
 import (
 	"bytes"
 	"context"
-	"io"
 	"os"
 	"path/filepath"
 	"testing"
@@ -19,7 +18,6 @@ import (
 	packagesv1 "github.com/flotilla-dev/flotilla/api/packages/v1alpha1"
 	"github.com/flotilla-dev/flotilla/cli/client"
 	"github.com/flotilla-dev/flotilla/cli/spec"
-	"github.com/flotilla-dev/flotilla/pkg/binaries"
 	"github.com/flotilla-dev/flotilla/pkg/controlplane"
 	"github.com/flotilla-dev/flotilla/pkg/realnode"
 	"github.com/flotilla-dev/flotilla/pkg/registryconn"
@@ -49,13 +47,7 @@ func BenchmarkRealNode(b *testing.B) {
 
 func runRealNodeBenchmark(b *testing.B) {
 	ctx := b.Context()
-	home, out := b.TempDir(), b.TempDir()
-	c, err := client.New(home, binaries.DefaultRoot(), io.Discard)
-	if err != nil {
-		b.Fatal(err)
-	}
-	c.Executable = flotillaBinary(b)
-	c.WaitTimeout = 5 * time.Minute
+	c, home, out := newBenchClient(b)
 
 	addr := startRegistry(b, c)
 	defer func() { _ = c.StopRegistry(context.Background()) }()

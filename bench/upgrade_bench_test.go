@@ -2,7 +2,6 @@ package bench
 
 import (
 	"context"
-	"io"
 	"os"
 	"path/filepath"
 	"testing"
@@ -10,7 +9,6 @@ import (
 
 	"github.com/flotilla-dev/flotilla/cli/client"
 	"github.com/flotilla-dev/flotilla/cli/spec"
-	"github.com/flotilla-dev/flotilla/pkg/binaries"
 	"github.com/flotilla-dev/flotilla/pkg/controlplane"
 )
 
@@ -26,13 +24,7 @@ func BenchmarkUpgradeWorkloadCluster(b *testing.B) {
 
 func runUpgradeBenchmark(b *testing.B) {
 	ctx := b.Context()
-	home, out := b.TempDir(), b.TempDir()
-	c, err := client.New(home, binaries.DefaultRoot(), io.Discard)
-	if err != nil {
-		b.Fatal(err)
-	}
-	c.Executable = flotillaBinary(b)
-	c.WaitTimeout = 5 * time.Minute
+	c, home, out := newBenchClient(b)
 
 	mgmtSpec := writeSpec(b, out, spec.GenerateOptions{Name: "mgmt", Provider: spec.ProviderLocal, Management: true})
 	if err := c.CreateManagementCluster(ctx, client.CreateManagementClusterOptions{File: mgmtSpec, OutDir: out}); err != nil {
