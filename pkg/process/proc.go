@@ -128,6 +128,7 @@ func findMarked(marker string, argv []string) (int, procStat, bool) {
 		return 0, procStat{}, false
 	}
 	want := []byte(markerEnv + "=" + marker + "\x00")
+	wantAfter := append([]byte{0}, want...) // the mark after another variable
 	var found int
 	var foundStat procStat
 	for _, e := range entries {
@@ -136,7 +137,7 @@ func findMarked(marker string, argv []string) (int, procStat, bool) {
 			continue
 		}
 		environ, err := os.ReadFile(fmt.Sprintf("%s/%d/environ", procRoot, pid))
-		if err != nil || !bytes.HasPrefix(environ, want) && !bytes.Contains(environ, append([]byte{0}, want...)) {
+		if err != nil || !bytes.HasPrefix(environ, want) && !bytes.Contains(environ, wantAfter) {
 			continue
 		}
 		st, err := readStat(pid)
