@@ -9,6 +9,7 @@ import (
 	"helm.sh/helm/v4/pkg/action"
 	"helm.sh/helm/v4/pkg/chart/common"
 	chart "helm.sh/helm/v4/pkg/chart/v2"
+	release "helm.sh/helm/v4/pkg/release/v1"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
@@ -55,10 +56,11 @@ func (e *Engine) Diff(ctx context.Context, cfg *rest.Config, r Release) (string,
 	if err != nil {
 		return "", err
 	}
-	desired, err := render(ctx, ch, r.Name, r.Namespace, values, r.PostRender, caps, last != nil)
+	rendered, err := render(ctx, ch, r.Name, r.Namespace, values, r.PostRender, caps, last != nil)
 	if err != nil {
 		return "", err
 	}
+	desired := rendered.Manifest
 	installed, revision := "", 0
 	if last != nil {
 		installed, revision = last.Manifest, last.Version
@@ -71,6 +73,35 @@ func (e *Engine) Diff(ctx context.Context, cfg *rest.Config, r Release) (string,
 // Template renders r's chart with r's values, without a cluster (Helm's default capabilities),
 // and describes the chart. CRDs from crds/ are not part of the manifest.
 func (e *Engine) Template(ctx context.Context, r Release) (string, *ChartInfo, error) {
+	rel, info, err := e.template(ctx, r)
+	if err != nil {
+		return "", info, err
+	}
+	return rel.Manifest, info, nil
+}
+
+// Images renders r's chart as Template does and returns the container images its Pods would
+// run, each once, sorted: the images of every Pod template (containers, init and ephemeral
+// containers) of the manifest and of the chart's hooks.
+func (e *Engine) Images(ctx context.Context, r Release) ([]string, error) {
+	rel, _, err := e.template(ctx, r)
+	if err != nil {
+		return nil, err
+	}
+	manifests := []string{rel.Manifest}
+	for _, h := range rel.Hooks {
+		manifests = append(manifests, h.Manifest)
+	}
+	images, err := podImages(manifests...)
+	if err != nil {
+		return nil, fmt.Errorf("chart %s %s: %w", rel.Chart.Name(), rel.Chart.Metadata.Version, err)
+	}
+	return images, nil
+}
+
+// template renders r's chart without a cluster into a release that holds the manifest and the
+// hooks.
+func (e *Engine) template(ctx context.Context, r Release) (*release.Release, *ChartInfo, error) {
 	name, namespace := r.Name, r.Namespace
 	if name == "" {
 		name = "release-name"
@@ -80,25 +111,25 @@ func (e *Engine) Template(ctx context.Context, r Release) (string, *ChartInfo, e
 	}
 	values, _, err := normalizeValues(r.Values)
 	if err != nil {
-		return "", nil, err
+		return nil, nil, err
 	}
 	src, err := e.resolveChart(ctx, r.Chart, r.Registry)
 	if err != nil {
-		return "", nil, err
+		return nil, nil, err
 	}
 	ch, err := e.load(src)
 	if err != nil {
-		return "", nil, err
+		return nil, nil, err
 	}
 	info := chartInfo(ch, src.Digest)
 	if err := checkDependencies(ch); err != nil {
-		return "", info, fmt.Errorf("chart %s %s: %w", ch.Name(), ch.Metadata.Version, err)
+		return nil, info, fmt.Errorf("chart %s %s: %w", ch.Name(), ch.Metadata.Version, err)
 	}
-	manifest, err := render(ctx, ch, name, namespace, values, r.PostRender, nil, false)
+	rel, err := render(ctx, ch, name, namespace, values, r.PostRender, nil, false)
 	if err != nil {
-		return "", info, err
+		return nil, info, err
 	}
-	return manifest, info, nil
+	return rel, info, nil
 }
 
 // ChartInfo resolves ref (pulling it when it is not cached) and describes the chart, its
@@ -131,9 +162,10 @@ func chartInfo(ch *chart.Chart, digest string) *ChartInfo {
 	return info
 }
 
-// render renders ch as Helm would install it (post is applied), without touching a cluster.
+// render renders ch as Helm would install it (post is applied), without touching a cluster, into
+// a release whose Manifest is what would be applied and whose Hooks are the hooks.
 // With caps nil, Helm's default capabilities apply.
-func render(ctx context.Context, ch *chart.Chart, name, namespace string, values map[string]any, post postrender.Spec, caps *common.Capabilities, isUpgrade bool) (string, error) {
+func render(ctx context.Context, ch *chart.Chart, name, namespace string, values map[string]any, post postrender.Spec, caps *common.Capabilities, isUpgrade bool) (*release.Release, error) {
 	ac := action.NewConfiguration(action.ConfigurationSetLogger(logr.ToSlogHandler(log.FromContext(ctx))))
 	in := action.NewInstall(ac)
 	in.DryRunStrategy = action.DryRunClient
@@ -148,13 +180,9 @@ func render(ctx context.Context, ch *chart.Chart, name, namespace string, values
 	}
 	r, err := in.RunWithContext(ctx, ch, values)
 	if err != nil {
-		return "", fmt.Errorf("rendering chart %s %s: %w", ch.Name(), ch.Metadata.Version, err)
+		return nil, fmt.Errorf("rendering chart %s %s: %w", ch.Name(), ch.Metadata.Version, err)
 	}
-	rel, err := asRelease(r)
-	if err != nil {
-		return "", err
-	}
-	return rel.Manifest, nil
+	return asRelease(r)
 }
 
 func unifiedDiff(from, to, fromName, toName string) (string, error) {

@@ -123,23 +123,47 @@ func Push(ctx context.Context, ref string, image v1.Image, opts ...remote.Option
 	return nil
 }
 
-// MirrorReference returns where the mirror registry (host:port) holds the image upstream names:
-// <registry>/<upstream host>/<repository>:<tag>, with Docker Hub as docker.io and its official
-// images under library/.
+// MirrorReference returns where the mirror registry (host:port, with an optional path prefix)
+// holds the image upstream names: <registry>/<MirrorPath>, by tag or, for an image pinned by
+// digest, by digest.
 func MirrorReference(registry, upstream string) (string, error) {
-	tag, err := name.NewTag(upstream, name.StrictValidation)
+	repository, tag, digest, err := MirrorPath(upstream)
 	if err != nil {
+		return "", err
+	}
+	if digest != "" {
+		return registry + "/" + repository + "@" + digest, nil
+	}
+	return registry + "/" + repository + ":" + tag, nil
+}
+
+// MirrorPath returns the repository path a mirror holds the image upstream names under,
+// <upstream host>/<repository> with Docker Hub as docker.io and its official images under
+// library/, and the tag or digest containerd asks the mirror for: the digest when upstream
+// names one (repository@sha256:..., with or without a tag), else the tag.
+func MirrorPath(upstream string) (repository, tag, digest string, err error) {
+	var ref name.Reference
+	if strings.Contains(upstream, "@") {
+		ref, err = name.NewDigest(upstream)
+	} else if ref, err = name.NewTag(upstream, name.StrictValidation); err != nil && strings.Contains(upstream, ":") {
 		// Docker's short forms ("nginx:1.27") are not strict references; a default tag is
 		// not accepted either: mirrors hold what is asked for.
-		if tag, err = name.NewTag(upstream); err != nil || !strings.Contains(upstream, ":") {
-			return "", fmt.Errorf("image %q: name it with a tag, such as registry.k8s.io/pause:3.10", upstream)
+		if ref, err = name.NewTag(upstream); err == nil && !strings.HasSuffix(upstream, ":"+ref.Identifier()) {
+			err = errors.New("no tag")
 		}
 	}
-	host := tag.RegistryStr()
+	if err != nil || ref == nil {
+		return "", "", "", fmt.Errorf("image %q: name it with a tag, such as registry.k8s.io/pause:3.10, or a digest", upstream)
+	}
+	host := ref.Context().RegistryStr()
 	if host == name.DefaultRegistry {
 		host = "docker.io"
 	}
-	return registry + "/" + host + "/" + tag.RepositoryStr() + ":" + tag.TagStr(), nil
+	repository = host + "/" + ref.Context().RepositoryStr()
+	if d, ok := ref.(name.Digest); ok {
+		return repository, "", d.DigestStr(), nil
+	}
+	return repository, ref.Identifier(), "", nil
 }
 
 // file is one regular file or directory of a layer.

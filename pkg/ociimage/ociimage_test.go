@@ -30,6 +30,9 @@ func TestMirrorReference(t *testing.T) {
 		{name: "a ghcr.io image is kept under ghcr.io", upstream: "ghcr.io/flotilla-dev/hello-flotilla:0.1.0", want: "127.0.0.1:5001/ghcr.io/flotilla-dev/hello-flotilla:0.1.0"},
 		{name: "a Docker Hub short name is an official image of docker.io", upstream: "nginx:1.27-alpine", want: "127.0.0.1:5001/docker.io/library/nginx:1.27-alpine"},
 		{name: "docker.io is named as containerd names it", upstream: "docker.io/bitnami/redis:7", want: "127.0.0.1:5001/docker.io/bitnami/redis:7"},
+		{name: "an image pinned by digest is held by its digest", upstream: "registry.k8s.io/pause@sha256:" + strings.Repeat("a", 64), want: "127.0.0.1:5001/registry.k8s.io/pause@sha256:" + strings.Repeat("a", 64)},
+		{name: "a digest wins over a tag, as containerd asks for the digest", upstream: "nginx:1.27@sha256:" + strings.Repeat("b", 64), want: "127.0.0.1:5001/docker.io/library/nginx@sha256:" + strings.Repeat("b", 64)},
+		{name: "a registry's port is not a tag", upstream: "localhost:5000/app", wantErr: "name it with a tag"},
 		{name: "an image without a tag is refused", upstream: "registry.k8s.io/pause", wantErr: "name it with a tag"},
 	}
 	for _, tt := range tests {

@@ -15,8 +15,6 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/utils/ptr"
 	ctrlclient "sigs.k8s.io/controller-runtime/pkg/client"
-
-	"github.com/flotilla-dev/flotilla/pkg/ociimage"
 )
 
 // The objects a cluster with real nodes needs in its API, as kubeadm makes them for its nodes:
@@ -153,7 +151,7 @@ const corefile = `.:53 {
 }
 `
 
-// CoreDNS returns the cluster DNS: CoreDNS (Flotilla's image, ociimage.CoreDNS) as the Deployment
+// CoreDNS returns the cluster DNS: CoreDNS (DNSImage) as the Deployment
 // coredns in kube-system, on real nodes only, behind the Service kube-dns at dnsIP, with the
 // RBAC its kubernetes plugin needs.
 func CoreDNS(dnsIP netip.Addr) []ctrlclient.Object {
@@ -208,7 +206,7 @@ func CoreDNS(dnsIP netip.Addr) []ctrlclient.Object {
 				NodeSelector: map[string]string{SimulatedLabel: "false"},
 				Containers: []corev1.Container{{
 					Name:  "coredns",
-					Image: ociimage.CoreDNS.Name,
+					Image: DNSImage,
 					Args:  []string{"-conf", "/etc/coredns/Corefile"},
 					Ports: []corev1.ContainerPort{
 						{Name: "dns", ContainerPort: 53, Protocol: corev1.ProtocolUDP},

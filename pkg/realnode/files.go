@@ -33,6 +33,13 @@ var MirroredRegistries = []string{"docker.io", "registry.k8s.io", "ghcr.io"}
 // SandboxImage is the image of every Pod sandbox.
 var SandboxImage = ociimage.Pause.Name
 
+// DNSImage is the image of the cluster DNS that clusters with real nodes run (CoreDNS).
+var DNSImage = ociimage.CoreDNS.Name
+
+// Images are the images every cluster with real nodes pulls, whatever it installs: the Pod
+// sandbox and the cluster DNS. An air-gapped mirror needs them (package archive exports them).
+var Images = []string{SandboxImage, DNSImage}
+
 // gateway is the node network's gateway.
 func (cfg Config) gateway() netip.Addr { return cfg.Network.Masked().Addr().Next() }
 
