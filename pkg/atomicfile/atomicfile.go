@@ -3,6 +3,7 @@ package atomicfile
 import (
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 )
@@ -10,7 +11,16 @@ import (
 // Write writes data to path with mode 0600, creating the directory with mode 0700 when needed.
 // The mode is private because what Flotilla writes this way (keys, kubeconfigs, records of the
 // processes it runs) is nobody else's business.
-func Write(path string, data []byte) (err error) {
+func Write(path string, data []byte) error {
+	return WriteFrom(path, func(w io.Writer) error {
+		_, err := w.Write(data)
+		return err
+	})
+}
+
+// WriteFrom is Write of what write writes, for files too large to hold in memory: path is
+// replaced only once write returned nil, and is left as it was otherwise.
+func WriteFrom(path string, write func(io.Writer) error) (err error) {
 	dir := filepath.Dir(path)
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return fmt.Errorf("creating %s: %w", dir, err)
@@ -24,7 +34,7 @@ func Write(path string, data []byte) (err error) {
 			err = errors.Join(err, removeIfExists(tmp.Name()))
 		}
 	}()
-	if _, err := tmp.Write(data); err != nil {
+	if err := write(tmp); err != nil {
 		return errors.Join(fmt.Errorf("writing %s: %w", path, err), tmp.Close())
 	}
 	if err := tmp.Close(); err != nil {

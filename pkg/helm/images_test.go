@@ -17,6 +17,7 @@ var digestX = strings.Repeat("a", 64)
 // holds a string that only looks like an image.
 func imagesChart() testChart {
 	return testChart{name: "images", version: "1.0.0", files: map[string]string{
+		"Chart.yaml":  "apiVersion: v2\nname: images\nversion: 1.0.0\nkubeVersion: \">=1.30.0-0\"\n",
 		"values.yaml": "image: {repository: ghcr.io/example/web, tag: \"2.0\"}\nsidecar: true\n",
 		"templates/deployment.yaml": `apiVersion: apps/v1
 kind: Deployment
@@ -69,7 +70,8 @@ spec:
 }
 
 // TestImagesAreThoseOfEveryPodTemplateAndHook renders the chart with its default values and with
-// values that change them, and finds the images of every Pod template, hooks included, once each.
+// values that change them, and finds the images of every Pod template, hooks included, once each;
+// the chart is rendered for the Kubernetes version asked for.
 func TestImagesAreThoseOfEveryPodTemplateAndHook(t *testing.T) {
 	g := NewWithT(t)
 	ctx := testContext(t)
@@ -78,7 +80,7 @@ func TestImagesAreThoseOfEveryPodTemplateAndHook(t *testing.T) {
 	ref := ChartRef{RepoURL: "oci://" + ociHost + "/images/images", Version: "1.0.0"}
 	plain := registryconn.Config{PlainHTTP: true}
 
-	images, err := e.Images(ctx, Release{Chart: ref, Registry: plain})
+	images, err := e.Images(ctx, Release{Chart: ref, Registry: plain}, "v1.36.0")
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(images).To(Equal([]string{
 		"busybox:1.37",
@@ -88,7 +90,7 @@ func TestImagesAreThoseOfEveryPodTemplateAndHook(t *testing.T) {
 		"registry.k8s.io/pause:3.10",
 	}))
 
-	images, err = e.Images(ctx, Release{Chart: ref, Registry: plain, Values: map[string]any{"sidecar": false, "image": map[string]any{"tag": "3.0"}}})
+	images, err = e.Images(ctx, Release{Chart: ref, Registry: plain, Values: map[string]any{"sidecar": false, "image": map[string]any{"tag": "3.0"}}}, "v1.35.4")
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(images).To(Equal([]string{
 		"busybox:1.37",
@@ -97,4 +99,7 @@ func TestImagesAreThoseOfEveryPodTemplateAndHook(t *testing.T) {
 		"ghcr.io/example/web:3.0",
 		"quay.io/example/runner:1",
 	}))
+
+	_, err = e.Images(ctx, Release{Chart: ref, Registry: plain}, "v1.29.0")
+	g.Expect(err).To(MatchError(ContainSubstring("incompatible with Kubernetes v1.29.0")), "rendered for the cluster version asked for")
 }

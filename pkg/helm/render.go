@@ -73,18 +73,27 @@ func (e *Engine) Diff(ctx context.Context, cfg *rest.Config, r Release) (string,
 // Template renders r's chart with r's values, without a cluster (Helm's default capabilities),
 // and describes the chart. CRDs from crds/ are not part of the manifest.
 func (e *Engine) Template(ctx context.Context, r Release) (string, *ChartInfo, error) {
-	rel, info, err := e.template(ctx, r)
+	rel, info, err := e.template(ctx, r, nil)
 	if err != nil {
 		return "", info, err
 	}
 	return rel.Manifest, info, nil
 }
 
-// Images renders r's chart as Template does and returns the container images its Pods would
-// run, each once, sorted: the images of every Pod template (containers, init and ephemeral
+// Images renders r's chart as Template does, but for a cluster of kubeVersion (such as
+// "v1.36.0"; Helm's default when empty), and returns the container images its Pods would run,
+// each once, sorted: the images of every Pod template (containers, init and ephemeral
 // containers) of the manifest and of the chart's hooks.
-func (e *Engine) Images(ctx context.Context, r Release) ([]string, error) {
-	rel, _, err := e.template(ctx, r)
+func (e *Engine) Images(ctx context.Context, r Release, kubeVersion string) ([]string, error) {
+	var caps *common.Capabilities
+	if kubeVersion != "" {
+		kv, err := common.ParseKubeVersion(kubeVersion)
+		if err != nil {
+			return nil, fmt.Errorf("kubernetes version %q: %w", kubeVersion, err)
+		}
+		caps = &common.Capabilities{KubeVersion: *kv}
+	}
+	rel, _, err := e.template(ctx, r, caps)
 	if err != nil {
 		return nil, err
 	}
@@ -99,9 +108,9 @@ func (e *Engine) Images(ctx context.Context, r Release) ([]string, error) {
 	return images, nil
 }
 
-// template renders r's chart without a cluster into a release that holds the manifest and the
-// hooks.
-func (e *Engine) template(ctx context.Context, r Release) (*release.Release, *ChartInfo, error) {
+// template renders r's chart without a cluster, with caps (Helm's default when nil), into a
+// release that holds the manifest and the hooks.
+func (e *Engine) template(ctx context.Context, r Release, caps *common.Capabilities) (*release.Release, *ChartInfo, error) {
 	name, namespace := r.Name, r.Namespace
 	if name == "" {
 		name = "release-name"
@@ -125,7 +134,7 @@ func (e *Engine) template(ctx context.Context, r Release) (*release.Release, *Ch
 	if err := checkDependencies(ch); err != nil {
 		return nil, info, fmt.Errorf("chart %s %s: %w", ch.Name(), ch.Metadata.Version, err)
 	}
-	rel, err := render(ctx, ch, name, namespace, values, r.PostRender, nil, false)
+	rel, err := render(ctx, ch, name, namespace, values, r.PostRender, caps, false)
 	if err != nil {
 		return nil, info, err
 	}

@@ -4,7 +4,9 @@ import (
 	"errors"
 	"net/http"
 	"os"
+	"path"
 	"path/filepath"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -80,6 +82,17 @@ type ChartRef struct {
 	// Digest ("sha256:...") pins the chart: the OCI manifest digest, or the archive's SHA-256 in a
 	// classic repository. It is verified after every pull.
 	Digest string
+}
+
+// OCIChart is the chart at registry/repository (the chart's name is the repository's last
+// element), as a curated package names it: version, pinned by digest.
+func OCIChart(registry, repository, version, digest string) ChartRef {
+	return ChartRef{
+		RepoURL: "oci://" + strings.TrimSuffix(registry, "/") + "/" + strings.Trim(repository, "/"),
+		Name:    path.Base(repository),
+		Version: version,
+		Digest:  digest,
+	}
 }
 
 // Release is the desired state of one Helm release.

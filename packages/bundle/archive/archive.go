@@ -2,7 +2,7 @@ package archive
 
 import (
 	"archive/tar"
-	"bytes"
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -11,7 +11,6 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
-	"slices"
 	"strings"
 
 	"github.com/google/go-containerregistry/pkg/name"
@@ -22,6 +21,9 @@ import (
 
 	"github.com/flotilla-dev/flotilla/packages/bundle"
 	"github.com/flotilla-dev/flotilla/pkg/atomicfile"
+	"github.com/flotilla-dev/flotilla/pkg/helm"
+	"github.com/flotilla-dev/flotilla/pkg/ociimage"
+	"github.com/flotilla-dev/flotilla/pkg/realnode"
 	"github.com/flotilla-dev/flotilla/pkg/registryconn"
 )
 
@@ -34,7 +36,7 @@ const (
 	RepositoryAnnotation = "dev.flotilla.archive.repository"
 	// RegistryAnnotation is the registry host it came from (for messages only).
 	RegistryAnnotation = "dev.flotilla.archive.registry"
-	// KindAnnotation is "bundle" or "chart".
+	// KindAnnotation is "bundle", "chart" or "image".
 	KindAnnotation = "dev.flotilla.archive.kind"
 )
 
@@ -42,12 +44,15 @@ const (
 const (
 	KindBundle = "bundle"
 	KindChart  = "chart"
+	KindImage  = "image"
 )
 
-// Artifact is one manifest of an archive.
+// Artifact is one manifest (or image index) of an archive.
 type Artifact struct {
 	Kind string `json:"kind"`
-	// Repository is the path without the registry host; Tag the bundle name or chart version.
+	// Repository is the path without the registry host: an image's is its mirror path
+	// <upstream host>/<repository> (ociimage.MirrorPath). Tag is the bundle name, the chart
+	// version or the image's tag; empty for an image pinned by digest.
 	Repository string `json:"repository"`
 	Tag        string `json:"tag"`
 	Digest     string `json:"digest"`
@@ -61,15 +66,22 @@ type ExportOptions struct {
 	Registry, Repository string
 	// KubernetesMinors get their newest bundle exported each, such as "1.36".
 	KubernetesMinors []string
-	// Connection reaches the bundles' registry and the registries of the charts they name.
+	// Connection reaches the bundles' registry, the registries of the charts they name and the
+	// image registry.
 	Connection registryconn.Config
+	// ImageRegistry holds the images in the mirror layout (package ociimage), as `flotilla image
+	// build` pushes them: "host[:port]" with an optional path prefix; Registry when empty.
+	ImageRegistry string
+	// SkipImages exports the bundles and charts only.
+	SkipImages bool
 	// Path is the tar file written (atomically).
 	Path string
 }
 
-// Export writes the newest bundle of each minor and every chart version it names into the tar
-// file o.Path (see the package doc). A minor without a bundle is an error: the archive would
-// not install its packages.
+// Export writes the newest bundle of each minor, every chart version it names and, unless
+// o.SkipImages, the images those charts and real nodes run into the tar file o.Path (see the
+// package doc). A minor without a bundle is an error: the archive would not install its
+// packages; so is an image missing from the image registry.
 func Export(ctx context.Context, o ExportOptions) ([]Artifact, error) {
 	if len(o.KubernetesMinors) == 0 {
 		return nil, errors.New("no Kubernetes minor to export the bundles of")
@@ -78,18 +90,28 @@ func Export(ctx context.Context, o ExportOptions) ([]Artifact, error) {
 	if err != nil {
 		return nil, err
 	}
-	dir, err := os.MkdirTemp("", "flotilla-export-")
+	tmp, err := os.MkdirTemp("", "flotilla-export-")
 	if err != nil {
 		return nil, err
 	}
-	defer func() { _ = os.RemoveAll(dir) }()
+	defer func() { _ = os.RemoveAll(tmp) }()
+	dir := filepath.Join(tmp, "layout")
 	l, err := layout.Write(dir, empty.Index)
 	if err != nil {
 		return nil, fmt.Errorf("writing the image layout: %w", err)
 	}
-	e := &exporter{layout: l, opts: append(opts, remote.WithContext(ctx))}
+	e := &exporter{layout: l, opts: append(opts, remote.WithContext(ctx)), seen: map[string]bool{}}
+	var charts []chartVersion
 	for _, minor := range o.KubernetesMinors {
-		if err := e.exportNewest(ctx, o.Registry, o.Repository, minor); err != nil {
+		exported, err := e.exportNewest(ctx, o.Registry, o.Repository, minor)
+		if err != nil {
+			return nil, err
+		}
+		charts = append(charts, exported...)
+	}
+	if !o.SkipImages {
+		eng := &helm.Engine{ChartCache: filepath.Join(tmp, "charts")}
+		if err := e.exportImages(ctx, eng, cmp.Or(o.ImageRegistry, o.Registry), o.Connection, charts); err != nil {
 			return nil, err
 		}
 	}
@@ -103,99 +125,161 @@ func Export(ctx context.Context, o ExportOptions) ([]Artifact, error) {
 type exporter struct {
 	layout  layout.Path
 	opts    []remote.Option
+	seen    map[string]bool
 	written []Artifact
 }
 
-// exportNewest writes the newest bundle of minor in registry/repository and its charts.
-func (e *exporter) exportNewest(ctx context.Context, registry, repository, minor string) error {
+// chartVersion is a chart version a bundle of a Kubernetes minor names.
+type chartVersion struct {
+	minor   string
+	source  bundle.Source
+	version bundle.Version
+}
+
+// exportNewest writes the newest bundle of minor in registry/repository and its charts, and
+// returns the charts.
+func (e *exporter) exportNewest(ctx context.Context, registry, repository, minor string) ([]chartVersion, error) {
 	names, err := bundle.List(ctx, registry, repository, minor, e.opts...)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	if len(names) == 0 {
-		return fmt.Errorf("%s/%s holds no bundle for Kubernetes %s: publish one (flotilla registry publish --kubernetes-minor %s)", registry, repository, minor, minor)
+		return nil, fmt.Errorf("%s/%s holds no bundle for Kubernetes %s: publish one (flotilla registry publish --kubernetes-minor %s)", registry, repository, minor, minor)
 	}
 	newest := names[len(names)-1]
 	ref := registry + "/" + repository + ":" + newest
 	s, err := bundle.Pull(ctx, ref, e.opts...)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	if err := e.add(KindBundle, registry, repository, newest, ref+"@"+s.Digest); err != nil {
-		return err
+		return nil, err
 	}
+	var charts []chartVersion
 	for _, p := range s.Bundle.Packages {
 		for _, v := range p.Versions {
 			chartRef := p.Source.Registry + "/" + p.Source.Repository + "@" + v.Digest
 			if err := e.add(KindChart, p.Source.Registry, p.Source.Repository, v.Version, chartRef); err != nil {
-				return err
+				return nil, err
 			}
+			charts = append(charts, chartVersion{minor: minor, source: p.Source, version: v})
+		}
+	}
+	return charts, nil
+}
+
+// exportImages writes the images that charts run with their default values in a cluster of
+// their bundle's minor (helm.Engine.Images) and those every real node runs (realnode.Images),
+// each read from its mirror path in imageRegistry.
+func (e *exporter) exportImages(ctx context.Context, eng *helm.Engine, imageRegistry string, conn registryconn.Config, charts []chartVersion) error {
+	runBy := map[string]string{}
+	var images []string
+	for _, c := range charts {
+		chart := helm.OCIChart(c.source.Registry, c.source.Repository, c.version.Version, c.version.Digest)
+		found, err := eng.Images(ctx, helm.Release{Chart: chart, Registry: conn}, "v"+c.minor+".0")
+		if err != nil {
+			return fmt.Errorf("finding the images of chart %s %s: %w", c.source.Repository, c.version.Version, err)
+		}
+		for _, image := range found {
+			if _, ok := runBy[image]; !ok {
+				runBy[image] = "chart " + c.source.Repository + " " + c.version.Version
+				images = append(images, image)
+			}
+		}
+	}
+	for _, image := range realnode.Images {
+		if _, ok := runBy[image]; !ok {
+			runBy[image] = "every real node"
+			images = append(images, image)
+		}
+	}
+	for _, image := range images {
+		repository, tag, _, err := ociimage.MirrorPath(image)
+		if err != nil {
+			return fmt.Errorf("image of %s: %w", runBy[image], err)
+		}
+		ref, _ := ociimage.MirrorReference(imageRegistry, image) // parsed by MirrorPath
+		host, _, _ := strings.Cut(imageRegistry, "/")
+		if err := e.add(KindImage, host, repository, tag, ref); err != nil {
+			return fmt.Errorf("image %s, which %s runs, cannot be read from the image registry as %s: push it there (`flotilla image build` pushes Flotilla's own images), or export without images (--skip-images): %w",
+				image, runBy[image], ref, err)
 		}
 	}
 	return nil
 }
 
-// add pulls ref (by digest) and writes it with its repository and tag, unless it is written.
+// add pulls ref (by digest, or an image by tag) and writes it, with all it refers to (every
+// platform of an image index), with its repository and tag, unless it is written.
 func (e *exporter) add(kind, registry, repository, tag, ref string) error {
+	key := strings.Join([]string{kind, repository, tag, ref}, " ")
+	if e.seen[key] {
+		return nil
+	}
 	r, err := name.ParseReference(ref, name.StrictValidation)
 	if err != nil {
 		return fmt.Errorf("%s %s: %w", kind, ref, err)
 	}
-	img, err := remote.Image(r, e.opts...)
+	desc, err := remote.Get(r, e.opts...)
 	if err != nil {
 		return fmt.Errorf("pulling %s %s: %w", kind, ref, err)
 	}
-	digest, err := img.Digest()
-	if err != nil {
-		return fmt.Errorf("pulling %s %s: %w", kind, ref, err)
-	}
-	a := Artifact{Kind: kind, Repository: repository, Tag: tag, Digest: digest.String(), Ref: ref}
-	if slices.Contains(e.written, a) {
-		return nil
-	}
-	if err := e.layout.AppendImage(img, layout.WithAnnotations(map[string]string{
+	annotations := layout.WithAnnotations(map[string]string{
 		RefNameAnnotation: tag, RepositoryAnnotation: repository, RegistryAnnotation: registry, KindAnnotation: kind,
-	})); err != nil {
-		return fmt.Errorf("writing %s %s into the archive: %w", kind, ref, err)
+	})
+	if desc.MediaType.IsIndex() {
+		idx, err := desc.ImageIndex()
+		if err == nil {
+			err = e.layout.AppendIndex(idx, annotations)
+		}
+		if err != nil {
+			return fmt.Errorf("writing %s %s into the archive: %w", kind, ref, err)
+		}
+	} else {
+		img, err := desc.Image()
+		if err == nil {
+			err = e.layout.AppendImage(img, annotations)
+		}
+		if err != nil {
+			return fmt.Errorf("writing %s %s into the archive: %w", kind, ref, err)
+		}
 	}
-	e.written = append(e.written, a)
+	e.seen[key] = true
+	e.written = append(e.written, Artifact{Kind: kind, Repository: repository, Tag: tag, Digest: desc.Digest.String(), Ref: ref})
 	return nil
 }
 
-// writeTar writes the files below dir into the tar file path, atomically. The archive is built
-// in memory: bundles and charts are small.
+// writeTar writes the files below dir into the tar file path, atomically.
 func writeTar(dir, path string) error {
-	var buf bytes.Buffer
-	tw := tar.NewWriter(&buf)
-	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
-		if err != nil || d.IsDir() {
+	err := atomicfile.WriteFrom(path, func(w io.Writer) error {
+		tw := tar.NewWriter(w)
+		err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+			if err != nil || d.IsDir() {
+				return err
+			}
+			rel, err := filepath.Rel(dir, p)
+			if err != nil {
+				return err
+			}
+			info, err := d.Info()
+			if err != nil {
+				return err
+			}
+			if err := tw.WriteHeader(&tar.Header{Name: filepath.ToSlash(rel), Mode: 0o644, Size: info.Size(), Typeflag: tar.TypeReg}); err != nil {
+				return err
+			}
+			f, err := os.Open(p) //nolint:gosec // a file of the layout this function wrote
+			if err != nil {
+				return err
+			}
+			defer func() { _ = f.Close() }()
+			_, err = io.Copy(tw, f)
 			return err
-		}
-		rel, err := filepath.Rel(dir, p)
+		})
 		if err != nil {
 			return err
 		}
-		info, err := d.Info()
-		if err != nil {
-			return err
-		}
-		if err := tw.WriteHeader(&tar.Header{Name: filepath.ToSlash(rel), Mode: 0o644, Size: info.Size(), Typeflag: tar.TypeReg}); err != nil {
-			return err
-		}
-		f, err := os.Open(p) //nolint:gosec // a file of the layout this function wrote
-		if err != nil {
-			return err
-		}
-		defer func() { _ = f.Close() }()
-		_, err = io.Copy(tw, f)
-		return err
+		return tw.Close()
 	})
-	if err == nil {
-		err = tw.Close()
-	}
-	if err == nil {
-		err = atomicfile.Write(path, buf.Bytes())
-	}
 	if err != nil {
 		return fmt.Errorf("writing the archive %s: %w", path, err)
 	}
@@ -262,24 +346,47 @@ func Import(ctx context.Context, o ImportOptions) ([]Artifact, error) {
 	return pushed, nil
 }
 
-// importOne pushes the manifest desc of l to host, below prefix.
+// importOne pushes the manifest or image index desc of l to host, below prefix.
 func importOne(l layout.Path, desc v1.Descriptor, host, prefix string, opts []remote.Option) (Artifact, error) {
 	a := Artifact{Kind: desc.Annotations[KindAnnotation], Repository: desc.Annotations[RepositoryAnnotation],
 		Tag: desc.Annotations[RefNameAnnotation], Digest: desc.Digest.String()}
 	repository := strings.Trim(prefix+"/"+a.Repository, "/")
-	tag, err := name.NewTag(host+"/"+repository+":"+a.Tag, name.StrictValidation)
+	// An image pinned by digest has no tag: it is pushed by its digest.
+	var ref name.Reference
+	var err error
+	if a.Tag == "" && a.Kind == KindImage {
+		ref, err = name.NewDigest(host+"/"+repository+"@"+a.Digest, name.StrictValidation)
+	} else {
+		ref, err = name.NewTag(host+"/"+repository+":"+a.Tag, name.StrictValidation)
+	}
 	if err != nil || a.Repository == "" {
 		return a, fmt.Errorf("manifest %s of the archive: no valid %s and %s annotations (%q, %q): was it written by 'flotilla packages export'?",
 			a.Digest, RepositoryAnnotation, RefNameAnnotation, a.Repository, a.Tag)
 	}
-	img, err := l.Image(desc.Digest)
-	if err != nil {
-		return a, fmt.Errorf("reading %s from the archive: %w", a.Digest, err)
+	if desc.MediaType.IsIndex() {
+		idx, err := l.ImageIndex()
+		if err == nil {
+			idx, err = idx.ImageIndex(desc.Digest)
+		}
+		if err != nil {
+			return a, fmt.Errorf("reading %s from the archive: %w", a.Digest, err)
+		}
+		if err := remote.WriteIndex(ref, idx, opts...); err != nil {
+			return a, fmt.Errorf("pushing %s %s: %w", a.Kind, ref, err)
+		}
+	} else {
+		img, err := l.Image(desc.Digest)
+		if err != nil {
+			return a, fmt.Errorf("reading %s from the archive: %w", a.Digest, err)
+		}
+		if err := remote.Write(ref, img, opts...); err != nil {
+			return a, fmt.Errorf("pushing %s %s: %w", a.Kind, ref, err)
+		}
 	}
-	if err := remote.Write(tag, img, opts...); err != nil {
-		return a, fmt.Errorf("pushing %s %s: %w", a.Kind, tag, err)
+	a.Ref = ref.String()
+	if a.Tag != "" {
+		a.Ref += "@" + a.Digest
 	}
-	a.Ref = tag.String() + "@" + a.Digest
 	return a, nil
 }
 

@@ -2,13 +2,19 @@ package archive
 
 import (
 	"archive/tar"
+	"bytes"
 	"context"
+	"crypto/sha256"
+	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"testing"
 	"time"
 
 	"github.com/google/go-containerregistry/pkg/name"
+	v1 "github.com/google/go-containerregistry/pkg/v1"
+	"github.com/google/go-containerregistry/pkg/v1/random"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 	. "github.com/onsi/gomega"
 	. "github.com/onsi/gomega/gstruct"
@@ -16,13 +22,17 @@ import (
 	"github.com/flotilla-dev/flotilla/internal/charttest"
 	"github.com/flotilla-dev/flotilla/packages/bundle"
 	"github.com/flotilla-dev/flotilla/packages/bundle/publish"
+	"github.com/flotilla-dev/flotilla/pkg/ociimage"
+	"github.com/flotilla-dev/flotilla/pkg/realnode"
 	"github.com/flotilla-dev/flotilla/pkg/registryconn"
 )
 
-// The curated catalog published to one registry is exported with that registry only, and, once
-// that registry is gone, imported into another below a prefix: there the bundle verifies with
-// the publisher's key and every chart it names is found by its digest and its version, read
-// through the mirror routing the manager uses.
+// The curated catalog published to one registry, with the images it runs there too, is exported
+// with that registry only, and, once that registry is gone, imported into another below a
+// prefix: there the bundle verifies with the publisher's key and every chart it names is found
+// by its digest and its version, read through the mirror routing the manager uses, and every
+// image (the one the hello-flotilla chart runs, a multi-platform index, and those of real nodes)
+// is found at its mirror path with the same manifest and blobs, byte for byte.
 func TestTheCatalogTravelsToAMirrorWithTheOriginalGone(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
@@ -33,13 +43,18 @@ func TestTheCatalogTravelsToAMirrorWithTheOriginalGone(t *testing.T) {
 	published, err := publish.Publish(ctx, publish.Options{Registry: original, Repository: "flotilla", KubernetesMinors: []string{"1.36"}, Key: key, Connection: plain})
 	g.Expect(err).NotTo(HaveOccurred())
 
+	images := pushImages(t, original)
+
 	path := filepath.Join(t.TempDir(), "flotilla-packages.tar")
 	start := time.Now()
 	exported, err := Export(ctx, ExportOptions{Registry: original, Repository: "flotilla", KubernetesMinors: []string{"1.36"}, Connection: plain, Path: path})
 	g.Expect(err).NotTo(HaveOccurred())
 	t.Logf("exported %d artifacts in %s", len(exported), time.Since(start))
-	g.Expect(exported).To(HaveLen(len(published.Charts) + 1))
+	g.Expect(exported).To(HaveLen(1 + len(published.Charts) + len(images)))
 	g.Expect(exported[0]).To(MatchFields(IgnoreExtras, Fields{"Kind": Equal(KindBundle), "Repository": Equal("flotilla"), "Tag": Equal(published.Bundles[0].Name)}))
+	g.Expect(exported).To(ContainElement(MatchFields(IgnoreExtras, Fields{"Kind": Equal(KindImage),
+		"Repository": Equal("ghcr.io/flotilla-dev/hello-flotilla"), "Tag": Equal("0.1.0"), "Digest": Equal(images[ociimage.HelloFlotilla.Name].digest)})),
+		"the image the hello-flotilla chart (and hello-stack's subchart) runs, once")
 	stopOriginal()
 
 	mirror, err := charttest.StartSecureRegistry()
@@ -74,6 +89,119 @@ func TestTheCatalogTravelsToAMirrorWithTheOriginalGone(t *testing.T) {
 			}
 		}
 	}
+	for upstream, want := range images {
+		ref, err := ociimage.MirrorReference(mirror.Host+"/copies", upstream)
+		g.Expect(err).NotTo(HaveOccurred())
+		g.Expect(readImage(t, ref, opts...)).To(Equal(want), "%s, as a node's containerd would resolve it through the mirror", upstream)
+	}
+}
+
+// storedImage is an image as a registry serves it: its manifest (or index) digest and raw bytes,
+// and the bytes of every blob it refers to, by digest, those of each platform's manifest too.
+type storedImage struct {
+	digest    string
+	manifests map[string][]byte
+	blobs     map[string][]byte
+}
+
+// pushImages pushes, to their mirror paths in registry, a random image for each image the
+// curated catalog and real nodes run, the chart's as an index of two platforms, and returns them
+// as the registry serves them, by upstream name.
+func pushImages(t *testing.T, registry string) map[string]storedImage {
+	t.Helper()
+	g := NewWithT(t)
+	pushed := map[string]storedImage{}
+	for _, upstream := range append([]string{ociimage.HelloFlotilla.Name}, realnode.Images...) {
+		ref, err := ociimage.MirrorReference(registry, upstream)
+		g.Expect(err).NotTo(HaveOccurred())
+		tag, err := name.NewTag(ref)
+		g.Expect(err).NotTo(HaveOccurred())
+		if upstream == ociimage.HelloFlotilla.Name {
+			idx, err := random.Index(2048, 2, 2)
+			g.Expect(err).NotTo(HaveOccurred())
+			g.Expect(remote.WriteIndex(tag, idx)).To(Succeed())
+		} else {
+			img, err := random.Image(2048, 2)
+			g.Expect(err).NotTo(HaveOccurred())
+			g.Expect(remote.Write(tag, img)).To(Succeed())
+		}
+		pushed[upstream] = readImage(t, ref)
+	}
+	return pushed
+}
+
+// readImage reads ref from its registry: the manifest or index, each platform's manifest and
+// every blob, checking that each blob hashes to its digest.
+func readImage(t *testing.T, ref string, opts ...remote.Option) storedImage {
+	t.Helper()
+	g := NewWithT(t)
+	r, err := name.ParseReference(ref)
+	g.Expect(err).NotTo(HaveOccurred())
+	desc, err := remote.Get(r, opts...)
+	g.Expect(err).NotTo(HaveOccurred(), ref)
+	s := storedImage{digest: desc.Digest.String(), manifests: map[string][]byte{desc.Digest.String(): desc.Manifest}, blobs: map[string][]byte{}}
+	var manifests []*v1.Manifest
+	if desc.MediaType.IsIndex() {
+		idx, err := v1.ParseIndexManifest(bytes.NewReader(desc.Manifest))
+		g.Expect(err).NotTo(HaveOccurred())
+		g.Expect(idx.Manifests).To(HaveLen(2))
+		for _, m := range idx.Manifests {
+			child, err := remote.Get(r.Context().Digest(m.Digest.String()), opts...)
+			g.Expect(err).NotTo(HaveOccurred())
+			s.manifests[m.Digest.String()] = child.Manifest
+			parsed, err := v1.ParseManifest(bytes.NewReader(child.Manifest))
+			g.Expect(err).NotTo(HaveOccurred())
+			manifests = append(manifests, parsed)
+		}
+	} else {
+		parsed, err := v1.ParseManifest(bytes.NewReader(desc.Manifest))
+		g.Expect(err).NotTo(HaveOccurred())
+		manifests = append(manifests, parsed)
+	}
+	for _, m := range manifests {
+		for _, blob := range append([]v1.Descriptor{m.Config}, m.Layers...) {
+			l, err := remote.Layer(r.Context().Digest(blob.Digest.String()), opts...)
+			g.Expect(err).NotTo(HaveOccurred())
+			rc, err := l.Compressed()
+			g.Expect(err).NotTo(HaveOccurred())
+			data, err := io.ReadAll(rc)
+			g.Expect(err).NotTo(HaveOccurred())
+			g.Expect(rc.Close()).To(Succeed())
+			g.Expect(fmt.Sprintf("sha256:%x", sha256.Sum256(data))).To(Equal(blob.Digest.String()))
+			s.blobs[blob.Digest.String()] = data
+		}
+	}
+	g.Expect(s.blobs).To(HaveLen(len(manifests) * 3), "a config and two layers per platform")
+	return s
+}
+
+// An image a chart runs that is not in the image registry fails the export, naming the image,
+// the chart and the fixes, and writes no archive; without images, the bundles and charts are
+// exported alone.
+func TestExportNamesAMissingImage(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	key, err := bundle.GenerateKey()
+	g.Expect(err).NotTo(HaveOccurred())
+	original, stop := charttest.StartRegistry()
+	defer stop()
+	plain := registryconn.Config{PlainHTTP: true}
+	published, err := publish.Publish(ctx, publish.Options{Registry: original, Repository: "flotilla", KubernetesMinors: []string{"1.36"}, Key: key, Connection: plain})
+	g.Expect(err).NotTo(HaveOccurred())
+
+	path := filepath.Join(t.TempDir(), "flotilla-packages.tar")
+	_, err = Export(ctx, ExportOptions{Registry: original, Repository: "flotilla", KubernetesMinors: []string{"1.36"}, Connection: plain, Path: path})
+	g.Expect(err).To(MatchError(And(
+		ContainSubstring("image ghcr.io/flotilla-dev/hello-flotilla:0.1.0, which chart flotilla/hello-flotilla 0.1.0 runs"),
+		ContainSubstring(original+"/ghcr.io/flotilla-dev/hello-flotilla:0.1.0"),
+		ContainSubstring("flotilla image build"), ContainSubstring("--skip-images"))))
+	_, err = os.Stat(path)
+	g.Expect(os.IsNotExist(err)).To(BeTrue(), "no archive is written")
+
+	exported, err := Export(ctx, ExportOptions{Registry: original, Repository: "flotilla", KubernetesMinors: []string{"1.36"}, Connection: plain, Path: path, SkipImages: true})
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(exported).To(HaveLen(1 + len(published.Charts)))
+	g.Expect(exported).NotTo(ContainElement(HaveField("Kind", KindImage)))
 }
 
 func TestImportRefusesWhatIsNotAnExport(t *testing.T) {

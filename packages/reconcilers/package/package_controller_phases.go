@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"path"
 	"strings"
 	"time"
 
@@ -223,16 +222,11 @@ func desiredRelease(p *packagesv1.Package, res *catalog.Resolved, d defaults.Def
 		Namespace:       targetNamespace(p),
 		CreateNamespace: true,
 		Timeout:         timeout,
-		Chart: helm.ChartRef{
-			RepoURL: "oci://" + strings.TrimSuffix(src.Registry, "/") + "/" + strings.Trim(src.Repository, "/"),
-			Name:    path.Base(src.Repository),
-			Version: res.Version.Version,
-			Digest:  res.Version.Digest,
-		},
-		Registry:   registryconn.Config{Username: d.Username, Password: d.Password, CAData: d.CAData, PlainHTTP: d.PlainHTTP, Mirror: mirror},
-		Values:     res.Values,
-		PostRender: postrender.Spec{PostRender: p.Spec.PostRender},
-		Labels:     map[string]string{ReleaseLabelPackage: p.Namespace + "." + p.Name},
+		Chart:           helm.OCIChart(src.Registry, src.Repository, res.Version.Version, res.Version.Digest),
+		Registry:        registryconn.Config{Username: d.Username, Password: d.Password, CAData: d.CAData, PlainHTTP: d.PlainHTTP, Mirror: mirror},
+		Values:          res.Values,
+		PostRender:      postrender.Spec{PostRender: p.Spec.PostRender},
+		Labels:          map[string]string{ReleaseLabelPackage: p.Namespace + "." + p.Name},
 	}
 }
 
