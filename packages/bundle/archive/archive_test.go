@@ -171,7 +171,7 @@ func readImage(t *testing.T, ref string, opts ...remote.Option) storedImage {
 			s.blobs[blob.Digest.String()] = data
 		}
 	}
-	g.Expect(s.blobs).To(HaveLen(len(manifests) * 3), "a config and two layers per platform")
+	g.Expect(s.blobs).To(HaveLen(len(manifests)*3), "a config and two layers per platform")
 	return s
 }
 
