@@ -20,12 +20,18 @@ type ExportPackagesOptions struct {
 	KubernetesVersions []string
 	// Connection reaches the registry (RegistryConnection).
 	Connection registryconn.Config
+	// ImageRegistry holds the images in the mirror layout, as BuildImages pushes them (Registry
+	// when empty).
+	ImageRegistry string
+	// SkipImages exports the bundles and charts only.
+	SkipImages bool
 	// Path is the archive written.
 	Path string
 }
 
-// ExportPackages writes the newest bundle of each Kubernetes minor and every chart it names into
-// one archive (package archive): the first of the three steps of an air-gapped install.
+// ExportPackages writes the newest bundle of each Kubernetes minor, every chart it names and the
+// images those charts and real nodes run into one archive (package archive): the first of the
+// three steps of an air-gapped install.
 func (c *Client) ExportPackages(ctx context.Context, o ExportPackagesOptions) ([]archive.Artifact, error) {
 	minors := publish.DefaultKubernetesMinors
 	if len(o.KubernetesVersions) > 0 {
@@ -44,6 +50,8 @@ func (c *Client) ExportPackages(ctx context.Context, o ExportPackagesOptions) ([
 		Repository:       cmp.Or(o.Repository, DefaultRegistryRepository),
 		KubernetesMinors: minors,
 		Connection:       o.Connection,
+		ImageRegistry:    o.ImageRegistry,
+		SkipImages:       o.SkipImages,
 		Path:             o.Path,
 	})
 	return res, withLoginHint(err, o.Registry)

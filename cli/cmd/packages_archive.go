@@ -18,10 +18,11 @@ import (
 
 // NewPackagesCmd returns `flotilla packages`: carrying curated packages into air-gapped networks.
 func NewPackagesCmd(streams genericiooptions.IOStreams, global *GlobalOptions) *cobra.Command {
-	cmd := newGroupCmd("packages", "Carry package bundles and their charts into networks without access to their registry")
+	cmd := newGroupCmd("packages", "Carry package bundles, their charts and images into networks without access to their registry")
 	cmd.Long = `An air-gapped install in three separate steps: 'flotilla packages export' pulls the newest
-signed bundle of each Kubernetes minor and every chart it names into one archive file, with
-access to the registry only (no cluster); you carry the file; 'flotilla packages import' pushes it
+signed bundle of each Kubernetes minor, every chart it names and the images those charts and
+real nodes run into one archive file, with access to the registry only (no cluster); you carry
+the file; 'flotilla packages import' pushes it
 into a registry the management cluster reaches, which then serves as its registry mirror
 (ConfigMap flotilla-system/registry-mirror). See docs/packages-registry.md.`
 	cmd.AddCommand(NewPackagesExportCmd(streams, global), NewPackagesImportCmd(streams, global))
@@ -34,6 +35,8 @@ type PackagesExportOptions struct {
 
 	remote             registryRemote
 	KubernetesVersions []string
+	ImageRegistry      string
+	SkipImages         bool
 	Path               string
 }
 
@@ -42,11 +45,18 @@ func NewPackagesExportCmd(streams genericiooptions.IOStreams, global *GlobalOpti
 	o := &PackagesExportOptions{clientOptions: newClientOptions(streams, global, streams.ErrOut)}
 	cmd := &cobra.Command{
 		Use:   "export",
-		Short: "Write the newest signed bundle and every chart it names into one archive",
-		Long: `Pull the newest bundle of each --kubernetes-version from <registry>/<repository>, and every
-chart version it names (by the digest the bundle pins), and write them, unchanged, into one tar
-file holding an OCI image layout. Each artifact keeps the repository path and tag it had, so that
-'flotilla packages import' can lay them out in another registry as a mirror of this one.`,
+		Short: "Write the newest signed bundle, every chart it names and their images into one archive",
+		Long: `Pull the newest bundle of each --kubernetes-version from <registry>/<repository>, every chart
+version it names (by the digest the bundle pins) and the images they run, and write them,
+unchanged, into one tar file holding an OCI image layout. Each artifact keeps the repository
+path and tag it had, so that 'flotilla packages import' can lay them out in another registry as
+a mirror of this one.
+
+The images are those the Pod templates and hooks of each chart name when it is rendered with
+its default values for a cluster of the bundle's Kubernetes minor, and those every real node
+pulls (the Pod sandbox's pause and CoreDNS). Each is read, with all its platforms, from its
+mirror path in --image-registry (<image-registry>/<upstream host>/<path>, where 'flotilla image
+build' pushes Flotilla's own and where real nodes pull from), and lands at the same path.`,
 		Example: `  # The catalog of the embedded registry (flotilla registry start; flotilla registry publish)
   flotilla packages export --kubernetes-version 1.36 -o flotilla-packages.tar`,
 		Args: cobra.NoArgs,
@@ -57,6 +67,8 @@ file holding an OCI image layout. Each artifact keeps the repository path and ta
 	fs.StringVar(&o.remote.Repository, "repository", client.DefaultRegistryRepository, "the bundles' repository in the registry")
 	o.remote.addConnection(fs)
 	fs.StringSliceVar(&o.KubernetesVersions, "kubernetes-version", []string{"1.35", "1.36"}, "Kubernetes versions whose newest bundle to export (repeat or comma separate)")
+	fs.StringVar(&o.ImageRegistry, "image-registry", "", "the registry holding the images at their mirror paths, host[:port] with an optional path prefix (default: --registry)")
+	fs.BoolVar(&o.SkipImages, "skip-images", false, "export the bundles and charts only, without the images they run")
 	fs.StringVarP(&o.Path, "output", "o", "", "archive file to write")
 	return cmd
 }
@@ -70,10 +82,15 @@ func (o *PackagesExportOptions) Complete(cmd *cobra.Command, args []string) erro
 	return o.clientOptions.Complete(cmd, args)
 }
 
-// Validate checks that -o names the archive.
+// Validate checks that -o names the archive, and --image-registry.
 func (o *PackagesExportOptions) Validate() error {
 	if o.Path == "" {
 		return errors.New("-o: name the archive file to write, such as -o flotilla-packages.tar")
+	}
+	if o.ImageRegistry != "" {
+		if _, _, err := registryconn.SplitRegistry(o.ImageRegistry); err != nil {
+			return fmt.Errorf("--image-registry: %w", err)
+		}
 	}
 	return nil
 }
@@ -90,6 +107,8 @@ func (o *PackagesExportOptions) Run(ctx context.Context) error {
 		Repository:         o.remote.Repository,
 		KubernetesVersions: o.KubernetesVersions,
 		Connection:         conn,
+		ImageRegistry:      o.ImageRegistry,
+		SkipImages:         o.SkipImages,
 		Path:               o.Path,
 	})
 	if err != nil {
@@ -116,9 +135,9 @@ func NewPackagesImportCmd(streams genericiooptions.IOStreams, global *GlobalOpti
 	cmd := &cobra.Command{
 		Use:   "import FILE --registry HOST[:PORT][/PREFIX]",
 		Short: "Push an archive of 'flotilla packages export' into a registry that serves as a mirror",
-		Long: `Push every bundle and chart of FILE into --registry, below its optional path prefix, at the
-repository path and tag each had in its original registry, unchanged (digests and signatures
-hold). Then make that registry the management cluster's mirror:
+		Long: `Push every bundle, chart and image of FILE into --registry, below its optional path prefix,
+at the repository path and tag each had in its original registry, unchanged (digests and
+signatures hold). Then make that registry the management cluster's mirror:
 
   kubectl -n flotilla-system create configmap registry-mirror --from-literal=registry=HOST[:PORT][/PREFIX]`,
 		Example: `  flotilla registry serve --listen 127.0.0.1:5002 --dir ./mirror &
