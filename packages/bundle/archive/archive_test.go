@@ -4,6 +4,7 @@ import (
 	"archive/tar"
 	"bytes"
 	"context"
+	"crypto/ecdsa"
 	"crypto/sha256"
 	"fmt"
 	"io"
@@ -36,12 +37,8 @@ import (
 func TestTheCatalogTravelsToAMirrorWithTheOriginalGone(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
-	key, err := bundle.GenerateKey()
-	g.Expect(err).NotTo(HaveOccurred())
 	original, stopOriginal := charttest.StartRegistry()
-	plain := registryconn.Config{PlainHTTP: true}
-	published, err := publish.Publish(ctx, publish.Options{Registry: original, Repository: "flotilla", KubernetesMinors: []string{"1.36"}, Key: key, Connection: plain})
-	g.Expect(err).NotTo(HaveOccurred())
+	key, published := publishCatalog(t, original)
 
 	images := pushImages(t, original)
 
@@ -94,6 +91,24 @@ func TestTheCatalogTravelsToAMirrorWithTheOriginalGone(t *testing.T) {
 		g.Expect(err).NotTo(HaveOccurred())
 		g.Expect(readImage(t, ref, opts...)).To(Equal(want), "%s, as a node's containerd would resolve it through the mirror", upstream)
 	}
+}
+
+// plain reaches the test registries on loopback.
+var plain = registryconn.Config{PlainHTTP: true}
+
+// publishCatalog publishes the curated catalog's 1.36 bundle to registry (plain HTTP), signed
+// with a new key.
+func publishCatalog(t *testing.T, registry string) (*ecdsa.PrivateKey, publish.Result) {
+	t.Helper()
+	key, err := bundle.GenerateKey()
+	if err != nil {
+		t.Fatal(err)
+	}
+	published, err := publish.Publish(context.Background(), publish.Options{Registry: registry, Repository: "flotilla", KubernetesMinors: []string{"1.36"}, Key: key, Connection: plain})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return key, published
 }
 
 // storedImage is an image as a registry serves it: its manifest (or index) digest and raw bytes,
@@ -181,16 +196,12 @@ func readImage(t *testing.T, ref string, opts ...remote.Option) storedImage {
 func TestExportNamesAMissingImage(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
-	key, err := bundle.GenerateKey()
-	g.Expect(err).NotTo(HaveOccurred())
 	original, stop := charttest.StartRegistry()
 	defer stop()
-	plain := registryconn.Config{PlainHTTP: true}
-	published, err := publish.Publish(ctx, publish.Options{Registry: original, Repository: "flotilla", KubernetesMinors: []string{"1.36"}, Key: key, Connection: plain})
-	g.Expect(err).NotTo(HaveOccurred())
+	_, published := publishCatalog(t, original)
 
 	path := filepath.Join(t.TempDir(), "flotilla-packages.tar")
-	_, err = Export(ctx, ExportOptions{Registry: original, Repository: "flotilla", KubernetesMinors: []string{"1.36"}, Connection: plain, Path: path})
+	_, err := Export(ctx, ExportOptions{Registry: original, Repository: "flotilla", KubernetesMinors: []string{"1.36"}, Connection: plain, Path: path})
 	g.Expect(err).To(MatchError(And(
 		ContainSubstring("image ghcr.io/flotilla-dev/hello-flotilla:0.1.0, which chart flotilla/hello-flotilla 0.1.0 runs"),
 		ContainSubstring(original+"/ghcr.io/flotilla-dev/hello-flotilla:0.1.0"),
