@@ -67,7 +67,7 @@ build' pushes Flotilla's own and where real nodes pull from), and lands at the s
 	fs.StringVar(&o.remote.Repository, "repository", client.DefaultRegistryRepository, "the bundles' repository in the registry")
 	o.remote.addConnection(fs)
 	fs.StringSliceVar(&o.KubernetesVersions, "kubernetes-version", []string{"1.35", "1.36"}, "Kubernetes versions whose newest bundle to export (repeat or comma separate)")
-	fs.StringVar(&o.ImageRegistry, "image-registry", "", "the registry holding the images at their mirror paths, host[:port] with an optional path prefix (default: --registry)")
+	fs.StringVar(&o.ImageRegistry, "image-registry", "", "the registry holding the images at their mirror paths, host[:port] with an optional path prefix, reached with the same connection flags (default: --registry)")
 	fs.BoolVar(&o.SkipImages, "skip-images", false, "export the bundles and charts only, without the images they run")
 	fs.StringVarP(&o.Path, "output", "o", "", "archive file to write")
 	return cmd
