@@ -109,14 +109,17 @@ func (r *Runner) Forget(key types.NamespacedName) {
 	delete(r.failures, key)
 }
 
-// Retry bounds of RetryAfter.
+// Retry bounds of RetryAfter and RateLimiter. The longest wait is a minute: a failure is as
+// often a workload cluster that is briefly unreachable (its API server restarting) as a chart
+// that cannot work, and a longer wait would leave a release alone long after its cluster came
+// back.
 const (
 	firstRetry = time.Second
-	lastRetry  = 5 * time.Minute
+	lastRetry  = time.Minute
 )
 
 // RetryAfter is how long to wait before calling again for key after a failed call: a second
-// after the first failure in a row, doubling with each further one up to 5 minutes. A
+// after the first failure in a row, doubling with each further one up to a minute. A
 // reconcile that collected a failed call returns it as its RequeueAfter (a reconcile that
 // starts a call returns no error, which would reset the controller's own back-off).
 func (r *Runner) RetryAfter(key types.NamespacedName) time.Duration {
@@ -168,9 +171,9 @@ func (r *Runner) Source() source.Source {
 }
 
 // RateLimiter is the retry back-off of a controller whose objects fail independently: per object
-// (5 ms doubling up to 5 minutes), with no bucket shared between objects.
+// (5 ms doubling up to a minute), with no bucket shared between objects.
 func RateLimiter() workqueue.TypedRateLimiter[reconcile.Request] {
-	return workqueue.NewTypedItemExponentialFailureRateLimiter[reconcile.Request](5*time.Millisecond, 5*time.Minute)
+	return workqueue.NewTypedItemExponentialFailureRateLimiter[reconcile.Request](5*time.Millisecond, lastRetry)
 }
 
 // ID names a call by what it does and the inputs it does it with: action, then the SHA-256 of

@@ -34,7 +34,7 @@
 //
 // A failed call is not retried at once: the reconcile that collects it returns
 // RetryAfter(key) as its RequeueAfter, a second after the first failure in a row and doubling
-// up to 5 minutes (returning the error instead would not do: the reconcile that starts the
+// up to a minute (returning the error instead would not do: the reconcile that starts the
 // next call returns no error, which resets the controller's own back-off).
 //
 // RateLimiter is the retry policy of such controllers: per object only. controller-runtime's
