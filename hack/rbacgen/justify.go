@@ -153,7 +153,7 @@ type justifiedPart struct {
 	reason               string
 }
 
-// indexEntry is a justification in the index of grants, and whether a rule used it.
+// indexEntry is a justification of one grant, and whether a rule grants it.
 type indexEntry struct {
 	just *justification
 	used bool
@@ -199,13 +199,12 @@ func indexJustifications(justs []identityRules) (map[grantKey]*indexEntry, []err
 			if role == "" {
 				role = config.RoleName(id)
 			}
-			e := &indexEntry{just: just}
 			for _, k := range grantKeys(id, role, just.Namespace, rbacv1.PolicyRule{APIGroups: just.APIGroups, Resources: just.Resources, ResourceNames: just.ResourceNames}) {
 				if index[k] != nil {
 					errs = append(errs, fmt.Errorf("%s is justified twice in %s: keep one", k, justificationsFile))
 					continue
 				}
-				index[k] = e
+				index[k] = &indexEntry{just: just}
 			}
 		}
 	}

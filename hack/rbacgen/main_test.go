@@ -118,6 +118,11 @@ func TestJustifyAll(t *testing.T) {
 		},
 		wantErrs: []string{`identity x, ClusterRole flotilla-x (cluster-wide): apiGroup "apps", resource deployments is justified in hack/rbacgen/justifications.yaml but no generated rule grants it (stale): remove the justification`},
 	}, {
+		name:     "a justification of several resources is stale for the one no rule grants",
+		rules:    []roleRule{clusterRule(core, []string{"secrets"}, get)},
+		justs:    []justification{{APIGroups: core, Resources: []string{"secrets", "configmaps"}, Verbs: get, Reason: reason}},
+		wantErrs: []string{`apiGroup "", resource configmaps is justified in hack/rbacgen/justifications.yaml but no generated rule grants it (stale)`},
+	}, {
 		name:     "a rule whose verbs changed fails until its justification names them",
 		rules:    []roleRule{clusterRule(core, []string{"secrets"}, []string{"get", "list", "watch"})},
 		justs:    []justification{{APIGroups: core, Resources: []string{"secrets"}, Verbs: get, Reason: reason}},
