@@ -60,14 +60,14 @@ $(CLUSTERCTL):
 	cd hack/tools/clusterctl && go build -o $(CLUSTERCTL) sigs.k8s.io/cluster-api/cmd/clusterctl
 
 .PHONY: generate
-generate: $(CONTROLLER_GEN) ## Regenerate deepcopy code, CRDs, RBAC (a role per identity of the manager) and webhook manifests from markers; copy Cluster API's CRDs.
+generate: $(CONTROLLER_GEN) ## Regenerate deepcopy code, CRDs, RBAC (a role per identity of the manager, and docs/rbac.md: every rule and its reason) and webhook manifests from markers; copy Cluster API's CRDs.
 	$(CONTROLLER_GEN) object paths=./api/...
 	$(CONTROLLER_GEN) crd paths=./api/... output:crd:artifacts:config=config/crd/bases
-	go run ./hack/rbacgen -controller-gen $(CONTROLLER_GEN) -out config/rbac
+	go run ./hack/rbacgen -controller-gen $(CONTROLLER_GEN) -out config/rbac -doc docs/rbac.md
 	$(CONTROLLER_GEN) webhook paths=./... output:webhook:artifacts:config=config/webhook
 	hack/capi-crds.sh
 
-GENERATED_SUMS = find api config -type f | LC_ALL=C sort | xargs sha256sum
+GENERATED_SUMS = find api config docs/rbac.md -type f | LC_ALL=C sort | xargs sha256sum
 
 .PHONY: verify-generate
 verify-generate: $(CONTROLLER_GEN) ## Fail when `make generate` would change a generated file.

@@ -188,7 +188,7 @@ func readYAMLDocuments(fsys fs.FS, dirs ...string) ([]yamlDocument, error) {
 	for _, dir := range dirs {
 		entries, err := fs.ReadDir(fsys, dir)
 		if err != nil {
-			return nil, fmt.Errorf("reading embedded %s: %w", dir, err)
+			return nil, fmt.Errorf("reading %s: %w", dir, err)
 		}
 		for _, e := range entries {
 			if e.IsDir() || !strings.HasSuffix(e.Name(), ".yaml") {
@@ -197,7 +197,7 @@ func readYAMLDocuments(fsys fs.FS, dirs ...string) ([]yamlDocument, error) {
 			file := path.Join(dir, e.Name())
 			data, err := fs.ReadFile(fsys, file)
 			if err != nil {
-				return nil, fmt.Errorf("reading embedded %s: %w", file, err)
+				return nil, fmt.Errorf("reading %s: %w", file, err)
 			}
 			r := utilyaml.NewYAMLReader(bufio.NewReader(bytes.NewReader(data)))
 			for {

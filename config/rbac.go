@@ -42,7 +42,7 @@ const ClusterCreatorRoleName = "flotilla-cluster-creator"
 // the published Flotilla version in kube-public. Each is a ClusterRole, Role or RoleBinding,
 // strictly decoded, in file order.
 func ClusterCreatorRBAC() ([]ctrlclient.Object, error) {
-	return decodeRBAC(clusterCreatorFS, "rbac/cluster-creator")
+	return DecodeRBAC(clusterCreatorFS, "rbac/cluster-creator")
 }
 
 // InstallClusterCreatorRBAC applies the objects of ClusterCreatorRBAC with server-side apply
@@ -156,7 +156,7 @@ func ManagerRBAC() ([]ctrlclient.Object, error) {
 			TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "ServiceAccount"},
 			ObjectMeta: metav1.ObjectMeta{Namespace: IdentityNamespace, Name: id},
 		})
-		roles, err := decodeRBAC(managerRBACFS, path.Join("rbac", id))
+		roles, err := DecodeRBAC(managerRBACFS, path.Join("rbac", id))
 		if err != nil {
 			return nil, err
 		}
@@ -216,9 +216,10 @@ func InstallManagerRBAC(ctx context.Context, c ctrlclient.Client) error {
 	return applyAll(ctx, c, objs)
 }
 
-// decodeRBAC strictly decodes the RBAC manifests of dir in fsys, in file order: ClusterRoles,
-// Roles and RoleBindings.
-func decodeRBAC(fsys fs.FS, dir string) ([]ctrlclient.Object, error) {
+// DecodeRBAC strictly decodes the RBAC manifests of dir in fsys, in file order: ClusterRoles,
+// Roles and RoleBindings. The embedded manifests go through it, and hack/rbacgen reads the
+// generated ones with it from disk.
+func DecodeRBAC(fsys fs.FS, dir string) ([]ctrlclient.Object, error) {
 	docs, err := readYAMLDocuments(fsys, dir)
 	if err != nil {
 		return nil, err

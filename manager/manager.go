@@ -128,10 +128,11 @@ func OneIdentity(cfg *rest.Config) Identities {
 
 // RBAC of leader election, which every identity takes part in with a Lease of its own in
 // flotilla-system when the manager runs with LeaderElection: a Role of its own, bound to every
-// identity, and recording who leads in events.
+// identity, and recording who leads in core events (controller-runtime's leader elector uses the
+// core event recorder).
 //
 // +kubebuilder:rbac:groups=coordination.k8s.io,namespace=flotilla-system,roleName=flotilla-leader-election,resources=leases,verbs=get;create;update
-// +kubebuilder:rbac:groups="";events.k8s.io,namespace=flotilla-system,roleName=flotilla-leader-election,resources=events,verbs=create;patch
+// +kubebuilder:rbac:groups="",namespace=flotilla-system,roleName=flotilla-leader-election,resources=events,verbs=create;patch
 
 // Manager runs Flotilla's components in one process: one controller-runtime manager for its own
 // identity (ManagerIdentity), which serves the webhooks, probes and metrics of all, and one for

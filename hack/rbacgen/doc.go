@@ -14,7 +14,14 @@
 // (ClusterResourceSets, the runtime SDK, IPAM, CRD migration, metrics authentication...), most of
 // which Flotilla does not run: the markers of the packages that do run give the smaller role.
 //
+// Every rule is justified: justifications.yaml gives, per identity, role, API group, resource
+// and resource names, the verbs and the reason (the code that needs the rule, and why these
+// verbs). rbacgen fails when a rule of a generated role, or of the hand-written roles of
+// config/rbac/cluster-creator, has no justification or one with other verbs, and when a
+// justification matches no rule; otherwise it writes docs/rbac.md, every rule with its scope
+// and reason.
+//
 // Usage (from the module root):
 //
-//	go run ./hack/rbacgen -controller-gen ~/.cache/flotilla/tools/controller-gen-v0.21.0 -out config/rbac
+//	go run ./hack/rbacgen -controller-gen ~/.cache/flotilla/tools/controller-gen-v0.21.0 -out config/rbac -doc docs/rbac.md
 package main

@@ -65,14 +65,15 @@ const roleFile = "role.yaml"
 func main() {
 	controllerGen := flag.String("controller-gen", "", "path of the controller-gen binary")
 	out := flag.String("out", "config/rbac", "directory that receives <identity>/role.yaml")
+	doc := flag.String("doc", "docs/rbac.md", "file that receives the table of every rule and its reason")
 	flag.Parse()
-	if err := run(*controllerGen, *out); err != nil {
+	if err := run(*controllerGen, *out, *doc); err != nil {
 		fmt.Fprintf(os.Stderr, "rbacgen: %v\n", err)
 		os.Exit(1)
 	}
 }
 
-func run(controllerGen, out string) error {
+func run(controllerGen, out, docPath string) error {
 	if controllerGen == "" {
 		return errors.New("-controller-gen is required")
 	}
@@ -92,7 +93,41 @@ func run(controllerGen, out string) error {
 			return fmt.Errorf("generating the roles of identity %s: %w", id.name, err)
 		}
 	}
+	doc, err := document(out)
+	if err != nil {
+		return err
+	}
+	if err := os.WriteFile(docPath, doc, 0o644); err != nil { //nolint:gosec // a doc, world-readable like the rest of the tree
+		return fmt.Errorf("writing %s: %w", docPath, err)
+	}
 	return nil
+}
+
+// document justifies every rule of the roles in out (those of identities, then handWritten's)
+// and returns the doc that lists them with their reasons.
+func document(out string) ([]byte, error) {
+	order := make([]string, 0, len(identities)+1)
+	for _, id := range identities {
+		order = append(order, id.name)
+	}
+	order = append(order, handWritten)
+	roles := map[string][]roleRule{}
+	for _, id := range order {
+		rules, err := readRoles(out, id)
+		if err != nil {
+			return nil, err
+		}
+		roles[id] = rules
+	}
+	justs, err := loadJustifications(justificationsYAML)
+	if err != nil {
+		return nil, err
+	}
+	justified, err := justifyAll(order, roles, justs)
+	if err != nil {
+		return nil, fmt.Errorf("justifying the rules of the roles:\n%w", err)
+	}
+	return renderDoc(order, justified), nil
 }
 
 // removeStale removes the generated directories of identities no longer in the table: those

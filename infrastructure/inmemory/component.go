@@ -24,13 +24,15 @@ import (
 // RBAC of the provider process, which runs with the manager's identity: Cluster API's
 // DevCluster, DevMachine and DevMachineTemplate reconcilers (their markers in
 // test/infrastructure/docker/internal/controllers), the CA and etcd Secrets of the clusters, and
-// the bootstrap data Secrets of their machines.
+// the bootstrap data Secrets of their machines. DevClusterTemplates are read by Cluster API's
+// topology reconciler ("capi"), never here; these reconcilers record no events, and of Cluster
+// API's objects they write only the bootstrapped annotation of Machines.
 //
 // +kubebuilder:rbac:groups=infrastructure.cluster.x-k8s.io,resources=devclusters;devclusters/status;devclusters/finalizers;devmachines;devmachines/status;devmachines/finalizers,verbs=get;list;watch;create;update;patch;delete
-// +kubebuilder:rbac:groups=infrastructure.cluster.x-k8s.io,resources=devclustertemplates;devmachinetemplates;devmachinetemplates/status,verbs=get;list;watch;update;patch
-// +kubebuilder:rbac:groups=cluster.x-k8s.io,resources=clusters;clusters/status;machines;machines/status;machinesets;machinedeployments,verbs=get;list;watch;patch
+// +kubebuilder:rbac:groups=infrastructure.cluster.x-k8s.io,resources=devmachinetemplates;devmachinetemplates/status,verbs=get;list;watch;update;patch
+// +kubebuilder:rbac:groups=cluster.x-k8s.io,resources=clusters;clusters/status;machines;machines/status;machinesets;machinedeployments,verbs=get;list;watch
+// +kubebuilder:rbac:groups=cluster.x-k8s.io,resources=machines,verbs=patch
 // +kubebuilder:rbac:groups="",resources=secrets,verbs=get;list;watch;patch
-// +kubebuilder:rbac:groups="";events.k8s.io,resources=events,verbs=create;patch
 
 // ProcessEnv is set in the environment of the provider process. A manager that finds it in its
 // own environment runs in a provider process (a test binary that does not call

@@ -57,7 +57,7 @@ type clusterSourcer interface {
 }
 
 // +kubebuilder:rbac:groups=addons.flotilla.dev,resources=helmreleaseproxies,verbs=get;list;watch;update;patch
-// +kubebuilder:rbac:groups=addons.flotilla.dev,resources=helmreleaseproxies/status;helmreleaseproxies/finalizers,verbs=get;update;patch
+// +kubebuilder:rbac:groups=addons.flotilla.dev,resources=helmreleaseproxies/status,verbs=get;update;patch
 // +kubebuilder:rbac:groups=cluster.x-k8s.io,resources=clusters,verbs=get;list;watch
 // +kubebuilder:rbac:groups="",resources=configmaps,verbs=get;list
 // +kubebuilder:rbac:groups="",resources=secrets,verbs=get

@@ -35,10 +35,9 @@ const packageUninstallPoll = 2 * time.Second
 
 // +kubebuilder:rbac:groups=cluster.flotilla.dev,resources=clusters,verbs=get;list;watch;patch
 // +kubebuilder:rbac:groups=cluster.flotilla.dev,resources=clusters/status,verbs=patch
-// +kubebuilder:rbac:groups=cluster.flotilla.dev,resources=clusters/finalizers,verbs=update
 // +kubebuilder:rbac:groups="",resources=namespaces,verbs=get;list;watch;create;patch;delete
 // +kubebuilder:rbac:groups=packages.flotilla.dev,resources=packagebundlecontrollers,verbs=get;list;watch;create;patch;delete
-// +kubebuilder:rbac:groups=packages.flotilla.dev,resources=packages,verbs=get;list;watch;delete;deletecollection
+// +kubebuilder:rbac:groups=packages.flotilla.dev,resources=packages,verbs=get;list;watch;delete
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
 
 // Reconciler creates and cleans up the packages objects of Flotilla Clusters.

@@ -44,7 +44,6 @@ const (
 
 // +kubebuilder:rbac:groups=packages.flotilla.dev,resources=packages,verbs=get;list;watch;create;update;patch
 // +kubebuilder:rbac:groups=packages.flotilla.dev,resources=packages/status,verbs=get;update;patch
-// +kubebuilder:rbac:groups=packages.flotilla.dev,resources=packages/finalizers,verbs=update
 // +kubebuilder:rbac:groups=packages.flotilla.dev,resources=packagebundlecontrollers;packagebundles,verbs=get;list;watch
 // +kubebuilder:rbac:groups=cluster.flotilla.dev,resources=clusters,verbs=get;list;watch
 // +kubebuilder:rbac:groups="",resources=configmaps,verbs=get;list;watch

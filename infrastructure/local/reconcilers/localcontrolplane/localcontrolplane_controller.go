@@ -46,7 +46,7 @@ const (
 // +kubebuilder:rbac:groups=controlplane.flotilla.dev,resources=localcontrolplanes;localcontrolplanes/status;localcontrolplanes/finalizers,verbs=get;list;watch;update;patch
 // +kubebuilder:rbac:groups=cluster.x-k8s.io,resources=clusters;clusters/status,verbs=get;list;watch
 // +kubebuilder:rbac:groups=core,resources=secrets,verbs=get;list;watch;create;update;patch
-// +kubebuilder:rbac:groups=core;events.k8s.io,resources=events,verbs=create;patch
+// +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
 
 // Reconciler reconciles a LocalControlPlane.
 type Reconciler struct {

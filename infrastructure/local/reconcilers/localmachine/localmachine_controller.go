@@ -41,9 +41,9 @@ const (
 	nodeNotReadyRequeue = 10 * time.Second
 )
 
-// +kubebuilder:rbac:groups=infrastructure.flotilla.dev,resources=localmachines;localmachines/status;localmachines/finalizers,verbs=get;list;watch;update;patch
+// +kubebuilder:rbac:groups=infrastructure.flotilla.dev,resources=localmachines;localmachines/status,verbs=get;list;watch;update;patch
 // +kubebuilder:rbac:groups=cluster.x-k8s.io,resources=clusters;clusters/status;machines;machines/status,verbs=get;list;watch
-// +kubebuilder:rbac:groups=core;events.k8s.io,resources=events,verbs=create;patch
+// +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
 // +kubebuilder:rbac:groups=controlplane.flotilla.dev,resources=localcontrolplanes,verbs=get;list;watch
 // +kubebuilder:rbac:groups=core,resources=secrets,verbs=get;list;watch
 

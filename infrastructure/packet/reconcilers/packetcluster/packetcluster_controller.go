@@ -27,12 +27,12 @@ import (
 	"github.com/flotilla-dev/flotilla/pkg/objectpatch"
 )
 
-// +kubebuilder:rbac:groups=infrastructure.flotilla.dev,resources=packetclusters;packetclusters/status;packetclusters/finalizers,verbs=get;list;watch;update;patch
+// +kubebuilder:rbac:groups=infrastructure.flotilla.dev,resources=packetclusters;packetclusters/status,verbs=get;list;watch;update;patch
 // +kubebuilder:rbac:groups=cluster.x-k8s.io,resources=clusters;clusters/status,verbs=get;list;watch
 // +kubebuilder:rbac:groups=core,namespace=flotilla-system,resources=secrets,verbs=get
 // +kubebuilder:rbac:groups=infrastructure.flotilla.dev,resources=packetclusteridentities,verbs=get;list;watch
 // +kubebuilder:rbac:groups=core,resources=namespaces,verbs=get
-// +kubebuilder:rbac:groups=core;events.k8s.io,resources=events,verbs=create;patch
+// +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
 
 // Reconciler reconciles a PacketCluster.
 type Reconciler struct {

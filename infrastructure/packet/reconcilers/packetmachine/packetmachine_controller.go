@@ -26,13 +26,13 @@ import (
 	"github.com/flotilla-dev/flotilla/pkg/objectpatch"
 )
 
-// +kubebuilder:rbac:groups=infrastructure.flotilla.dev,resources=packetmachines;packetmachines/status;packetmachines/finalizers,verbs=get;list;watch;update;patch
+// +kubebuilder:rbac:groups=infrastructure.flotilla.dev,resources=packetmachines;packetmachines/status,verbs=get;list;watch;update;patch
 // +kubebuilder:rbac:groups=infrastructure.flotilla.dev,resources=packetclusters,verbs=get;list;watch
 // +kubebuilder:rbac:groups=cluster.x-k8s.io,resources=clusters;clusters/status;machines;machines/status,verbs=get;list;watch
 // +kubebuilder:rbac:groups=core,resources=secrets,verbs=get
 // +kubebuilder:rbac:groups=infrastructure.flotilla.dev,resources=packetclusteridentities,verbs=get
 // +kubebuilder:rbac:groups=core,resources=namespaces,verbs=get
-// +kubebuilder:rbac:groups=core;events.k8s.io,resources=events,verbs=create;patch
+// +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
 
 // Reconciler reconciles a PacketMachine.
 type Reconciler struct {
