@@ -77,10 +77,24 @@ func EnsureNode(ctx context.Context, n Node, nsPath string) error {
 			return fmt.Errorf("attaching %s to %s: %w", n.HostVeth(), n.Cluster.Bridge(), err)
 		}
 	}
+	if err := disableIPv6(n.HostVeth()); err != nil {
+		return err
+	}
 	if err := netlink.LinkSetUp(host); err != nil {
 		return fmt.Errorf("bringing up %s: %w", n.HostVeth(), err)
 	}
 	if err := replaceAddress(inside, eth0, netip.PrefixFrom(n.Address, n.Cluster.Network.Bits())); err != nil {
+		return err
+	}
+	err = withNetNS(nsPath, func() error {
+		for _, iface := range []string{"all", "default"} {
+			if err := disableIPv6(iface); err != nil {
+				return err
+			}
+		}
+		return writeSysctl("net/ipv4/ip_forward", "1")
+	})
+	if err != nil {
 		return err
 	}
 	lo, err := inside.LinkByName("lo")
@@ -91,9 +105,6 @@ func EnsureNode(ctx context.Context, n Node, nsPath string) error {
 		if err := inside.LinkSetUp(link); err != nil {
 			return fmt.Errorf("bringing up %s in %s: %w", link.Attrs().Name, nsPath, err)
 		}
-	}
-	if err := withNetNS(nsPath, func() error { return writeSysctl("net/ipv4/ip_forward", "1") }); err != nil {
-		return err
 	}
 	return ensureRules(ctx, nsPath, []tableRules{n.rules()})
 }
