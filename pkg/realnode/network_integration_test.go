@@ -35,9 +35,13 @@ import (
 )
 
 // failFast is how soon a connection off the node network must fail: at once, from the kernel's
-// own "no route" or from an ICMP error the host sends back into the bridge, never by a timeout.
-// The kernel rate-limits ICMP errors to about one a second; this leaves room for that.
-const failFast = 3 * time.Second
+// own "no route" or from an ICMP error sent back into the node network, never by a timeout.
+const failFast = time.Second
+
+// icmpInterval separates the attempts that an ICMP error ends: the kernel sends one address
+// about one ICMP error a second after a short burst (net.ipv4.icmp_ratelimit, and the cost of
+// an unroutable packet), and an attempt whose error it held back would wait for a timeout.
+const icmpInterval = 2 * time.Second
 
 // TestPodsReachOnlyTheirClusterAndNothingLeavesTheMachine attacks the network rule of real nodes
 // (no traffic leaves the machine) from a Pod's network namespace and from its node's, as root
@@ -105,31 +109,41 @@ func TestPodsReachOnlyTheirClusterAndNothingLeavesTheMachine(t *testing.T) {
 		g.Expect(accepted.Load()).To(BeZero(), "the host's server accepted no connection")
 	}
 
-	t.Run("from the node's namespace, no address off the node network has a route", func(t *testing.T) {
+	t.Run("from the node's namespace, the way off the node network is prohibited", func(t *testing.T) {
 		g := NewWithT(t)
 		for _, target := range []string{public, router, hostServer} {
 			for _, network := range []string{"tcp4", "udp4"} {
 				err := sendFrom(nodeNS, network, target)
-				g.Expect(err).To(MatchError(syscall.ENETUNREACH), "%s %s", network, target)
+				g.Expect(err).To(MatchError(syscall.EACCES), "%s %s", network, target)
 			}
 		}
 		g.Expect(arriving.counts()).To(Equal([]int{0, 0, 0, 0}), "nothing reached the host")
 		expectNothingSent(g)
 	})
 
-	t.Run("from the Pod, addresses off the node network fail at once, and the cluster's API server and DNS answer", func(t *testing.T) {
+	t.Run("from the Pod, addresses off the node network fail at once, and the cluster's API server answers", func(t *testing.T) {
 		g := NewWithT(t)
-		for _, target := range []string{public, router, hostServer} {
-			for _, network := range []string{"tcp4", "udp4"} {
-				start := time.Now()
-				err := sendFrom(podNS, network, target)
-				g.Expect(err).To(Or(MatchError(syscall.ENETUNREACH), MatchError(syscall.EHOSTUNREACH)), "%s %s", network, target)
-				g.Expect(time.Since(start)).To(BeNumerically("<", failFast), "%s %s", network, target)
-			}
+		attempts := []struct {
+			network, target string
+			want            OmegaMatcher
+		}{
+			{"tcp4", public, MatchError(syscall.EHOSTUNREACH)}, // "administratively prohibited", from the node
+			{"udp4", public, MatchError(syscall.EHOSTUNREACH)},
+			{"tcp4", router, MatchError(syscall.EHOSTUNREACH)},
+			{"tcp4", hostServer, MatchError(syscall.EHOSTUNREACH)},
+			{"tcp4", gatewayServer, MatchError(syscall.ECONNREFUSED)}, // the host refuses what it does not forward
 		}
-		start := time.Now()
-		g.Expect(sendFrom(podNS, "tcp4", gatewayServer)).To(MatchError(syscall.ECONNREFUSED), "the host refuses what is not forwarded")
-		g.Expect(time.Since(start)).To(BeNumerically("<", failFast))
+		for i, a := range attempts {
+			if i > 0 {
+				time.Sleep(icmpInterval)
+			}
+			start := time.Now()
+			err := sendFrom(podNS, a.network, a.target)
+			took := time.Since(start)
+			g.Expect(err).To(a.want, "%s %s", a.network, a.target)
+			g.Expect(took).To(BeNumerically("<", failFast), "%s %s failed after %s", a.network, a.target, took)
+			t.Logf("%s %s failed after %s: %v", a.network, a.target, took.Round(time.Microsecond), err)
+		}
 		g.Expect(arriving.counts()).To(Equal([]int{0, 0, 0, 0}), "nothing for an address off the node network reached the host")
 		expectNothingSent(g)
 
@@ -171,19 +185,54 @@ func TestPodsReachOnlyTheirClusterAndNothingLeavesTheMachine(t *testing.T) {
 	t.Run("with a default route out of the node's namespace and a host that forwards, the host rejects what the node sends elsewhere", func(t *testing.T) {
 		g := NewWithT(t)
 		subvertRoutes(t, nodeNS, bridge, gateway)
-		for _, target := range []string{public, router} {
-			start := time.Now()
-			err := sendFrom(nodeNS, "tcp4", target)
-			g.Expect(err).To(MatchError(syscall.EHOSTUNREACH), "the host rejects forwarding to %s", target)
-			g.Expect(time.Since(start)).To(BeNumerically("<", failFast), target)
+		rejectedBefore := rejectedForwards(t, tc.dir)
+		attempts := []struct {
+			target string
+			want   OmegaMatcher
+		}{
+			{public, MatchError(syscall.ENETUNREACH)}, // "network prohibited", from the host's FORWARD rules
+			{router, MatchError(syscall.ENETUNREACH)},
+			{hostServer, MatchError(syscall.ECONNREFUSED)}, // from the host's INPUT rules
 		}
-		start := time.Now()
-		g.Expect(sendFrom(nodeNS, "tcp4", hostServer)).To(MatchError(syscall.ECONNREFUSED), "the host rejects a connection to its own address")
-		g.Expect(time.Since(start)).To(BeNumerically("<", failFast))
+		for i, a := range attempts {
+			if i > 0 {
+				time.Sleep(icmpInterval)
+			}
+			start := time.Now()
+			err := sendFrom(nodeNS, "tcp4", a.target)
+			took := time.Since(start)
+			g.Expect(err).To(a.want, a.target)
+			g.Expect(took).To(BeNumerically("<", failFast), "%s failed after %s", a.target, took)
+			t.Logf("tcp4 %s failed after %s: %v", a.target, took.Round(time.Microsecond), err)
+		}
 		counts := arriving.counts()
 		g.Expect(counts[:3]).To(HaveEach(BeNumerically(">", 0)), "this time the packets reached the host: %v", counts)
+		g.Expect(rejectedForwards(t, tc.dir) - rejectedBefore).To(BeNumerically(">=", 2), "the cluster's FORWARD rule rejected them")
 		expectNothingSent(g)
+
+		_, err := realnode.Ensure(ctx, node)
+		g.Expect(err).NotTo(HaveOccurred())
+		g.Expect(sendFrom(nodeNS, "tcp4", public)).To(MatchError(syscall.EACCES), "Ensure prohibits the way out again")
 	})
+}
+
+// rejectedForwards returns how many packets the FORWARD rules of the cluster in clusterDir
+// rejected.
+func rejectedForwards(t *testing.T, clusterDir string) int {
+	t.Helper()
+	chain := "FLOTILLA-" + strings.ToUpper(nodenet.ClusterID(clusterDir)) + "-FWD"
+	out, err := exec.Command("iptables", "-w", "-L", chain, "-n", "-v", "-x").CombinedOutput()
+	if err != nil {
+		t.Fatalf("iptables -L %s: %v: %s", chain, err, out)
+	}
+	rejected := 0
+	for _, line := range strings.Split(string(out), "\n") {
+		if fields := strings.Fields(line); len(fields) > 2 && fields[2] == "REJECT" {
+			n, _ := strconv.Atoi(fields[0])
+			rejected += n
+		}
+	}
+	return rejected
 }
 
 // containerNetNS returns the network namespace of the container whose ID is id (a Pod status's
@@ -332,9 +381,9 @@ func queryFrom(ns, server, name string, qtype dnsmessage.Type) (*dnsmessage.Mess
 	return answer, err
 }
 
-// subvertRoutes gives the node's namespace a default route to the host through the bridge, and
-// makes the host forward what comes from the bridge, until t ends: what a privileged Pod of the
-// host network, and a host that routes, would allow.
+// subvertRoutes replaces the default route of the node's namespace with one to the host through
+// the bridge, and makes the host forward what comes from the bridge (until t ends): what a
+// privileged Pod of the host network, and a host that routes, would allow.
 func subvertRoutes(t *testing.T, nodeNS, bridge string, gateway netip.Addr) {
 	t.Helper()
 	ns, err := netns.GetFromPath(nodeNS)
@@ -352,10 +401,9 @@ func subvertRoutes(t *testing.T, nodeNS, bridge string, gateway netip.Addr) {
 		t.Fatal(err)
 	}
 	route := &netlink.Route{LinkIndex: eth0.Attrs().Index, Gw: gateway.AsSlice()}
-	if err := h.RouteAdd(route); err != nil {
+	if err := h.RouteReplace(route); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _ = h.RouteDel(route) })
 	forwarding := "/proc/sys/net/ipv4/conf/" + bridge + "/forwarding"
 	if err := os.WriteFile(forwarding, []byte("1"), 0o644); err != nil { //nolint:gosec // a sysctl
 		t.Fatal(err)
