@@ -207,7 +207,7 @@ func TestPodsReachOnlyTheirClusterAndNothingLeavesTheMachine(t *testing.T) {
 		}
 		counts := arriving.counts()
 		g.Expect(counts[:3]).To(HaveEach(BeNumerically(">", 0)), "this time the packets reached the host: %v", counts)
-		g.Expect(rejectedForwards(t, tc.dir) - rejectedBefore).To(BeNumerically(">=", 2), "the cluster's FORWARD rule rejected them")
+		g.Expect(rejectedForwards(t, tc.dir)-rejectedBefore).To(BeNumerically(">=", 2), "the cluster's FORWARD rule rejected them")
 		expectNothingSent(g)
 
 		_, err := realnode.Ensure(ctx, node)
