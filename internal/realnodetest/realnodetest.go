@@ -1,16 +1,21 @@
 package realnodetest
 
 import (
+	"bytes"
 	"context"
 	"net/http/httptest"
 	"os"
+	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/flotilla-dev/flotilla/pkg/binaries"
+	"github.com/flotilla-dev/flotilla/pkg/nodenet"
 	"github.com/flotilla-dev/flotilla/pkg/ociimage"
 	"github.com/flotilla-dev/flotilla/pkg/ociregistry"
 	"github.com/flotilla-dev/flotilla/pkg/realnode"
+	"github.com/vishvananda/netlink"
 )
 
 // Binaries returns the binaries of version (a Supported version) with the node programs and the
@@ -59,4 +64,76 @@ func Mirror(t testing.TB, set binaries.Set) string {
 		}
 	}
 	return addr
+}
+
+// HostTraces lists what the real node name of the cluster in clusterDir has on this host: its
+// processes (those with its directory in their command line), network namespace (which holds
+// its iptables rules), mounts, veth and cgroups.
+func HostTraces(clusterDir, name string) []string {
+	nodeDir := filepath.Join(realnode.NodesDir(clusterDir), name)
+	id := nodenet.NodeID(nodeDir)
+	var traces []string
+	procs, _ := filepath.Glob("/proc/[0-9]*/cmdline")
+	for _, p := range procs {
+		cmdline, err := os.ReadFile(p) //nolint:gosec // /proc
+		if err == nil && bytes.Contains(cmdline, []byte(nodeDir)) {
+			traces = append(traces, "process "+p+": "+strings.ReplaceAll(string(cmdline), "\x00", " "))
+		}
+	}
+	if _, err := os.Stat(filepath.Join("/run/netns", "flotilla-"+id)); err == nil {
+		traces = append(traces, "network namespace flotilla-"+id)
+	}
+	if mounts, err := os.ReadFile("/proc/self/mountinfo"); err == nil {
+		for _, line := range strings.Split(string(mounts), "\n") {
+			if strings.Contains(line, id) || strings.Contains(line, nodeDir) {
+				traces = append(traces, "mount "+line)
+			}
+		}
+	}
+	if _, err := netlink.LinkByName("flv-" + id); err == nil {
+		traces = append(traces, "veth flv-"+id)
+	}
+	for _, pattern := range []string{"/sys/fs/cgroup/flotilla/" + id, "/sys/fs/cgroup/*/flotilla/" + id} {
+		dirs, _ := filepath.Glob(pattern)
+		for _, d := range dirs {
+			traces = append(traces, "cgroup "+d)
+		}
+	}
+	return traces
+}
+
+// ClusterTraces lists what the cluster in clusterDir has on this host besides its nodes: its
+// bridge and its iptables rules.
+func ClusterTraces(clusterDir string) []string {
+	id := nodenet.ClusterID(clusterDir)
+	var traces []string
+	if _, err := netlink.LinkByName("flb-" + id); err == nil {
+		traces = append(traces, "bridge flb-"+id)
+	}
+	rules, err := exec.Command("iptables-save").Output()
+	if err != nil {
+		return append(traces, "iptables-save: "+err.Error())
+	}
+	for _, line := range strings.Split(string(rules), "\n") {
+		if strings.Contains(line, strings.ToUpper(id)) || strings.Contains(line, "flb-"+id) {
+			traces = append(traces, "iptables "+line)
+		}
+	}
+	return traces
+}
+
+// LogNodes logs the end of the logs of every real node of the cluster in clusterDir.
+func LogNodes(t testing.TB, clusterDir string) {
+	nodes, _ := os.ReadDir(realnode.NodesDir(clusterDir))
+	for _, n := range nodes {
+		if !n.IsDir() {
+			continue
+		}
+		logs := filepath.Join(realnode.NodesDir(clusterDir), n.Name(), "logs")
+		for _, name := range []string{binaries.Containerd, binaries.Kubelet, binaries.KubeProxy} {
+			data, _ := os.ReadFile(filepath.Join(logs, name+".log")) //nolint:gosec // the test's own files
+			lines := strings.Split(strings.TrimSpace(string(data)), "\n")
+			t.Logf("the end of %s's log on %s:\n%s", name, n.Name(), strings.Join(lines[max(0, len(lines)-30):], "\n"))
+		}
+	}
 }

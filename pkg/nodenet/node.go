@@ -49,8 +49,9 @@ func (n Node) validate() error {
 }
 
 // EnsureNode wires the network namespace at nsPath as node n (see the package documentation):
-// the veth pair to the cluster's bridge, eth0 with n.Address, loopback, IPv4 forwarding, and the
-// masquerade of Pod traffic to the gateway. The cluster's bridge must exist (EnsureCluster).
+// the veth pair to the cluster's bridge, eth0 with n.Address, loopback, IPv4 forwarding, no IPv6,
+// the prohibit default route, and the masquerade of Pod traffic to the gateway. The cluster's
+// bridge must exist (EnsureCluster).
 func EnsureNode(ctx context.Context, n Node, nsPath string) error {
 	if err := n.validate(); err != nil {
 		return err

@@ -12,7 +12,6 @@ import (
 	"time"
 
 	. "github.com/onsi/gomega"
-	"github.com/vishvananda/netlink"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -24,7 +23,6 @@ import (
 	"github.com/flotilla-dev/flotilla/internal/realnodetest"
 	"github.com/flotilla-dev/flotilla/pkg/binaries"
 	"github.com/flotilla-dev/flotilla/pkg/controlplane"
-	"github.com/flotilla-dev/flotilla/pkg/nodenet"
 	"github.com/flotilla-dev/flotilla/pkg/ociimage"
 	"github.com/flotilla-dev/flotilla/pkg/process"
 	"github.com/flotilla-dev/flotilla/pkg/realnode"
@@ -229,15 +227,7 @@ func TestARealNodeJoinsRunsPodsSurvivesKillsAndLeavesNothing(t *testing.T) {
 	// Deleting the node leaves nothing of it on the host.
 	g.Expect(realnode.Delete(ctx, nodeDir)).To(Succeed())
 	g.Expect(nodeDir).NotTo(BeADirectory())
-	g.Expect(filepath.Join("/run/netns", "flotilla-"+nodenet.NodeID(nodeDir))).NotTo(BeAnExistingFile())
-	_, err = netlink.LinkByName("flv-" + nodenet.NodeID(nodeDir))
-	g.Expect(err).To(HaveOccurred(), "the host end of the node's veth pair is gone")
-	mounts, err := os.ReadFile("/proc/self/mountinfo")
-	g.Expect(err).NotTo(HaveOccurred())
-	g.Expect(string(mounts)).NotTo(ContainSubstring(nodenet.NodeID(nodeDir)), "no mount of the node is left")
-	cgroups, err := filepath.Glob("/sys/fs/cgroup/*/flotilla/" + nodenet.NodeID(nodeDir))
-	g.Expect(err).NotTo(HaveOccurred())
-	g.Expect(cgroups).To(BeEmpty(), "no cgroup of the node is left")
+	g.Expect(realnodetest.HostTraces(tc.dir, "n1")).To(BeEmpty(), "no process, namespace, interface, mount or cgroup of the node is left")
 	g.Expect(realnode.Delete(ctx, nodeDir)).To(Succeed(), "deleting again is not an error")
 }
 

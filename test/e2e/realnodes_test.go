@@ -7,15 +7,12 @@ import (
 	"io"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
-	"strings"
 	"syscall"
 	"testing"
 	"time"
 
 	. "github.com/onsi/gomega"
-	"github.com/vishvananda/netlink"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -35,9 +32,9 @@ import (
 	packagesv1 "github.com/flotilla-dev/flotilla/api/packages/v1alpha1"
 	"github.com/flotilla-dev/flotilla/cli/client"
 	"github.com/flotilla-dev/flotilla/cli/spec"
+	"github.com/flotilla-dev/flotilla/internal/realnodetest"
 	"github.com/flotilla-dev/flotilla/pkg/binaries"
 	"github.com/flotilla-dev/flotilla/pkg/controlplane"
-	"github.com/flotilla-dev/flotilla/pkg/nodenet"
 	"github.com/flotilla-dev/flotilla/pkg/process"
 	"github.com/flotilla-dev/flotilla/pkg/realnode"
 	"github.com/flotilla-dev/flotilla/pkg/registryconn"
@@ -93,7 +90,7 @@ func testRealNodes(t *testing.T, f *fleet) {
 	clusterDir := controlplane.ClusterDir(f.home, workload)
 	t.Cleanup(func() {
 		if t.Failed() {
-			logNodeProcesses(t, clusterDir)
+			realnodetest.LogNodes(t, clusterDir)
 		}
 		if !deleted {
 			_ = c.DeleteWorkloadCluster(context.Background(), client.DeleteWorkloadClusterOptions{Name: workload, Namespace: "default", Kubeconfig: f.kubeconfig, OutDir: out})
@@ -225,16 +222,16 @@ func testRealNodes(t *testing.T, f *fleet) {
 			pod = moved
 		}, 3*time.Minute, time.Second).Should(Succeed())
 		t.Logf("the Pod runs on the replacement real node %s %s after the drain", pod.Spec.NodeName, time.Since(start).Round(time.Millisecond))
-		g.Expect(hostTraces(clusterDir, realNode.Name)).To(BeEmpty(), "the deleted node left nothing on the host")
+		g.Expect(realnodetest.HostTraces(clusterDir, realNode.Name)).To(BeEmpty(), "the deleted node left nothing on the host")
 	})
 
 	t.Run("deleting the cluster leaves no process, namespace, mount, interface, iptables rule or cgroup", func(t *testing.T) {
 		g := NewWithT(t)
-		g.Expect(hostTraces(clusterDir, pod.Spec.NodeName)).NotTo(BeEmpty(), "a running node is seen")
+		g.Expect(realnodetest.HostTraces(clusterDir, pod.Spec.NodeName)).NotTo(BeEmpty(), "a running node is seen")
 		g.Expect(c.DeleteWorkloadCluster(ctx, client.DeleteWorkloadClusterOptions{Name: workload, Namespace: "default", Kubeconfig: f.kubeconfig, OutDir: out})).To(Succeed())
 		deleted = true
-		g.Expect(hostTraces(clusterDir, pod.Spec.NodeName)).To(BeEmpty())
-		g.Expect(clusterTraces(clusterDir)).To(BeEmpty())
+		g.Expect(realnodetest.HostTraces(clusterDir, pod.Spec.NodeName)).To(BeEmpty())
+		g.Expect(realnodetest.ClusterTraces(clusterDir)).To(BeEmpty())
 	})
 }
 
@@ -363,76 +360,4 @@ func execIn(ctx context.Context, rc *rest.Config, cs kubernetes.Interface, pod *
 	var stdout, stderr bytes.Buffer
 	err = executor.StreamWithContext(ctx, remotecommand.StreamOptions{Stdout: &stdout, Stderr: &stderr})
 	return stdout.String(), stderr.String(), err
-}
-
-// hostTraces lists what the real node name of the cluster in clusterDir has on this host: its
-// processes (which run with its directory in their command line or in its cgroups), network
-// namespace, mounts, veth, cgroups and iptables rules.
-func hostTraces(clusterDir, name string) []string {
-	nodeDir := filepath.Join(realnode.NodesDir(clusterDir), name)
-	id := nodenet.NodeID(nodeDir)
-	var traces []string
-	procs, _ := filepath.Glob("/proc/[0-9]*/cmdline")
-	for _, p := range procs {
-		cmdline, err := os.ReadFile(p) //nolint:gosec // /proc
-		if err == nil && bytes.Contains(cmdline, []byte(nodeDir)) {
-			traces = append(traces, "process "+p+": "+strings.ReplaceAll(string(cmdline), "\x00", " "))
-		}
-	}
-	if _, err := os.Stat(filepath.Join("/run/netns", "flotilla-"+id)); err == nil {
-		traces = append(traces, "network namespace flotilla-"+id)
-	}
-	if mounts, err := os.ReadFile("/proc/self/mountinfo"); err == nil {
-		for _, line := range strings.Split(string(mounts), "\n") {
-			if strings.Contains(line, id) || strings.Contains(line, nodeDir) {
-				traces = append(traces, "mount "+line)
-			}
-		}
-	}
-	if _, err := netlink.LinkByName("flv-" + id); err == nil {
-		traces = append(traces, "veth flv-"+id)
-	}
-	for _, pattern := range []string{"/sys/fs/cgroup/flotilla/" + id, "/sys/fs/cgroup/*/flotilla/" + id} {
-		dirs, _ := filepath.Glob(pattern)
-		for _, d := range dirs {
-			traces = append(traces, "cgroup "+d)
-		}
-	}
-	return traces
-}
-
-// clusterTraces lists what the cluster in clusterDir has on this host besides its nodes: its
-// bridge and its iptables rules.
-func clusterTraces(clusterDir string) []string {
-	id := nodenet.ClusterID(clusterDir)
-	var traces []string
-	if _, err := netlink.LinkByName("flb-" + id); err == nil {
-		traces = append(traces, "bridge flb-"+id)
-	}
-	rules, err := exec.Command("iptables-save").Output()
-	if err != nil {
-		return append(traces, "iptables-save: "+err.Error())
-	}
-	for _, line := range strings.Split(string(rules), "\n") {
-		if strings.Contains(line, strings.ToUpper(id)) || strings.Contains(line, "flb-"+id) {
-			traces = append(traces, "iptables "+line)
-		}
-	}
-	return traces
-}
-
-// logNodeProcesses logs the end of the logs of every real node of the cluster in clusterDir.
-func logNodeProcesses(t *testing.T, clusterDir string) {
-	nodes, _ := os.ReadDir(realnode.NodesDir(clusterDir))
-	for _, n := range nodes {
-		if !n.IsDir() {
-			continue
-		}
-		logs := filepath.Join(realnode.NodesDir(clusterDir), n.Name(), "logs")
-		for _, name := range []string{binaries.Containerd, binaries.Kubelet, binaries.KubeProxy} {
-			data, _ := os.ReadFile(filepath.Join(logs, name+".log")) //nolint:gosec // the test's own files
-			lines := strings.Split(strings.TrimSpace(string(data)), "\n")
-			t.Logf("the end of %s's log on %s:\n%s", name, n.Name(), strings.Join(lines[max(0, len(lines)-30):], "\n"))
-		}
-	}
 }
