@@ -92,9 +92,9 @@ func TestARealNodeIsReplacedWhenItsClusterIsUpgraded(t *testing.T) {
 	g.Expect(err).NotTo(HaveOccurred())
 	var pod *corev1.Pod
 	g.Eventually(func(g Gomega) {
-		pod = helloPod(ctx, g, cs, "")
+		pod = realnodetest.OnePod(ctx, g, cs, "default", "app=hello", "")
 		g.Expect(pod.Spec.NodeName).To(Equal(oldMachine.Name))
-		g.Expect(podIsReady(pod)).To(BeTrue(), "%+v", pod.Status)
+		g.Expect(realnodetest.PodReady(pod)).To(BeTrue(), "%+v", pod.Status)
 	}).WithTimeout(2 * time.Minute).WithPolling(time.Second).Should(Succeed())
 	const hold = "test.flotilla.dev/hold"
 	pod.Finalizers = append(pod.Finalizers, hold)
@@ -144,7 +144,7 @@ func TestARealNodeIsReplacedWhenItsClusterIsUpgraded(t *testing.T) {
 		got, err := cs.CoreV1().Pods("default").Get(ctx, pod.Name, metav1.GetOptions{})
 		g.Expect(err).NotTo(HaveOccurred())
 		g.Expect(got.DeletionTimestamp).NotTo(BeNil())
-		g.Expect(disruptionReason(got)).To(Equal("EvictionByEvictionAPI"))
+		g.Expect(realnodetest.DisruptionReason(got)).To(Equal("EvictionByEvictionAPI"))
 	}).WithTimeout(3 * time.Minute).WithPolling(time.Second).Should(Succeed())
 	g.Eventually(func() error {
 		got, err := cs.CoreV1().Pods("default").Get(ctx, pod.Name, metav1.GetOptions{})
@@ -159,9 +159,9 @@ func TestARealNodeIsReplacedWhenItsClusterIsUpgraded(t *testing.T) {
 		return err
 	}).WithTimeout(30 * time.Second).Should(Succeed())
 	g.Eventually(func(g Gomega) {
-		moved := helloPod(ctx, g, cs, pod.Name)
+		moved := realnodetest.OnePod(ctx, g, cs, "default", "app=hello", pod.Name)
 		g.Expect(moved.Spec.NodeName).To(Equal(newMachine.Name))
-		g.Expect(podIsReady(moved)).To(BeTrue())
+		g.Expect(realnodetest.PodReady(moved)).To(BeTrue())
 	}).WithTimeout(2 * time.Minute).WithPolling(time.Second).Should(Succeed())
 
 	// The old Machine and its Node go, and its real node leaves nothing on the host.
@@ -204,37 +204,4 @@ func runningRealMachine(ctx context.Context, g Gomega, namespace, version string
 	g.Expect(found).To(HaveLen(1), "one real Machine at %s", version)
 	g.Expect(found[0].Status.Phase).To(Equal(string(clusterv1.MachinePhaseRunning)))
 	return found[0]
-}
-
-// helloPod returns the Pod of the Deployment hello, other than the one named not.
-func helloPod(ctx context.Context, g Gomega, cs kubernetes.Interface, not string) *corev1.Pod {
-	pods, err := cs.CoreV1().Pods("default").List(ctx, metav1.ListOptions{LabelSelector: "app=hello"})
-	g.Expect(err).NotTo(HaveOccurred())
-	var found []*corev1.Pod
-	for i, p := range pods.Items {
-		if p.Name != not && p.DeletionTimestamp == nil {
-			found = append(found, &pods.Items[i])
-		}
-	}
-	g.Expect(found).To(HaveLen(1))
-	return found[0]
-}
-
-func podIsReady(p *corev1.Pod) bool {
-	for _, c := range p.Status.Conditions {
-		if c.Type == corev1.PodReady {
-			return c.Status == corev1.ConditionTrue
-		}
-	}
-	return false
-}
-
-// disruptionReason is the reason of the Pod's DisruptionTarget condition.
-func disruptionReason(p *corev1.Pod) string {
-	for _, c := range p.Status.Conditions {
-		if c.Type == corev1.DisruptionTarget && c.Status == corev1.ConditionTrue {
-			return c.Reason
-		}
-	}
-	return ""
 }

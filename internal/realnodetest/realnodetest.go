@@ -10,12 +10,17 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/onsi/gomega"
+	"github.com/vishvananda/netlink"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+
 	"github.com/flotilla-dev/flotilla/pkg/binaries"
 	"github.com/flotilla-dev/flotilla/pkg/nodenet"
 	"github.com/flotilla-dev/flotilla/pkg/ociimage"
 	"github.com/flotilla-dev/flotilla/pkg/ociregistry"
 	"github.com/flotilla-dev/flotilla/pkg/realnode"
-	"github.com/vishvananda/netlink"
 )
 
 // Binaries returns the binaries of version (a Supported version) with the node programs and the
@@ -136,4 +141,40 @@ func LogNodes(t testing.TB, clusterDir string) {
 			t.Logf("the end of %s's log on %s:\n%s", name, n.Name(), strings.Join(lines[max(0, len(lines)-30):], "\n"))
 		}
 	}
+}
+
+// OnePod returns the one Pod of namespace that selector (a label selector) matches, other than the
+// one named not and those being deleted.
+func OnePod(ctx context.Context, g gomega.Gomega, cs kubernetes.Interface, namespace, selector, not string) *corev1.Pod {
+	pods, err := cs.CoreV1().Pods(namespace).List(ctx, metav1.ListOptions{LabelSelector: selector})
+	g.Expect(err).NotTo(gomega.HaveOccurred())
+	var found []*corev1.Pod
+	for i, p := range pods.Items {
+		if p.Name != not && p.DeletionTimestamp == nil {
+			found = append(found, &pods.Items[i])
+		}
+	}
+	g.Expect(found).To(gomega.HaveLen(1), "one Pod %s in %s", selector, namespace)
+	return found[0]
+}
+
+// PodReady reports whether the Pod's Ready condition is True.
+func PodReady(p *corev1.Pod) bool {
+	for _, c := range p.Status.Conditions {
+		if c.Type == corev1.PodReady {
+			return c.Status == corev1.ConditionTrue
+		}
+	}
+	return false
+}
+
+// DisruptionReason is the reason of the Pod's DisruptionTarget condition, such as
+// EvictionByEvictionAPI for a Pod a drain evicted; "" without one.
+func DisruptionReason(p *corev1.Pod) string {
+	for _, c := range p.Status.Conditions {
+		if c.Type == corev1.DisruptionTarget && c.Status == corev1.ConditionTrue {
+			return c.Reason
+		}
+	}
+	return ""
 }

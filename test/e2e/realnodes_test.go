@@ -121,7 +121,7 @@ func testRealNodes(t *testing.T, f *fleet) {
 	g.Eventually(func(g Gomega) {
 		pod = helloPod(ctx, g, cs, "")
 		g.Expect(pod.Spec.NodeName).To(Equal(realNode.Name))
-		g.Expect(podReady(pod)).To(BeTrue(), "%+v", pod.Status)
+		g.Expect(realnodetest.PodReady(pod)).To(BeTrue(), "%+v", pod.Status)
 	}, 3*time.Minute, 200*time.Millisecond).Should(Succeed())
 	t.Logf("hello-flotilla installed and answering its readiness probe on the real node in %s", time.Since(start).Round(time.Millisecond))
 
@@ -176,7 +176,7 @@ func testRealNodes(t *testing.T, f *fleet) {
 			g.Expect(nodeReady(n)).To(BeTrue())
 			got, err := cs.CoreV1().Pods(pod.Namespace).Get(ctx, pod.Name, metaGet)
 			g.Expect(err).NotTo(HaveOccurred())
-			g.Expect(podReady(got)).To(BeTrue())
+			g.Expect(realnodetest.PodReady(got)).To(BeTrue())
 			g.Expect(got.Status.ContainerStatuses[0].ContainerID).To(Equal(containerID), "the shim kept the container running")
 			lm := &infrav1.LocalMachine{}
 			g.Expect(f.admin.Get(ctx, ctrlclient.ObjectKey{Namespace: "default", Name: realNode.Spec.InfrastructureRef.Name}, lm)).To(Succeed())
@@ -197,7 +197,7 @@ func testRealNodes(t *testing.T, f *fleet) {
 			got, err := cs.CoreV1().Pods(pod.Namespace).Get(ctx, pod.Name, metaGet)
 			g.Expect(err).NotTo(HaveOccurred())
 			g.Expect(got.DeletionTimestamp).NotTo(BeNil())
-			g.Expect(disruption(got)).To(Equal("EvictionByEvictionAPI"))
+			g.Expect(realnodetest.DisruptionReason(got)).To(Equal("EvictionByEvictionAPI"))
 		}, 2*time.Minute, 200*time.Millisecond).Should(Succeed())
 		g.Eventually(func() error {
 			got, err := cs.CoreV1().Pods(pod.Namespace).Get(ctx, pod.Name, metaGet)
@@ -218,7 +218,7 @@ func testRealNodes(t *testing.T, f *fleet) {
 			g.Expect(replacement.Name).NotTo(Equal(realNode.Name))
 			moved := helloPod(ctx, g, cs, pod.Name)
 			g.Expect(moved.Spec.NodeName).To(Equal(replacement.Name))
-			g.Expect(podReady(moved)).To(BeTrue())
+			g.Expect(realnodetest.PodReady(moved)).To(BeTrue())
 			pod = moved
 		}, 3*time.Minute, time.Second).Should(Succeed())
 		t.Logf("the Pod runs on the replacement real node %s %s after the drain", pod.Spec.NodeName, time.Since(start).Round(time.Millisecond))
@@ -264,16 +264,7 @@ func realNodeOf(ctx context.Context, g Gomega, admin ctrlclient.Client, cluster 
 
 // helloPod returns hello-flotilla's Pod, other than the one named not.
 func helloPod(ctx context.Context, g Gomega, cs kubernetes.Interface, not string) *corev1.Pod {
-	pods, err := cs.CoreV1().Pods(packagesv1.DefaultTargetNamespace).List(ctx, metav1.ListOptions{LabelSelector: "app.kubernetes.io/name=hello-flotilla"})
-	g.Expect(err).NotTo(HaveOccurred())
-	var found []*corev1.Pod
-	for i, p := range pods.Items {
-		if p.Name != not && p.DeletionTimestamp == nil {
-			found = append(found, &pods.Items[i])
-		}
-	}
-	g.Expect(found).To(HaveLen(1))
-	return found[0]
+	return realnodetest.OnePod(ctx, g, cs, packagesv1.DefaultTargetNamespace, "app.kubernetes.io/name=hello-flotilla", not)
 }
 
 func nodeReady(n *corev1.Node) bool {
@@ -283,25 +274,6 @@ func nodeReady(n *corev1.Node) bool {
 		}
 	}
 	return false
-}
-
-func podReady(p *corev1.Pod) bool {
-	for _, c := range p.Status.Conditions {
-		if c.Type == corev1.PodReady {
-			return c.Status == corev1.ConditionTrue
-		}
-	}
-	return false
-}
-
-// disruption is the reason of the Pod's DisruptionTarget condition.
-func disruption(p *corev1.Pod) string {
-	for _, c := range p.Status.Conditions {
-		if c.Type == corev1.DisruptionTarget && c.Status == corev1.ConditionTrue {
-			return c.Reason
-		}
-	}
-	return ""
 }
 
 // readySince says how long after since the Node became Ready (to the second, as the API keeps it).
