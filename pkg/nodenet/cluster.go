@@ -232,6 +232,9 @@ func ensureBridge(c Cluster) (netlink.Link, error) {
 	if err := replaceAddress(nil, link, netip.PrefixFrom(c.Gateway(), c.Network.Bits())); err != nil {
 		return nil, err
 	}
+	if err := disableIPv6(c.Bridge()); err != nil {
+		return nil, err
+	}
 	if err := netlink.LinkSetUp(link); err != nil {
 		return nil, fmt.Errorf("bringing up %s: %w", c.Bridge(), err)
 	}
@@ -267,7 +270,10 @@ func replaceAddress(h *netlink.Handle, link netlink.Link, want netip.Prefix) err
 	return nil
 }
 
-// rules are the host's iptables rules of c.
+// rules are the host's iptables rules of c. What the host refuses from the bridge is rejected,
+// so that a node sees at once that it cannot go there (the ICMP error goes back into the bridge);
+// what comes from elsewhere towards the bridge is dropped, so that the host sends nothing off
+// the machine on the nodes' behalf.
 func (c Cluster) rules() []tableRules {
 	nat := c.chain("")
 	in, fwd := c.chain("-IN"), c.chain("-FWD")
@@ -289,10 +295,11 @@ func (c Cluster) rules() []tableRules {
 				in: {
 					"-A " + in + " -m conntrack --ctstate RELATED,ESTABLISHED -j ACCEPT",
 					"-A " + in + " -m conntrack --ctstate DNAT -j ACCEPT",
-					"-A " + in + " -j DROP",
+					"-A " + in + " -j REJECT --reject-with icmp-port-unreachable",
 				},
 				fwd: {
 					"-A " + fwd + " -i " + br + " -o " + br + " -j ACCEPT",
+					"-A " + fwd + " -i " + br + " -j REJECT --reject-with icmp-net-prohibited",
 					"-A " + fwd + " -j DROP",
 				},
 			},

@@ -15,9 +15,13 @@
 //     servers themselves keep listening on loopback;
 //   - isolation, in iptables chains of its own (FLOTILLA-<ID>-IN and -FWD, jumped to from INPUT
 //     and FORWARD for the bridge): from the bridge the host accepts only the forwarded ports and
-//     replies to connections it opened (kube-apiserver dialling a kubelet), and it forwards
-//     nothing between the bridge and any other interface, even when the host forwards packets
-//     otherwise.
+//     replies to connections it opened (kube-apiserver dialling a kubelet), and rejects the rest
+//     at once ("port unreachable": connection refused); it forwards nothing between the bridge
+//     and any other interface, even when the host forwards packets otherwise or a node's routes
+//     were changed: what comes from the bridge is rejected ("network prohibited"), what comes
+//     towards it dropped, so that the host sends nothing off the machine on the nodes' behalf;
+//   - no IPv6: the bridge (and each node's veth, and the node's namespace) has IPv6 disabled, so
+//     no link-local address lets a node reach the host's services around the IPv4 rules.
 //
 // EnsureCluster creates what is missing and is cheap when everything is there; DeleteCluster
 // removes the bridge and the rules. Names derive from the Cluster's ID (ClusterID hashes the
@@ -28,8 +32,12 @@
 // A Node lives in a network namespace (created by package realnode) that EnsureNode wires: a veth
 // pair whose host end flv-<id> is attached to the cluster's bridge and whose other end is eth0
 // in the namespace, with the node's address in the cluster's range; loopback up; IPv4
-// forwarding on (Pods on the node's CNI bridge are routed through eth0); and no default route:
-// the namespace reaches its cluster's range and nothing else. Traffic from Pods to the gateway
+// forwarding on (Pods on the node's CNI bridge are routed through eth0); IPv6 off; and a
+// "prohibit" default route: the namespace reaches its cluster's range and the Pod ranges, and
+// anything else is refused at once, EACCES to its own programs and an ICMP "administratively
+// prohibited" to its Pods (a hard error, which ends a UDP exchange too; the "network
+// unreachable" of a missing route would not). EnsureNode puts that route back when something
+// replaced it. Traffic from Pods to the gateway
 // (kube-apiserver through the kubernetes Service, the image mirror) is masqueraded to the node's
 // address, so replies come back to a node the host knows; Pod-to-Pod traffic between nodes is
 // never masqueraded and goes over the bridge along the routes SetPodRoutes keeps: each other

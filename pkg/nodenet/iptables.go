@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -160,6 +161,17 @@ func withNetNS(path string, fn func() error) error {
 		}
 		return fn()
 	})
+}
+
+// disableIPv6 removes IPv6 from the interface iface of the caller's network namespace ("all"
+// for every interface, "default" for those made later): the nodes' networks are IPv4 only, and
+// without it an interface has an IPv6 link-local address that the iptables rules, IPv4 only,
+// would not cover. A kernel without IPv6 has nothing to disable.
+func disableIPv6(iface string) error {
+	if _, err := os.Stat("/proc/sys/net/ipv6"); errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	return writeSysctl("net/ipv6/conf/"+iface+"/disable_ipv6", "1")
 }
 
 // writeSysctl writes value to /proc/sys/<name>. /proc/sys/net belongs to the network namespace

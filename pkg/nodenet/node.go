@@ -9,6 +9,7 @@ import (
 
 	"github.com/vishvananda/netlink"
 	"github.com/vishvananda/netns"
+	"golang.org/x/sys/unix"
 )
 
 // NodeInterface is the name of a node's interface in its network namespace.
@@ -48,8 +49,9 @@ func (n Node) validate() error {
 }
 
 // EnsureNode wires the network namespace at nsPath as node n (see the package documentation):
-// the veth pair to the cluster's bridge, eth0 with n.Address, loopback, IPv4 forwarding, and the
-// masquerade of Pod traffic to the gateway. The cluster's bridge must exist (EnsureCluster).
+// the veth pair to the cluster's bridge, eth0 with n.Address, loopback, IPv4 forwarding, no IPv6,
+// the prohibit default route, and the masquerade of Pod traffic to the gateway. The cluster's
+// bridge must exist (EnsureCluster).
 func EnsureNode(ctx context.Context, n Node, nsPath string) error {
 	if err := n.validate(); err != nil {
 		return err
@@ -77,10 +79,27 @@ func EnsureNode(ctx context.Context, n Node, nsPath string) error {
 			return fmt.Errorf("attaching %s to %s: %w", n.HostVeth(), n.Cluster.Bridge(), err)
 		}
 	}
+	if err := disableIPv6(n.HostVeth()); err != nil {
+		return err
+	}
 	if err := netlink.LinkSetUp(host); err != nil {
 		return fmt.Errorf("bringing up %s: %w", n.HostVeth(), err)
 	}
 	if err := replaceAddress(inside, eth0, netip.PrefixFrom(n.Address, n.Cluster.Network.Bits())); err != nil {
+		return err
+	}
+	err = withNetNS(nsPath, func() error {
+		for _, iface := range []string{"all", "default"} {
+			if err := disableIPv6(iface); err != nil {
+				return err
+			}
+		}
+		return writeSysctl("net/ipv4/ip_forward", "1")
+	})
+	if err != nil {
+		return err
+	}
+	if err := ensureNoWayOut(inside, nsPath); err != nil {
 		return err
 	}
 	lo, err := inside.LinkByName("lo")
@@ -91,9 +110,6 @@ func EnsureNode(ctx context.Context, n Node, nsPath string) error {
 		if err := inside.LinkSetUp(link); err != nil {
 			return fmt.Errorf("bringing up %s in %s: %w", link.Attrs().Name, nsPath, err)
 		}
-	}
-	if err := withNetNS(nsPath, func() error { return writeSysctl("net/ipv4/ip_forward", "1") }); err != nil {
-		return err
 	}
 	return ensureRules(ctx, nsPath, []tableRules{n.rules()})
 }
@@ -136,6 +152,28 @@ func ensureVeth(n Node, ns netns.NsHandle, inside *netlink.Handle) (netlink.Link
 		return nil, fmt.Errorf("finding %s in the node's namespace: %w", NodeInterface, err)
 	}
 	return eth0, nil
+}
+
+// noWayOut is the default route of a node's namespace: a "prohibit" route, so that what is
+// addressed off the node network (and off the Pod ranges SetPodRoutes routes) is refused at once:
+// a program of the namespace gets EACCES, and a Pod the node forwards for gets an ICMP
+// "administratively prohibited", which ends its TCP connection or UDP exchange at once with "no
+// route to host" (the kernel rate-limits these errors to about one a second after a burst; a
+// packet whose error is held back is dropped all the same). Without it, a Pod would get "network
+// unreachable", which the kernel does not report to UDP sockets: it would wait for a timeout.
+var noWayOut = netlink.Route{
+	Dst:  &net.IPNet{IP: net.IPv4zero.To4(), Mask: net.CIDRMask(0, 32)},
+	Type: unix.RTN_PROHIBIT,
+}
+
+// ensureNoWayOut makes noWayOut the default route of the namespace inside (at nsPath), in place
+// of any other.
+func ensureNoWayOut(inside *netlink.Handle, nsPath string) error {
+	route := noWayOut
+	if err := inside.RouteReplace(&route); err != nil {
+		return fmt.Errorf("setting the default route of %s: %w", nsPath, err)
+	}
+	return nil
 }
 
 // rules are the node's iptables rules, in its namespace.

@@ -131,9 +131,12 @@ func DNSServiceIP(serviceCIDR string) (netip.Addr, error) {
 	return a, nil
 }
 
-// corefile answers the names of the cluster's Services and Pods, and nothing else: there is no
-// forward plugin, so names off the cluster get no answer.
-const corefile = `.:53 {
+// corefile answers the names of the cluster's Services and Pods, and nothing else. Its server
+// block serves the cluster's zone and the reverse zones alone: a name of another zone is refused
+// (REFUSED) without a plugin seeing it, and a name or an address of those zones that the cluster
+// does not hold is answered NXDOMAIN. There is no forward plugin (and so no loop to detect):
+// CoreDNS asks no other server.
+const corefile = ClusterDomain + ` in-addr.arpa ip6.arpa {
     errors
     health {
         lameduck 5s
@@ -141,11 +144,9 @@ const corefile = `.:53 {
     ready
     kubernetes ` + ClusterDomain + ` in-addr.arpa ip6.arpa {
         pods insecure
-        fallthrough in-addr.arpa ip6.arpa
         ttl 30
     }
     cache 30
-    loop
     reload
     loadbalance
 }

@@ -10,7 +10,8 @@
 // everything runs, like controlplane.Ensure. A node is:
 //
 //   - a network namespace (/run/netns/flotilla-<id>, so `ip netns` lists it) wired by package
-//     nodenet to its cluster's node network: eth0 with the node's address, no default route;
+//     nodenet to its cluster's node network: eth0 with the node's address, a default route
+//     that prohibits every address off the node network and the Pod ranges;
 //     the gateway forwards kube-apiserver's port and the image mirror's to their loopback
 //     listeners. Pods get a bridge cni0 and an address of the Node's Pod range (from
 //     kube-controller-manager), from the CNI plugins bridge and host-local, without masquerade;

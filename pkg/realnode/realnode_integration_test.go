@@ -3,17 +3,15 @@ package realnode_test
 import (
 	"context"
 	"net"
-	"net/http/httptest"
+	"net/netip"
 	"os"
 	"path/filepath"
 	"strconv"
-	"strings"
 	"syscall"
 	"testing"
 	"time"
 
 	. "github.com/onsi/gomega"
-	"github.com/vishvananda/netlink"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -22,53 +20,13 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	ctrlclient "sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/flotilla-dev/flotilla/internal/realnodetest"
 	"github.com/flotilla-dev/flotilla/pkg/binaries"
 	"github.com/flotilla-dev/flotilla/pkg/controlplane"
-	"github.com/flotilla-dev/flotilla/pkg/nodenet"
 	"github.com/flotilla-dev/flotilla/pkg/ociimage"
-	"github.com/flotilla-dev/flotilla/pkg/ociregistry"
 	"github.com/flotilla-dev/flotilla/pkg/process"
 	"github.com/flotilla-dev/flotilla/pkg/realnode"
 )
-
-// builtNode returns the binaries of the newest supported version with the node programs, or
-// skips the test, saying how to get them.
-func builtNode(t *testing.T) binaries.Set {
-	t.Helper()
-	if os.Geteuid() != 0 {
-		t.Skip("real nodes make namespaces, cgroups and networks: run the tests as root")
-	}
-	if err := realnode.Prerequisites(); err != nil {
-		t.Skipf("%v", err)
-	}
-	set, err := binaries.Find("", binaries.Supported[0])
-	if err == nil {
-		err = set.Check(append(append([]string(nil), binaries.NodeNames...), binaries.ImageNames...)...)
-	}
-	if err != nil {
-		t.Skipf("the node programs are not built (make node-binaries): %v", err)
-	}
-	return set
-}
-
-// mirror serves an image registry on loopback with Flotilla's images, and returns its address.
-func mirror(t *testing.T, set binaries.Set) string {
-	t.Helper()
-	g := NewWithT(t)
-	handler, err := ociregistry.NewHandler(ociregistry.Options{Dir: t.TempDir()})
-	g.Expect(err).NotTo(HaveOccurred())
-	srv := httptest.NewServer(handler)
-	t.Cleanup(srv.Close)
-	addr := strings.TrimPrefix(srv.URL, "http://")
-	for _, img := range ociimage.Flotilla {
-		image, err := ociimage.Build(img, set.Path(img.Program), "")
-		g.Expect(err).NotTo(HaveOccurred())
-		ref, err := ociimage.MirrorReference(addr, img.Name)
-		g.Expect(err).NotTo(HaveOccurred())
-		g.Expect(ociimage.Push(context.Background(), ref, image)).To(Succeed())
-	}
-	return addr
-}
 
 func apply(g Gomega, c ctrlclient.Client, obj ctrlclient.Object) {
 	u, err := runtime.DefaultUnstructuredConverter.ToUnstructured(obj)
@@ -77,25 +35,34 @@ func apply(g Gomega, c ctrlclient.Client, obj ctrlclient.Object) {
 		ctrlclient.FieldOwner("test"), ctrlclient.ForceOwnership)).To(Succeed())
 }
 
-// TestARealNodeJoinsRunsPodsSurvivesKillsAndLeavesNothing runs one real node against a control
-// plane readied for it, all on this machine: the node joins with a bootstrap token, becomes
-// Ready, runs a Pod from images of the mirror, reaches its API server through the kubernetes
-// Service, keeps its Pod when kubelet and containerd are killed and started again, and leaves
-// no process, namespace, interface, mount or cgroup behind when it is deleted.
-func TestARealNodeJoinsRunsPodsSurvivesKillsAndLeavesNothing(t *testing.T) {
-	set := builtNode(t)
+// testCluster is a control plane readied for real nodes, all on this machine: its node network,
+// what real nodes need in it (realnode.ClusterObjects, CoreDNS included) and an image mirror.
+type testCluster struct {
+	set        binaries.Set
+	dir        string
+	status     *controlplane.Status
+	c          ctrlclient.Client
+	ca         []byte
+	dns        netip.Addr
+	mirrorPort uint16
+}
+
+// startCluster starts a control plane with real nodes that is deleted when t ends.
+func startCluster(t *testing.T) *testCluster {
+	t.Helper()
+	set := realnodetest.Binaries(t, binaries.Supported[0])
 	g := NewWithT(t)
 	ctx := context.Background()
-	registry := mirror(t, set)
+	registry := realnodetest.Mirror(t, set)
 	_, mirrorPort, _ := net.SplitHostPort(registry)
-	port, _ := strconv.Atoi(mirrorPort)
+	port, _ := strconv.ParseUint(mirrorPort, 10, 16)
 
 	clusterDir := filepath.Join(t.TempDir(), "clusters", "rn")
 	cfg := controlplane.Config{
 		Name: "rn", Dir: clusterDir, Binaries: set, ControllerManager: true, Scheduler: true, UnsafeNoFsync: true,
 		RealNodes: &controlplane.RealNodes{PodCIDR: "192.168.0.0/16", Mirror: registry},
 	}
-	cp, err := controlplane.Ensure(ctx, cfg)
+	status, err := controlplane.Ensure(ctx, cfg)
 	g.Expect(err).NotTo(HaveOccurred())
 	t.Cleanup(func() {
 		if err := controlplane.Delete(context.Background(), clusterDir); err != nil {
@@ -115,18 +82,29 @@ func TestARealNodeJoinsRunsPodsSurvivesKillsAndLeavesNothing(t *testing.T) {
 	for _, obj := range realnode.ClusterObjects(dns) {
 		apply(g, c, obj)
 	}
-	token := realnode.NewBootstrapToken()
-	secret, err := realnode.BootstrapTokenSecret(token, "n1", time.Now().Add(time.Hour))
-	g.Expect(err).NotTo(HaveOccurred())
-	g.Expect(c.Create(ctx, secret)).To(Succeed())
+	// The Pods of the tests run as the namespace's ServiceAccount.
+	g.Expect(c.Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "default", Namespace: "default"}})).To(Or(Succeed(), MatchError(ContainSubstring("already exists"))))
 	ca, err := os.ReadFile(filepath.Join(clusterDir, "pki", "ca.crt"))
 	g.Expect(err).NotTo(HaveOccurred())
+	return &testCluster{set: set, dir: clusterDir, status: status, c: c, ca: ca, dns: dns, mirrorPort: uint16(port)}
+}
 
-	nodeDir := filepath.Join(realnode.NodesDir(clusterDir), "n1")
+// joinNode runs the real node name with a bootstrap token of the cluster until its Node is Ready
+// and kube-proxy runs, and deletes it when t ends. It returns the node's Config and the Status
+// of its last Ensure.
+func (tc *testCluster) joinNode(t *testing.T, name string) (realnode.Config, *realnode.Status) {
+	t.Helper()
+	g := NewWithT(t)
+	ctx := context.Background()
+	token := realnode.NewBootstrapToken()
+	secret, err := realnode.BootstrapTokenSecret(token, name, time.Now().Add(time.Hour))
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(tc.c.Create(ctx, secret)).To(Succeed())
+	nodeDir := filepath.Join(realnode.NodesDir(tc.dir), name)
 	node := realnode.Config{
-		Name: "n1", Dir: nodeDir, Binaries: set, Network: cp.NodeNetwork, APIServerPort: cp.Port, MirrorPort: uint16(port), //nolint:gosec // a port
-		CACert: ca, BootstrapToken: token, ProviderID: "local://test/n1", Labels: map[string]string{realnode.SimulatedLabel: "false"},
-		PodCIDR: "192.168.0.0/16", ClusterDNS: dns.String(),
+		Name: name, Dir: nodeDir, Binaries: tc.set, Network: tc.status.NodeNetwork, APIServerPort: tc.status.Port, MirrorPort: tc.mirrorPort,
+		CACert: tc.ca, BootstrapToken: token, ProviderID: "local://test/" + name, Labels: map[string]string{realnode.SimulatedLabel: "false"},
+		PodCIDR: "192.168.0.0/16", ClusterDNS: tc.dns.String(),
 	}
 	t.Cleanup(func() { _ = realnode.Delete(context.Background(), nodeDir) })
 	t.Cleanup(func() { // runs first: the logs before they go
@@ -143,16 +121,48 @@ func TestARealNodeJoinsRunsPodsSurvivesKillsAndLeavesNothing(t *testing.T) {
 		status, err = realnode.Ensure(ctx, node)
 		g.Expect(err).NotTo(HaveOccurred())
 		n := &corev1.Node{}
-		g.Expect(c.Get(ctx, ctrlclient.ObjectKey{Name: "n1"}, n)).To(Succeed())
+		g.Expect(tc.c.Get(ctx, ctrlclient.ObjectKey{Name: name}, n)).To(Succeed())
 		g.Expect(nodeReady(n)).To(BeTrue())
 		g.Expect(status.Processes).To(HaveLen(3), "kube-proxy runs once kubelet has joined")
 	}, 60*time.Second, 500*time.Millisecond).Should(Succeed())
-	t.Logf("node Ready %s after its first Ensure", time.Since(start).Round(100*time.Millisecond))
+	t.Logf("node %s Ready %s after its first Ensure", name, time.Since(start).Round(100*time.Millisecond))
+	return node, status
+}
+
+// runPod creates pod and waits until it runs with its containers Ready.
+func (tc *testCluster) runPod(t *testing.T, pod *corev1.Pod) *corev1.Pod {
+	t.Helper()
+	g := NewWithT(t)
+	ctx := context.Background()
+	g.Expect(tc.c.Create(ctx, pod)).To(Succeed())
+	g.Eventually(func(g Gomega) {
+		g.Expect(tc.c.Get(ctx, ctrlclient.ObjectKeyFromObject(pod), pod)).To(Succeed())
+		g.Expect(pod.Status.Phase).To(Equal(corev1.PodRunning), "%+v", pod.Status)
+		g.Expect(pod.Status.ContainerStatuses).NotTo(BeEmpty())
+		for _, c := range pod.Status.ContainerStatuses {
+			g.Expect(c.Ready).To(BeTrue(), "container %s is Ready", c.Name)
+		}
+	}, 60*time.Second, 500*time.Millisecond).Should(Succeed())
+	return pod
+}
+
+// TestARealNodeJoinsRunsPodsSurvivesKillsAndLeavesNothing runs one real node against a control
+// plane readied for it, all on this machine: the node joins with a bootstrap token, becomes
+// Ready, runs a Pod from images of the mirror, reaches its API server through the kubernetes
+// Service, keeps its Pod when kubelet and containerd are killed and started again, and leaves
+// no process, namespace, interface, mount or cgroup behind when it is deleted.
+func TestARealNodeJoinsRunsPodsSurvivesKillsAndLeavesNothing(t *testing.T) {
+	tc := startCluster(t)
+	g := NewWithT(t)
+	ctx := context.Background()
+	c := tc.c
+	node, status := tc.joinNode(t, "n1")
+	nodeDir := node.Dir
 	g.Expect(realnode.BootstrapToken(nodeDir)).To(BeEmpty(), "the bootstrap token is forgotten once kubelet has its certificate")
+	var err error
 
 	// A Pod that asks its API server for its version through the kubernetes Service, with its
 	// ServiceAccount's credentials, and then serves.
-	g.Expect(c.Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "default", Namespace: "default"}})).To(Or(Succeed(), MatchError(ContainSubstring("already exists"))))
 	pod := &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Name: "hello", Namespace: "default"},
 		Spec: corev1.PodSpec{
@@ -217,15 +227,7 @@ func TestARealNodeJoinsRunsPodsSurvivesKillsAndLeavesNothing(t *testing.T) {
 	// Deleting the node leaves nothing of it on the host.
 	g.Expect(realnode.Delete(ctx, nodeDir)).To(Succeed())
 	g.Expect(nodeDir).NotTo(BeADirectory())
-	g.Expect(filepath.Join("/run/netns", "flotilla-"+nodenet.NodeID(nodeDir))).NotTo(BeAnExistingFile())
-	_, err = netlink.LinkByName("flv-" + nodenet.NodeID(nodeDir))
-	g.Expect(err).To(HaveOccurred(), "the host end of the node's veth pair is gone")
-	mounts, err := os.ReadFile("/proc/self/mountinfo")
-	g.Expect(err).NotTo(HaveOccurred())
-	g.Expect(string(mounts)).NotTo(ContainSubstring(nodenet.NodeID(nodeDir)), "no mount of the node is left")
-	cgroups, err := filepath.Glob("/sys/fs/cgroup/*/flotilla/" + nodenet.NodeID(nodeDir))
-	g.Expect(err).NotTo(HaveOccurred())
-	g.Expect(cgroups).To(BeEmpty(), "no cgroup of the node is left")
+	g.Expect(realnodetest.HostTraces(tc.dir, "n1")).To(BeEmpty(), "no process, namespace, interface, mount or cgroup of the node is left")
 	g.Expect(realnode.Delete(ctx, nodeDir)).To(Succeed(), "deleting again is not an error")
 }
 

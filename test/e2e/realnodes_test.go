@@ -7,15 +7,12 @@ import (
 	"io"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
-	"strings"
 	"syscall"
 	"testing"
 	"time"
 
 	. "github.com/onsi/gomega"
-	"github.com/vishvananda/netlink"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -35,9 +32,9 @@ import (
 	packagesv1 "github.com/flotilla-dev/flotilla/api/packages/v1alpha1"
 	"github.com/flotilla-dev/flotilla/cli/client"
 	"github.com/flotilla-dev/flotilla/cli/spec"
+	"github.com/flotilla-dev/flotilla/internal/realnodetest"
 	"github.com/flotilla-dev/flotilla/pkg/binaries"
 	"github.com/flotilla-dev/flotilla/pkg/controlplane"
-	"github.com/flotilla-dev/flotilla/pkg/nodenet"
 	"github.com/flotilla-dev/flotilla/pkg/process"
 	"github.com/flotilla-dev/flotilla/pkg/realnode"
 	"github.com/flotilla-dev/flotilla/pkg/registryconn"
@@ -93,7 +90,7 @@ func testRealNodes(t *testing.T, f *fleet) {
 	clusterDir := controlplane.ClusterDir(f.home, workload)
 	t.Cleanup(func() {
 		if t.Failed() {
-			logNodeProcesses(t, clusterDir)
+			realnodetest.LogNodes(t, clusterDir)
 		}
 		if !deleted {
 			_ = c.DeleteWorkloadCluster(context.Background(), client.DeleteWorkloadClusterOptions{Name: workload, Namespace: "default", Kubeconfig: f.kubeconfig, OutDir: out})
@@ -124,7 +121,7 @@ func testRealNodes(t *testing.T, f *fleet) {
 	g.Eventually(func(g Gomega) {
 		pod = helloPod(ctx, g, cs, "")
 		g.Expect(pod.Spec.NodeName).To(Equal(realNode.Name))
-		g.Expect(podReady(pod)).To(BeTrue(), "%+v", pod.Status)
+		g.Expect(realnodetest.PodReady(pod)).To(BeTrue(), "%+v", pod.Status)
 	}, 3*time.Minute, 200*time.Millisecond).Should(Succeed())
 	t.Logf("hello-flotilla installed and answering its readiness probe on the real node in %s", time.Since(start).Round(time.Millisecond))
 
@@ -179,7 +176,7 @@ func testRealNodes(t *testing.T, f *fleet) {
 			g.Expect(nodeReady(n)).To(BeTrue())
 			got, err := cs.CoreV1().Pods(pod.Namespace).Get(ctx, pod.Name, metaGet)
 			g.Expect(err).NotTo(HaveOccurred())
-			g.Expect(podReady(got)).To(BeTrue())
+			g.Expect(realnodetest.PodReady(got)).To(BeTrue())
 			g.Expect(got.Status.ContainerStatuses[0].ContainerID).To(Equal(containerID), "the shim kept the container running")
 			lm := &infrav1.LocalMachine{}
 			g.Expect(f.admin.Get(ctx, ctrlclient.ObjectKey{Namespace: "default", Name: realNode.Spec.InfrastructureRef.Name}, lm)).To(Succeed())
@@ -200,7 +197,7 @@ func testRealNodes(t *testing.T, f *fleet) {
 			got, err := cs.CoreV1().Pods(pod.Namespace).Get(ctx, pod.Name, metaGet)
 			g.Expect(err).NotTo(HaveOccurred())
 			g.Expect(got.DeletionTimestamp).NotTo(BeNil())
-			g.Expect(disruption(got)).To(Equal("EvictionByEvictionAPI"))
+			g.Expect(realnodetest.DisruptionReason(got)).To(Equal("EvictionByEvictionAPI"))
 		}, 2*time.Minute, 200*time.Millisecond).Should(Succeed())
 		g.Eventually(func() error {
 			got, err := cs.CoreV1().Pods(pod.Namespace).Get(ctx, pod.Name, metaGet)
@@ -221,20 +218,20 @@ func testRealNodes(t *testing.T, f *fleet) {
 			g.Expect(replacement.Name).NotTo(Equal(realNode.Name))
 			moved := helloPod(ctx, g, cs, pod.Name)
 			g.Expect(moved.Spec.NodeName).To(Equal(replacement.Name))
-			g.Expect(podReady(moved)).To(BeTrue())
+			g.Expect(realnodetest.PodReady(moved)).To(BeTrue())
 			pod = moved
 		}, 3*time.Minute, time.Second).Should(Succeed())
 		t.Logf("the Pod runs on the replacement real node %s %s after the drain", pod.Spec.NodeName, time.Since(start).Round(time.Millisecond))
-		g.Expect(hostTraces(clusterDir, realNode.Name)).To(BeEmpty(), "the deleted node left nothing on the host")
+		g.Expect(realnodetest.HostTraces(clusterDir, realNode.Name)).To(BeEmpty(), "the deleted node left nothing on the host")
 	})
 
 	t.Run("deleting the cluster leaves no process, namespace, mount, interface, iptables rule or cgroup", func(t *testing.T) {
 		g := NewWithT(t)
-		g.Expect(hostTraces(clusterDir, pod.Spec.NodeName)).NotTo(BeEmpty(), "a running node is seen")
+		g.Expect(realnodetest.HostTraces(clusterDir, pod.Spec.NodeName)).NotTo(BeEmpty(), "a running node is seen")
 		g.Expect(c.DeleteWorkloadCluster(ctx, client.DeleteWorkloadClusterOptions{Name: workload, Namespace: "default", Kubeconfig: f.kubeconfig, OutDir: out})).To(Succeed())
 		deleted = true
-		g.Expect(hostTraces(clusterDir, pod.Spec.NodeName)).To(BeEmpty())
-		g.Expect(clusterTraces(clusterDir)).To(BeEmpty())
+		g.Expect(realnodetest.HostTraces(clusterDir, pod.Spec.NodeName)).To(BeEmpty())
+		g.Expect(realnodetest.ClusterTraces(clusterDir)).To(BeEmpty())
 	})
 }
 
@@ -267,16 +264,7 @@ func realNodeOf(ctx context.Context, g Gomega, admin ctrlclient.Client, cluster 
 
 // helloPod returns hello-flotilla's Pod, other than the one named not.
 func helloPod(ctx context.Context, g Gomega, cs kubernetes.Interface, not string) *corev1.Pod {
-	pods, err := cs.CoreV1().Pods(packagesv1.DefaultTargetNamespace).List(ctx, metav1.ListOptions{LabelSelector: "app.kubernetes.io/name=hello-flotilla"})
-	g.Expect(err).NotTo(HaveOccurred())
-	var found []*corev1.Pod
-	for i, p := range pods.Items {
-		if p.Name != not && p.DeletionTimestamp == nil {
-			found = append(found, &pods.Items[i])
-		}
-	}
-	g.Expect(found).To(HaveLen(1))
-	return found[0]
+	return realnodetest.OnePod(ctx, g, cs, packagesv1.DefaultTargetNamespace, "app.kubernetes.io/name=hello-flotilla", not)
 }
 
 func nodeReady(n *corev1.Node) bool {
@@ -286,25 +274,6 @@ func nodeReady(n *corev1.Node) bool {
 		}
 	}
 	return false
-}
-
-func podReady(p *corev1.Pod) bool {
-	for _, c := range p.Status.Conditions {
-		if c.Type == corev1.PodReady {
-			return c.Status == corev1.ConditionTrue
-		}
-	}
-	return false
-}
-
-// disruption is the reason of the Pod's DisruptionTarget condition.
-func disruption(p *corev1.Pod) string {
-	for _, c := range p.Status.Conditions {
-		if c.Type == corev1.DisruptionTarget && c.Status == corev1.ConditionTrue {
-			return c.Reason
-		}
-	}
-	return ""
 }
 
 // readySince says how long after since the Node became Ready (to the second, as the API keeps it).
@@ -363,76 +332,4 @@ func execIn(ctx context.Context, rc *rest.Config, cs kubernetes.Interface, pod *
 	var stdout, stderr bytes.Buffer
 	err = executor.StreamWithContext(ctx, remotecommand.StreamOptions{Stdout: &stdout, Stderr: &stderr})
 	return stdout.String(), stderr.String(), err
-}
-
-// hostTraces lists what the real node name of the cluster in clusterDir has on this host: its
-// processes (which run with its directory in their command line or in its cgroups), network
-// namespace, mounts, veth, cgroups and iptables rules.
-func hostTraces(clusterDir, name string) []string {
-	nodeDir := filepath.Join(realnode.NodesDir(clusterDir), name)
-	id := nodenet.NodeID(nodeDir)
-	var traces []string
-	procs, _ := filepath.Glob("/proc/[0-9]*/cmdline")
-	for _, p := range procs {
-		cmdline, err := os.ReadFile(p) //nolint:gosec // /proc
-		if err == nil && bytes.Contains(cmdline, []byte(nodeDir)) {
-			traces = append(traces, "process "+p+": "+strings.ReplaceAll(string(cmdline), "\x00", " "))
-		}
-	}
-	if _, err := os.Stat(filepath.Join("/run/netns", "flotilla-"+id)); err == nil {
-		traces = append(traces, "network namespace flotilla-"+id)
-	}
-	if mounts, err := os.ReadFile("/proc/self/mountinfo"); err == nil {
-		for _, line := range strings.Split(string(mounts), "\n") {
-			if strings.Contains(line, id) || strings.Contains(line, nodeDir) {
-				traces = append(traces, "mount "+line)
-			}
-		}
-	}
-	if _, err := netlink.LinkByName("flv-" + id); err == nil {
-		traces = append(traces, "veth flv-"+id)
-	}
-	for _, pattern := range []string{"/sys/fs/cgroup/flotilla/" + id, "/sys/fs/cgroup/*/flotilla/" + id} {
-		dirs, _ := filepath.Glob(pattern)
-		for _, d := range dirs {
-			traces = append(traces, "cgroup "+d)
-		}
-	}
-	return traces
-}
-
-// clusterTraces lists what the cluster in clusterDir has on this host besides its nodes: its
-// bridge and its iptables rules.
-func clusterTraces(clusterDir string) []string {
-	id := nodenet.ClusterID(clusterDir)
-	var traces []string
-	if _, err := netlink.LinkByName("flb-" + id); err == nil {
-		traces = append(traces, "bridge flb-"+id)
-	}
-	rules, err := exec.Command("iptables-save").Output()
-	if err != nil {
-		return append(traces, "iptables-save: "+err.Error())
-	}
-	for _, line := range strings.Split(string(rules), "\n") {
-		if strings.Contains(line, strings.ToUpper(id)) || strings.Contains(line, "flb-"+id) {
-			traces = append(traces, "iptables "+line)
-		}
-	}
-	return traces
-}
-
-// logNodeProcesses logs the end of the logs of every real node of the cluster in clusterDir.
-func logNodeProcesses(t *testing.T, clusterDir string) {
-	nodes, _ := os.ReadDir(realnode.NodesDir(clusterDir))
-	for _, n := range nodes {
-		if !n.IsDir() {
-			continue
-		}
-		logs := filepath.Join(realnode.NodesDir(clusterDir), n.Name(), "logs")
-		for _, name := range []string{binaries.Containerd, binaries.Kubelet, binaries.KubeProxy} {
-			data, _ := os.ReadFile(filepath.Join(logs, name+".log")) //nolint:gosec // the test's own files
-			lines := strings.Split(strings.TrimSpace(string(data)), "\n")
-			t.Logf("the end of %s's log on %s:\n%s", name, n.Name(), strings.Join(lines[max(0, len(lines)-30):], "\n"))
-		}
-	}
 }
