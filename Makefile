@@ -2,6 +2,8 @@
 SHELL := /usr/bin/env bash
 
 K8S_VERSION     ?= v1.36.3
+# The version the upgrade tests start from (a real node of it is replaced by one of K8S_VERSION).
+UPGRADE_FROM    ?= v1.35.4
 FLOTILLA_BIN_CACHE ?= $(HOME)/.cache/flotilla/bin
 TOOLS_CACHE     ?= $(HOME)/.cache/flotilla/tools
 CONTROLLER_GEN  := $(TOOLS_CACHE)/controller-gen-v0.21.0
@@ -42,6 +44,10 @@ node-packages: ## Install Debian's runc and iptables, which real nodes run, when
 .PHONY: node-binaries
 node-binaries: node-packages ## Build kubelet, kube-proxy, containerd, the CNI plugins and the image programs for K8S_VERSION (once).
 	go run ./cmd/flotilla binaries build $(K8S_VERSION) --nodes
+
+.PHONY: upgrade-node-binaries
+upgrade-node-binaries: node-packages ## Build the binaries and node programs of UPGRADE_FROM, where the upgrade tests start (once).
+	go run ./cmd/flotilla binaries build $(UPGRADE_FROM) --nodes
 
 $(CONTROLLER_GEN):
 	mkdir -p $(TOOLS_CACHE)
@@ -94,7 +100,7 @@ verify-tidy: ## Fail when `go mod tidy` would change a go.mod or go.sum (the mai
 .PHONY: test
 # The real-node tests (pkg/realnode's integration test and the e2e real-node scenario) run with the
 # rest: the test target builds the node programs and installs runc and iptables first.
-test: controlplane-binaries node-binaries verify-generate verify-tidy $(CLUSTERCTL) ## Run every test (unit, integration on real API servers and real nodes, end to end).
+test: controlplane-binaries node-binaries upgrade-node-binaries verify-generate verify-tidy $(CLUSTERCTL) ## Run every test (unit, integration on real API servers and real nodes, end to end).
 	go vet ./...
 	go test $(GO_TEST_FLAGS) $$(go list ./... | grep -v /test/e2e)
 	# The end-to-end scenarios run alone: they time real clusters, which a busy machine distorts.
