@@ -34,6 +34,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
+	"github.com/flotilla-dev/flotilla/manager/capi"
 	"github.com/flotilla-dev/flotilla/manager/scheme"
 )
 
@@ -153,6 +154,9 @@ func RunProcess(ctx context.Context, stdin io.Reader) error {
 		return fmt.Errorf("reading the configuration on stdin: %w", err)
 	}
 
+	if err := capi.SetFeatureGates(); err != nil {
+		return err
+	}
 	log := ctrl.LoggerFrom(ctx).WithName("inmemory-provider")
 	ctx = ctrl.LoggerInto(ctx, log)
 	s, err := providerScheme()

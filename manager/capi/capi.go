@@ -74,7 +74,7 @@ func Setup(ctx context.Context, mgr ctrl.Manager, opts Options) error {
 	// The gate first: with it on, the default indexes include Clusters by ClusterClass, which
 	// Cluster API's ClusterClass webhook lists by (on every update of a class, as clusterctl
 	// move's pause makes).
-	if err := enableClusterTopology(); err != nil {
+	if err := SetFeatureGates(); err != nil {
 		return err
 	}
 	if err := index.AddDefaultIndexes(ctx, mgr); err != nil {

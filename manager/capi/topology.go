@@ -15,7 +15,6 @@ import (
 	topologymachinedeployment "sigs.k8s.io/cluster-api/core/reconcilers/topology/machinedeployment"
 	topologymachineset "sigs.k8s.io/cluster-api/core/reconcilers/topology/machineset"
 	coreadmission "sigs.k8s.io/cluster-api/core/webhooks/admission"
-	"sigs.k8s.io/cluster-api/feature"
 	ctrl "sigs.k8s.io/controller-runtime"
 	ctrlcache "sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
@@ -47,18 +46,8 @@ const (
 // +kubebuilder:rbac:groups=apiextensions.k8s.io,resources=customresourcedefinitions,verbs=get;list;watch
 // +kubebuilder:rbac:groups=runtime.cluster.x-k8s.io,resources=extensionconfigs,verbs=get;list;watch
 
-// enableClusterTopology switches on Cluster API's ClusterTopology feature gate, which its
-// topology reconcilers, its Cluster webhook (a Cluster with spec.topology is refused without it)
-// and its default indexes (Clusters by ClusterClass) read; Setup sets it before anything reads it. The gate is process-wide; setting it again is harmless.
-func enableClusterTopology() error {
-	if err := feature.MutableGates.Set(string(feature.ClusterTopology) + "=true"); err != nil {
-		return fmt.Errorf("enabling Cluster API's %s feature gate: %w", feature.ClusterTopology, err)
-	}
-	return nil
-}
-
 // setupTopology registers what Cluster API needs for ClusterClass clusters (the ClusterTopology
-// gate is on: enableClusterTopology) and ClusterResourceSets, wired as its core/main.go wires
+// gate is on: SetFeatureGates) and ClusterResourceSets, wired as its core/main.go wires
 // them (without the runtime SDK: no lifecycle hooks, no external patches): the ClusterClass,
 // Cluster topology, MachineDeployment topology and MachineSet topology reconcilers, the
 // ClusterResourceSet and binding reconcilers, and the ClusterClass and ClusterResourceSet

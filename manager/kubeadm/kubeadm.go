@@ -53,6 +53,9 @@ func Setup(ctx context.Context, mgr ctrl.Manager, opts Options) error {
 	if opts.ClusterCache == nil {
 		return errors.New("setting up the kubeadm providers: ClusterCache is required")
 	}
+	if err := capi.SetFeatureGates(); err != nil {
+		return err
+	}
 	// The manager's cache keeps the data of kubeconfig Secrets only (the core's cache options),
 	// while the kubeadm providers read certificate Secrets (<cluster>-ca, -etcd, -sa, -proxy)
 	// through their "secret caching client". They get an uncached client instead: a few more
