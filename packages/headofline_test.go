@@ -110,10 +110,13 @@ func measureHeadOfLine(t testing.TB, suffix string) (alone, beside time.Duration
 
 // TestAHangingPackageDelaysNoOther installs ten healthy Packages, then the same ten next to one
 // whose install hangs until its timeout, into two clusters: the ten are installed as fast either
-// way, and while the hanging one is still installing.
+// way, and while the hanging one is still installing. No Package is brought back for a Helm
+// resync because another one of its cluster became Ready.
 func TestAHangingPackageDelaysNoOther(t *testing.T) {
 	g := NewWithT(t)
+	resyncs := engine.Stats().Unchanged
 	alone, beside := measureHeadOfLine(t, "")
+	g.Expect(engine.Stats().Unchanged).To(Equal(resyncs), "Helm resyncs of installed Packages while the others installed")
 
 	p := packageOf(g, "w-hol", "hang")
 	g.Expect(p.Status.State).To(Equal(packagesv1.PackageInstalling), "the hanging Package is still being installed")
