@@ -23,21 +23,7 @@ const hangTimeout = 20 * time.Second
 // (the workload API server has no Job controller): its install hangs until its timeout.
 func hangingChart() charttest.Chart {
 	c := charttest.Hello("1.0.0", charttest.Named("hang"))
-	c.Files["templates/hook.yaml"] = `apiVersion: batch/v1
-kind: Job
-metadata:
-  name: {{ .Release.Name }}-hook
-  annotations:
-    "helm.sh/hook": post-install,post-upgrade
-spec:
-  backoffLimit: 0
-  template:
-    spec:
-      restartPolicy: Never
-      containers:
-      - name: hook
-        image: registry.example/hook:1
-`
+	c.Files["templates/hook.yaml"] = charttest.HookJob("hook", "post-install,post-upgrade")
 	return c
 }
 

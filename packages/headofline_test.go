@@ -13,6 +13,7 @@ import (
 
 	flotillav1 "github.com/flotilla-dev/flotilla/api/cluster/v1alpha1"
 	packagesv1 "github.com/flotilla-dev/flotilla/api/packages/v1alpha1"
+	"github.com/flotilla-dev/flotilla/internal/charttest"
 )
 
 // healthyPackages is how many healthy Packages install next to the hanging one.
@@ -23,21 +24,7 @@ const healthyPackages = 10
 // Job until its timeout (helmTimeout), or until a test completes it (completeJob).
 func hookJobChart(name, version, job, hooks string) chart {
 	c := helloChart(name, version)
-	c.Files["templates/"+job+".yaml"] = `apiVersion: batch/v1
-kind: Job
-metadata:
-  name: {{ .Release.Name }}-` + job + `
-  annotations:
-    "helm.sh/hook": ` + hooks + `
-spec:
-  backoffLimit: 0
-  template:
-    spec:
-      restartPolicy: Never
-      containers:
-      - name: ` + job + `
-        image: registry.example/` + job + `:1
-`
+	c.Files["templates/"+job+".yaml"] = charttest.HookJob(job, hooks)
 	return c
 }
 
