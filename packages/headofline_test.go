@@ -13,6 +13,7 @@ import (
 
 	flotillav1 "github.com/flotilla-dev/flotilla/api/cluster/v1alpha1"
 	packagesv1 "github.com/flotilla-dev/flotilla/api/packages/v1alpha1"
+	"github.com/flotilla-dev/flotilla/internal/charttest"
 )
 
 // healthyPackages is how many healthy Packages install next to the hanging one.
@@ -23,21 +24,7 @@ const healthyPackages = 10
 // Job until its timeout (helmTimeout), or until a test completes it (completeJob).
 func hookJobChart(name, version, job, hooks string) chart {
 	c := helloChart(name, version)
-	c.Files["templates/"+job+".yaml"] = `apiVersion: batch/v1
-kind: Job
-metadata:
-  name: {{ .Release.Name }}-` + job + `
-  annotations:
-    "helm.sh/hook": ` + hooks + `
-spec:
-  backoffLimit: 0
-  template:
-    spec:
-      restartPolicy: Never
-      containers:
-      - name: ` + job + `
-        image: registry.example/` + job + `:1
-`
+	c.Files["templates/"+job+".yaml"] = charttest.HookJob(job, hooks)
 	return c
 }
 
@@ -110,10 +97,13 @@ func measureHeadOfLine(t testing.TB, suffix string) (alone, beside time.Duration
 
 // TestAHangingPackageDelaysNoOther installs ten healthy Packages, then the same ten next to one
 // whose install hangs until its timeout, into two clusters: the ten are installed as fast either
-// way, and while the hanging one is still installing.
+// way, and while the hanging one is still installing. No Package is brought back for a Helm
+// resync because another one of its cluster became Ready.
 func TestAHangingPackageDelaysNoOther(t *testing.T) {
 	g := NewWithT(t)
+	resyncs := engine.Stats().Unchanged
 	alone, beside := measureHeadOfLine(t, "")
+	g.Expect(engine.Stats().Unchanged).To(Equal(resyncs), "Helm resyncs of installed Packages while the others installed")
 
 	p := packageOf(g, "w-hol", "hang")
 	g.Expect(p.Status.State).To(Equal(packagesv1.PackageInstalling), "the hanging Package is still being installed")

@@ -61,3 +61,24 @@ spec:
 `,
 	}}
 }
+
+// HookJob is the template of a hook Job <release>-<job> that Helm runs at hooks (the value of
+// its helm.sh/hook annotation, e.g. "post-install,post-upgrade"). An API server without a Job
+// controller never completes it: Helm waits for it until its timeout, unless a test completes it.
+func HookJob(job, hooks string) string {
+	return `apiVersion: batch/v1
+kind: Job
+metadata:
+  name: {{ .Release.Name }}-` + job + `
+  annotations:
+    "helm.sh/hook": ` + hooks + `
+spec:
+  backoffLimit: 0
+  template:
+    spec:
+      restartPolicy: Never
+      containers:
+      - name: ` + job + `
+        image: registry.example/` + job + `:1
+`
+}

@@ -51,6 +51,19 @@ func Resolve(bundle *packagesv1.PackageBundle, spec packagesv1.PackageSpec) (*Re
 	return &Resolved{Package: p, Version: v, Values: values}, nil
 }
 
+// Dependencies returns the packages that the version spec names in bundle depends on: what
+// Resolve's Version lists, without decoding the config. Nil when spec names no version of bundle.
+func Dependencies(bundle *packagesv1.PackageBundle, spec packagesv1.PackageSpec) []string {
+	p := bundle.Package(spec.PackageName)
+	if p == nil {
+		return nil
+	}
+	if v := p.Version(spec.PackageVersion); v != nil {
+		return v.Dependencies
+	}
+	return nil
+}
+
 // ValidateConfig decodes config (YAML; empty is {}) and validates it against schema (a JSON
 // Schema as JSON; empty accepts anything). It returns the decoded values, or errors whose paths
 // start at path and name the offending value, e.g. spec.config.service.port.

@@ -88,3 +88,18 @@ func TestNewerListsTheVersionsBeforeTheCurrentOne(t *testing.T) {
 	g.Expect(catalog.Newer(p, "3")).To(BeEmpty())
 	g.Expect(catalog.Newer(p, "")).To(BeEmpty())
 }
+
+func TestDependenciesAreThoseOfTheVersionTheSpecNames(t *testing.T) {
+	g := NewWithT(t)
+	b := &packagesv1.PackageBundle{Spec: packagesv1.PackageBundleSpec{Packages: []packagesv1.BundlePackage{{
+		Name: "stack",
+		Versions: []packagesv1.PackageVersion{
+			{Version: "0.2.0", Dependencies: []string{"hello", "db"}},
+			{Version: "0.1.0", Dependencies: []string{"hello"}},
+		},
+	}}}}
+	g.Expect(catalog.Dependencies(b, packagesv1.PackageSpec{PackageName: "stack"})).To(Equal([]string{"hello", "db"}), "the default version")
+	g.Expect(catalog.Dependencies(b, packagesv1.PackageSpec{PackageName: "stack", PackageVersion: "0.1.0"})).To(Equal([]string{"hello"}))
+	g.Expect(catalog.Dependencies(b, packagesv1.PackageSpec{PackageName: "stack", PackageVersion: "9.9.9"})).To(BeEmpty())
+	g.Expect(catalog.Dependencies(b, packagesv1.PackageSpec{PackageName: "nope"})).To(BeEmpty())
+}

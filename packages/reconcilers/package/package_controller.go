@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -82,7 +83,7 @@ type Reconciler struct {
 
 // SetupWithManager registers the reconciler with mgr. Besides Packages it watches
 // PackageBundleControllers (a new active bundle), PackageBundles (one becoming valid) and the
-// Ready condition of the Packages of the same namespace (dependencies).
+// Ready condition of the Packages that others depend on (dependentsOf).
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	if r.APIReader == nil {
 		r.APIReader = r.Client
@@ -105,7 +106,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		Named("package").
 		For(&packagesv1.Package{}, builder.WithPredicates(
 			predicate.Or(predicate.GenerationChangedPredicate{}, predicate.AnnotationChangedPredicate{}))).
-		Watches(&packagesv1.Package{}, handler.EnqueueRequestsFromMapFunc(r.packagesOfNamespace),
+		Watches(&packagesv1.Package{}, handler.EnqueueRequestsFromMapFunc(r.dependentsOf),
 			builder.WithPredicates(readinessChanged{})).
 		Watches(&packagesv1.PackageBundleController{}, handler.EnqueueRequestsFromMapFunc(r.packagesOfPBC),
 			builder.WithPredicates(predicate.GenerationChangedPredicate{})).
@@ -236,16 +237,68 @@ func (r *Reconciler) unreachableRetry() time.Duration {
 	return defaultUnreachableRetry
 }
 
-// packagesOfNamespace maps a Package to the other Packages of its namespace (they may depend
-// on it).
-func (r *Reconciler) packagesOfNamespace(ctx context.Context, obj ctrlclient.Object) []reconcile.Request {
-	return r.packagesIn(ctx, obj.GetNamespace(), obj.GetName())
+// dependentsOf maps a Package to the other Packages of its namespace whose version in the
+// cluster's active bundle depends on its package: they wait for it to be Ready, and create it
+// again when it is deleted. No other Package is woken: each Package that becomes Ready would
+// otherwise bring every other one of its cluster back for a Helm resync, work that grows with
+// the square of the Packages installed at once and delays them all (head-of-line blocking).
+func (r *Reconciler) dependentsOf(ctx context.Context, obj ctrlclient.Object) []reconcile.Request {
+	dep, ok := obj.(*packagesv1.Package)
+	if !ok {
+		return nil
+	}
+	bundle, err := r.activeBundle(ctx, dep.Namespace)
+	if err != nil || bundle == nil {
+		if err != nil {
+			ctrl.LoggerFrom(ctx).Error(err, "Reading the active bundle to find dependents", "package", klog.KObj(dep))
+		}
+		return nil
+	}
+	list := &packagesv1.PackageList{}
+	if err := r.Client.List(ctx, list, ctrlclient.InNamespace(dep.Namespace)); err != nil {
+		ctrl.LoggerFrom(ctx).Error(err, "Listing Packages", "namespace", dep.Namespace)
+		return nil
+	}
+	var reqs []reconcile.Request
+	for i := range list.Items {
+		p := &list.Items[i]
+		if p.Name != dep.Name && slices.Contains(catalog.Dependencies(bundle, p.Spec), dep.Spec.PackageName) {
+			reqs = append(reqs, reconcile.Request{NamespacedName: ctrlclient.ObjectKeyFromObject(p)})
+		}
+	}
+	return reqs
+}
+
+// activeBundle returns the active bundle of the cluster whose Packages live in namespace; nil
+// when there is none yet.
+func (r *Reconciler) activeBundle(ctx context.Context, namespace string) (*packagesv1.PackageBundle, error) {
+	name, ok := packagesv1.ClusterFromNamespace(namespace)
+	if !ok {
+		return nil, nil
+	}
+	pbc := &packagesv1.PackageBundleController{}
+	if found, err := r.get(ctx, ctrlclient.ObjectKey{Namespace: packagesv1.PackagesNamespace, Name: name}, pbc); err != nil || !found {
+		return nil, err
+	}
+	return r.bundleOf(ctx, pbc)
+}
+
+// bundleOf returns the active bundle of pbc; nil when it has none, or it does not exist.
+func (r *Reconciler) bundleOf(ctx context.Context, pbc *packagesv1.PackageBundleController) (*packagesv1.PackageBundle, error) {
+	if pbc.Spec.ActiveBundle == "" {
+		return nil, nil
+	}
+	b := &packagesv1.PackageBundle{}
+	if found, err := r.get(ctx, ctrlclient.ObjectKey{Namespace: packagesv1.PackagesNamespace, Name: pbc.Spec.ActiveBundle}, b); err != nil || !found {
+		return nil, err
+	}
+	return b, nil
 }
 
 // packagesOfPBC maps a PackageBundleController, or a Flotilla Cluster, to the Packages of the
 // cluster of its name.
 func (r *Reconciler) packagesOfPBC(ctx context.Context, obj ctrlclient.Object) []reconcile.Request {
-	return r.packagesIn(ctx, packagesv1.ClusterNamespace(obj.GetName()), "")
+	return r.packagesIn(ctx, packagesv1.ClusterNamespace(obj.GetName()))
 }
 
 // packagesOfBundle maps a PackageBundle to the Packages of the clusters whose active bundle it is.
@@ -258,13 +311,13 @@ func (r *Reconciler) packagesOfBundle(ctx context.Context, obj ctrlclient.Object
 	var reqs []reconcile.Request
 	for i := range pbcs.Items {
 		if pbcs.Items[i].Spec.ActiveBundle == obj.GetName() {
-			reqs = append(reqs, r.packagesIn(ctx, packagesv1.ClusterNamespace(pbcs.Items[i].Name), "")...)
+			reqs = append(reqs, r.packagesIn(ctx, packagesv1.ClusterNamespace(pbcs.Items[i].Name))...)
 		}
 	}
 	return reqs
 }
 
-func (r *Reconciler) packagesIn(ctx context.Context, ns, except string) []reconcile.Request {
+func (r *Reconciler) packagesIn(ctx context.Context, ns string) []reconcile.Request {
 	list := &packagesv1.PackageList{}
 	if err := r.Client.List(ctx, list, ctrlclient.InNamespace(ns)); err != nil {
 		ctrl.LoggerFrom(ctx).Error(err, "Listing Packages", "namespace", ns)
@@ -272,9 +325,7 @@ func (r *Reconciler) packagesIn(ctx context.Context, ns, except string) []reconc
 	}
 	var reqs []reconcile.Request
 	for i := range list.Items {
-		if list.Items[i].Name != except {
-			reqs = append(reqs, reconcile.Request{NamespacedName: ctrlclient.ObjectKeyFromObject(&list.Items[i])})
-		}
+		reqs = append(reqs, reconcile.Request{NamespacedName: ctrlclient.ObjectKeyFromObject(&list.Items[i])})
 	}
 	return reqs
 }

@@ -62,16 +62,11 @@ func (r *Reconciler) observe(ctx context.Context, s *scope) error {
 		return err
 	}
 	s.cluster = c
-	if s.pbc == nil || s.pbc.Spec.ActiveBundle == "" {
+	if s.pbc == nil {
 		return nil
 	}
-	b := &packagesv1.PackageBundle{}
-	if found, err := r.get(ctx, ctrlclient.ObjectKey{Namespace: packagesv1.PackagesNamespace, Name: s.pbc.Spec.ActiveBundle}, b); err != nil {
-		return err
-	} else if found {
-		s.bundle = b
-	}
-	return nil
+	s.bundle, err = r.bundleOf(ctx, s.pbc)
+	return err
 }
 
 // findCluster returns the Flotilla Cluster name: in the namespace the PBC's label names, else
