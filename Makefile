@@ -114,7 +114,8 @@ chaos: controlplane-binaries-all $(CLUSTERCTL) ## Fault injection (not in make t
 bench: controlplane-binaries build ## Run the benchmarks and print the results table.
 	@# The table tool is built first: compiled inside the pipe, it would share the CPU with the first benchmark.
 	go build -o bin/bench-table ./bench/table
-	go test -run '^$$' -bench . -benchtime 1x -timeout 60m ./bench | bin/bench-table
+	{ go test -run '^$$' -bench . -benchtime 1x -timeout 60m ./bench; \
+	  go test -run '^$$' -bench HeadOfLine -benchtime 10x -timeout 20m ./packages ./addons; } | bin/bench-table
 
 .PHONY: fuzz
 fuzz: ## Run every Go fuzz target for FUZZTIME each (default 150s) on one worker; print the executions and crashes.

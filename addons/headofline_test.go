@@ -95,11 +95,11 @@ func TestAHangingReleaseDelaysNoOther(t *testing.T) {
 	}, hangTimeout+timeout, interval).Should(Succeed())
 }
 
-// BenchmarkHeadOfLine reports the head-of-line target for HelmReleaseProxies: the time
+// BenchmarkAddonsHeadOfLine reports the head-of-line target for HelmReleaseProxies: the time
 // healthyReleases releases take to be Ready next to one that hangs, over the time they take
 // alone (hol-ratio, target <= 1.2). Run it alone:
 // go test -run '^$' -bench HeadOfLine -benchtime 3x ./addons
-func BenchmarkHeadOfLine(b *testing.B) {
+func BenchmarkAddonsHeadOfLine(b *testing.B) {
 	var alone, beside time.Duration
 	i := 0
 	for b.Loop() {

@@ -121,11 +121,11 @@ func TestAHangingPackageDelaysNoOther(t *testing.T) {
 	}, helmTimeout+timeout, interval).Should(Succeed())
 }
 
-// BenchmarkHeadOfLine reports the head-of-line target: the time healthyPackages
+// BenchmarkPackagesHeadOfLine reports the head-of-line target: the time healthyPackages
 // Packages take to be installed next to one that hangs, over the time they take alone
 // (hol-ratio, target <= 1.2). Run it alone:
 // go test -run '^$' -bench HeadOfLine -benchtime 3x ./packages
-func BenchmarkHeadOfLine(b *testing.B) {
+func BenchmarkPackagesHeadOfLine(b *testing.B) {
 	var alone, beside time.Duration
 	i := 0
 	for b.Loop() {

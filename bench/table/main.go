@@ -31,6 +31,8 @@ var targets = map[string]string{
 	"BenchmarkManagementCluster/resync-chart-pulls":                     "0",
 	"BenchmarkManagementCluster/resync-new-revisions":                   "0",
 	"BenchmarkUpgradeWorkloadCluster/upgrade-s":                         "≤ 90",
+	"BenchmarkPackagesHeadOfLine/hol-ratio":                             "≤ 1.2",
+	"BenchmarkAddonsHeadOfLine/hol-ratio":                               "≤ 1.2",
 	"BenchmarkPackagesArchive/export-s":                                 "≤ 30",
 	"BenchmarkPackagesArchive/import-s":                                 "≤ 30",
 	"BenchmarkPackagesArchive/archive-MiB":                              "reported",
