@@ -28,6 +28,12 @@ else
 fi
 
 echo
+# The embedded OCI registry on this machine and the images real nodes pull from it (pause,
+# CoreDNS, hello-flotilla's server): before w1, whose real node pulls them as soon as it joins.
+$flotilla registry start
+$flotilla image build
+
+echo
 if running w1 w1/w1.kubeconfig; then
 	echo "Workload cluster w1 already runs."
 else
@@ -37,11 +43,8 @@ else
 fi
 
 echo
-# The curated packages: an embedded OCI registry on this machine, the images real nodes pull
-# (pause, CoreDNS, hello-flotilla's server) and the catalog published to it as Helm charts and
-# signed bundles, and hello-flotilla installed on w1's real node by the management cluster.
-$flotilla registry start
-$flotilla image build
+# The curated packages: the catalog published to the registry as Helm charts and signed
+# bundles, and hello-flotilla installed on w1's real node by the management cluster.
 $flotilla registry publish
 $flotilla install packagecontroller --cluster w1 --kubeconfig mgmt/mgmt.kubeconfig \
 	--registry 127.0.0.1:5001 --repository flotilla --public-key "${FLOTILLA_HOME:-$HOME/.flotilla}/registry/signing-key.pub.pem"
