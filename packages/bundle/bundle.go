@@ -72,11 +72,6 @@ func (b Bundle) Package(name string) (Package, bool) {
 	return Package{}, false
 }
 
-// ChartURL is the Helm OCI reference of the chart of version v: oci://registry/repository.
-func (p Package) ChartURL() string {
-	return "oci://" + p.Source.Registry + "/" + p.Source.Repository
-}
-
 // Canonical is the bundle's canonical content: its compact JSON encoding (encoding/json, fields
 // in declaration order). It is what Sign signs and Verify checks, and the bytes of the bundle's
 // OCI layer.

@@ -78,7 +78,7 @@ func TestTheCatalogInstallsFromItsBundle(t *testing.T) {
 	hello, _ := s.Bundle.Package("hello-flotilla")
 	_, err = (&helm.Engine{ChartCache: t.TempDir()}).InstallOrUpgrade(ctx, env.Config, helm.Release{
 		Name: "anonymous", Namespace: ns, Registry: registryconn.Config{CAData: conn.CAData},
-		Chart: helm.ChartRef{RepoURL: hello.ChartURL(), Name: hello.Name, Version: hello.Versions[0].Version, Digest: hello.Versions[0].Digest},
+		Chart: helm.OCIChart(hello.Source.Registry, hello.Source.Repository, hello.Versions[0].Version, hello.Versions[0].Digest),
 	})
 	g.Expect(err).To(MatchError(ContainSubstring("credential")), "no chart without the registry's user")
 	install := func(pkg, release string, values map[string]any) error {
@@ -87,7 +87,7 @@ func TestTheCatalogInstallsFromItsBundle(t *testing.T) {
 		v := p.Versions[0]
 		_, err := engine.InstallOrUpgrade(ctx, env.Config, helm.Release{
 			Name: release, Namespace: ns, Values: values, Registry: conn,
-			Chart: helm.ChartRef{RepoURL: p.ChartURL(), Name: p.Name, Version: v.Version, Digest: v.Digest},
+			Chart: helm.OCIChart(p.Source.Registry, p.Source.Repository, v.Version, v.Digest),
 		})
 		return err
 	}

@@ -199,7 +199,7 @@ func TestPublishThenHelmPullsTheChartTheBundleLists(t *testing.T) {
 	// Helm's own OCI client pulls the chart by the digest the bundle lists, and it loads.
 	helmClient, err := registry.NewClient(registry.ClientOptPlainHTTP(), registry.ClientOptWriter(io.Discard))
 	g.Expect(err).NotTo(HaveOccurred())
-	pulled, err := helmClient.Pull(strings.TrimPrefix(hello.ChartURL(), "oci://") + "@" + hello.Versions[0].Digest)
+	pulled, err := helmClient.Pull(hello.Source.Registry + "/" + hello.Source.Repository + "@" + hello.Versions[0].Digest)
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(pulled.Manifest.Digest).To(Equal(hello.Versions[0].Digest))
 	c, err := loader.LoadArchive(bytes.NewReader(pulled.Chart.Data))
