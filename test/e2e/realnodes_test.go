@@ -14,6 +14,7 @@ import (
 
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
@@ -145,9 +146,25 @@ func testRealNodes(t *testing.T, f *fleet) {
 		g := NewWithT(t)
 		kubernetesService, err := cs.CoreV1().Services("default").Get(ctx, "kubernetes", metaGet)
 		g.Expect(err).NotTo(HaveOccurred())
-		stdout, stderr, err := execIn(ctx, rc, cs, pod, "/hello-flotilla", "lookup", "kubernetes.default")
-		g.Expect(err).NotTo(HaveOccurred(), stderr)
-		g.Expect(stdout).To(ContainSubstring(kubernetesService.Spec.ClusterIP))
+		// CoreDNS starts when the real node joins, beside hello-flotilla rather than before it:
+		// the lookup is asked of it once the kube-dns Service has a ready endpoint, and then
+		// answers within the few seconds kube-proxy takes to route the Service to it.
+		g.Eventually(func(g Gomega) {
+			list, err := cs.DiscoveryV1().EndpointSlices(metav1.NamespaceSystem).List(ctx, metav1.ListOptions{LabelSelector: discoveryv1.LabelServiceName + "=kube-dns"})
+			g.Expect(err).NotTo(HaveOccurred())
+			ready := false
+			for _, s := range list.Items {
+				for _, e := range s.Endpoints {
+					ready = ready || ptr.Deref(e.Conditions.Ready, false)
+				}
+			}
+			g.Expect(ready).To(BeTrue(), "kube-dns has a ready endpoint")
+		}, time.Minute, 200*time.Millisecond).Should(Succeed())
+		g.Eventually(func(g Gomega) {
+			stdout, stderr, err := execIn(ctx, rc, cs, pod, "/hello-flotilla", "lookup", "kubernetes.default")
+			g.Expect(err).NotTo(HaveOccurred(), stderr)
+			g.Expect(stdout).To(ContainSubstring(kubernetesService.Spec.ClusterIP))
+		}, 10*time.Second, 500*time.Millisecond).Should(Succeed())
 		_, _, err = execIn(ctx, rc, cs, pod, "/hello-flotilla", "lookup", "example.com")
 		g.Expect(err).To(HaveOccurred(), "CoreDNS answers cluster names only: nothing leaves the machine")
 	})
