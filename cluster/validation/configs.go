@@ -2,7 +2,6 @@ package validation
 
 import (
 	"fmt"
-	"net"
 	"net/netip"
 	"regexp"
 	"slices"
@@ -22,8 +21,9 @@ import (
 // The rules of the provider configs.
 
 // ValidateLocalDatacenterConfig checks a LocalDatacenterConfig: nodeNetwork, when set, is a
-// private IPv4 range of /16 to /28 written with its first address, and imageMirror, when set, a
-// loopback host:port (the nodes reach it through their gateway, which forwards to loopback).
+// private IPv4 range of /16 to /28 written with its first address, and imageMirror, when set,
+// 127.0.0.1:<port> or localhost:<port> (nodenet.LoopbackPort: the nodes reach it through their
+// gateway, which forwards to loopback).
 // Whether this machine already uses the range is checked where it is known: at create by the
 // CLI, and by the LocalControlPlane reconciler.
 func ValidateLocalDatacenterConfig(dc *infrav1.LocalDatacenterConfig) field.ErrorList {
@@ -35,8 +35,7 @@ func ValidateLocalDatacenterConfig(dc *infrav1.LocalDatacenterConfig) field.Erro
 		}
 	}
 	if dc.Spec.ImageMirror != "" {
-		host, port, err := net.SplitHostPort(dc.Spec.ImageMirror)
-		if ip := net.ParseIP(host); err != nil || ip == nil || !ip.IsLoopback() || port == "" {
+		if _, err := nodenet.LoopbackPort(dc.Spec.ImageMirror); err != nil {
 			errs = append(errs, field.Invalid(spec.Child("imageMirror"), dc.Spec.ImageMirror,
 				"want the loopback host:port of a registry on this machine, such as "+infrav1.DefaultImageMirror+" (flotilla registry start)"))
 		}

@@ -47,6 +47,11 @@ func TestValidateLocalDatacenterConfig(t *testing.T) {
 			name: "a mirror off loopback is refused", spec: infrav1.LocalDatacenterConfigSpec{ImageMirror: "registry.example.com:5000"},
 			wantFields: []string{"spec.imageMirror"}, wantText: "loopback host:port of a registry on this machine",
 		},
+		{name: "a mirror at localhost is accepted", spec: infrav1.LocalDatacenterConfigSpec{ImageMirror: "localhost:5002"}},
+		{
+			name: "another loopback address is refused: the nodes' forward goes to 127.0.0.1", spec: infrav1.LocalDatacenterConfigSpec{ImageMirror: "127.0.0.2:5001"},
+			wantFields: []string{"spec.imageMirror"}, wantText: "loopback host:port of a registry on this machine",
+		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

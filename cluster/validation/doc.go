@@ -84,5 +84,5 @@
 // selector. ValidatePacketMachineConfig: plan is set, billingCycle is hourly, daily, monthly or
 // yearly, no tag starts with the provider's "flotilla:", and each sshAuthorizedKeys entry is an
 // SSH public key. ValidateLocalDatacenterConfig: nodeNetwork is a private IPv4 range (/16 to
-// /28) written with its first address, imageMirror a loopback host:port.
+// /28) written with its first address, imageMirror 127.0.0.1:<port> or localhost:<port>.
 package validation

@@ -52,7 +52,7 @@ func TestARealNodeIsReplacedWhenItsClusterIsUpgraded(t *testing.T) {
 	objects := clusterObjects(namespace, name)
 	lcp := objects[1].(*controlplanev1.LocalControlPlane)
 	lcp.Spec.Version = from
-	lcp.Spec.RealNodes = &controlplanev1.RealNodesSpec{PodCIDR: "192.168.0.0/16", ImageMirror: registry}
+	lcp.Spec.RealNodes = &controlplanev1.RealNodesSpec{PodCIDR: "192.168.0.0/16", ImageMirror: registry.Registry}
 	create(ctx, g, objects...)
 	workers := workerObjects(namespace, name, 1)
 	workers[1].(*infrav1.LocalMachineTemplate).Spec.Template.Spec.Node = infrav1.RealNode

@@ -46,9 +46,10 @@ func Setup(ctx context.Context, mgr ctrl.Manager, opts Options) error {
 	}
 
 	if err := (&localcontrolplane.Reconciler{
-		Client:  mgr.GetClient(),
-		Home:    opts.Home,
-		BinRoot: opts.BinRoot,
+		Client:    mgr.GetClient(),
+		APIReader: mgr.GetAPIReader(),
+		Home:      opts.Home,
+		BinRoot:   opts.BinRoot,
 	}).SetupWithManager(ctx, mgr, controller.Options{MaxConcurrentReconciles: controlPlaneConcurrency}); err != nil {
 		return fmt.Errorf("local provider: %w", err)
 	}
@@ -59,6 +60,7 @@ func Setup(ctx context.Context, mgr ctrl.Manager, opts Options) error {
 	}
 	if err := (&localmachine.Reconciler{
 		Client:       mgr.GetClient(),
+		APIReader:    mgr.GetAPIReader(),
 		ClusterCache: opts.ClusterCache,
 		Home:         opts.Home,
 		BinRoot:      opts.BinRoot,

@@ -16,11 +16,14 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 
+	"github.com/flotilla-dev/flotilla/internal/charttest"
+	"github.com/flotilla-dev/flotilla/packages/bundle"
 	"github.com/flotilla-dev/flotilla/pkg/binaries"
 	"github.com/flotilla-dev/flotilla/pkg/nodenet"
 	"github.com/flotilla-dev/flotilla/pkg/ociimage"
 	"github.com/flotilla-dev/flotilla/pkg/ociregistry"
 	"github.com/flotilla-dev/flotilla/pkg/realnode"
+	"github.com/flotilla-dev/flotilla/pkg/registryconn"
 )
 
 // Binaries returns the binaries of version (a Supported version) with the node programs and the
@@ -44,9 +47,10 @@ func Binaries(t testing.TB, version string) binaries.Set {
 	return set
 }
 
-// Mirror serves an image registry on loopback until t ends, pushes Flotilla's images (built from
-// the programs of set) to it under their mirror names, and returns its host:port.
-func Mirror(t testing.TB, set binaries.Set) string {
+// Mirror serves an image registry on loopback over plain HTTP until t ends, pushes Flotilla's
+// images (built from the programs of set) to it under their mirror names, and returns it as a
+// mirror: its host:port and connection.
+func Mirror(t testing.TB, set binaries.Set) registryconn.Mirror {
 	t.Helper()
 	handler, err := ociregistry.NewHandler(ociregistry.Options{Dir: t.TempDir()})
 	if err != nil {
@@ -54,21 +58,46 @@ func Mirror(t testing.TB, set binaries.Set) string {
 	}
 	srv := httptest.NewServer(handler)
 	t.Cleanup(srv.Close)
-	addr := strings.TrimPrefix(srv.URL, "http://")
+	m := registryconn.Mirror{Registry: strings.TrimPrefix(srv.URL, "http://"), Connection: registryconn.Config{PlainHTTP: true}}
+	pushImages(t, set, m)
+	return m
+}
+
+// SecureMirror is Mirror as a registry of the management cluster would be: over TLS with a CA
+// of its own, with a user and password, and the images below prefix.
+func SecureMirror(t testing.TB, set binaries.Set, prefix string) registryconn.Mirror {
+	t.Helper()
+	r, err := charttest.StartSecureRegistry()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(r.Close)
+	m := registryconn.Mirror{Registry: r.Host + "/" + prefix, Connection: registryconn.Config{Username: r.Username, Password: r.Password, CAData: r.CAPEM}}
+	pushImages(t, set, m)
+	return m
+}
+
+// pushImages builds Flotilla's images from the programs of set and pushes them to m under their
+// mirror names.
+func pushImages(t testing.TB, set binaries.Set, m registryconn.Mirror) {
+	t.Helper()
+	opts, err := bundle.RemoteOptions(m.Connection)
+	if err != nil {
+		t.Fatal(err)
+	}
 	for _, img := range ociimage.Flotilla {
 		image, err := ociimage.Build(img, set.Path(img.Program), "")
 		if err != nil {
 			t.Fatal(err)
 		}
-		ref, err := ociimage.MirrorReference(addr, img.Name)
+		ref, err := ociimage.MirrorReference(m.Registry, img.Name)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if err := ociimage.Push(context.Background(), ref, image); err != nil {
+		if err := ociimage.Push(context.Background(), ref, image, opts...); err != nil {
 			t.Fatal(err)
 		}
 	}
-	return addr
 }
 
 // HostTraces lists what the real node name of the cluster in clusterDir has on this host: its

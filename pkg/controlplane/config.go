@@ -8,7 +8,6 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
-	"strconv"
 
 	"github.com/flotilla-dev/flotilla/pkg/binaries"
 	"github.com/flotilla-dev/flotilla/pkg/nodenet"
@@ -77,8 +76,8 @@ type RealNodes struct {
 	Network netip.Prefix
 	// PodCIDR is the cluster's Pod range, of which kube-controller-manager gives each Node a /24.
 	PodCIDR string
-	// Mirror is the image registry the nodes pull from, a host:port on loopback; the nodes
-	// reach it at the gateway.
+	// Mirror is the host:port of the image registry the nodes pull from, on loopback
+	// (nodenet.LoopbackPort); the nodes reach it at the gateway (realnode.Config.Mirror).
 	Mirror string
 }
 
@@ -176,16 +175,14 @@ func (r *RealNodes) validate() error {
 	if r.Network.IsValid() && r.Network.Overlaps(pods) {
 		return fmt.Errorf("pod range %s overlaps the node network %s", pods, r.Network)
 	}
-	host, port, err := net.SplitHostPort(r.Mirror)
-	if ip := net.ParseIP(host); err != nil || ip == nil || !ip.IsLoopback() || port == "" {
-		return fmt.Errorf("image mirror %q: want a loopback host:port, such as 127.0.0.1:5001", r.Mirror)
+	if _, err := nodenet.LoopbackPort(r.Mirror); err != nil {
+		return fmt.Errorf("image mirror: %w", err)
 	}
 	return nil
 }
 
-// mirrorPort is the port of the image mirror.
+// mirrorPort is the port of the image mirror (validate checked it).
 func (r *RealNodes) mirrorPort() uint16 {
-	_, port, _ := net.SplitHostPort(r.Mirror)
-	p, _ := strconv.ParseUint(port, 10, 16)
-	return uint16(p)
+	port, _ := nodenet.LoopbackPort(r.Mirror)
+	return port
 }

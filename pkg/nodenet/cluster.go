@@ -33,6 +33,19 @@ type Cluster struct {
 	Forwards []uint16
 }
 
+// LoopbackPort returns the port of hostport, a server on this machine's loopback that nodes may
+// reach through a forward of their gateway (Cluster.Forwards): 127.0.0.1:<port> or
+// localhost:<port>, since the forward goes to 127.0.0.1.
+func LoopbackPort(hostport string) (uint16, error) {
+	host, port, err := net.SplitHostPort(hostport)
+	if err == nil && (host == "127.0.0.1" || host == "localhost") {
+		if p, err := strconv.ParseUint(port, 10, 16); err == nil && p > 0 {
+			return uint16(p), nil
+		}
+	}
+	return 0, fmt.Errorf("%q is not a server on this machine's loopback: want 127.0.0.1:<port> or localhost:<port> (nodes reach it through their gateway, and nothing else)", hostport)
+}
+
 // ClusterID returns the ID of the cluster whose data is in dir: the first 8 hexadecimal digits
 // of the SHA-256 of its absolute path, so that a cluster keeps its ID and two clusters of one
 // host differ.

@@ -41,7 +41,11 @@
 // (kube-apiserver through the kubernetes Service, the image mirror) is masqueraded to the node's
 // address, so replies come back to a node the host knows; Pod-to-Pod traffic between nodes is
 // never masqueraded and goes over the bridge along the routes SetPodRoutes keeps: each other
-// node's Pod range via that node's address.
+// node's Pod range via that node's address. Node.LoopbackForwards lists forwarded ports that
+// the node's own programs reach at 127.0.0.1:<port> as well, as programs on the host do: a DNAT
+// rule of the namespace's OUTPUT turns it into <gateway>:<port> (with route_localnet on eth0 and
+// the masquerade), so that containerd reaches the image mirror at the address, and with the TLS
+// server name, the manager uses.
 //
 // Deleting a node's network namespace deletes eth0 and with it the host end of the pair.
 //

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 	"net/netip"
+	"strconv"
 
 	"github.com/vishvananda/netlink"
 	"github.com/vishvananda/netns"
@@ -27,6 +28,10 @@ type Node struct {
 	Cluster Cluster
 	// Address is the node's address in Cluster.Network.
 	Address netip.Addr
+	// LoopbackForwards are ports of Cluster.Forwards that the node's own programs also reach at
+	// 127.0.0.1:<port> in its namespace, as programs on the host do (the image mirror's, so that
+	// containerd pulls from the address, and with the TLS name, the manager uses).
+	LoopbackForwards []uint16
 }
 
 // NodeID returns the ID of the node whose data is in dir, as ClusterID does for clusters.
@@ -50,8 +55,8 @@ func (n Node) validate() error {
 
 // EnsureNode wires the network namespace at nsPath as node n (see the package documentation):
 // the veth pair to the cluster's bridge, eth0 with n.Address, loopback, IPv4 forwarding, no IPv6,
-// the prohibit default route, and the masquerade of Pod traffic to the gateway. The cluster's
-// bridge must exist (EnsureCluster).
+// the prohibit default route, the masquerade of Pod traffic to the gateway and the loopback
+// forwards. The cluster's bridge must exist (EnsureCluster).
 func EnsureNode(ctx context.Context, n Node, nsPath string) error {
 	if err := n.validate(); err != nil {
 		return err
@@ -94,7 +99,12 @@ func EnsureNode(ctx context.Context, n Node, nsPath string) error {
 				return err
 			}
 		}
-		return writeSysctl("net/ipv4/ip_forward", "1")
+		if err := writeSysctl("net/ipv4/ip_forward", "1"); err != nil {
+			return err
+		}
+		// Without route_localnet the kernel drops what leaves eth0 from 127.0.0.1 before the
+		// masquerade gives it the node's address (LoopbackForwards).
+		return writeSysctl("net/ipv4/conf/"+NodeInterface+"/route_localnet", "1")
 	})
 	if err != nil {
 		return err
@@ -176,15 +186,24 @@ func ensureNoWayOut(inside *netlink.Handle, nsPath string) error {
 	return nil
 }
 
-// rules are the node's iptables rules, in its namespace.
+// rules are the node's iptables rules, in its namespace: what goes to the gateway leaves with
+// the node's address (Pods' traffic, and that of LoopbackForwards), and 127.0.0.1:<port> of
+// LoopbackForwards goes to <gateway>:<port>, which the host forwards to its own loopback.
 func (n Node) rules() tableRules {
-	const chain = "FLOTILLA-POSTROUTING"
+	const postrouting, output = "FLOTILLA-POSTROUTING", "FLOTILLA-OUTPUT"
+	gateway := n.Cluster.Gateway().String()
+	var dnat []string
+	for _, port := range n.LoopbackForwards {
+		p := strconv.Itoa(int(port))
+		dnat = append(dnat, "-A "+output+" -d 127.0.0.1/32 -p tcp -m tcp --dport "+p+" -j DNAT --to-destination "+gateway+":"+p)
+	}
 	return tableRules{
 		table: "nat",
-		chains: map[string][]string{chain: {
-			"-A " + chain + " -d " + n.Cluster.Gateway().String() + "/32 -o " + NodeInterface + " -j MASQUERADE",
-		}},
-		jumps: []jump{{chain: "POSTROUTING", rule: "-j " + chain}},
+		chains: map[string][]string{
+			postrouting: {"-A " + postrouting + " -d " + gateway + "/32 -o " + NodeInterface + " -j MASQUERADE"},
+			output:      dnat,
+		},
+		jumps: []jump{{chain: "POSTROUTING", rule: "-j " + postrouting}, {chain: "OUTPUT", rule: "-j " + output}},
 	}
 }
 

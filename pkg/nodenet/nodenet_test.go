@@ -162,7 +162,7 @@ func TestNodesOfAClusterReachEachOtherAndTheForwardedPortsOnly(t *testing.T) {
 	g.Expect(CheckFree(network, c.ID)).To(Succeed(), "but free for the cluster itself")
 
 	nsA, nsB := newNetNS(t), newNetNS(t)
-	a := Node{ID: NodeID(nsA), Cluster: c, Address: c.Gateway().Next()}
+	a := Node{ID: NodeID(nsA), Cluster: c, Address: c.Gateway().Next(), LoopbackForwards: []uint16{uint16(p)}}
 	b := Node{ID: NodeID(nsB), Cluster: c, Address: a.Address.Next()}
 	g.Expect(EnsureNode(ctx, a, nsA)).To(Succeed())
 	g.Expect(EnsureNode(ctx, b, nsB)).To(Succeed())
@@ -172,6 +172,9 @@ func TestNodesOfAClusterReachEachOtherAndTheForwardedPortsOnly(t *testing.T) {
 	g.Expect(dialFrom(nsA, inB)).To(Equal("hello"), "node A reaches node B over the bridge")
 	g.Expect(dialFrom(nsA, net.JoinHostPort(c.Gateway().String(), port))).To(Equal("hello"),
 		"the gateway forwards to the loopback service")
+	g.Expect(dialFrom(nsA, forwarded)).To(Equal("hello"), "node A reaches it at the host's address too: a loopback forward")
+	_, err = dialFrom(nsB, forwarded)
+	g.Expect(err).To(MatchError(syscall.ECONNREFUSED), "node B has no loopback forward: its own 127.0.0.1")
 	_, err = dialFrom(nsA, net.JoinHostPort(c.Gateway().String(), hiddenPort))
 	g.Expect(err).To(MatchError(syscall.ECONNREFUSED), "the host's other services are refused to the node network at once")
 	g.Expect(ipv6Addresses(t, "", c.Bridge(), a.HostVeth(), b.HostVeth())).To(BeEmpty(), "the host's side of the node network has no IPv6, which the rules would not cover")

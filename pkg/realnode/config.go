@@ -12,6 +12,7 @@ import (
 
 	"github.com/flotilla-dev/flotilla/pkg/binaries"
 	"github.com/flotilla-dev/flotilla/pkg/nodenet"
+	"github.com/flotilla-dev/flotilla/pkg/registryconn"
 )
 
 // Config describes one real node.
@@ -29,8 +30,11 @@ type Config struct {
 	Network netip.Prefix
 	// APIServerPort is kube-apiserver's port, reached at the gateway.
 	APIServerPort int32
-	// MirrorPort is the image mirror's port, reached at the gateway.
-	MirrorPort uint16
+	// Mirror is the image mirror: the registry the node pulls every image from (MirroredRegistries),
+	// with its connection (TLS or plain HTTP, CA, credentials). Its host is 127.0.0.1 or
+	// localhost (nodenet.LoopbackPort): the node's programs reach it at that address, which the
+	// node network forwards to the host's loopback. MirrorOf says which registry it is.
+	Mirror registryconn.Mirror
 	// CACert is the cluster CA's certificate (PEM): kubelet and kube-proxy trust it for
 	// kube-apiserver, and kubelet authenticates the clients of its API with it.
 	CACert []byte
@@ -70,8 +74,11 @@ func (cfg Config) validate() error {
 	if err := nodenet.ValidateNetwork(cfg.Network); err != nil {
 		return fmt.Errorf("node network: %w", err)
 	}
-	if cfg.APIServerPort <= 0 || cfg.MirrorPort == 0 {
-		return errors.New("node config: kube-apiserver's and the image mirror's ports are required")
+	if cfg.APIServerPort <= 0 {
+		return errors.New("node config: kube-apiserver's port is required")
+	}
+	if _, err := cfg.mirrorPort(); err != nil {
+		return err
 	}
 	if _, err := netip.ParsePrefix(cfg.PodCIDR); err != nil {
 		return fmt.Errorf("pod range %q: %w", cfg.PodCIDR, err)

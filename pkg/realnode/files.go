@@ -1,6 +1,7 @@
 package realnode
 
 import (
+	"encoding/base64"
 	"encoding/json"
 	"net"
 	"net/netip"
@@ -21,6 +22,7 @@ import (
 
 	"github.com/flotilla-dev/flotilla/pkg/binaries"
 	"github.com/flotilla-dev/flotilla/pkg/ociimage"
+	"github.com/flotilla-dev/flotilla/pkg/registryconn"
 )
 
 // The files below are rendered by pure functions of the node's Config and layout; Ensure writes
@@ -46,12 +48,6 @@ func (cfg Config) gateway() netip.Addr { return cfg.Network.Masked().Addr().Next
 // apiServer is kube-apiserver's URL as nodes reach it.
 func (cfg Config) apiServer() string {
 	return "https://" + net.JoinHostPort(cfg.gateway().String(), strconv.Itoa(int(cfg.APIServerPort)))
-}
-
-// mirrorURL is the image mirror's URL of registry, with its API root: the mirror holds the
-// registry's images under <registry>/.
-func (cfg Config) mirrorURL(registry string) string {
-	return "http://" + net.JoinHostPort(cfg.gateway().String(), strconv.Itoa(int(cfg.MirrorPort))) + "/v2/" + registry
 }
 
 // quoteTOML writes s as a TOML basic string.
@@ -128,13 +124,34 @@ imports = []
 }
 
 // hostsTOML is the hosts.toml of registry: the image mirror is its only server, so that nothing
-// is pulled from elsewhere.
-func hostsTOML(cfg Config, registry string) string {
-	return `# Written by Flotilla (package realnode): ` + registry + ` images come from the image mirror only.
-server = ` + quoteTOML(cfg.mirrorURL(registry)) + `
+// is pulled from elsewhere. The mirror holds registry's images under [<prefix>/]<registry>/
+// (package ociimage's layout), over TLS with its CA (caFile, when the mirror has one) or plain
+// HTTP, and with its credentials as a basic Authorization header.
+func hostsTOML(mirror registryconn.Mirror, registry, caFile string) string {
+	host, prefix, _ := registryconn.SplitRegistry(mirror.Registry)
+	scheme, path := "https", "/v2/"+registry
+	if mirror.Connection.PlainHTTP {
+		scheme = "http"
+	}
+	if prefix != "" {
+		path = "/v2/" + prefix + "/" + registry
+	}
+	toml := `# Written by Flotilla (package realnode): ` + registry + ` images come from the image mirror only.
+server = ` + quoteTOML(scheme+"://"+host+path) + `
 override_path = true
 capabilities = ['pull', 'resolve']
 `
+	if len(mirror.Connection.CAData) > 0 {
+		toml += "ca = " + quoteTOML(caFile) + "\n"
+	}
+	if mirror.Connection.InsecureSkipTLSVerify {
+		toml += "skip_verify = true\n"
+	}
+	if mirror.Connection.Username != "" {
+		basic := base64.StdEncoding.EncodeToString([]byte(mirror.Connection.Username + ":" + mirror.Connection.Password))
+		toml += "\n[header]\n  Authorization = " + quoteTOML("Basic "+basic) + "\n"
+	}
+	return toml
 }
 
 // cniTemplate is containerd's CNI configuration template: containerd writes the configuration

@@ -16,6 +16,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/flotilla-dev/flotilla/pkg/binaries"
+	"github.com/flotilla-dev/flotilla/pkg/registryconn"
 )
 
 func testConfig() (Config, layout) {
@@ -24,7 +25,7 @@ func testConfig() (Config, layout) {
 		Name: "w1-real-abc", Dir: dir,
 		Binaries:      binaries.Set{Dir: "/cache/v1.36.3", Version: "v1.36.3"},
 		Network:       netip.MustParsePrefix("10.200.3.0/24"),
-		APIServerPort: 34567, MirrorPort: 5001,
+		APIServerPort: 34567, Mirror: registryconn.Mirror{Registry: "127.0.0.1:5001", Connection: registryconn.Config{PlainHTTP: true}},
 		CACert:         []byte("-----BEGIN CERTIFICATE-----\n"),
 		BootstrapToken: "abcdef.0123456789abcdef",
 		ProviderID:     "local://default/w1-real-abc",
@@ -71,15 +72,49 @@ func TestContainerdConfigKeepsEverythingInTheNodesDirectories(t *testing.T) {
 
 func TestHostsTOMLMakesTheMirrorTheOnlyServer(t *testing.T) {
 	g := NewWithT(t)
-	cfg, _ := testConfig()
-	var parsed map[string]any
-	g.Expect(toml.Unmarshal([]byte(hostsTOML(cfg, "registry.k8s.io")), &parsed)).To(Succeed())
-	g.Expect(parsed).To(Equal(map[string]any{
-		"server":        "http://10.200.3.1:5001/v2/registry.k8s.io",
+	cfg, l := testConfig()
+	parse := func(mirror registryconn.Mirror) map[string]any {
+		var parsed map[string]any
+		g.Expect(toml.Unmarshal([]byte(hostsTOML(mirror, "registry.k8s.io", l.mirrorCA())), &parsed)).To(Succeed())
+		return parsed
+	}
+	// The loopback address the manager uses: the node network forwards it (nodenet.Node.LoopbackForwards).
+	g.Expect(parse(cfg.Mirror)).To(Equal(map[string]any{
+		"server":        "http://127.0.0.1:5001/v2/registry.k8s.io",
 		"override_path": true,
 		"capabilities":  []any{"pull", "resolve"},
 	}))
 	g.Expect(MirroredRegistries).To(ConsistOf("docker.io", "registry.k8s.io", "ghcr.io"))
+
+	// A mirror of the management cluster: TLS with its CA, its credentials, copies under a prefix.
+	secure := registryconn.Mirror{Registry: "localhost:5443/copies/air-gap", Connection: registryconn.Config{
+		Username: "puller", Password: "s3cret:with colon", CAData: []byte("-----BEGIN CERTIFICATE-----\n"),
+	}}
+	g.Expect(parse(secure)).To(Equal(map[string]any{
+		"server":        "https://localhost:5443/v2/copies/air-gap/registry.k8s.io",
+		"override_path": true,
+		"capabilities":  []any{"pull", "resolve"},
+		"ca":            l.mirrorCA(),
+		"header":        map[string]any{"Authorization": "Basic cHVsbGVyOnMzY3JldDp3aXRoIGNvbG9u"},
+	}))
+	secure.Connection = registryconn.Config{InsecureSkipTLSVerify: true}
+	g.Expect(parse(secure)).To(HaveKeyWithValue("skip_verify", true))
+	g.Expect(parse(secure)).NotTo(HaveKey("header"))
+}
+
+func TestTheImageMirrorMustBeOnLoopback(t *testing.T) {
+	g := NewWithT(t)
+	cfg, _ := testConfig()
+	for _, registry := range []string{"127.0.0.1:5001", "localhost:5443/copies"} {
+		cfg.Mirror.Registry = registry
+		_, err := cfg.mirrorPort()
+		g.Expect(err).NotTo(HaveOccurred(), registry)
+	}
+	for _, registry := range []string{"mirror.example.com:5000", "127.0.0.1", "10.0.0.1:5001", "127.0.0.2:5001", "http://127.0.0.1:5001"} {
+		cfg.Mirror.Registry = registry
+		_, err := cfg.mirrorPort()
+		g.Expect(err).To(MatchError(ContainSubstring("image mirror")), registry)
+	}
 }
 
 func TestCNITemplateRendersTheNodesPodRangeWithoutMasquerade(t *testing.T) {

@@ -52,6 +52,7 @@ func (l layout) tmp() string        { return l.path("tmp") }
 func (l layout) containerdConfig() string { return l.path("containerd", "config.toml") }
 func (l layout) containerdRoot() string   { return l.path("containerd", "root") }
 func (l layout) certsDir() string         { return l.path("certs.d") }
+func (l layout) mirrorCA() string         { return l.path("certs.d", "mirror-ca.crt") }
 
 func (l layout) cniConfDir() string  { return l.path("cni", "net.d") }
 func (l layout) cniTemplate() string { return l.path("cni", "template.json") }

@@ -28,6 +28,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	ctrlclient "sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/flotilla-dev/flotilla/internal/realnodetest"
 	"github.com/flotilla-dev/flotilla/pkg/nodenet"
 	"github.com/flotilla-dev/flotilla/pkg/ociimage"
 	"github.com/flotilla-dev/flotilla/pkg/process"
@@ -53,7 +54,7 @@ const icmpInterval = 2 * time.Second
 // (a default route to the host, as a privileged Pod of the host network could add) and a host
 // that forwards packets, the host rejects what the node's namespace sends elsewhere.
 func TestPodsReachOnlyTheirClusterAndNothingLeavesTheMachine(t *testing.T) {
-	tc := startCluster(t)
+	tc := startCluster(t, realnodetest.Mirror)
 	g := NewWithT(t)
 	ctx := context.Background()
 	node, _ := tc.joinNode(t, "n1")

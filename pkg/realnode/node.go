@@ -121,7 +121,14 @@ func Ensure(ctx context.Context, cfg Config) (*Status, error) {
 	if err := ensureMountNS(l); err != nil {
 		return nil, err
 	}
-	node := nodenet.Node{ID: l.id, Cluster: nodenet.Cluster{ID: nodenet.ClusterID(cfg.clusterDir()), Network: cfg.Network}, Address: addr}
+	mirrorPort, err := cfg.mirrorPort()
+	if err != nil {
+		return nil, err
+	}
+	node := nodenet.Node{
+		ID: l.id, Cluster: nodenet.Cluster{ID: nodenet.ClusterID(cfg.clusterDir()), Network: cfg.Network}, Address: addr,
+		LoopbackForwards: []uint16{mirrorPort},
+	}
 	if err := nodenet.EnsureNode(ctx, node, l.netNS()); err != nil {
 		return nil, err
 	}
@@ -196,7 +203,12 @@ func writeFiles(cfg Config, l layout) error {
 		l.resolvConf():       []byte(resolvConf),
 	}
 	for _, registry := range MirroredRegistries {
-		files[filepath.Join(l.certsDir(), registry, "hosts.toml")] = []byte(hostsTOML(cfg, registry))
+		files[filepath.Join(l.certsDir(), registry, "hosts.toml")] = []byte(hostsTOML(cfg.Mirror, registry, l.mirrorCA()))
+	}
+	if len(cfg.Mirror.Connection.CAData) > 0 {
+		files[l.mirrorCA()] = cfg.Mirror.Connection.CAData
+	} else if err := os.Remove(l.mirrorCA()); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("removing the image mirror's CA: %w", err)
 	}
 	for name, value := range kernelSettings {
 		files[l.sysctlFile(name)] = []byte(value + "\n")

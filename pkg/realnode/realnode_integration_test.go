@@ -2,11 +2,9 @@ package realnode_test
 
 import (
 	"context"
-	"net"
 	"net/netip"
 	"os"
 	"path/filepath"
-	"strconv"
 	"syscall"
 	"testing"
 	"time"
@@ -26,6 +24,7 @@ import (
 	"github.com/flotilla-dev/flotilla/pkg/ociimage"
 	"github.com/flotilla-dev/flotilla/pkg/process"
 	"github.com/flotilla-dev/flotilla/pkg/realnode"
+	"github.com/flotilla-dev/flotilla/pkg/registryconn"
 )
 
 func apply(g Gomega, c ctrlclient.Client, obj ctrlclient.Object) {
@@ -38,29 +37,30 @@ func apply(g Gomega, c ctrlclient.Client, obj ctrlclient.Object) {
 // testCluster is a control plane readied for real nodes, all on this machine: its node network,
 // what real nodes need in it (realnode.ClusterObjects, CoreDNS included) and an image mirror.
 type testCluster struct {
-	set        binaries.Set
-	dir        string
-	status     *controlplane.Status
-	c          ctrlclient.Client
-	ca         []byte
-	dns        netip.Addr
-	mirrorPort uint16
+	set    binaries.Set
+	dir    string
+	status *controlplane.Status
+	c      ctrlclient.Client
+	ca     []byte
+	dns    netip.Addr
+	mirror registryconn.Mirror
 }
 
-// startCluster starts a control plane with real nodes that is deleted when t ends.
-func startCluster(t *testing.T) *testCluster {
+// startCluster starts a control plane with real nodes that is deleted when t ends, whose nodes
+// pull from the image mirror newMirror serves.
+func startCluster(t *testing.T, newMirror func(testing.TB, binaries.Set) registryconn.Mirror) *testCluster {
 	t.Helper()
 	set := realnodetest.Binaries(t, binaries.Supported[0])
 	g := NewWithT(t)
 	ctx := context.Background()
-	registry := realnodetest.Mirror(t, set)
-	_, mirrorPort, _ := net.SplitHostPort(registry)
-	port, _ := strconv.ParseUint(mirrorPort, 10, 16)
+	mirror := newMirror(t, set)
+	host, _, err := registryconn.SplitRegistry(mirror.Registry)
+	g.Expect(err).NotTo(HaveOccurred())
 
 	clusterDir := filepath.Join(t.TempDir(), "clusters", "rn")
 	cfg := controlplane.Config{
 		Name: "rn", Dir: clusterDir, Binaries: set, ControllerManager: true, Scheduler: true, UnsafeNoFsync: true,
-		RealNodes: &controlplane.RealNodes{PodCIDR: "192.168.0.0/16", Mirror: registry},
+		RealNodes: &controlplane.RealNodes{PodCIDR: "192.168.0.0/16", Mirror: host},
 	}
 	status, err := controlplane.Ensure(ctx, cfg)
 	g.Expect(err).NotTo(HaveOccurred())
@@ -86,7 +86,7 @@ func startCluster(t *testing.T) *testCluster {
 	g.Expect(c.Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "default", Namespace: "default"}})).To(Or(Succeed(), MatchError(ContainSubstring("already exists"))))
 	ca, err := os.ReadFile(filepath.Join(clusterDir, "pki", "ca.crt"))
 	g.Expect(err).NotTo(HaveOccurred())
-	return &testCluster{set: set, dir: clusterDir, status: status, c: c, ca: ca, dns: dns, mirrorPort: uint16(port)}
+	return &testCluster{set: set, dir: clusterDir, status: status, c: c, ca: ca, dns: dns, mirror: mirror}
 }
 
 // joinNode runs the real node name with a bootstrap token of the cluster until its Node is Ready
@@ -102,7 +102,7 @@ func (tc *testCluster) joinNode(t *testing.T, name string) (realnode.Config, *re
 	g.Expect(tc.c.Create(ctx, secret)).To(Succeed())
 	nodeDir := filepath.Join(realnode.NodesDir(tc.dir), name)
 	node := realnode.Config{
-		Name: name, Dir: nodeDir, Binaries: tc.set, Network: tc.status.NodeNetwork, APIServerPort: tc.status.Port, MirrorPort: tc.mirrorPort,
+		Name: name, Dir: nodeDir, Binaries: tc.set, Network: tc.status.NodeNetwork, APIServerPort: tc.status.Port, Mirror: tc.mirror,
 		CACert: tc.ca, BootstrapToken: token, ProviderID: "local://test/" + name, Labels: map[string]string{realnode.SimulatedLabel: "false"},
 		PodCIDR: "192.168.0.0/16", ClusterDNS: tc.dns.String(),
 	}
@@ -148,11 +148,14 @@ func (tc *testCluster) runPod(t *testing.T, pod *corev1.Pod) *corev1.Pod {
 
 // TestARealNodeJoinsRunsPodsSurvivesKillsAndLeavesNothing runs one real node against a control
 // plane readied for it, all on this machine: the node joins with a bootstrap token, becomes
-// Ready, runs a Pod from images of the mirror, reaches its API server through the kubernetes
-// Service, keeps its Pod when kubelet and containerd are killed and started again, and leaves
-// no process, namespace, interface, mount or cgroup behind when it is deleted.
+// Ready, runs a Pod from images of the mirror (as a management cluster's mirror would be: over
+// TLS with its own CA, with a user, the images below a prefix), reaches its API server through
+// the kubernetes Service, keeps its Pod when kubelet and containerd are killed and started
+// again, and leaves no process, namespace, interface, mount or cgroup behind when it is deleted.
 func TestARealNodeJoinsRunsPodsSurvivesKillsAndLeavesNothing(t *testing.T) {
-	tc := startCluster(t)
+	tc := startCluster(t, func(t testing.TB, set binaries.Set) registryconn.Mirror {
+		return realnodetest.SecureMirror(t, set, "copies/air-gap")
+	})
 	g := NewWithT(t)
 	ctx := context.Background()
 	c := tc.c

@@ -38,6 +38,10 @@ const (
 	// NodeStartFailedReason: the node could not be set up or its processes started; the message
 	// says why.
 	NodeStartFailedReason = "NodeStartFailed"
+	// ImageMirrorUnusableReason: the image mirror the node would pull from (the management
+	// cluster's registry mirror, realnode.MirrorOf) cannot be used; the message says why and
+	// what to change.
+	ImageMirrorUnusableReason = "ImageMirrorUnusable"
 	// JoiningReason: the node's processes run and kubelet has not registered its Node yet.
 	JoiningReason = "Joining"
 	// ProcessesRunningReason: every process of the node runs.

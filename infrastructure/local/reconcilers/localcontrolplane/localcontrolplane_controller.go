@@ -47,11 +47,15 @@ const (
 // +kubebuilder:rbac:groups=cluster.x-k8s.io,resources=clusters;clusters/status,verbs=get;list;watch
 // +kubebuilder:rbac:groups=core,resources=secrets,verbs=get;list;watch;create;update;patch
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
+// +kubebuilder:rbac:groups=core,namespace=flotilla-system,resources=configmaps,resourceNames=registry-mirror,verbs=get
 
 // Reconciler reconciles a LocalControlPlane.
 type Reconciler struct {
 	// Client reads and writes objects in the management cluster.
 	Client ctrlclient.Client
+	// APIReader reads the management cluster's registry mirror (realnode.MirrorOf) without a
+	// cache of ConfigMaps.
+	APIReader ctrlclient.Reader
 	// Home is $FLOTILLA_HOME: control planes keep their data in Home/clusters/<cluster>.
 	Home string
 	// BinRoot is the binary cache holding <version>/kube-apiserver, etcd, ... (binaries.DefaultRoot()).
@@ -80,8 +84,8 @@ type seenProcess struct {
 // SetupWithManager registers the reconciler with mgr. It watches LocalControlPlanes and the
 // Clusters that reference them (created, paused and unpaused).
 func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, options controller.Options) error {
-	if r.Client == nil || r.Home == "" || r.BinRoot == "" {
-		return errors.New("localcontrolplane reconciler: Client, Home and BinRoot must be set")
+	if r.Client == nil || r.APIReader == nil || r.Home == "" || r.BinRoot == "" {
+		return errors.New("localcontrolplane reconciler: Client, APIReader, Home and BinRoot must be set")
 	}
 	log := ctrl.LoggerFrom(ctx).WithValues("controller", "localcontrolplane")
 	err := ctrl.NewControllerManagedBy(mgr).

@@ -26,6 +26,8 @@ import (
 	"github.com/flotilla-dev/flotilla/pkg/objectpatch"
 	"github.com/flotilla-dev/flotilla/pkg/pki"
 	"github.com/flotilla-dev/flotilla/pkg/process"
+	"github.com/flotilla-dev/flotilla/pkg/realnode"
+	"github.com/flotilla-dev/flotilla/pkg/registryconn"
 )
 
 // defaultHost is where local control planes serve.
@@ -142,7 +144,7 @@ func (r *Reconciler) ensureEndpoint(ctx context.Context, patch *objectpatch.Patc
 }
 
 // reconcileBinaries finds the programs of spec.version and describes the control plane.
-func (r *Reconciler) reconcileBinaries(_ context.Context, s *scope) (ctrl.Result, error) {
+func (r *Reconciler) reconcileBinaries(ctx context.Context, s *scope) (ctrl.Result, error) {
 	if s.conflict != nil || s.lcp.Spec.ControlPlaneEndpoint.Port == 0 {
 		return ctrl.Result{}, nil
 	}
@@ -164,20 +166,29 @@ func (r *Reconciler) reconcileBinaries(_ context.Context, s *scope) (ctrl.Result
 		Scheduler:             ptr.Deref(s.lcp.Spec.Scheduler, true),
 		Kwok:                  true,
 		ServiceClusterIPRange: s.lcp.Spec.ServiceClusterIPRange,
-		RealNodes:             realNodes(s.lcp.Spec.RealNodes),
+		RealNodes:             r.realNodes(ctx, s.lcp.Spec.RealNodes),
 		ManagedBy:             r.ManagementServer,
 	}
 	return ctrl.Result{}, nil
 }
 
 // realNodes turns spec.realNodes into controlplane.RealNodes (nil without real nodes). An
-// unparsable network (the webhook refuses one) is chosen again.
-func realNodes(spec *controlplanev1.RealNodesSpec) *controlplane.RealNodes {
+// unparsable network (the webhook refuses one) is chosen again. The image mirror whose port the
+// node network forwards is the nodes' (realnode.MirrorOf): when the management cluster's
+// mirror is unusable, the LocalMachines say why, and spec.imageMirror's port stays forwarded.
+func (r *Reconciler) realNodes(ctx context.Context, spec *controlplanev1.RealNodesSpec) *controlplane.RealNodes {
 	if spec == nil {
 		return nil
 	}
 	network, _ := netip.ParsePrefix(spec.Network)
-	return &controlplane.RealNodes{Network: network, PodCIDR: spec.PodCIDR, Mirror: spec.ImageMirror}
+	nodes := &controlplane.RealNodes{Network: network, PodCIDR: spec.PodCIDR, Mirror: spec.ImageMirror}
+	mirror, err := realnode.MirrorOf(ctx, r.APIReader, spec.ImageMirror)
+	if err != nil {
+		ctrl.LoggerFrom(ctx).Info("Forwarding spec.realNodes.imageMirror: the image mirror of real nodes is unusable", "reason", err.Error())
+		return nodes
+	}
+	nodes.Mirror, _, _ = registryconn.SplitRegistry(mirror.Registry)
+	return nodes
 }
 
 // reconcileProcesses makes every process of the control plane run: controlplane.Ensure adopts

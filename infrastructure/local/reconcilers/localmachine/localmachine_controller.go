@@ -46,11 +46,15 @@ const (
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
 // +kubebuilder:rbac:groups=controlplane.flotilla.dev,resources=localcontrolplanes,verbs=get;list;watch
 // +kubebuilder:rbac:groups=core,resources=secrets,verbs=get;list;watch
+// +kubebuilder:rbac:groups=core,namespace=flotilla-system,resources=configmaps,resourceNames=registry-mirror,verbs=get
 
 // Reconciler reconciles a LocalMachine.
 type Reconciler struct {
 	// Client reads and writes objects in the management cluster.
 	Client ctrlclient.Client
+	// APIReader reads the management cluster's registry mirror and its credentials
+	// (realnode.MirrorOf) without a cache of ConfigMaps.
+	APIReader ctrlclient.Reader
 	// ClusterCache gives clients for workload clusters, where the Nodes live.
 	ClusterCache clustercache.ClusterCache
 	// Home is $FLOTILLA_HOME: real nodes keep their data in
@@ -67,8 +71,8 @@ type Reconciler struct {
 // that own them, their Clusters (control plane initialized, paused), ClusterCache connects and
 // disconnects, and — once connected — the Nodes of every workload cluster.
 func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, options controller.Options) error {
-	if r.Client == nil || r.ClusterCache == nil || r.Home == "" || r.BinRoot == "" {
-		return errors.New("localmachine reconciler: Client, ClusterCache, Home and BinRoot must be set")
+	if r.Client == nil || r.APIReader == nil || r.ClusterCache == nil || r.Home == "" || r.BinRoot == "" {
+		return errors.New("localmachine reconciler: Client, APIReader, ClusterCache, Home and BinRoot must be set")
 	}
 	log := ctrl.LoggerFrom(ctx).WithValues("controller", "localmachine")
 	clusterToLocalMachines, err := util.ClusterToTypedObjectsMapper(mgr.GetClient(), &infrav1.LocalMachineList{}, mgr.GetScheme())

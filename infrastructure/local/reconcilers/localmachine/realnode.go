@@ -4,10 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
 	"net/netip"
 	"path/filepath"
-	"strconv"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -130,10 +128,9 @@ func (r *Reconciler) realNodeConfig(ctx context.Context, s *scope, facts *realNo
 	if err := r.Client.Get(ctx, ctrlclient.ObjectKey{Namespace: s.cluster.Namespace, Name: secret.Name(s.cluster.Name, secret.ClusterCA)}, ca); err != nil {
 		return nil, fmt.Errorf("getting the cluster CA: %w", err)
 	}
-	mirror := lcp.Spec.RealNodes.ImageMirror
-	mirrorPort, err := portOf(mirror)
+	mirror, err := realnode.MirrorOf(ctx, r.APIReader, lcp.Spec.RealNodes.ImageMirror)
 	if err != nil {
-		facts.reason, facts.err = infrav1.NodeStartFailedReason, err
+		facts.reason, facts.err = infrav1.ImageMirrorUnusableReason, err
 		return nil, nil //nolint:nilerr // recorded in facts: a condition, not a reconcile error
 	}
 	dns, err := realnode.DNSServiceIP(lcp.Spec.ServiceClusterIPRange)
@@ -148,7 +145,7 @@ func (r *Reconciler) realNodeConfig(ctx context.Context, s *scope, facts *realNo
 		Binaries:       set,
 		Network:        network,
 		APIServerPort:  lcp.Spec.ControlPlaneEndpoint.Port,
-		MirrorPort:     mirrorPort,
+		Mirror:         mirror,
 		CACert:         ca.Data[secret.TLSCrtDataName],
 		BootstrapToken: realnode.BootstrapToken(dir),
 		ProviderID:     ProviderID(s.machine),
@@ -323,18 +320,6 @@ func apply(ctx context.Context, c ctrlclient.Client, obj ctrlclient.Object) erro
 		return fmt.Errorf("applying %s %s: %w", obj.GetObjectKind().GroupVersionKind().Kind, obj.GetName(), err)
 	}
 	return nil
-}
-
-// portOf returns the port of a host:port.
-func portOf(hostPort string) (uint16, error) {
-	_, port, err := net.SplitHostPort(hostPort)
-	if err == nil {
-		var p uint64
-		if p, err = strconv.ParseUint(port, 10, 16); err == nil && p > 0 {
-			return uint16(p), nil
-		}
-	}
-	return 0, fmt.Errorf("image mirror %q: want a host:port", hostPort)
 }
 
 // nodeKind says in words what the Node of lm is.
