@@ -245,7 +245,8 @@ spec:
   # nodeNetwork: 10.200.0.0/24
   # imageMirror: the registry real nodes pull every image from (as the mirror of docker.io,
   # registry.k8s.io and ghcr.io), a loopback host:port: the embedded registry by default, filled
-  # with 'flotilla registry start' and 'flotilla image build'.
+  # with 'flotilla registry start' and 'flotilla image build'. The management cluster's registry
+  # mirror (ConfigMap flotilla-system/registry-mirror), when set, takes its place.
   imageMirror: 127.0.0.1:5001
 ---
 # LocalMachineConfig: what each simulated worker Node reports (a real node reports the host's).

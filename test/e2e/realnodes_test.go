@@ -16,6 +16,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
@@ -29,22 +30,30 @@ import (
 	"sigs.k8s.io/cluster-api/util/conditions"
 	ctrlclient "sigs.k8s.io/controller-runtime/pkg/client"
 
+	addonsv1 "github.com/flotilla-dev/flotilla/api/addons/v1alpha1"
+	flotillav1 "github.com/flotilla-dev/flotilla/api/cluster/v1alpha1"
 	infrav1 "github.com/flotilla-dev/flotilla/api/infrastructure/v1alpha1"
 	packagesv1 "github.com/flotilla-dev/flotilla/api/packages/v1alpha1"
 	"github.com/flotilla-dev/flotilla/cli/client"
 	"github.com/flotilla-dev/flotilla/cli/spec"
+	"github.com/flotilla-dev/flotilla/internal/charttest"
 	"github.com/flotilla-dev/flotilla/internal/realnodetest"
+	"github.com/flotilla-dev/flotilla/packages/bundle/archive"
 	"github.com/flotilla-dev/flotilla/pkg/binaries"
 	"github.com/flotilla-dev/flotilla/pkg/controlplane"
 	"github.com/flotilla-dev/flotilla/pkg/process"
 	"github.com/flotilla-dev/flotilla/pkg/realnode"
 	"github.com/flotilla-dev/flotilla/pkg/registryconn"
+	"github.com/flotilla-dev/flotilla/pkg/registrymirror"
 )
 
 // testRealNodes is issue 13 tried as a new user would after `make quickstart`: a workload cluster
 // with one simulated and one real node, Flotilla's images built into a registry of this machine,
 // hello-flotilla installed on the real node; its log, a port-forward, an exec and cluster DNS
-// work; a killed kubelet and containerd come back with the Pod; deleting its Machine drains the Node with evictions and a new real node takes its Pod;
+// work; with the management cluster's registry mirror set (issue 14: the catalog exported and
+// imported into a second registry) and the first registry stopped, an addon's Pod and a new
+// node's images come from the mirror alone; a killed kubelet and containerd come back with the
+// Pod; deleting its Machine drains the Node with evictions and a new real node takes its Pod;
 // deleting the cluster leaves nothing of the nodes on the host.
 func testRealNodes(t *testing.T, f *fleet) {
 	if os.Geteuid() != 0 {
@@ -167,6 +176,93 @@ func testRealNodes(t *testing.T, f *fleet) {
 		}, 10*time.Second, 500*time.Millisecond).Should(Succeed())
 		_, _, err = execIn(ctx, rc, cs, pod, "/hello-flotilla", "lookup", "example.com")
 		g.Expect(err).To(HaveOccurred(), "CoreDNS answers cluster names only: nothing leaves the machine")
+	})
+
+	t.Run("with the management cluster's registry mirror set, the node pulls from it alone", func(st *testing.T) {
+		g := NewWithT(st)
+		// Issue 14 as a user tries it: the catalog exported, imported into a second registry
+		// (TLS with a CA of its own, a user, the copies below a prefix), the management cluster
+		// pointed at it, the first registry stopped. The replacement node of the next steps but
+		// one pulls every image (the Pod sandbox, CoreDNS, hello-flotilla) from the mirror, which
+		// stays until the real-node steps end (t.Cleanup of the parent).
+		archivePath := filepath.Join(out, "flotilla-packages.tar")
+		_, err := c.ExportPackages(ctx, client.ExportPackagesOptions{
+			Registry: addr, Repository: published.Repository, Connection: registryconn.Config{PlainHTTP: true}, Path: archivePath,
+		})
+		g.Expect(err).NotTo(HaveOccurred())
+		second, err := charttest.StartSecureRegistry()
+		g.Expect(err).NotTo(HaveOccurred())
+		t.Cleanup(second.Close)
+		mirror := second.Host + "/air-gap"
+		secondConn := registryconn.Config{Username: second.Username, Password: second.Password, CAData: second.CAPEM}
+		_, err = c.ImportPackages(ctx, archive.ImportOptions{Path: archivePath, Registry: mirror, Connection: secondConn})
+		g.Expect(err).NotTo(HaveOccurred())
+
+		credentials := &corev1.Secret{
+			ObjectMeta: metav1.ObjectMeta{Namespace: registrymirror.Key.Namespace, Name: "air-gap-mirror"},
+			Data: map[string][]byte{registrymirror.UsernameKey: []byte(second.Username), registrymirror.PasswordKey: []byte(second.Password),
+				registrymirror.CAKey: second.CAPEM},
+		}
+		g.Expect(f.admin.Create(ctx, credentials)).To(Succeed())
+		// First a mirror on another machine: real nodes cannot reach it, and their LocalMachine says so.
+		mirrorConfig := &corev1.ConfigMap{
+			ObjectMeta: metav1.ObjectMeta{Namespace: registrymirror.Key.Namespace, Name: registrymirror.Key.Name},
+			Data:       map[string]string{flotillav1.RegistryMirrorRegistryKey: "mirror.example.com/air-gap", flotillav1.RegistryMirrorCredentialsSecretKey: credentials.Name},
+		}
+		g.Expect(f.admin.Create(ctx, mirrorConfig)).To(Succeed())
+		t.Cleanup(func() {
+			_ = f.admin.Delete(context.Background(), mirrorConfig)
+			_ = f.admin.Delete(context.Background(), credentials)
+		})
+		g.Eventually(func(g Gomega) {
+			lm := &infrav1.LocalMachine{}
+			g.Expect(f.admin.Get(ctx, ctrlclient.ObjectKey{Namespace: "default", Name: realNode.Spec.InfrastructureRef.Name}, lm)).To(Succeed())
+			running := conditions.Get(lm, infrav1.ProcessesRunningCondition)
+			g.Expect(running).NotTo(BeNil())
+			g.Expect(running.Reason).To(Equal(infrav1.ImageMirrorUnusableReason))
+			g.Expect(running.Message).To(ContainSubstring("flotilla registry serve --listen 127.0.0.1:<port>"))
+		}, time.Minute, 500*time.Millisecond).Should(Succeed())
+
+		mirrorConfig.Data[flotillav1.RegistryMirrorRegistryKey] = mirror
+		g.Expect(f.admin.Update(ctx, mirrorConfig)).To(Succeed())
+		g.Expect(c.StopRegistry(ctx)).To(Succeed())
+		start := time.Now()
+		hostsTOML := filepath.Join(realnode.NodesDir(clusterDir), realNode.Name, "certs.d", "docker.io", "hosts.toml")
+		g.Eventually(func(g Gomega) {
+			data, err := os.ReadFile(hostsTOML)
+			g.Expect(err).NotTo(HaveOccurred())
+			g.Expect(string(data)).To(ContainSubstring(`server = "https://` + second.Host + `/v2/air-gap/docker.io"`))
+		}, time.Minute, 500*time.Millisecond).Should(Succeed())
+		st.Logf("the running node follows the mirror %s after it was set", time.Since(start).Round(time.Millisecond))
+
+		// An addon from the stopped registry's address: its chart comes from the mirror, and
+		// its Pod, on the real node, is Ready (Helm waits) with its image from the mirror.
+		start = time.Now()
+		addon := &addonsv1.HelmChartProxy{
+			ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "mirrored-addon"},
+			Spec: addonsv1.HelmChartProxySpec{
+				ClusterSelector: metav1.LabelSelector{MatchLabels: map[string]string{flotillav1.ClusterNameLabel: workload}},
+				ValuesTemplate:  "nodeSelector:\n  flotilla.dev/simulated: \"false\"\n",
+				ReleaseSpec: addonsv1.ReleaseSpec{
+					ChartName: "hello-flotilla", RepoURL: "oci://" + addr + "/" + published.Repository, Namespace: "mirrored-addon",
+					Registry: &addonsv1.RegistryOptions{PlainHTTP: true}, Options: addonsv1.HelmOptions{Wait: true},
+				},
+			},
+		}
+		g.Expect(f.admin.Create(ctx, addon)).To(Succeed())
+		t.Cleanup(func() { _ = f.admin.Delete(context.Background(), addon) })
+		g.Eventually(func(g Gomega) {
+			g.Expect(f.admin.Get(ctx, ctrlclient.ObjectKeyFromObject(addon), addon)).To(Succeed())
+			g.Expect(meta.IsStatusConditionTrue(addon.Status.Conditions, addonsv1.ReadyCondition)).To(BeTrue(), "%+v", addon.Status.Conditions)
+		}, 3*time.Minute, time.Second).Should(Succeed())
+		pods, err := cs.CoreV1().Pods("mirrored-addon").List(ctx, metav1.ListOptions{})
+		g.Expect(err).NotTo(HaveOccurred())
+		g.Expect(pods.Items).NotTo(BeEmpty())
+		for _, p := range pods.Items {
+			g.Expect(p.Spec.NodeName).To(Equal(realNode.Name))
+			g.Expect(realnodetest.PodReady(&p)).To(BeTrue())
+		}
+		st.Logf("an addon from the stopped registry's address is Ready on the real node, from the mirror, in %s", time.Since(start).Round(time.Millisecond))
 	})
 
 	t.Run("a killed kubelet and containerd are started again by the manager, and the Pod keeps its container", func(t *testing.T) {

@@ -85,7 +85,8 @@ type RealNodesSpec struct {
 	Network string `json:"network,omitempty"`
 	// podCIDR is the cluster's Pod range; each Node gets a /24 of it.
 	PodCIDR string `json:"podCIDR"`
-	// imageMirror is the loopback host:port of the registry the nodes pull from.
+	// imageMirror is the loopback host:port of the registry the nodes pull from while the
+	// management cluster has no registry mirror (realnode.MirrorOf).
 	ImageMirror string `json:"imageMirror"`
 }
 

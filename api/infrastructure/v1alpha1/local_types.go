@@ -52,9 +52,11 @@ type LocalDatacenterConfigSpec struct {
 	// +optional
 	NodeNetwork string `json:"nodeNetwork,omitempty"`
 
-	// imageMirror is the registry real nodes pull every image from, a loopback host:port of
-	// this machine: their containerd uses it as the mirror of docker.io, registry.k8s.io and
-	// ghcr.io, and of nothing else. Default: the embedded registry (flotilla registry start).
+	// imageMirror is the registry real nodes pull every image from, 127.0.0.1:<port> or
+	// localhost:<port> of this machine: their containerd uses it as the mirror of docker.io,
+	// registry.k8s.io and ghcr.io, and of nothing else. The management cluster's registry
+	// mirror (the ConfigMap flotilla-system/registry-mirror), when set, takes its place.
+	// Default: the embedded registry (flotilla registry start).
 	// +kubebuilder:default="127.0.0.1:5001"
 	// +optional
 	ImageMirror string `json:"imageMirror,omitempty"`
