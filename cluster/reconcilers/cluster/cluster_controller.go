@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -54,6 +55,10 @@ type Reconciler struct {
 
 	// MaxConcurrentReconciles bounds how many Clusters reconcile at once; 0 means 4.
 	MaxConcurrentReconciles int
+
+	// applied records the last apply of each object (apply.go), keyed by appliedKey, so that an
+	// apply that would change nothing is skipped.
+	applied sync.Map
 }
 
 // SetupWithManager registers the reconciler with mgr: it reconciles Flotilla Clusters and
