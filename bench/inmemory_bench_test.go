@@ -107,7 +107,6 @@ func runInMemoryBenchmark(b *testing.B) {
 	names := make([]string, inMemoryFleet)
 	var wg sync.WaitGroup
 	errs := make([]error, inMemoryFleet)
-	stopProfile := profileFleet(b, env)
 	start := time.Now()
 	for i := range names {
 		names[i] = fmt.Sprintf("fleet-%02d", i)
@@ -127,7 +126,6 @@ func runInMemoryBenchmark(b *testing.B) {
 	}); err != nil {
 		b.Fatal(err)
 	}
-	stopProfile()
 	b.Logf("%d in-memory clusters applied at once: the first Ready after %s, the last after %s", inMemoryFleet, first, time.Since(start))
 	b.ReportMetric(time.Since(start).Seconds(), "inmemory-50-ready-s")
 	if load, err := loadAverage(); err == nil {
