@@ -121,7 +121,7 @@ func EnsureNode(ctx context.Context, n Node, nsPath string) error {
 			return fmt.Errorf("bringing up %s in %s: %w", link.Attrs().Name, nsPath, err)
 		}
 	}
-	return ensureRules(ctx, nsPath, []tableRules{n.rules()})
+	return ensureRules(ctx, nsPath, n.rules())
 }
 
 // ensureVeth creates the veth pair when its host end is missing, and returns the node's end,
@@ -188,22 +188,34 @@ func ensureNoWayOut(inside *netlink.Handle, nsPath string) error {
 
 // rules are the node's iptables rules, in its namespace: what goes to the gateway leaves with
 // the node's address (Pods' traffic, and that of LoopbackForwards), and 127.0.0.1:<port> of
-// LoopbackForwards goes to <gateway>:<port>, which the host forwards to its own loopback.
-func (n Node) rules() tableRules {
-	const postrouting, output = "FLOTILLA-POSTROUTING", "FLOTILLA-OUTPUT"
+// LoopbackForwards goes to <gateway>:<port>, which the host forwards to its own loopback. Since
+// route_localnet lets eth0 carry loopback addresses, what arrives at eth0 for one of them, but
+// is neither a reply nor from one, is dropped: no other node or Pod reaches the services the
+// node keeps on its loopback (kubelet's, containerd's streaming server).
+func (n Node) rules() []tableRules {
+	const postrouting, output, input = "FLOTILLA-POSTROUTING", "FLOTILLA-OUTPUT", "FLOTILLA-INPUT"
 	gateway := n.Cluster.Gateway().String()
 	var dnat []string
 	for _, port := range n.LoopbackForwards {
 		p := strconv.Itoa(int(port))
 		dnat = append(dnat, "-A "+output+" -d 127.0.0.1/32 -p tcp -m tcp --dport "+p+" -j DNAT --to-destination "+gateway+":"+p)
 	}
-	return tableRules{
-		table: "nat",
-		chains: map[string][]string{
-			postrouting: {"-A " + postrouting + " -d " + gateway + "/32 -o " + NodeInterface + " -j MASQUERADE"},
-			output:      dnat,
+	return []tableRules{
+		{
+			table: "nat",
+			chains: map[string][]string{
+				postrouting: {"-A " + postrouting + " -d " + gateway + "/32 -o " + NodeInterface + " -j MASQUERADE"},
+				output:      dnat,
+			},
+			jumps: []jump{{chain: "POSTROUTING", rule: "-j " + postrouting}, {chain: "OUTPUT", rule: "-j " + output}},
 		},
-		jumps: []jump{{chain: "POSTROUTING", rule: "-j " + postrouting}, {chain: "OUTPUT", rule: "-j " + output}},
+		{
+			table: "filter",
+			chains: map[string][]string{input: {
+				"-A " + input + " ! -s 127.0.0.0/8 -d 127.0.0.0/8 -i " + NodeInterface + " -m conntrack ! --ctstate RELATED,ESTABLISHED,DNAT -j DROP",
+			}},
+			jumps: []jump{{chain: "INPUT", rule: "-j " + input}},
+		},
 	}
 }
 

@@ -2,6 +2,7 @@ package nodenet
 
 import (
 	"context"
+	"errors"
 	"io"
 	"net"
 	"net/netip"
@@ -175,6 +176,15 @@ func TestNodesOfAClusterReachEachOtherAndTheForwardedPortsOnly(t *testing.T) {
 	g.Expect(dialFrom(nsA, forwarded)).To(Equal("hello"), "node A reaches it at the host's address too: a loopback forward")
 	_, err = dialFrom(nsB, forwarded)
 	g.Expect(err).To(MatchError(syscall.ECONNREFUSED), "node B has no loopback forward: its own 127.0.0.1")
+	// The loopback forward needs route_localnet on eth0, which would also let a neighbour reach
+	// what node A keeps on its loopback (kubelet's ports, containerd's streaming server). Node B
+	// tries, sending 127.0.0.1 to A's address, and gets nowhere.
+	onALoopback := listenIn(t, nsA, "127.0.0.1:0")
+	g.Expect(routeLoopbackVia(nsB, a.Address)).To(Succeed())
+	_, err = dialFrom(nsB, onALoopback)
+	var timeout net.Error
+	g.Expect(errors.As(err, &timeout) && timeout.Timeout()).To(BeTrue(), "what arrives at eth0 for a loopback address is dropped: %v", err)
+	g.Expect(dialFrom(nsA, onALoopback)).To(Equal("hello"), "node A's own programs still reach it")
 	_, err = dialFrom(nsA, net.JoinHostPort(c.Gateway().String(), hiddenPort))
 	g.Expect(err).To(MatchError(syscall.ECONNREFUSED), "the host's other services are refused to the node network at once")
 	g.Expect(ipv6Addresses(t, "", c.Bridge(), a.HostVeth(), b.HostVeth())).To(BeEmpty(), "the host's side of the node network has no IPv6, which the rules would not cover")
@@ -194,6 +204,38 @@ func TestNodesOfAClusterReachEachOtherAndTheForwardedPortsOnly(t *testing.T) {
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(string(out)).NotTo(ContainSubstring(strings.ToUpper(c.ID)), "no rule of the cluster is left")
 	g.Expect(DeleteCluster(ctx, c.ID)).To(Succeed(), "deleting again is not an error")
+}
+
+// routeLoopbackVia makes the namespace ns send what it addresses to 127.0.0.1 to via over eth0,
+// as an attacker on the node network would: route_localnet on eth0, a route in a table of its
+// own, and a rule that looks it up before the local table.
+func routeLoopbackVia(ns string, via netip.Addr) error {
+	return withNetNS(ns, func() error {
+		if err := writeSysctl("net/ipv4/conf/"+NodeInterface+"/route_localnet", "1"); err != nil {
+			return err
+		}
+		eth0, err := netlink.LinkByName(NodeInterface)
+		if err != nil {
+			return err
+		}
+		const table = 100
+		loopback := &net.IPNet{IP: net.IPv4(127, 0, 0, 1), Mask: net.CIDRMask(32, 32)}
+		if err := netlink.RouteAdd(&netlink.Route{Dst: loopback, Gw: via.AsSlice(), LinkIndex: eth0.Attrs().Index, Table: table}); err != nil {
+			return err
+		}
+		local := netlink.NewRule()
+		local.Table, local.Priority = unix.RT_TABLE_LOCAL, 0
+		if err := netlink.RuleDel(local); err != nil {
+			return err
+		}
+		local.Priority = 200
+		if err := netlink.RuleAdd(local); err != nil {
+			return err
+		}
+		first := netlink.NewRule()
+		first.Dst, first.Table, first.Priority = loopback, table, 100
+		return netlink.RuleAdd(first)
+	})
 }
 
 // ipv6Addresses lists the IPv6 addresses of the interfaces names (all of them when none is named)
