@@ -198,12 +198,14 @@ func startManager(b *testing.B, env *testenv.Environment, components []string, e
 		b.Fatal(err)
 	}
 	m, err := manager.New(ctx, identities, manager.Options{
-		Components:             components,
-		HealthProbeBindAddress: "0",
-		MetricsBindAddress:     "0",
-		Home:                   b.TempDir(),
-		BinRoot:                binaries.DefaultRoot(),
-		Executable:             executable,
+		// Each benchmark starts a manager of its own in this process.
+		SkipControllerNameValidation: true,
+		Components:                   components,
+		HealthProbeBindAddress:       "0",
+		MetricsBindAddress:           "0",
+		Home:                         b.TempDir(),
+		BinRoot:                      binaries.DefaultRoot(),
+		Executable:                   executable,
 	})
 	if err != nil {
 		cancel()

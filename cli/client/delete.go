@@ -11,6 +11,7 @@ import (
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/util/wait"
 	ctrlclient "sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -187,11 +188,20 @@ func (c *Client) DeleteWorkloadCluster(ctx context.Context, opts DeleteWorkloadC
 	if err := kc.Delete(ctx, fc); err != nil && !apierrors.IsNotFound(err) {
 		return fmt.Errorf("deleting cluster %q: %w", opts.Name, err)
 	}
-	fmt.Fprintf(c.Out, "Deleting cluster %q: waiting for its machines and control plane to go\n", opts.Name)
+	fmt.Fprintf(c.Out, "Deleting cluster %q: its addons and packages are uninstalled first, then its machines and control plane go\n", opts.Name)
 	wctx, cancel := context.WithTimeout(ctx, c.WaitTimeout)
 	defer cancel()
+	// What the teardown waits for, each time it changes: the addons and packages that
+	// uninstall while the API server still answers, then the machines and the control plane.
+	var said string
 	err = wait.PollUntilContextCancel(wctx, time.Second, true, func(ctx context.Context) (bool, error) {
-		err := kc.Get(ctx, ctrlclient.ObjectKeyFromObject(fc), &flotillav1.Cluster{})
+		current := &flotillav1.Cluster{}
+		err := kc.Get(ctx, ctrlclient.ObjectKeyFromObject(fc), current)
+		if ready := meta.FindStatusCondition(current.Status.Conditions, flotillav1.ReadyCondition); err == nil && ready != nil &&
+			ready.Reason == flotillav1.DeletingReason && ready.Message != said {
+			said = ready.Message
+			fmt.Fprintf(c.Out, "  %s\n", said)
+		}
 		return apierrors.IsNotFound(err), nil
 	})
 	if err != nil {
