@@ -25,8 +25,7 @@ func MirrorOf(ctx context.Context, c ctrlclient.Reader, imageMirror string) (reg
 	if m == nil {
 		return registryconn.Mirror{Registry: imageMirror, Connection: registryconn.Config{PlainHTTP: true}}, nil
 	}
-	host, _, _ := registryconn.SplitRegistry(m.Registry) // checked by ClusterWide
-	if _, err := nodenet.LoopbackPort(host); err != nil {
+	if _, err := loopbackPort(m.Registry); err != nil {
 		return registryconn.Mirror{}, fmt.Errorf("ConfigMap %s: the registry %q is the mirror of every pull, real nodes' images included, but real nodes reach no other machine: %w; serve the mirror on this machine (flotilla registry serve --listen 127.0.0.1:<port>)",
 			registrymirror.Key, m.Registry, err)
 	}
@@ -35,13 +34,19 @@ func MirrorOf(ctx context.Context, c ctrlclient.Reader, imageMirror string) (reg
 
 // mirrorPort is the port of the image mirror, which must be on loopback.
 func (cfg Config) mirrorPort() (uint16, error) {
-	host, _, err := registryconn.SplitRegistry(cfg.Mirror.Registry)
-	if err != nil {
-		return 0, fmt.Errorf("image mirror: %w", err)
-	}
-	port, err := nodenet.LoopbackPort(host)
+	port, err := loopbackPort(cfg.Mirror.Registry)
 	if err != nil {
 		return 0, fmt.Errorf("image mirror: %w", err)
 	}
 	return port, nil
+}
+
+// loopbackPort is the port of registry (host[:port][/prefix]), whose host must be on this
+// machine's loopback (nodenet.LoopbackPort): the one rule for a mirror of real nodes.
+func loopbackPort(registry string) (uint16, error) {
+	host, _, err := registryconn.SplitRegistry(registry)
+	if err != nil {
+		return 0, err
+	}
+	return nodenet.LoopbackPort(host)
 }

@@ -98,7 +98,7 @@ func (r *Reconciler) remember(obj ctrlclient.Object, body []byte) {
 func ownFields(obj ctrlclient.Object) ([sha256.Size]byte, bool) {
 	for _, f := range obj.GetManagedFields() {
 		if f.Manager == FieldOwner && f.Operation == metav1.ManagedFieldsOperationApply && f.Subresource == "" && f.FieldsV1 != nil {
-			return sha256.Sum256(append([]byte(f.APIVersion+"\n"), f.FieldsV1.Raw...)), true
+			return sha256.Sum256(append([]byte(f.APIVersion+"\n"), f.FieldsV1.GetRawBytes()...)), true
 		}
 	}
 	return [sha256.Size]byte{}, false

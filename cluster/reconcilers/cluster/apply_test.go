@@ -13,7 +13,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
 	flotillav1 "github.com/flotilla-dev/flotilla/api/cluster/v1alpha1"
-	"github.com/flotilla-dev/flotilla/cluster/reconcilers/cluster"
+	clusterreconciler "github.com/flotilla-dev/flotilla/cluster/reconcilers/cluster"
 )
 
 // An apply that would change nothing is not sent: the API server would run the object's
@@ -27,7 +27,7 @@ func TestAnApplyThatWouldChangeNothingIsNotSent(t *testing.T) {
 	applies := 0
 	c, err := ctrlclient.NewWithWatch(env.Config, ctrlclient.Options{Scheme: env.Scheme})
 	g.Expect(err).NotTo(HaveOccurred())
-	r := &cluster.Reconciler{
+	r := &clusterreconciler.Reconciler{
 		Client: interceptor.NewClient(c, interceptor.Funcs{
 			Apply: func(ctx context.Context, c ctrlclient.WithWatch, obj runtime.ApplyConfiguration, opts ...ctrlclient.ApplyOption) error {
 				applies++
