@@ -1,10 +1,13 @@
 package testenv
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"os"
+	"runtime/pprof"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/go-logr/logr/funcr"
@@ -122,6 +125,12 @@ func RunManager(ctx context.Context, mgr ctrl.Manager, run func(context.Context)
 		cancel()
 		select {
 		case <-exited:
+			if runErr != nil && strings.Contains(runErr.Error(), "grace period") {
+				// A runnable that does not end is a bug; its stack says which one.
+				var stacks bytes.Buffer
+				_ = pprof.Lookup("goroutine").WriteTo(&stacks, 1)
+				return fmt.Errorf("%w; the goroutines left:\n%s", runErr, stacks.String())
+			}
 			return runErr
 		case <-time.After(stopTimeout):
 			return fmt.Errorf("the manager did not stop within %s", stopTimeout)
