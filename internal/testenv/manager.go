@@ -3,11 +3,11 @@ package testenv
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"runtime/pprof"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/go-logr/logr/funcr"
@@ -125,8 +125,9 @@ func RunManager(ctx context.Context, mgr ctrl.Manager, run func(context.Context)
 		cancel()
 		select {
 		case <-exited:
-			if runErr != nil && strings.Contains(runErr.Error(), "grace period") {
-				// A runnable that does not end is a bug; its stack says which one.
+			if errors.Is(runErr, context.DeadlineExceeded) {
+				// A runnable that did not end within the manager's grace period is a bug; its
+				// stack says which one.
 				var stacks bytes.Buffer
 				_ = pprof.Lookup("goroutine").WriteTo(&stacks, 1)
 				return fmt.Errorf("%w; the goroutines left:\n%s", runErr, stacks.String())
