@@ -38,7 +38,7 @@ func (o Options) Setup(_ context.Context, mgr ctrl.Manager) error {
 	if err := (&clusterwebhooks.Cluster{Admins: o.Admins}).SetupWebhookWithManager(mgr); err != nil {
 		return fmt.Errorf("cluster component: %w", err)
 	}
-	if err := clusterwebhooks.SetupConfigWebhooksWithManager(mgr); err != nil {
+	if err := clusterwebhooks.SetupConfigWebhooksWithManager(mgr, o.Admins); err != nil {
 		return fmt.Errorf("cluster component: %w", err)
 	}
 	return nil

@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/flotilla-dev/flotilla/pkg/ociregistry"
@@ -53,6 +54,8 @@ type RegistryOptions struct {
 	// HTPasswdFile holds its users (DefaultRegistryHTPasswdPath is where SetRegistryUser writes
 	// by default); without it, it does not authenticate.
 	HTPasswdFile string
+	// PullOnlyUsers are users of HTPasswdFile who may only pull.
+	PullOnlyUsers []string
 	// MaxBlobSize, UploadTimeout and MaxUploads are its limits; 0 takes ociregistry's defaults.
 	MaxBlobSize   int64
 	UploadTimeout time.Duration
@@ -68,7 +71,7 @@ func (o RegistryOptions) Validate() error {
 func (o RegistryOptions) serveOptions(log io.Writer) ociregistry.Options {
 	return ociregistry.Options{
 		Listen: o.Listen, Dir: o.Dir, TLSCertFile: o.TLSCertFile, TLSKeyFile: o.TLSKeyFile, HTPasswdFile: o.HTPasswdFile,
-		MaxBlobSize: o.MaxBlobSize, UploadTimeout: o.UploadTimeout, MaxUploads: o.MaxUploads, Log: log,
+		PullOnlyUsers: o.PullOnlyUsers, MaxBlobSize: o.MaxBlobSize, UploadTimeout: o.UploadTimeout, MaxUploads: o.MaxUploads, Log: log,
 	}
 }
 
@@ -83,6 +86,9 @@ func (o RegistryOptions) serveArgs() []string {
 		if f.value != "" {
 			args = append(args, f.flag, f.value)
 		}
+	}
+	if len(o.PullOnlyUsers) > 0 {
+		args = append(args, "--pull-only-users", strings.Join(o.PullOnlyUsers, ","))
 	}
 	if o.MaxBlobSize != 0 {
 		args = append(args, "--max-blob-size", strconv.FormatInt(o.MaxBlobSize, 10))

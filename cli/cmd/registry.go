@@ -44,6 +44,7 @@ func addRegistryServeFlags(fs *pflag.FlagSet, o *client.RegistryOptions) {
 	fs.StringVar(&o.TLSCertFile, "tls-cert-file", "", "serve HTTPS with this certificate (PEM)")
 	fs.StringVar(&o.TLSKeyFile, "tls-key-file", "", "private key of --tls-cert-file (PEM)")
 	fs.StringVar(&o.HTPasswdFile, "htpasswd", "", "require HTTP basic authentication by the users of this file (user:bcrypt-hash lines; 'flotilla registry htpasswd' writes them)")
+	fs.StringSliceVar(&o.PullOnlyUsers, "pull-only-users", nil, "users of --htpasswd who may pull and nothing more (comma-separated), such as the user a management cluster's mirror gives every real node")
 	fs.Int64Var(&o.MaxBlobSize, "max-blob-size", 0, "largest blob accepted, in bytes (default 512 MiB)")
 	fs.DurationVar(&o.UploadTimeout, "upload-timeout", 0, "an unfinished upload that sees no request for this long is deleted (default 10m)")
 	fs.IntVar(&o.MaxUploads, "max-uploads", 0, "most uploads in progress at once (default 32)")

@@ -246,7 +246,8 @@ spec:
   # imageMirror: the registry real nodes pull every image from (as the mirror of docker.io,
   # registry.k8s.io and ghcr.io), a loopback host:port: the embedded registry by default, filled
   # with 'flotilla registry start' and 'flotilla image build'. The management cluster's registry
-  # mirror (ConfigMap flotilla-system/registry-mirror), when set, takes its place.
+  # mirror (ConfigMap flotilla-system/registry-mirror), when set, takes its place. Another
+  # port than 5001 is an admin's to set.
   imageMirror: 127.0.0.1:5001
 ---
 # LocalMachineConfig: what each simulated worker Node reports (a real node reports the host's).

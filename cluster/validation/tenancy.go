@@ -6,7 +6,9 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	flotillav1 "github.com/flotilla-dev/flotilla/api/cluster/v1alpha1"
+	infrav1 "github.com/flotilla-dev/flotilla/api/infrastructure/v1alpha1"
 	"github.com/flotilla-dev/flotilla/pkg/netaddr"
+	"github.com/flotilla-dev/flotilla/pkg/nodenet"
 )
 
 // The rules of a management cluster shared by tenants: what a Cluster may be given the other
@@ -43,7 +45,8 @@ func ValidateClusterPeers(c *flotillav1.Cluster, others []flotillav1.Cluster) fi
 	return errs
 }
 
-// Request is what the webhook tells ValidateClusterRequest about a request.
+// Request is what the webhooks tell ValidateClusterRequest and
+// ValidateLocalDatacenterConfigRequest about a request.
 type Request struct {
 	// Admin is true when the request comes from an identity the admin configured (a user or a
 	// group the manager trusts as admin).
@@ -70,7 +73,6 @@ func ValidateClusterRequest(oldC, newC *flotillav1.Cluster, who Request) field.E
 		return nil
 	}
 	var errs field.ErrorList
-	const onlyAdmins = "only an admin may %s (a user or group the manager trusts as admin: see docs/security.md); %s"
 	if oldC == nil && newC.Spec.Management {
 		errs = append(errs, field.Forbidden(spec.Child("management"), fmt.Sprintf(onlyAdmins,
 			"create a management cluster", "create a workload cluster (management: false)")))
@@ -95,6 +97,31 @@ func ValidateClusterRequest(oldC, newC *flotillav1.Cluster, who Request) field.E
 			"use 127.0.0.1, or leave the endpoint out to let the provider choose")))
 	}
 	return errs
+}
+
+// onlyAdmins says what only an admin may do (%s), and what to do instead (%s).
+const onlyAdmins = "only an admin may %s (a user or group the manager trusts as admin: see docs/security.md); %s"
+
+// ValidateLocalDatacenterConfigRequest checks what only an admin may ask of a
+// LocalDatacenterConfig, on create (oldDC nil) and on update: an imageMirror at another port
+// than the embedded registry's (infrav1.DefaultImageMirror), set or changed. Each real node
+// reaches its mirror's port at 127.0.0.1 through its gateway, so the port is a door from the
+// nodes, and from the Pods of the cluster's owner, to this machine's loopback, where other
+// clusters' API servers and etcds listen too. The management cluster's mirror (the ConfigMap
+// flotilla-system/registry-mirror) is an admin's already.
+func ValidateLocalDatacenterConfigRequest(oldDC, newDC *infrav1.LocalDatacenterConfig, who Request) field.ErrorList {
+	mirror := newDC.Spec.ImageMirror
+	if who.Admin || mirror == "" || (oldDC != nil && oldDC.Spec.ImageMirror == mirror) {
+		return nil
+	}
+	port, err := nodenet.LoopbackPort(mirror)
+	embedded, _ := nodenet.LoopbackPort(infrav1.DefaultImageMirror)
+	if err != nil || port == embedded {
+		return nil // ValidateLocalDatacenterConfig refuses what is not a loopback port
+	}
+	return field.ErrorList{field.Forbidden(spec.Child("imageMirror"), fmt.Sprintf(onlyAdmins,
+		fmt.Sprintf("forward another port of this machine (%q) into the nodes' network", mirror),
+		"leave imageMirror out to use the embedded registry ("+infrav1.DefaultImageMirror+"), or ask an admin to set the management cluster's mirror (ConfigMap flotilla-system/registry-mirror)"))}
 }
 
 // orNone quotes name, or says there is none.

@@ -7,6 +7,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	flotillav1 "github.com/flotilla-dev/flotilla/api/cluster/v1alpha1"
+	infrav1 "github.com/flotilla-dev/flotilla/api/infrastructure/v1alpha1"
 )
 
 func TestValidateClusterPeers(t *testing.T) {
@@ -121,6 +122,41 @@ func TestValidateClusterRequest(t *testing.T) {
 				tt.mutate(c)
 			}
 			checkErrors(g, ValidateClusterRequest(oldC, c, tt.who), tt.wantFields, tt.wantText)
+		})
+	}
+}
+
+func TestValidateLocalDatacenterConfigRequest(t *testing.T) {
+	mirrored := func(mirror string) *infrav1.LocalDatacenterConfig {
+		return &infrav1.LocalDatacenterConfig{Spec: infrav1.LocalDatacenterConfigSpec{ImageMirror: mirror}}
+	}
+	const onlyAdmins = `only an admin may forward another port of this machine ("127.0.0.1:6443") into the nodes' network`
+	tests := []struct {
+		name       string
+		old        *infrav1.LocalDatacenterConfig // nil: a create
+		new        *infrav1.LocalDatacenterConfig
+		who        Request
+		wantFields []string
+		wantText   string
+	}{
+		{name: "a tenant leaves the mirror out", new: mirrored(""), who: Request{}},
+		{name: "a tenant names the embedded registry", new: mirrored(infrav1.DefaultImageMirror), who: Request{}},
+		{name: "a tenant names the embedded registry at localhost", new: mirrored("localhost:5001"), who: Request{}},
+		{
+			name: "a tenant may not name another port", new: mirrored("127.0.0.1:6443"), who: Request{},
+			wantFields: []string{"spec.imageMirror"}, wantText: onlyAdmins,
+		},
+		{
+			name: "nor change the mirror to it", old: mirrored(""), new: mirrored("127.0.0.1:6443"), who: Request{},
+			wantFields: []string{"spec.imageMirror"}, wantText: onlyAdmins,
+		},
+		{name: "an admin names another port", new: mirrored("127.0.0.1:6443"), who: Request{Admin: true}},
+		{name: "a tenant changes other fields of an admin's mirrored config", old: mirrored("127.0.0.1:6443"), new: mirrored("127.0.0.1:6443"), who: Request{}},
+		{name: "what is not a loopback port is left to ValidateLocalDatacenterConfig", new: mirrored("registry.example.com:5000"), who: Request{}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			checkErrors(NewWithT(t), ValidateLocalDatacenterConfigRequest(tt.old, tt.new, tt.who), tt.wantFields, tt.wantText)
 		})
 	}
 }

@@ -39,13 +39,17 @@ type Config[T ctrlclient.Object] struct {
 	spec     func(T) any
 	// lookup, when set, checks what needs the API server's other objects.
 	lookup func(context.Context, T) (admission.Warnings, field.ErrorList, error)
+	// byWhom, when set, checks what only admins may ask for (old is nil on create).
+	byWhom func(old, new T, who clustervalidation.Request) field.ErrorList
+	admins Admins
 }
 
 var _ admission.Validator[*infrav1.PacketDatacenterConfig] = &Config[*infrav1.PacketDatacenterConfig]{}
 
 // ValidateCreate checks a new config.
 func (w *Config[T]) ValidateCreate(ctx context.Context, obj T) (admission.Warnings, error) {
-	return w.check(ctx, obj)
+	var none T
+	return w.check(ctx, none, obj)
 }
 
 // ValidateUpdate checks a config whose spec changed.
@@ -53,12 +57,16 @@ func (w *Config[T]) ValidateUpdate(ctx context.Context, oldObj, newObj T) (admis
 	if equality.Semantic.DeepEqual(w.spec(oldObj), w.spec(newObj)) {
 		return nil, nil
 	}
-	return w.check(ctx, newObj)
+	return w.check(ctx, oldObj, newObj)
 }
 
-// check runs the config's rules, and its lookup when the rules pass.
-func (w *Config[T]) check(ctx context.Context, obj T) (admission.Warnings, error) {
+// check runs the config's rules (on create, oldObj is T's zero value), and its lookup when the
+// rules pass.
+func (w *Config[T]) check(ctx context.Context, oldObj, obj T) (admission.Warnings, error) {
 	errs := w.validate(obj)
+	if w.byWhom != nil {
+		errs = append(errs, w.byWhom(oldObj, obj, clustervalidation.Request{Admin: w.admins.fromAdmin(ctx)})...)
+	}
 	if len(errs) > 0 || w.lookup == nil {
 		return nil, invalid(w.kind, obj.GetName(), errs)
 	}
@@ -107,10 +115,12 @@ func identityAllowsNamespace(reader ctrlclient.Reader) func(context.Context, *in
 // SetupConfigWebhooksWithManager registers the validating webhooks of the provider configs that
 // have rules (LocalDatacenterConfig, LocalMachineConfig, PacketDatacenterConfig,
 // PacketMachineConfig) and of PacketClusterIdentity with mgr's webhook server. The
-// PacketDatacenterConfig webhook reads identities and namespaces with mgr's API reader.
-func SetupConfigWebhooksWithManager(mgr ctrl.Manager) error {
+// PacketDatacenterConfig webhook reads identities and namespaces with mgr's API reader; the
+// LocalDatacenterConfig webhook leaves another image mirror than the embedded registry to admins.
+func SetupConfigWebhooksWithManager(mgr ctrl.Manager, admins Admins) error {
 	err := setupConfig(mgr, &infrav1.LocalDatacenterConfig{}, &Config[*infrav1.LocalDatacenterConfig]{validate: clustervalidation.ValidateLocalDatacenterConfig,
-		spec: func(o *infrav1.LocalDatacenterConfig) any { return o.Spec }})
+		spec:   func(o *infrav1.LocalDatacenterConfig) any { return o.Spec },
+		byWhom: clustervalidation.ValidateLocalDatacenterConfigRequest, admins: admins})
 	if err != nil {
 		return err
 	}

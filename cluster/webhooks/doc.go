@@ -3,10 +3,10 @@
 // manager serves them and registers the webhook configurations generated from the
 // +kubebuilder:webhook markers (config/webhook):
 //
-//	if err := (&webhooks.Cluster{}).SetupWebhookWithManager(mgr); err != nil {
+//	if err := (&webhooks.Cluster{Admins: admins}).SetupWebhookWithManager(mgr); err != nil {
 //		return err
 //	}
-//	if err := webhooks.SetupConfigWebhooksWithManager(mgr); err != nil {
+//	if err := webhooks.SetupConfigWebhooksWithManager(mgr, admins); err != nil {
 //		return err
 //	}
 //
@@ -30,11 +30,12 @@
 // (the cause names spec.topology.variables[NAME]), every group's class is a worker class of the
 // ClusterClass; again whenever the spec changes.
 //
-// Config validates a LocalMachineConfig, PacketDatacenterConfig, PacketMachineConfig or
-// PacketClusterIdentity with its validation function: on create always, on update when the spec
-// changed, so a config created under older rules still takes the label and annotation changes
-// clusterctl move makes. A PacketDatacenterConfig is also checked against the
-// PacketClusterIdentity it names: one that exists must allow the config's namespace (one that
-// does not exist yet is admitted with a warning). A LocalDatacenterConfig has no rule beyond
-// its schema, and no webhook.
+// Config validates a LocalDatacenterConfig, LocalMachineConfig, PacketDatacenterConfig,
+// PacketMachineConfig or PacketClusterIdentity with its validation function: on create always,
+// on update when the spec changed, so a config created under older rules still takes the label
+// and annotation changes clusterctl move makes. A PacketDatacenterConfig is also checked against
+// the PacketClusterIdentity it names: one that exists must allow the config's namespace (one that
+// does not exist yet is admitted with a warning). A LocalDatacenterConfig is also checked against
+// who asks (validation.ValidateLocalDatacenterConfigRequest): only an admin points real nodes at
+// another image mirror than the embedded registry.
 package webhooks

@@ -2,8 +2,10 @@ package webhooks_test
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"strings"
 	"sync"
 	"testing"
@@ -216,6 +218,45 @@ func TestATenantsLocalControlPlaneServesOnLoopbackOnly(t *testing.T) {
 		g := NewWithT(t)
 		g.Expect(tenant.client.Create(ctx, withHost(tenantNS, "looped", "127.0.0.1"), ctrlclient.DryRunAll)).To(Succeed())
 		g.Expect(env.Client.Create(ctx, withHost(adminNS, "exposed-by-admin", "0.0.0.0"), ctrlclient.DryRunAll)).To(Succeed())
+	})
+}
+
+// Attack 5: a tenant cannot open a door from her nodes' network to another port of this
+// machine's loopback (here the management cluster's own API server) by naming it as her real
+// nodes' image mirror: each node reaches its mirror's port at 127.0.0.1 through its gateway.
+func TestATenantCannotForwardAnotherLoopbackPortIntoHerNodes(t *testing.T) {
+	ctx := context.Background()
+	tenantNS, adminNS := env.NewNamespace(t), env.NewNamespace(t)
+	tenant := creator(t, tenantNS, "tenant-mirror")
+	apiServer, err := url.Parse(env.Config.Host)
+	NewWithT(t).Expect(err).NotTo(HaveOccurred())
+	target := "127.0.0.1:" + apiServer.Port()
+	datacenter := func(ns, name, mirror string) *infrav1.LocalDatacenterConfig {
+		return &infrav1.LocalDatacenterConfig{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
+			Spec: infrav1.LocalDatacenterConfigSpec{ImageMirror: mirror}}
+	}
+	onlyAdmins := fmt.Sprintf("only an admin may forward another port of this machine (%q) into the nodes' network", target)
+
+	t.Run("naming another port is refused, naming the field", func(t *testing.T) {
+		g := NewWithT(t)
+		refused(g, tenant.client.Create(ctx, datacenter(tenantNS, "door", target), ctrlclient.DryRunAll), "spec.imageMirror", onlyAdmins)
+		refused(g, tenant.client.Create(ctx, datacenter(tenantNS, "door", "localhost:"+apiServer.Port())), "spec.imageMirror", "only an admin may")
+	})
+
+	t.Run("nor can she change her mirror to it", func(t *testing.T) {
+		g := NewWithT(t)
+		dc := datacenter(tenantNS, "later", "")
+		g.Expect(tenant.client.Create(ctx, dc)).To(Succeed())
+		dc.Spec.ImageMirror = target
+		refused(g, tenant.client.Update(ctx, dc), "spec.imageMirror", onlyAdmins)
+		g.Expect(env.Client.Get(ctx, ctrlclient.ObjectKeyFromObject(dc), dc)).To(Succeed())
+		g.Expect(dc.Spec.ImageMirror).To(Equal(infrav1.DefaultImageMirror), "defaulted by the schema, unchanged")
+	})
+
+	t.Run("the embedded registry is hers to name; another port an admin's", func(t *testing.T) {
+		g := NewWithT(t)
+		g.Expect(tenant.client.Create(ctx, datacenter(tenantNS, "embedded", infrav1.DefaultImageMirror), ctrlclient.DryRunAll)).To(Succeed())
+		g.Expect(env.Client.Create(ctx, datacenter(adminNS, "admins-mirror", "127.0.0.1:5002"), ctrlclient.DryRunAll)).To(Succeed())
 	})
 }
 

@@ -49,7 +49,7 @@ func run(m *testing.M) int {
 		if err := (&clusterwebhooks.Cluster{}).SetupWebhookWithManager(m); err != nil {
 			return err
 		}
-		return clusterwebhooks.SetupConfigWebhooksWithManager(m)
+		return clusterwebhooks.SetupConfigWebhooksWithManager(m, clusterwebhooks.Admins{})
 	})
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "%v\n", err)

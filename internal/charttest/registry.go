@@ -47,14 +47,17 @@ func push(t testing.TB, repository string, c Chart, opts ...registry.ClientOptio
 }
 
 // SecureRegistry is Flotilla's registry (pkg/ociregistry) as it serves other machines: over TLS,
-// to one user with a password. It listens on loopback.
+// to users with a password. It listens on loopback.
 type SecureRegistry struct {
 	// Host is its host:port.
 	Host string
 	// CAPEM is the PEM certificate its TLS certificate verifies with.
 	CAPEM []byte
-	// Username and Password are its one user's credentials.
+	// Username and Password are the credentials of a user who may push and pull.
 	Username, Password string
+	// Puller and PullerPassword are the credentials of a user who may only pull
+	// (ociregistry.Options.PullOnlyUsers), as those a mirror gives real nodes.
+	Puller, PullerPassword string
 
 	srv *httptest.Server
 	dir string
@@ -67,12 +70,14 @@ func StartSecureRegistry() (*SecureRegistry, error) {
 	if err != nil {
 		return nil, err
 	}
-	r := &SecureRegistry{Username: "charttest", Password: "charttest-password", dir: dir}
+	r := &SecureRegistry{Username: "charttest", Password: "charttest-password", Puller: "charttest-puller", PullerPassword: "charttest-puller-password", dir: dir}
 	htpasswd := filepath.Join(dir, "htpasswd")
-	if err := ociregistry.SetHTPasswdUser(htpasswd, r.Username, r.Password); err != nil {
-		return nil, err
+	for user, password := range map[string]string{r.Username: r.Password, r.Puller: r.PullerPassword} {
+		if err := ociregistry.SetHTPasswdUser(htpasswd, user, password); err != nil {
+			return nil, err
+		}
 	}
-	h, err := ociregistry.NewHandler(ociregistry.Options{Dir: filepath.Join(dir, "data"), HTPasswdFile: htpasswd})
+	h, err := ociregistry.NewHandler(ociregistry.Options{Dir: filepath.Join(dir, "data"), HTPasswdFile: htpasswd, PullOnlyUsers: []string{r.Puller}})
 	if err != nil {
 		return nil, fmt.Errorf("starting the registry: %w", err)
 	}

@@ -64,7 +64,7 @@ func Mirror(t testing.TB, set binaries.Set) registryconn.Mirror {
 }
 
 // SecureMirror is Mirror as a registry of the management cluster would be: over TLS with a CA
-// of its own, with a user and password, and the images below prefix.
+// of its own, with a user and password who may only pull, and the images below prefix.
 func SecureMirror(t testing.TB, set binaries.Set, prefix string) registryconn.Mirror {
 	t.Helper()
 	r, err := charttest.StartSecureRegistry()
@@ -74,6 +74,7 @@ func SecureMirror(t testing.TB, set binaries.Set, prefix string) registryconn.Mi
 	t.Cleanup(r.Close)
 	m := registryconn.Mirror{Registry: r.Host + "/" + prefix, Connection: registryconn.Config{Username: r.Username, Password: r.Password, CAData: r.CAPEM}}
 	pushImages(t, set, m)
+	m.Connection.Username, m.Connection.Password = r.Puller, r.PullerPassword // the nodes may only pull
 	return m
 }
 

@@ -71,7 +71,10 @@
 // user:bcrypt-hash of an htpasswd file (ParseHTPasswd refuses other hashes; SetHTPasswdUser
 // writes them). Checks run at most NumCPU/2 bcrypt comparisons at once, a request naming an
 // unknown user costs as much as a known one, and a verified user and password are remembered
-// for 5 minutes under a salted hash. Every user may read and write every repository.
+// for 5 minutes under a salted hash. Every user may read and write every repository, except
+// Options.PullOnlyUsers, who may only read (GET and HEAD; 403 DENIED otherwise). A registry
+// that does not authenticate takes writes only from its machine's loopback: real nodes reach it
+// through their gateway's forward, from their node network's addresses, and may only read.
 //
 // Each request is logged as one line with its method, path and query, status, user name and
 // duration; never its headers, so never its credentials.

@@ -14,6 +14,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"net/netip"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -55,6 +56,9 @@ type Options struct {
 	// HTPasswdFile, when set, holds the users (user:bcrypt-hash lines, see ParseHTPasswd), and
 	// every request must authenticate as one of them with HTTP basic auth.
 	HTPasswdFile string
+	// PullOnlyUsers are users of HTPasswdFile who may pull and nothing more, such as the user
+	// whose credentials a management cluster's mirror gives every real node.
+	PullOnlyUsers []string
 	// MaxBlobSize bounds each blob, pushed in one request or in chunks (DefaultMaxBlobSize when 0).
 	MaxBlobSize int64
 	// UploadTimeout is how long an unfinished upload may see no request before it is deleted,
@@ -97,6 +101,9 @@ func (o Options) Validate() error {
 	}
 	if o.Dir == "" {
 		errs = append(errs, errors.New("--dir is required"))
+	}
+	if len(o.PullOnlyUsers) > 0 && o.HTPasswdFile == "" {
+		errs = append(errs, errors.New("--pull-only-users names users of --htpasswd, which is required with it"))
 	}
 	if (o.TLSCertFile == "") != (o.TLSKeyFile == "") {
 		errs = append(errs, errors.New("--tls-cert-file and --tls-key-file go together"))
@@ -234,6 +241,13 @@ func newHandler(opts Options) (*handler, error) {
 			return nil, err
 		}
 	}
+	h.pullOnly = map[string]bool{}
+	for _, u := range opts.PullOnlyUsers {
+		if h.auth == nil || h.auth.users[u] == nil {
+			return nil, fmt.Errorf("--pull-only-users: %q is not a user of the htpasswd file %q: add it with 'flotilla registry htpasswd %s --file %s'", u, opts.HTPasswdFile, u, opts.HTPasswdFile)
+		}
+		h.pullOnly[u] = true
+	}
 	// go-containerregistry serves what this handler forwards (reads, manifest writes, blob
 	// deletes) and never sees a blob upload; this handler logs every request itself.
 	h.inner = ggcrregistry.New(
@@ -256,8 +270,10 @@ type handler struct {
 	uploads *uploads
 	// auth is nil when the registry does not authenticate.
 	auth *authenticator
-	log  *log.Logger
-	now  func() time.Time
+	// pullOnly are the users who may only pull (Options.PullOnlyUsers).
+	pullOnly map[string]bool
+	log      *log.Logger
+	now      func() time.Time
 	// stallTimeout bounds how long reading a request body may make no progress.
 	stallTimeout time.Duration
 }
@@ -271,8 +287,10 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 		h.log.Printf("%s %s %d user=%s %s", req.Method, req.URL.RequestURI(), sw.status, user, h.now().Sub(start).Round(time.Millisecond))
 	}()
 	sw.Header().Set("Docker-Distribution-API-Version", "registry/2.0")
+	var name string
 	if h.auth != nil {
-		name, ok := h.auth.allow(req)
+		var ok bool
+		name, ok = h.auth.allow(req)
 		if !ok {
 			if name != "" {
 				user = strconv.Quote(name) + "(refused)"
@@ -281,6 +299,10 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 			return
 		}
 		user = strconv.Quote(name)
+	}
+	if err := h.mayWrite(req, name); err != nil {
+		writeError(sw, http.StatusForbidden, "DENIED", err.Error())
+		return
 	}
 	r, err := parseRoute(req.URL.Path)
 	if err == nil {
@@ -305,6 +327,29 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 	default:
 		h.inner.ServeHTTP(sw, req)
 	}
+}
+
+// mayWrite refuses a request that writes (any method but GET and HEAD) from a user who may
+// only pull (Options.PullOnlyUsers), or, to a registry that does not authenticate, from
+// anywhere but this machine's loopback: such a registry trusts the machine's users, and what
+// reaches it from elsewhere arrives through a forward (real nodes pull from their cluster's
+// gateway, which forwards to loopback), on behalf of a cluster's tenant, who may pull and
+// nothing more. user is the authenticated user ("" when the registry does not authenticate).
+func (h *handler) mayWrite(req *http.Request, user string) error {
+	switch {
+	case req.Method == http.MethodGet || req.Method == http.MethodHead:
+		return nil
+	case h.auth != nil:
+		if h.pullOnly[user] {
+			return fmt.Errorf("user %q may only pull (--pull-only-users)", user)
+		}
+		return nil
+	}
+	from, err := netip.ParseAddrPort(req.RemoteAddr)
+	if err == nil && from.Addr().Unmap().IsLoopback() {
+		return nil
+	}
+	return fmt.Errorf("this registry does not authenticate, so only clients on its machine's loopback may push or delete; %s may only pull", req.RemoteAddr)
 }
 
 // deleteBlob deletes a blob: 202, or 404 when there is none (go-containerregistry answers 500).

@@ -157,6 +157,89 @@ func TestOnlyItsUsersPushAndPullWhenTheRegistryAuthenticates(t *testing.T) {
 	}
 }
 
+// A registry that does not authenticate trusts its machine's users: real nodes reach it through
+// their gateway's forward, from their node network's addresses, on behalf of a cluster's tenant,
+// and may pull but neither push nor delete what the other clusters' nodes pull.
+func TestAnAnonymousRegistryTakesWritesFromLoopbackOnly(t *testing.T) {
+	g := NewWithT(t)
+	h, err := ociregistry.NewHandler(ociregistry.Options{Dir: t.TempDir()})
+	g.Expect(err).NotTo(HaveOccurred())
+	srv := httptest.NewServer(h)
+	t.Cleanup(srv.Close)
+	img, err := random.Image(512, 1)
+	g.Expect(err).NotTo(HaveOccurred())
+	host := strings.TrimPrefix(srv.URL, "http://")
+	g.Expect(remote.Write(mustRef(g, host+"/flotilla/demo:v1"), img)).To(Succeed(), "a push from loopback")
+	manifest, err := img.RawManifest()
+	g.Expect(err).NotTo(HaveOccurred())
+	mediaType, err := img.MediaType()
+	g.Expect(err).NotTo(HaveOccurred())
+
+	fromNode := func(method, path string, body []byte) *httptest.ResponseRecorder {
+		req := httptest.NewRequest(method, path, bytes.NewReader(body))
+		req.RemoteAddr = "10.200.3.2:41000" // a real node, through its gateway's forward
+		if body != nil {
+			req.Header.Set("Content-Type", string(mediaType))
+		}
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, req)
+		return rec
+	}
+	for _, method := range []string{http.MethodGet, http.MethodHead} {
+		g.Expect(fromNode(method, "/v2/flotilla/demo/manifests/v1", nil).Code).To(Equal(http.StatusOK), "%s: a node pulls", method)
+	}
+	for _, write := range []struct{ method, path string }{
+		{http.MethodPut, "/v2/flotilla/demo/manifests/v1"},
+		{http.MethodPut, "/v2/flotilla/demo/manifests/v2"},
+		{http.MethodPost, "/v2/flotilla/demo/blobs/uploads/"},
+		{http.MethodDelete, "/v2/flotilla/demo/manifests/v1"},
+		{http.MethodDelete, "/v2/flotilla/demo/blobs/" + must(img.ConfigName()).String()},
+	} {
+		rec := fromNode(write.method, write.path, manifest)
+		g.Expect(rec.Code).To(Equal(http.StatusForbidden), "%s %s", write.method, write.path)
+		g.Expect(rec.Body.String()).To(ContainSubstring(`"code":"DENIED"`))
+		g.Expect(rec.Body.String()).To(ContainSubstring("only clients on its machine's loopback may push or delete; 10.200.3.2:41000 may only pull"))
+	}
+	pulled, err := remote.Image(mustRef(g, host+"/flotilla/demo:v1"))
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(pulled.Digest()).To(Equal(must(img.Digest())), "what the node tried changed nothing")
+	_, err = remote.Image(mustRef(g, host+"/flotilla/demo:v2"))
+	g.Expect(statusOf(err)).To(Equal(http.StatusNotFound))
+}
+
+// The credentials of a management cluster's mirror reach every real node, where a tenant's
+// privileged Pod can read them: they belong to a user who may only pull.
+func TestAPullOnlyUserPullsAndNothingMore(t *testing.T) {
+	g := NewWithT(t)
+	users := htpasswd(t)
+	g.Expect(ociregistry.SetHTPasswdUser(users, "puller", "pull-Pa55")).To(Succeed())
+	_, err := ociregistry.NewHandler(ociregistry.Options{Dir: t.TempDir(), HTPasswdFile: users, PullOnlyUsers: []string{"puller", "nobody"}})
+	g.Expect(err).To(MatchError(ContainSubstring(`--pull-only-users: "nobody" is not a user of the htpasswd file`)))
+
+	host, tr := serveTLS(t, ociregistry.Options{HTPasswdFile: users, PullOnlyUsers: []string{"puller"}})
+	as := func(u, p string) []remote.Option {
+		return []remote.Option{remote.WithTransport(tr), remote.WithAuth(&authn.Basic{Username: u, Password: p}), remote.WithRetryBackoff(remote.Backoff{Steps: 1})}
+	}
+	img, err := random.Image(512, 1)
+	g.Expect(err).NotTo(HaveOccurred())
+	ref := mustRef(g, host+"/flotilla/demo:v1")
+	g.Expect(remote.Write(ref, img, as(user, password)...)).To(Succeed(), "another user pushes")
+	pulled, err := remote.Image(ref, as("puller", "pull-Pa55")...)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(pulled.Digest()).To(Equal(must(img.Digest())))
+
+	other, err := random.Image(512, 1)
+	g.Expect(err).NotTo(HaveOccurred())
+	err = remote.Write(ref, other, as("puller", "pull-Pa55")...)
+	g.Expect(statusOf(err)).To(Equal(http.StatusForbidden), "the pull-only user's push is refused: %v", err)
+	g.Expect(err).To(MatchError(ContainSubstring(`user "puller" may only pull`)))
+	err = remote.Delete(mustRef(g, host+"/flotilla/demo@"+must(img.Digest()).String()), as("puller", "pull-Pa55")...)
+	g.Expect(statusOf(err)).To(Equal(http.StatusForbidden), "and so is a delete: %v", err)
+	pulled, err = remote.Image(ref, as(user, password)...)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(pulled.Digest()).To(Equal(must(img.Digest())), "what the pull-only user tried changed nothing")
+}
+
 func TestBlobsOverTheSizeLimitAreRefused(t *testing.T) {
 	g := NewWithT(t)
 	dir := t.TempDir()
@@ -329,6 +412,8 @@ func TestARegistryOffLoopbackNeedsTLSAndAuthentication(t *testing.T) {
 		{name: "TLS and authentication may serve every interface", opts: ociregistry.Options{Listen: "0.0.0.0:5001", TLSCertFile: tls.TLSCertFile, TLSKeyFile: tls.TLSKeyFile, HTPasswdFile: "users"}},
 		{name: "a certificate needs its key", opts: ociregistry.Options{Listen: "127.0.0.1:5001", TLSCertFile: tls.TLSCertFile},
 			wantError: []string{"--tls-cert-file and --tls-key-file go together"}},
+		{name: "pull-only users are users of --htpasswd", opts: ociregistry.Options{Listen: "127.0.0.1:5001", PullOnlyUsers: []string{"puller"}},
+			wantError: []string{"--pull-only-users names users of --htpasswd, which is required with it"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			g := NewWithT(t)

@@ -7,7 +7,9 @@ import (
 	"crypto/x509"
 	"encoding/hex"
 	"fmt"
+	"io"
 	"net"
+	"net/http"
 	"net/netip"
 	"os"
 	"os/exec"
@@ -152,6 +154,29 @@ func TestPodsReachOnlyTheirClusterAndNothingLeavesTheMachine(t *testing.T) {
 		state, err := tlsFrom(podNS, api, tc.ca, "kubernetes.default.svc")
 		g.Expect(err).NotTo(HaveOccurred(), "the kubernetes Service leads to the cluster's API server")
 		g.Expect(state.PeerCertificates[0].DNSNames).To(ContainElement("kubernetes.default.svc"))
+	})
+
+	t.Run("the image mirror lets the Pod and the node pull, and neither push nor delete what other clusters pull", func(t *testing.T) {
+		g := NewWithT(t)
+		_, mirrorPort, err := net.SplitHostPort(tc.mirror.Registry)
+		g.Expect(err).NotTo(HaveOccurred())
+		repository, tag, _, err := ociimage.MirrorPath(ociimage.HelloFlotilla.Name)
+		g.Expect(err).NotTo(HaveOccurred())
+		manifest := "/v2/" + repository + "/manifests/" + tag
+		for _, from := range []struct{ ns, mirror string }{
+			{podNS, net.JoinHostPort(gateway.String(), mirrorPort)}, // a tenant's Pod, at the gateway
+			{nodeNS, tc.mirror.Registry},                            // containerd's way: the node's loopback forward
+		} {
+			status, _, err := httpFrom(from.ns, http.MethodGet, "http://"+from.mirror+manifest)
+			g.Expect(err).NotTo(HaveOccurred())
+			g.Expect(status).To(Equal(http.StatusOK), "%s pulls hello-flotilla's manifest", from.ns)
+			for _, method := range []string{http.MethodPut, http.MethodDelete} {
+				status, body, err := httpFrom(from.ns, method, "http://"+from.mirror+manifest)
+				g.Expect(err).NotTo(HaveOccurred())
+				g.Expect(status).To(Equal(http.StatusForbidden), "%s %s from %s: %s", method, manifest, from.ns, body)
+				g.Expect(body).To(ContainSubstring("may only pull"))
+			}
+		}
 	})
 
 	t.Run("CoreDNS answers the cluster's names, NXDOMAIN for unknown names of its zones, REFUSED for the others, and asks no one", func(t *testing.T) {
@@ -349,6 +374,31 @@ func tlsFrom(ns, target string, ca []byte, serverName string) (tls.ConnectionSta
 		return nil
 	})
 	return state, err
+}
+
+// httpFrom sends an HTTP request without a body from the network namespace at ns and returns
+// the answer's status and body.
+func httpFrom(ns, method, url string) (int, string, error) {
+	client := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{
+		DialContext: func(ctx context.Context, network, addr string) (conn net.Conn, err error) {
+			err = inNetNS(ns, func() error {
+				conn, err = (&net.Dialer{}).DialContext(ctx, network, addr)
+				return err
+			})
+			return conn, err
+		},
+	}}
+	req, err := http.NewRequest(method, url, nil)
+	if err != nil {
+		return 0, "", err
+	}
+	resp, err := client.Do(req)
+	if err != nil {
+		return 0, "", err
+	}
+	defer func() { _ = resp.Body.Close() }()
+	body, err := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(body), err
 }
 
 // queryFrom asks the DNS server at server for name over UDP from the network namespace at ns.

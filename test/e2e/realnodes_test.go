@@ -182,8 +182,8 @@ func testRealNodes(t *testing.T, f *fleet) {
 		g := NewWithT(st)
 		// Issue 14 as a user tries it: the catalog exported, imported into a second registry
 		// (TLS with a CA of its own, a user, the copies below a prefix), the management cluster
-		// pointed at it, the first registry stopped. The replacement node of the next steps but
-		// one pulls every image (the Pod sandbox, CoreDNS, hello-flotilla) from the mirror, which
+		// pointed at it with a user who may only pull, the first registry stopped. The
+		// replacement node of the next steps but one pulls every image (the Pod sandbox, CoreDNS, hello-flotilla) from the mirror, which
 		// stays until the real-node steps end (t.Cleanup of the parent).
 		archivePath := filepath.Join(out, "flotilla-packages.tar")
 		_, err := c.ExportPackages(ctx, client.ExportPackagesOptions{
@@ -200,7 +200,8 @@ func testRealNodes(t *testing.T, f *fleet) {
 
 		credentials := &corev1.Secret{
 			ObjectMeta: metav1.ObjectMeta{Namespace: registrymirror.Key.Namespace, Name: "air-gap-mirror"},
-			Data: map[string][]byte{registrymirror.UsernameKey: []byte(second.Username), registrymirror.PasswordKey: []byte(second.Password),
+			// The nodes hold these credentials: a user who may only pull.
+			Data: map[string][]byte{registrymirror.UsernameKey: []byte(second.Puller), registrymirror.PasswordKey: []byte(second.PullerPassword),
 				registrymirror.CAKey: second.CAPEM},
 		}
 		g.Expect(f.admin.Create(ctx, credentials)).To(Succeed())

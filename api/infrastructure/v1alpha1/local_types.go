@@ -56,7 +56,8 @@ type LocalDatacenterConfigSpec struct {
 	// localhost:<port> of this machine: their containerd uses it as the mirror of docker.io,
 	// registry.k8s.io and ghcr.io, and of nothing else. The management cluster's registry
 	// mirror (the ConfigMap flotilla-system/registry-mirror), when set, takes its place.
-	// Default: the embedded registry (flotilla registry start).
+	// Default: the embedded registry (flotilla registry start). Another port than the embedded
+	// registry's is forwarded into the nodes' network, so only an admin may set one.
 	// +kubebuilder:default="127.0.0.1:5001"
 	// +optional
 	ImageMirror string `json:"imageMirror,omitempty"`
