@@ -509,6 +509,58 @@ func TestValuesFromConfigMapsAndSecretsAreMergedUnderTheTemplate(t *testing.T) {
 	g.Expect(hrp.Status.ValuesHash).To(HavePrefix("sha256:"))
 }
 
+// A team's change of its values reaches its release at once, not at the next resync (10 minutes
+// here): the ConfigMaps of tenant values are watched.
+func TestATenantsChangeOfHerValuesUpgradesHerReleaseAtOnce(t *testing.T) {
+	startManager(t)
+	g := NewWithT(t)
+	ctx := context.Background()
+	ns := env.NewNamespace(t)
+	createCluster(g, ns, "w1", map[string]string{"env": "prod"})
+	createCluster(g, ns, "w2", map[string]string{"env": "prod"})
+	p := proxy(ns, "tv")
+	p.Spec.TenantValues = true
+	g.Expect(env.Client.Create(ctx, p)).To(Succeed())
+	eventuallyReady(g, ns, "tv", "w1")
+	eventuallyReady(g, ns, "tv", "w2")
+	const soon = 10 * time.Second // well before the resync
+	releaseOf := func(g Gomega, cluster string) (any, int) {
+		rel, revision, ok := fakeRelease(ns, cluster, "hello", "tv")
+		g.Expect(ok).To(BeTrue())
+		return rel.Values["replicas"], revision
+	}
+	expectRelease := func(cluster string, replicas float64, revision int) {
+		g.Eventually(func(g Gomega) {
+			got, rev := releaseOf(g, cluster)
+			g.Expect(got).To(Equal(replicas))
+			g.Expect(rev).To(Equal(revision))
+		}, soon, interval).Should(Succeed(), "%s: replicas %v at revision %d", cluster, replicas, revision)
+	}
+
+	values := &corev1.ConfigMap{
+		ObjectMeta: metav1.ObjectMeta{Name: "team-a", Namespace: ns, Labels: map[string]string{
+			addonsv1.TenantValuesLabel: "tv", clusterv1.ClusterNameLabel: "w1",
+		}},
+		Data: map[string]string{"values.yaml": "replicas: 3\n"},
+	}
+	g.Expect(env.Client.Create(ctx, values)).To(Succeed())
+	expectRelease("w1", 3, 2)
+
+	values.Data["values.yaml"] = "replicas: 4\n"
+	g.Expect(env.Client.Update(ctx, values)).To(Succeed())
+	expectRelease("w1", 4, 3)
+
+	// No longer labelled for the proxy: its values go.
+	delete(values.Labels, addonsv1.TenantValuesLabel)
+	g.Expect(env.Client.Update(ctx, values)).To(Succeed())
+	expectRelease("w1", 1, 4)
+	g.Consistently(func(g Gomega) {
+		got, rev := releaseOf(g, "w2")
+		g.Expect(got).To(Equal(float64(1)))
+		g.Expect(rev).To(Equal(1))
+	}, time.Second, interval).Should(Succeed(), "w2's release, which the values were never for, was left alone")
+}
+
 func TestATemplateFailingForOneClusterDoesNotHoldBackTheOthers(t *testing.T) {
 	startManager(t)
 	g := NewWithT(t)

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/client-go/rest"
@@ -17,6 +18,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	ctrlclient "sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
@@ -59,7 +61,7 @@ type clusterSourcer interface {
 // +kubebuilder:rbac:groups=addons.flotilla.dev,resources=helmreleaseproxies,verbs=get;list;watch;update;patch
 // +kubebuilder:rbac:groups=addons.flotilla.dev,resources=helmreleaseproxies/status,verbs=get;update;patch
 // +kubebuilder:rbac:groups=cluster.x-k8s.io,resources=clusters,verbs=get;list;watch
-// +kubebuilder:rbac:groups="",resources=configmaps,verbs=get;list
+// +kubebuilder:rbac:groups="",resources=configmaps,verbs=get;list;watch
 // +kubebuilder:rbac:groups="",resources=secrets,verbs=get
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
 
@@ -144,6 +146,12 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager) err
 		// A release that becomes Ready lets the releases depending on it in its cluster install;
 		// one that is uninstalled lets those it depends on uninstall.
 		Watches(&addonsv1.HelmReleaseProxy{}, handler.EnqueueRequestsFromMapFunc(r.related)).
+		// A tenant's change of her values upgrades the releases they are for at once. Metadata
+		// only: every change bumps the resourceVersion, and the values are read from the API
+		// server. Tenant values Secrets are not watched (listing or watching Secrets is no right
+		// of this component): theirs apply at the next resync, or with a ConfigMap's change.
+		Watches(&corev1.ConfigMap{}, handler.EnqueueRequestsFromMapFunc(r.releasesOfTenantValues), builder.OnlyMetadata,
+			builder.WithPredicates(tenantValues)).
 		// Helm actions end in the background: their end brings their HelmReleaseProxy back.
 		WatchesRawSource(r.calls.Source()).
 		WithOptions(controller.Options{MaxConcurrentReconciles: concurrency, RateLimiter: background.RateLimiter()})
@@ -258,6 +266,44 @@ func (r *Reconciler) patchStatus(ctx context.Context, s *scope) error {
 
 // proxiesOfCluster maps a Cluster to the HelmReleaseProxies installing into it, through the
 // cluster.x-k8s.io/cluster-name label they carry.
+// tenantValues keeps the ConfigMaps that hold tenant values, or held them before a change.
+var tenantValues = predicate.Funcs{
+	CreateFunc:  func(e event.CreateEvent) bool { return isTenantValues(e.Object) },
+	UpdateFunc:  func(e event.UpdateEvent) bool { return isTenantValues(e.ObjectOld) || isTenantValues(e.ObjectNew) },
+	DeleteFunc:  func(e event.DeleteEvent) bool { return isTenantValues(e.Object) },
+	GenericFunc: func(e event.GenericEvent) bool { return isTenantValues(e.Object) },
+}
+
+func isTenantValues(obj ctrlclient.Object) bool {
+	return obj.GetLabels()[addonsv1.TenantValuesLabel] != ""
+}
+
+// releasesOfTenantValues maps a ConfigMap of tenant values (values.FromTenants) to the
+// HelmReleaseProxies that take them: those of the proxy it is for, in its namespace, with
+// tenantValues, on its cluster when it names one.
+func (r *Reconciler) releasesOfTenantValues(ctx context.Context, obj ctrlclient.Object) []reconcile.Request {
+	proxy := obj.GetLabels()[addonsv1.TenantValuesLabel]
+	if proxy == "" {
+		return nil
+	}
+	selector := ctrlclient.MatchingLabels{addonsv1.HelmChartProxyNameLabel: proxy}
+	if cluster := obj.GetLabels()[clusterv1.ClusterNameLabel]; cluster != "" {
+		selector[clusterv1.ClusterNameLabel] = cluster
+	}
+	list := &addonsv1.HelmReleaseProxyList{}
+	if err := r.Client.List(ctx, list, ctrlclient.InNamespace(obj.GetNamespace()), selector); err != nil {
+		ctrl.LoggerFrom(ctx).Error(err, "Listing the HelmReleaseProxies of tenant values", "configMap", klog.KObj(obj))
+		return nil
+	}
+	var requests []reconcile.Request
+	for i := range list.Items {
+		if list.Items[i].Spec.TenantValues {
+			requests = append(requests, reconcile.Request{NamespacedName: ctrlclient.ObjectKeyFromObject(&list.Items[i])})
+		}
+	}
+	return requests
+}
+
 func (r *Reconciler) proxiesOfCluster(ctx context.Context, obj ctrlclient.Object) []reconcile.Request {
 	list := &addonsv1.HelmReleaseProxyList{}
 	if err := r.Client.List(ctx, list, ctrlclient.InNamespace(obj.GetNamespace()),
