@@ -152,6 +152,10 @@ type Manager struct {
 	directClient ctrlclient.Client
 	// readyChecks are the checks of the readiness probe (/readyz), which Ready runs too.
 	readyChecks []healthz.Checker
+	// stopped ends when the manager has stopped (cleanup): the components' cluster sources
+	// read until then (clusterSources).
+	stopped     context.Context
+	markStopped context.CancelFunc
 }
 
 // New builds a manager for the cluster that identities authenticate with, one identity per
@@ -164,6 +168,7 @@ func New(ctx context.Context, identities Identities, opts Options) (_ *Manager, 
 		return nil, err
 	}
 	m := &Manager{components: selected, id: managerID(available, selected), version: opts.Version}
+	m.stopped, m.markStopped = context.WithCancel(context.Background())
 	if m.version == "" {
 		m.version = version.Unknown
 	}
@@ -197,7 +202,7 @@ func New(ctx context.Context, identities Identities, opts Options) (_ *Manager, 
 	if err := m.setup(ctx); err != nil {
 		return nil, err
 	}
-	deps.ClusterCache = m.clusterCache
+	deps.ClusterCache = clusterSources{ClusterCache: m.clusterCache, stopped: m.stopped}
 	for _, c := range m.components {
 		if err := m.setupComponent(ctx, c, identities, opts, s, server, deps); err != nil {
 			return nil, err
@@ -462,7 +467,10 @@ func (m *Manager) ID() string { return m.id }
 // WebhookURL is the https://127.0.0.1:<port> prefix the API server calls webhooks at.
 func (m *Manager) WebhookURL() string { return m.webhookURL }
 
+// cleanup ends the components' cluster sources, and removes the webhook certificates the
+// manager generated.
 func (m *Manager) cleanup() {
+	m.markStopped()
 	if m.removeCerts && m.certDir != "" {
 		_ = os.RemoveAll(m.certDir)
 	}
