@@ -33,6 +33,24 @@ func TestWaitForAPIServerRetriesOnlyWhileTheServerDoesNotAnswer(t *testing.T) {
 	g.Expect(err).To(Equal(error(forbidden)), "an answer is not waited out")
 	g.Expect(calls).To(Equal(1))
 
+	for _, starting := range []error{
+		apierrors.NewServiceUnavailable("the server is starting"),
+		apierrors.NewInternalError(errors.New("poststarthook/rbac/bootstrap-roles failed")),
+		apierrors.NewTooManyRequests("the server is busy", 1),
+		apierrors.NewTimeoutError("the request did not finish", 1),
+	} {
+		calls = 0
+		err = waitForAPIServer(ctx, func() error {
+			calls++
+			if calls < 2 {
+				return starting
+			}
+			return nil
+		})
+		g.Expect(err).NotTo(HaveOccurred(), "%v: a server that cannot serve yet is waited for", starting)
+		g.Expect(calls).To(Equal(2))
+	}
+
 	calls = 0
 	missing := fmt.Errorf("%w: flotilla-system does not exist: %w", errNamespaceMissing, apierrors.NewNotFound(schema.GroupResource{Resource: "namespaces"}, "flotilla-system"))
 	err = waitForAPIServer(ctx, func() error {

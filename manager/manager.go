@@ -425,10 +425,11 @@ func (m *Manager) Ready() error {
 // apiServerWait bounds how long Run waits for an API server that does not answer.
 const apiServerWait = 2 * time.Minute
 
-// waitForAPIServer runs first until it returns anything but a failure to reach the API server
-// or a missing namespace (errNamespaceMissing), for up to apiServerWait. After a machine restart
-// the supervisor of a local management cluster starts its API server and its manager at once:
-// the manager waits rather than exits (and is started again with a back-off).
+// waitForAPIServer runs first until it returns anything but a failure to reach the API server,
+// an answer that it cannot serve yet (500, 503, 504, 429: a server still starting) or a missing
+// namespace (errNamespaceMissing), for up to apiServerWait. After a machine restart the
+// supervisor of a local management cluster starts its API server and its manager at once: the
+// manager waits rather than exits (and is started again with a back-off).
 func waitForAPIServer(ctx context.Context, first func() error) error {
 	ctx, cancel := context.WithTimeout(ctx, apiServerWait)
 	defer cancel()
@@ -436,7 +437,7 @@ func waitForAPIServer(ctx context.Context, first func() error) error {
 	for delay := 100 * time.Millisecond; ; delay = min(2*delay, time.Second) {
 		err := first()
 		var status apierrors.APIStatus
-		if err == nil || (errors.As(err, &status) && !errors.Is(err, errNamespaceMissing)) {
+		if err == nil || (errors.As(err, &status) && !errors.Is(err, errNamespaceMissing) && !notServingYet(err)) {
 			return err
 		}
 		if !logged {
@@ -452,6 +453,13 @@ func waitForAPIServer(ctx context.Context, first func() error) error {
 		case <-time.After(delay):
 		}
 	}
+}
+
+// notServingYet reports whether err is an API server's answer that it cannot serve the request
+// now, rather than a refusal of it.
+func notServingYet(err error) bool {
+	return apierrors.IsInternalError(err) || apierrors.IsServiceUnavailable(err) || apierrors.IsTimeout(err) ||
+		apierrors.IsServerTimeout(err) || apierrors.IsTooManyRequests(err)
 }
 
 // Manager returns the controller-runtime manager of ManagerIdentity, which runs the components'

@@ -60,7 +60,7 @@
 //   - from CrashLoopFailures (3) consecutive failures on, History.CrashLooping says so, until the
 //     process has run StableAfter again;
 //   - Forgive forgets a process's failures and back-off, as an explicit start by a user
-//     (`flotilla start`) means;
+//     (`flotilla start`) means, an exit not yet noticed (a kill with the machine) included;
 //   - before a start, each of Spec.Ports must be free (within two seconds, for a server that was
 //     just killed); otherwise the start fails with a PortInUseError, recorded in
 //     History.PortInUse: a taken port is reported as such, not as a crash every 500 ms.

@@ -265,4 +265,24 @@ func TestAForgivenProcessStartsAtOnceAndNoLongerCrashLoops(t *testing.T) {
 	g.Expect(again.History.Failures).To(BeZero())
 	g.Expect(again.History.Restarts).To(Equal(CrashLoopFailures + 1))
 	g.Expect(again.History.CrashLooping(true, again.Started, time.Now())).To(BeFalse())
+
+	// Killed with the machine, before anyone noticed, then forgiven: the kill is no failure, so
+	// two more quick exits are not a crash loop.
+	killAndReap(t, again.PID)
+	g.Expect(s.Forgive("sleeper")).To(Succeed())
+	again, err = s.Keep(ctx, "sleeper")
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(again.PID).NotTo(BeZero(), "started at once")
+	g.Expect(again.History.Failures).To(BeZero())
+	g.Expect(again.History.LastExit).To(Equal("signal: killed"), "the exit is recorded as it was")
+	for range CrashLoopFailures - 1 {
+		killAndReap(t, again.PID)
+		g.Eventually(func() int {
+			again, err = s.Keep(ctx, "sleeper")
+			g.Expect(err).NotTo(HaveOccurred())
+			return again.PID
+		}).WithTimeout(5 * time.Second).WithPolling(50 * time.Millisecond).ShouldNot(BeZero())
+	}
+	g.Expect(again.History.Failures).To(Equal(CrashLoopFailures - 1))
+	g.Expect(again.History.CrashLooping(true, again.Started, time.Now())).To(BeFalse())
 }

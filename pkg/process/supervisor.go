@@ -193,15 +193,25 @@ func (s Supervisor) Keep(ctx context.Context, name string) (Process, error) {
 
 // Forgive forgets the failures of the process recorded under name (History.Failures and the
 // back-off they set), so that it starts at once and does not count as crash looping until it
-// fails again: what a user's explicit start means, as `systemctl reset-failed` does. Its
-// restarts and last exit stay. Nothing recorded is nothing to forgive. Callers that share
-// RunDir with another program hold Lock.
+// fails again: what a user's explicit start means, as `systemctl reset-failed` does. An exit
+// nobody has noticed yet (the process was killed with the machine, say) is recorded now, and
+// forgiven too, rather than counted at the next start. Its restarts and last exit stay.
+// Nothing recorded is nothing to forgive. Callers that share RunDir with another program hold
+// Lock.
 func (s Supervisor) Forgive(name string) error {
-	rec, _ := s.check(name)
-	if !rec.recorded() || rec.History.Failures == 0 {
+	rec, why := s.check(name)
+	if !rec.recorded() {
 		return nil
 	}
-	rec.History.Failures, rec.History.NextStart = 0, time.Time{}
+	h := rec.History
+	switch {
+	case why != "" && h.ExitedAt.IsZero():
+		h = h.exited(exitOf(rec), 0, time.Now().UTC().Round(0))
+	case h.Failures == 0:
+		return nil
+	}
+	h.Failures, h.NextStart = 0, time.Time{}
+	rec.History = h
 	return s.writeRecord(name, rec)
 }
 
