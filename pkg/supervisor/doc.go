@@ -42,7 +42,8 @@
 //   - Exiting when idle: a supervisor with nothing recorded for Options.IdleExit (10 s) exits.
 //     It lets go of its lock while it holds the start lock, then looks once more, and a command
 //     records its process before it calls Ensure: either the supervisor sees the record and
-//     stays, or Ensure sees no supervisor and starts one.
+//     stays, or Ensure sees no supervisor and starts one. A home that was removed meanwhile is
+//     left removed: the supervisor exits without creating its lock again.
 //
 // # Files
 //

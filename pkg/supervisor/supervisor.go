@@ -156,18 +156,23 @@ func (d *daemon) release() {
 // meanwhile, whether to exit: it lets go of the home lock first, so that a client that records a
 // process from now on sees no supervisor and starts one once it gets the start lock, then looks
 // once more. It returns false, holding the home lock again, when something was recorded in the
-// meantime.
+// meantime. A home that was removed (rm -rf, a test's temporary directory) is left removed: the
+// supervisor exits without creating its lock again.
 func (d *daemon) exitIdle(ctx context.Context) bool {
-	unlock, err := own(d.o.Home).Lock(ctx)
-	if err != nil {
+	unlock, ok, err := own(d.o.Home).LockExisting(ctx)
+	switch {
+	case err != nil:
 		return false
+	case !ok:
+		d.release()
+		return true
 	}
 	defer unlock()
 	d.release()
 	if d.count() == 0 {
 		return true
 	}
-	ok, err := d.tryAcquire()
+	ok, err = d.tryAcquire()
 	return err != nil || !ok // a standby took over, or the lock is gone: leave it to whoever runs
 }
 

@@ -240,3 +240,17 @@ func TestEnsureStartsOneSupervisorThatExitsWhenNothingIsLeft(t *testing.T) {
 	g.Eventually(func() bool { return process.Alive(pid) }).WithTimeout(5 * time.Second).Should(BeFalse())
 	g.Expect(Running(home)).To(BeFalse())
 }
+
+func TestASupervisorWhoseHomeIsRemovedExitsAndLeavesItRemoved(t *testing.T) {
+	g := NewWithT(t)
+	ctx := testContext(t)
+	home := filepath.Join(t.TempDir(), "home")
+	g.Expect(os.MkdirAll(home, 0o700)).To(Succeed())
+	done := run(t, ctx, testOptions(home))
+	g.Eventually(func() bool { return Running(home) }).WithTimeout(5 * time.Second).Should(BeTrue())
+
+	g.Expect(os.RemoveAll(home)).To(Succeed())
+	g.Eventually(done).WithTimeout(5*time.Second).Should(Receive(BeNil()), "it exits once idle")
+	_, err := os.Stat(home)
+	g.Expect(err).To(MatchError(os.ErrNotExist), "and creates nothing again")
+}
