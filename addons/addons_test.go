@@ -865,51 +865,65 @@ func TestARunawayTemplateFailsItsProxyFastAndTheManagerGoesOn(t *testing.T) {
 	eventuallyReady(g, ns, "after", "w2")
 }
 
-// A render that the machine was too busy to run (its worker got no CPU) says so, and the proxy
+// A render that did not run to its end for a reason outside the template says why, and the proxy
 // renders again shortly, without waiting for its resync.
-func TestARenderStarvedOfCPUIsRenderedAgainShortly(t *testing.T) {
+func TestARenderInterruptedOutsideItsTemplateIsRenderedAgainShortly(t *testing.T) {
 	startManager(t)
-	g := NewWithT(t)
-	ctx := context.Background()
-	ns := env.NewNamespace(t)
-	createCluster(g, ns, "w1", map[string]string{"env": "prod"})
-	g.Expect(env.Client.Create(ctx, proxy(ns, "starved"))).To(Succeed())
-	eventuallyReady(g, ns, "starved", "w1")
+	for _, tc := range []struct {
+		name string
+		// signal is sent to every render worker of the manager (this process), those started
+		// later too (the proxies of other tests may use up the first ones).
+		signal syscall.Signal
+		says   string
+	}{
+		{name: "its worker got no CPU, as on a machine far too busy", signal: syscall.SIGSTOP, says: "this machine is too busy to render it now"},
+		{name: "its worker was killed", signal: syscall.SIGKILL, says: "a render worker failed"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			g := NewWithT(t)
+			ctx := context.Background()
+			ns := env.NewNamespace(t)
+			createCluster(g, ns, "w1", map[string]string{"env": "prod"})
+			g.Expect(env.Client.Create(ctx, proxy(ns, "interrupted"))).To(Succeed())
+			eventuallyReady(g, ns, "interrupted", "w1")
 
-	// Every render worker of the manager (this process) stops getting CPU, those started later
-	// too (the proxies of other tests may use up the stopped ones first).
-	stopped := map[int]bool{}
-	stopWorkers := func() {
-		for _, pid := range proctest.Children(t, "__flotilla-values-render-worker") { // addons/values' workerArg
-			if !stopped[pid] && syscall.Kill(pid, syscall.SIGSTOP) == nil {
-				stopped[pid] = true
+			signaled := map[int]bool{}
+			signalWorkers := func() {
+				for _, pid := range proctest.Children(t, "__flotilla-values-render-worker") { // addons/values' workerArg
+					if !signaled[pid] && syscall.Kill(pid, tc.signal) == nil {
+						signaled[pid] = true
+					}
+				}
 			}
-		}
-	}
-	resumeWorkers := func() {
-		for pid := range stopped {
-			_ = syscall.Kill(pid, syscall.SIGCONT)
-		}
-	}
-	defer resumeWorkers()
-	stopWorkers()
-	updateProxy(g, ns, "starved", func(p *addonsv1.HelmChartProxy) {
-		p.Spec.ValuesTemplate = "clusterName: {{ .Cluster.metadata.name }}\nreplicas: 2\n"
-	})
-	g.Eventually(func(g Gomega) {
-		stopWorkers()
-		p := getProxy(g, ns, "starved")
-		c := condition(p.Status.Conditions, addonsv1.ValuesRenderedCondition)
-		g.Expect(c.ObservedGeneration).To(Equal(p.Generation))
-		g.Expect(c.Message).To(ContainSubstring("this machine is too busy to render it now"))
-	}, timeout, 10*time.Millisecond).Should(Succeed())
+			resumeWorkers := func() {
+				if tc.signal != syscall.SIGSTOP {
+					return
+				}
+				for pid := range signaled {
+					_ = syscall.Kill(pid, syscall.SIGCONT)
+				}
+			}
+			defer resumeWorkers()
+			signalWorkers()
+			updateProxy(g, ns, "interrupted", func(p *addonsv1.HelmChartProxy) {
+				p.Spec.ValuesTemplate = "clusterName: {{ .Cluster.metadata.name }}\nreplicas: 2\n"
+			})
+			g.Eventually(func(g Gomega) {
+				signalWorkers()
+				p := getProxy(g, ns, "interrupted")
+				c := condition(p.Status.Conditions, addonsv1.ValuesRenderedCondition)
+				g.Expect(c.ObservedGeneration).To(Equal(p.Generation))
+				g.Expect(c.Message).To(ContainSubstring(tc.says))
+			}, timeout, 10*time.Millisecond).Should(Succeed())
 
-	// The machine has CPU again: the next render, a few seconds later, succeeds.
-	resumeWorkers()
-	g.Eventually(func(g Gomega) {
-		p := getProxy(g, ns, "starved")
-		c := condition(p.Status.Conditions, addonsv1.ValuesRenderedCondition)
-		g.Expect(c.Status).To(Equal(metav1.ConditionTrue), c.Message)
-		g.Expect(getHRP(g, ns, "starved", "w1").Spec.Values).To(ContainSubstring("replicas: 2"))
-	}, 15*time.Second, interval).Should(Succeed())
+			// The workers work again: the next render, a few seconds later, succeeds.
+			resumeWorkers()
+			g.Eventually(func(g Gomega) {
+				p := getProxy(g, ns, "interrupted")
+				c := condition(p.Status.Conditions, addonsv1.ValuesRenderedCondition)
+				g.Expect(c.Status).To(Equal(metav1.ConditionTrue), c.Message)
+				g.Expect(getHRP(g, ns, "interrupted", "w1").Spec.Values).To(ContainSubstring("replicas: 2"))
+			}, 15*time.Second, interval).Should(Succeed())
+		})
+	}
 }

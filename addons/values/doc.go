@@ -33,11 +33,12 @@
 // a worker before main runs), which limits its own address space (RLIMIT_AS, RenderMemoryLimit
 // beyond what it holds at start), CPU time (RLIMIT_CPU) and goroutine stack, runs one render at
 // a time and is killed when a render takes longer than RenderTimeLimit. The kernel kills a worker
-// whose parent dies (Linux). Up to four workers are kept for the next renders: a render costs a
-// round trip through a pipe (about 0.15 ms), starting a worker far more. A render killed at the
-// time limit having had almost no CPU time (a machine far too busy) wraps ErrRenderStarved, as
-// does a worker that does not start within 10 s: nothing is known about the template, and the
-// caller renders it again later.
+// whose parent dies (Linux, pkg/tether). Up to four workers are kept for the next renders: a
+// render costs a round trip through a pipe (about 0.15 ms), starting a worker far more. A render
+// killed at the time limit having had almost no CPU time (a machine far too busy) wraps
+// ErrRenderStarved, as does a worker that does not start within 10 s; a worker that dies for
+// another reason than a limit wraps ErrRenderWorkerFailed. Nothing is known about the template
+// then (RenderAgain), and the caller renders it again later.
 // docs/proposals/2026-11-25-bounded-values-templates.md records why.
 //
 // The valuesFrom sources (ConfigMaps and Secrets) are read by FromSources and merged in order;

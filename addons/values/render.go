@@ -10,6 +10,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/flotilla-dev/flotilla/pkg/tether"
 )
 
 // The limits of one render (see the package documentation and
@@ -39,7 +41,18 @@ var (
 	// it met RenderTimeLimit having had less than starvedCPU of CPU time, or its worker did not
 	// start within workerStartLimit. Nothing is known about the template: render it again later.
 	ErrRenderStarved = errors.New("valuesTemplate: this machine is too busy to render it now")
+	// ErrRenderWorkerFailed is wrapped by the error of a render whose worker failed for no
+	// reason of the template's: it could not start, or it died other than at a limit (killed
+	// from outside, its pipe broken). Render it again later.
+	ErrRenderWorkerFailed = errors.New("valuesTemplate: a render worker failed")
 )
+
+// RenderAgain reports whether err is that of a render which did not run to its end for a reason
+// outside the template (ErrRenderStarved, ErrRenderWorkerFailed): nothing is known about the
+// template, and rendering it again later may well succeed.
+func RenderAgain(err error) bool {
+	return errors.Is(err, ErrRenderStarved) || errors.Is(err, ErrRenderWorkerFailed)
+}
 
 // starvedCPU is the CPU time under which a render stopped at RenderTimeLimit was starved rather
 // than running away.
@@ -160,12 +173,12 @@ type worker struct {
 func startWorker(ctx context.Context) (*worker, error) {
 	reqR, reqW, err := os.Pipe()
 	if err != nil {
-		return nil, fmt.Errorf("starting a render worker: %w", err)
+		return nil, fmt.Errorf("%w to start: %w", ErrRenderWorkerFailed, err)
 	}
 	respR, respW, err := os.Pipe()
 	if err != nil {
 		closeAll(reqR, reqW)
-		return nil, fmt.Errorf("starting a render worker: %w", err)
+		return nil, fmt.Errorf("%w to start: %w", ErrRenderWorkerFailed, err)
 	}
 	cmd := exec.Command(selfExecutable(), workerArg)
 	// Only what the worker needs: nothing of this process's environment (credentials) reaches it.
@@ -174,12 +187,13 @@ func startWorker(ctx context.Context) (*worker, error) {
 	cmd.ExtraFiles = []*os.File{reqR, respW} // fds 3 and 4 of the worker
 	w := &worker{cmd: cmd, requests: reqW, responses: respR, stderr: &headBuffer{max: 4096}, exited: make(chan struct{})}
 	cmd.Stderr = w.stderr
-	cmd.SysProcAttr = workerProcAttr()
-	err = cmd.Start()
+	// The kernel kills a worker whose parent dies, so none outlives the manager; elsewhere than
+	// on Linux a worker ends when its requests pipe closes, which it does when this process exits.
+	err = tether.Start(cmd)
 	closeAll(reqR, respW) // the worker's ends
 	if err != nil {
 		closeAll(reqW, respR)
-		return nil, fmt.Errorf("starting a render worker: %w", err)
+		return nil, fmt.Errorf("%w to start: %w", ErrRenderWorkerFailed, err)
 	}
 	go func() {
 		_ = cmd.Wait()
@@ -201,11 +215,12 @@ func startWorker(ctx context.Context) (*worker, error) {
 		w.kill()
 		return nil, fmt.Errorf("%w: a render worker did not start within %s", ErrRenderStarved, workerStartLimit)
 	case <-ctx.Done():
-		err = ctx.Err()
+		w.kill()
+		return nil, fmt.Errorf("waiting for a render worker to start: %w", ctx.Err())
 	}
 	if err != nil {
 		w.kill()
-		return nil, fmt.Errorf("starting a render worker: %w%s", err, w.stderr.firstLine(": "))
+		return nil, fmt.Errorf("%w to start: %w%s", ErrRenderWorkerFailed, err, w.stderr.firstLine(": "))
 	}
 	return w, nil
 }
@@ -262,7 +277,7 @@ func (w *worker) death(err error) error {
 	case w.cmd.ProcessState != nil && exceededCPU(w.cmd.ProcessState):
 		return ErrRenderTimeLimit
 	}
-	return fmt.Errorf("valuesTemplate: the render worker stopped unexpectedly (%w)%s", err, w.stderr.firstLine(": "))
+	return fmt.Errorf("%w: it stopped unexpectedly (%w)%s", ErrRenderWorkerFailed, err, w.stderr.firstLine(": "))
 }
 
 // renderCPU is the CPU time a killed worker spent on its last render.

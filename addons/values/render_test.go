@@ -11,6 +11,7 @@ import (
 	. "github.com/onsi/gomega"
 
 	"github.com/flotilla-dev/flotilla/internal/proctest"
+	"github.com/flotilla-dev/flotilla/pkg/process"
 )
 
 // runawayTemplates would each hold a core or exhaust memory for minutes to hours if nothing
@@ -82,6 +83,52 @@ func TestARenderStarvedOfCPUSaysSoAndTheNextOneWorks(t *testing.T) {
 	_, err = Render(ctx, "name: {{ .Cluster.metadata.name }}", testData())
 	g.Expect(err).To(MatchError(ErrRenderStarved))
 	g.Expect(proctest.Children(t, workerArg)).NotTo(ContainElement(stopped))
+	g.Expect(Render(ctx, "name: {{ .Cluster.metadata.name }}", testData())).To(Equal("name: w1\n"))
+}
+
+// A worker killed from outside fails its render with an error that says to render it again, and
+// the next render works; a template's own error does not say so.
+func TestARenderWhoseWorkerWasKilledIsToBeRenderedAgain(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	stopIdleWorkers(g)
+	_, err := Render(ctx, "a: 1", Data{})
+	g.Expect(err).NotTo(HaveOccurred())
+	workers.mu.Lock()
+	g.Expect(workers.idle).To(HaveLen(1))
+	killed := workers.idle[0]
+	workers.mu.Unlock()
+	g.Expect(killed.cmd.Process.Kill()).To(Succeed())
+	<-killed.exited
+
+	_, err = Render(ctx, "name: {{ .Cluster.metadata.name }}", testData())
+	g.Expect(err).To(MatchError(ErrRenderWorkerFailed))
+	g.Expect(err).To(MatchError(ContainSubstring("stopped unexpectedly")))
+	g.Expect(RenderAgain(err)).To(BeTrue())
+	g.Expect(Render(ctx, "name: {{ .Cluster.metadata.name }}", testData())).To(Equal("name: w1\n"))
+
+	_, err = Render(ctx, "name: {{ .Cluster.metadata.nme.x }}", testData())
+	g.Expect(err).To(HaveOccurred())
+	g.Expect(RenderAgain(err)).To(BeFalse(), "a template's own error: %v", err)
+}
+
+// A worker lives as long as this process, whichever thread started it. The manager ends threads
+// it moved into other namespaces (process.InThread); workers started by those threads were
+// killed with them, and the renders that used them failed.
+func TestAWorkerOutlivesTheThreadThatStartedIt(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	stopIdleWorkers(g)
+	g.Expect(process.InThread(func() error {
+		_, err := Render(ctx, "a: 1", Data{})
+		return err
+	})).To(Succeed())
+	workers.mu.Lock()
+	g.Expect(workers.idle).To(HaveLen(1))
+	worker := workers.idle[0]
+	workers.mu.Unlock()
+
+	g.Consistently(worker.exited, time.Second).ShouldNot(BeClosed(), "the worker was killed with the thread that started it")
 	g.Expect(Render(ctx, "name: {{ .Cluster.metadata.name }}", testData())).To(Equal("name: w1\n"))
 }
 

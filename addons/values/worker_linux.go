@@ -12,11 +12,6 @@ import (
 // removed since it started (an upgrade).
 func selfExecutable() string { return "/proc/self/exe" }
 
-// workerProcAttr: the kernel kills a worker whose parent dies, so none outlives the manager.
-func workerProcAttr() *syscall.SysProcAttr {
-	return &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-}
-
 // limitAddressSpace limits this process's address space to what it holds now plus memory
 // (RLIMIT_AS: an allocation past it fails, and the Go runtime exits saying "out of memory").
 func limitAddressSpace(memory int64) error {

@@ -2,10 +2,7 @@
 
 package values
 
-import (
-	"os"
-	"syscall"
-)
+import "os"
 
 // selfExecutable is this program.
 func selfExecutable() string {
@@ -15,10 +12,6 @@ func selfExecutable() string {
 	}
 	return path
 }
-
-// workerProcAttr: without Linux's parent-death signal, a worker ends when its requests pipe
-// closes, which it does when this process exits.
-func workerProcAttr() *syscall.SysProcAttr { return &syscall.SysProcAttr{} }
 
 // limitAddressSpace does nothing: only Linux limits the address space reliably. Elsewhere
 // debug.SetMemoryLimit (a soft limit) and RenderTimeLimit bound a worker's memory.

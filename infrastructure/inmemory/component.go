@@ -9,7 +9,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"strconv"
 	"sync"
 	"syscall"
@@ -19,6 +18,8 @@ import (
 	toolscache "k8s.io/client-go/tools/cache"
 	devv1 "sigs.k8s.io/cluster-api/test/infrastructure/docker/api/v1beta2"
 	ctrl "sigs.k8s.io/controller-runtime"
+
+	"github.com/flotilla-dev/flotilla/pkg/tether"
 )
 
 // RBAC of the provider process, which runs with the manager's identity: Cluster API's
@@ -189,10 +190,6 @@ func (s *supervisor) waitForDevCluster(ctx context.Context) error {
 // and the host's network namespace, and waits until it ends; when ctx ends first, it stops it
 // (SIGTERM, then SIGKILL after stopTimeout). The process is killed if the manager dies.
 func (s *supervisor) run(ctx context.Context) error {
-	// Pdeathsig goes with the thread that starts the process: keep this goroutine on it.
-	runtime.LockOSThread()
-	defer runtime.UnlockOSThread()
-
 	if err := os.MkdirAll(Dir(s.opts.Home), 0o700); err != nil {
 		return fmt.Errorf("creating %s: %w", Dir(s.opts.Home), err)
 	}
@@ -212,8 +209,8 @@ func (s *supervisor) run(ctx context.Context) error {
 	cmd.Stdout, cmd.Stderr = logFile, logFile
 	cmd.ExtraFiles = []*os.File{hostNS} // file descriptor 3: hostNetworkFD
 	cmd.Env = append(os.Environ(), ProcessEnv+"=1")
-	cmd.SysProcAttr = &syscall.SysProcAttr{Cloneflags: syscall.CLONE_NEWNET, Pdeathsig: syscall.SIGKILL}
-	if err := cmd.Start(); err != nil {
+	cmd.SysProcAttr = &syscall.SysProcAttr{Cloneflags: syscall.CLONE_NEWNET}
+	if err := tether.Start(cmd); err != nil {
 		if errors.Is(err, syscall.EPERM) {
 			return fmt.Errorf("starting the provider process in a network namespace of its own needs CAP_SYS_ADMIN (run the manager as root): %w", err)
 		}

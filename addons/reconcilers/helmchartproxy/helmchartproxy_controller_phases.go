@@ -3,7 +3,6 @@ package helmchartproxy
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"sort"
 	"time"
@@ -27,9 +26,10 @@ import (
 	"github.com/flotilla-dev/flotilla/pkg/objectpatch"
 )
 
-// starvedRetry is how soon a proxy renders again after a render that the machine was too busy
-// to run (values.ErrRenderStarved).
-const starvedRetry = 5 * time.Second
+// renderRetry is how soon a proxy renders again after a render that did not run to its end for
+// a reason outside the template (values.RenderAgain): the machine was too busy, or the render
+// worker was lost.
+const renderRetry = 5 * time.Second
 
 // Event reasons.
 const (
@@ -90,8 +90,8 @@ func (r *Reconciler) applyReleaseProxies(ctx context.Context, s *scope) error {
 			continue
 		}
 		rendered, err := desired.Render(ctx, r.Client, r.Client.RESTMapper(), hcp, cluster)
-		if errors.Is(err, values.ErrRenderStarved) {
-			s.requeueAfter = min(s.requeueAfter, starvedRetry) // the template may well be fine
+		if values.RenderAgain(err) {
+			s.requeueAfter = min(s.requeueAfter, renderRetry) // the template may well be fine
 		}
 		if err != nil {
 			s.renderErrors[name] = err
