@@ -70,17 +70,14 @@ func TestRunawayTemplatesFailFastAndLeaveTheProcessAsItWas(t *testing.T) {
 func TestARenderStarvedOfCPUSaysSoAndTheNextOneWorks(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
-	stopIdleWorkers(g)
-	_, err := Render(ctx, "a: 1", Data{})
-	g.Expect(err).NotTo(HaveOccurred())
 	// The one idle worker gets no CPU at all, as on a machine far too busy.
-	workers.mu.Lock()
-	g.Expect(workers.idle).To(HaveLen(1))
-	stopped := workers.idle[0].cmd.Process.Pid
-	workers.mu.Unlock()
+	stopped := theIdleWorkerAfter(g, func() error {
+		_, err := Render(ctx, "a: 1", Data{})
+		return err
+	}).cmd.Process.Pid
 	g.Expect(syscall.Kill(stopped, syscall.SIGSTOP)).To(Succeed())
 
-	_, err = Render(ctx, "name: {{ .Cluster.metadata.name }}", testData())
+	_, err := Render(ctx, "name: {{ .Cluster.metadata.name }}", testData())
 	g.Expect(err).To(MatchError(ErrRenderStarved))
 	g.Expect(proctest.Children(t, workerArg)).NotTo(ContainElement(stopped))
 	g.Expect(Render(ctx, "name: {{ .Cluster.metadata.name }}", testData())).To(Equal("name: w1\n"))
@@ -91,17 +88,14 @@ func TestARenderStarvedOfCPUSaysSoAndTheNextOneWorks(t *testing.T) {
 func TestARenderWhoseWorkerWasKilledIsToBeRenderedAgain(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
-	stopIdleWorkers(g)
-	_, err := Render(ctx, "a: 1", Data{})
-	g.Expect(err).NotTo(HaveOccurred())
-	workers.mu.Lock()
-	g.Expect(workers.idle).To(HaveLen(1))
-	killed := workers.idle[0]
-	workers.mu.Unlock()
+	killed := theIdleWorkerAfter(g, func() error {
+		_, err := Render(ctx, "a: 1", Data{})
+		return err
+	})
 	g.Expect(killed.cmd.Process.Kill()).To(Succeed())
 	<-killed.exited
 
-	_, err = Render(ctx, "name: {{ .Cluster.metadata.name }}", testData())
+	_, err := Render(ctx, "name: {{ .Cluster.metadata.name }}", testData())
 	g.Expect(err).To(MatchError(ErrRenderWorkerFailed))
 	g.Expect(err).To(MatchError(ContainSubstring("stopped unexpectedly")))
 	g.Expect(RenderAgain(err)).To(BeTrue())
@@ -118,15 +112,12 @@ func TestARenderWhoseWorkerWasKilledIsToBeRenderedAgain(t *testing.T) {
 func TestAWorkerOutlivesTheThreadThatStartedIt(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
-	stopIdleWorkers(g)
-	g.Expect(process.InThread(func() error {
-		_, err := Render(ctx, "a: 1", Data{})
-		return err
-	})).To(Succeed())
-	workers.mu.Lock()
-	g.Expect(workers.idle).To(HaveLen(1))
-	worker := workers.idle[0]
-	workers.mu.Unlock()
+	worker := theIdleWorkerAfter(g, func() error {
+		return process.InThread(func() error {
+			_, err := Render(ctx, "a: 1", Data{})
+			return err
+		})
+	})
 
 	g.Consistently(worker.exited, time.Second).ShouldNot(BeClosed(), "the worker was killed with the thread that started it")
 	g.Expect(Render(ctx, "name: {{ .Cluster.metadata.name }}", testData())).To(Equal("name: w1\n"))
@@ -186,6 +177,17 @@ func stopIdleWorkers(g Gomega) {
 		w.stop()
 	}
 	g.Eventually(func() int { return goroutinesIn("values.startWorker.func") }, 10*time.Second).Should(BeZero())
+}
+
+// theIdleWorkerAfter stops the idle workers, runs render, which must succeed, and returns the
+// one worker it left idle.
+func theIdleWorkerAfter(g Gomega, render func() error) *worker {
+	stopIdleWorkers(g)
+	g.Expect(render()).To(Succeed())
+	workers.mu.Lock()
+	defer workers.mu.Unlock()
+	g.Expect(workers.idle).To(HaveLen(1))
+	return workers.idle[0]
 }
 
 func idleWorkers() int {
