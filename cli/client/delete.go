@@ -3,6 +3,7 @@ package client
 import (
 	"context"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"slices"
@@ -10,9 +11,12 @@ import (
 	"strings"
 	"time"
 
+	eventsv1 "k8s.io/api/events/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
+	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 	ctrlclient "sigs.k8s.io/controller-runtime/pkg/client"
 
 	flotillav1 "github.com/flotilla-dev/flotilla/api/cluster/v1alpha1"
@@ -184,6 +188,7 @@ func (c *Client) DeleteWorkloadCluster(ctx context.Context, opts DeleteWorkloadC
 	if err := c.removeClusterSpec(ctx, kc, fc); err != nil {
 		return err
 	}
+	events := newTeardownEvents(ctx, kc, fc)
 	start := time.Now()
 	if err := kc.Delete(ctx, fc); err != nil && !apierrors.IsNotFound(err) {
 		return fmt.Errorf("deleting cluster %q: %w", opts.Name, err)
@@ -191,12 +196,14 @@ func (c *Client) DeleteWorkloadCluster(ctx context.Context, opts DeleteWorkloadC
 	fmt.Fprintf(c.Out, "Deleting cluster %q: its addons and packages are uninstalled first, then its machines and control plane go\n", opts.Name)
 	wctx, cancel := context.WithTimeout(ctx, c.WaitTimeout)
 	defer cancel()
-	// What the teardown waits for, each time it changes: the addons and packages that
-	// uninstall while the API server still answers, then the machines and the control plane.
+	// What the teardown waits for, each time it changes, and what it did: the addons and
+	// packages uninstalled while the API server still answers, then the machines and the
+	// control plane.
 	var said string
 	err = wait.PollUntilContextCancel(wctx, time.Second, true, func(ctx context.Context) (bool, error) {
 		current := &flotillav1.Cluster{}
 		err := kc.Get(ctx, ctrlclient.ObjectKeyFromObject(fc), current)
+		events.print(ctx, c.Out)
 		if ready := meta.FindStatusCondition(current.Status.Conditions, flotillav1.ReadyCondition); err == nil && ready != nil &&
 			ready.Reason == flotillav1.DeletingReason && ready.Message != said {
 			said = ready.Message
@@ -204,6 +211,7 @@ func (c *Client) DeleteWorkloadCluster(ctx context.Context, opts DeleteWorkloadC
 		}
 		return apierrors.IsNotFound(err), nil
 	})
+	events.print(ctx, c.Out) // the control plane's last words come as the Cluster goes
 	if err != nil {
 		return fmt.Errorf("cluster %q is still being deleted after %s; see `flotilla describe cluster %s --kubeconfig %s`",
 			opts.Name, c.WaitTimeout, opts.Name, opts.Kubeconfig)
@@ -211,4 +219,79 @@ func (c *Client) DeleteWorkloadCluster(ctx context.Context, opts DeleteWorkloadC
 	removeUserKubeconfig(opts.OutDir, opts.Name)
 	fmt.Fprintf(c.Out, "Deleted cluster %q in %s\n", opts.Name, time.Since(start).Round(100*time.Millisecond))
 	return nil
+}
+
+// teardownEvents finds the events of a workload cluster's teardown, in its namespace: those of
+// its Flotilla Cluster (packages uninstalled, the CAPI Cluster deleted), those related to its
+// CAPI Cluster (addon releases uninstalled) and those of its control plane (stopped).
+type teardownEvents struct {
+	kc        ctrlclient.Client
+	namespace string
+	// cluster and capiCluster are the UIDs of the Flotilla and the CAPI Cluster.
+	cluster, capiCluster types.UID
+	controlPlane         clusterv1.ContractVersionedObjectReference
+	// seen holds the events printed or there before the teardown. An event that happens again
+	// (its series grows) is not printed again.
+	seen map[types.UID]bool
+}
+
+// newTeardownEvents notes the events of fc's namespace that are there before its teardown.
+func newTeardownEvents(ctx context.Context, kc ctrlclient.Client, fc *flotillav1.Cluster) *teardownEvents {
+	t := &teardownEvents{kc: kc, namespace: fc.Namespace, cluster: fc.UID, seen: map[types.UID]bool{}}
+	capi := &clusterv1.Cluster{}
+	if err := kc.Get(ctx, ctrlclient.ObjectKeyFromObject(fc), capi); err == nil {
+		t.capiCluster, t.controlPlane = capi.UID, capi.Spec.ControlPlaneRef
+	}
+	t.next(ctx)
+	return t
+}
+
+// next returns the teardown's events that were not returned before, oldest first (by when
+// they last happened). Reading them
+// is best effort (a user who may not list events still sees the Cluster's conditions): an error
+// returns none.
+func (t *teardownEvents) next(ctx context.Context) []eventsv1.Event {
+	list := &eventsv1.EventList{}
+	if err := t.kc.List(ctx, list, ctrlclient.InNamespace(t.namespace)); err != nil {
+		return nil
+	}
+	var found []eventsv1.Event
+	for _, e := range list.Items {
+		if t.seen[e.UID] || !t.concerns(&e) {
+			continue
+		}
+		t.seen[e.UID] = true
+		found = append(found, e)
+	}
+	sort.SliceStable(found, func(i, j int) bool { return eventTime(found[i]).Before(eventTime(found[j])) })
+	return found
+}
+
+// print writes the teardown's new events to out, a line each.
+func (t *teardownEvents) print(ctx context.Context, out io.Writer) {
+	for _, e := range t.next(ctx) {
+		fmt.Fprintf(out, "  %s  %s %s: %s\n", eventTime(e).Local().Format("15:04:05.000"), e.Regarding.Kind, e.Regarding.Name, e.Note)
+	}
+}
+
+// concerns reports whether e is about the cluster's teardown.
+func (t *teardownEvents) concerns(e *eventsv1.Event) bool {
+	switch {
+	case e.Regarding.UID == t.cluster:
+		return true
+	case t.capiCluster != "" && e.Related != nil && e.Related.UID == t.capiCluster:
+		return true
+	}
+	return t.controlPlane.IsDefined() && e.Regarding.Kind == t.controlPlane.Kind && e.Regarding.Name == t.controlPlane.Name
+}
+
+// eventTime is when e last happened, whichever API wrote it.
+func eventTime(e eventsv1.Event) time.Time {
+	switch {
+	case e.Series != nil:
+		return e.Series.LastObservedTime.Time
+	case !e.EventTime.IsZero():
+		return e.EventTime.Time
+	}
+	return e.DeprecatedLastTimestamp.Time
 }

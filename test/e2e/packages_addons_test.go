@@ -168,8 +168,18 @@ func testPackagesAndAddons(t *testing.T, f *fleet) {
 
 	t.Run("deleting the workload cluster takes its packages, package controller and namespace", func(t *testing.T) {
 		g := NewWithT(t)
+		progress.Reset()
 		g.Expect(c.DeleteWorkloadCluster(ctx, client.DeleteWorkloadClusterOptions{Name: workload, Namespace: "default", Kubeconfig: f.kubeconfig, OutDir: out})).To(Succeed())
 		deleted = true
+		// What the CLI says shows the teardown's order: the addon's release and the packages
+		// uninstalled, and only then the control plane stopped.
+		said := progress.String()
+		addonUninstalled := strings.Index(said, ": Uninstalled release hello-addon/")
+		packagesUninstalled := strings.Index(said, "Cluster "+workload+": Packages uninstalled")
+		controlPlaneStopped := strings.Index(said, "LocalControlPlane "+workload+": Stopped every process")
+		g.Expect([]int{addonUninstalled, packagesUninstalled}).To(HaveEach(BeNumerically(">=", 0)), said)
+		g.Expect(controlPlaneStopped).To(BeNumerically(">", max(addonUninstalled, packagesUninstalled)), said)
+		t.Logf("delete printed:\n%s", said)
 		g.Eventually(func() bool {
 			err := f.admin.Get(ctx, ctrlclient.ObjectKey{Namespace: packagesv1.PackagesNamespace, Name: workload}, &packagesv1.PackageBundleController{})
 			return apierrors.IsNotFound(err)

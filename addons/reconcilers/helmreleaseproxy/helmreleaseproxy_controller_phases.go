@@ -14,6 +14,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
@@ -277,8 +278,14 @@ func (r *Reconciler) reconcileDelete(ctx context.Context, s *scope) (ctrl.Result
 	if err != nil {
 		return ctrl.Result{}, err
 	}
+	// What happens to the release is told as related to its Cluster too, where
+	// `flotilla delete cluster` finds it.
+	var related runtime.Object
+	if cluster != nil {
+		related = cluster
+	}
 	if cluster == nil || !cluster.DeletionTimestamp.IsZero() {
-		r.Recorder.Eventf(hrp, nil, corev1.EventTypeNormal, leftWithCluster, "Uninstall",
+		r.Recorder.Eventf(hrp, related, corev1.EventTypeNormal, leftWithCluster, "Uninstall",
 			"Cluster %s is deleted; release %s/%s goes with it", hrp.Spec.ClusterName, inst.Namespace, inst.ReleaseName)
 		return r.removeFinalizer(ctx, s)
 	}
@@ -287,7 +294,7 @@ func (r *Reconciler) reconcileDelete(ctx context.Context, s *scope) (ctrl.Result
 	teardown := metav1.HasAnnotation(cluster.ObjectMeta, flotillav1.TeardownAnnotation)
 	policy := hrp.Spec.UninstallOnClusterDelete
 	if teardown && policy == flotillav1.UninstallSkip {
-		r.Recorder.Eventf(hrp, nil, corev1.EventTypeNormal, leftWithCluster, "Uninstall",
+		r.Recorder.Eventf(hrp, related, corev1.EventTypeNormal, leftWithCluster, "Uninstall",
 			"Cluster %s is deleted and uninstallOnClusterDelete is Skip: release %s/%s goes with it", hrp.Spec.ClusterName, inst.Namespace, inst.ReleaseName)
 		return r.removeFinalizer(ctx, s)
 	}
@@ -321,7 +328,7 @@ func (r *Reconciler) reconcileDelete(ctx context.Context, s *scope) (ctrl.Result
 		if remaining := deadline.Sub(r.now()); remaining > 0 && !bestEffort {
 			s.fail(reason, "waiting up to %s for cluster %s to uninstall release %s/%s: %v",
 				remaining.Round(time.Second), cluster.Name, inst.Namespace, inst.ReleaseName, err)
-			r.Recorder.Eventf(hrp, nil, corev1.EventTypeWarning, uninstallFailed, "Uninstall",
+			r.Recorder.Eventf(hrp, related, corev1.EventTypeWarning, uninstallFailed, "Uninstall",
 				"Uninstalling release %s/%s: %v", inst.Namespace, inst.ReleaseName, err)
 			return ctrl.Result{RequeueAfter: min(unreachableRetry, remaining)}, nil
 		}
@@ -330,7 +337,7 @@ func (r *Reconciler) reconcileDelete(ctx context.Context, s *scope) (ctrl.Result
 		if bestEffort {
 			within = "at the cluster's deletion (uninstallOnClusterDelete BestEffort)"
 		}
-		r.Recorder.Eventf(hrp, nil, corev1.EventTypeWarning, orphanedEvent, "Uninstall",
+		r.Recorder.Eventf(hrp, related, corev1.EventTypeWarning, orphanedEvent, "Uninstall",
 			"Release %s/%s is left in cluster %s: no uninstall succeeded %s: %v", inst.Namespace, inst.ReleaseName, cluster.Name, within, err)
 		// The condition is written before the finalizer goes, for whoever watches the object.
 		if err := r.patchStatus(ctx, s); err != nil {
@@ -338,7 +345,7 @@ func (r *Reconciler) reconcileDelete(ctx context.Context, s *scope) (ctrl.Result
 		}
 		return r.removeFinalizer(ctx, s)
 	}
-	r.Recorder.Eventf(hrp, nil, corev1.EventTypeNormal, uninstalledEvent, "Uninstall", "Uninstalled release %s/%s", inst.Namespace, inst.ReleaseName)
+	r.Recorder.Eventf(hrp, related, corev1.EventTypeNormal, uninstalledEvent, "Uninstall", "Uninstalled release %s/%s", inst.Namespace, inst.ReleaseName)
 	return r.removeFinalizer(ctx, s)
 }
 

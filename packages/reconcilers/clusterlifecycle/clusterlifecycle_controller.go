@@ -14,8 +14,13 @@ import (
 	"k8s.io/klog/v2"
 	clusterctlv1 "sigs.k8s.io/cluster-api/cmd/clusterctl/api/v1alpha3"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
 	ctrlclient "sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	flotillav1 "github.com/flotilla-dev/flotilla/api/cluster/v1alpha1"
 	packagesv1 "github.com/flotilla-dev/flotilla/api/packages/v1alpha1"
@@ -30,7 +35,8 @@ const FieldOwner = "flotilla-packages-lifecycle"
 // a deleted Cluster's control plane stays until its Packages are uninstalled.
 const PreDeleteHook = "packages"
 
-// packageUninstallPoll is how often a deleting Cluster checks whether its Packages are gone.
+// packageUninstallPoll is how often a deleting Cluster checks whether its Packages are gone, in
+// case the event of the last one's going was missed.
 const packageUninstallPoll = 2 * time.Second
 
 // +kubebuilder:rbac:groups=cluster.flotilla.dev,resources=clusters,verbs=get;list;watch;patch
@@ -51,7 +57,8 @@ type Reconciler struct {
 	APIReader ctrlclient.Reader
 }
 
-// SetupWithManager registers the reconciler with mgr.
+// SetupWithManager registers the reconciler with mgr. It watches Flotilla Clusters, and the
+// Packages whose going lets a deleted Cluster's teardown go on.
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	switch {
 	case r.Client == nil:
@@ -64,6 +71,12 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	err := ctrl.NewControllerManagedBy(mgr).
 		Named("packages-cluster-lifecycle").
 		For(&flotillav1.Cluster{}).
+		Watches(&packagesv1.Package{}, handler.EnqueueRequestsFromMapFunc(r.clusterOfPackage),
+			builder.WithPredicates(predicate.Funcs{
+				CreateFunc:  func(event.CreateEvent) bool { return false },
+				UpdateFunc:  func(event.UpdateEvent) bool { return false },
+				GenericFunc: func(event.GenericEvent) bool { return false },
+			})).
 		Complete(r)
 	if err != nil {
 		return fmt.Errorf("setting up the packages lifecycle reconciler: %w", err)
@@ -209,17 +222,22 @@ func (r *Reconciler) reconcileDelete(ctx context.Context, c *flotillav1.Cluster)
 			return ctrl.Result{}, fmt.Errorf("deleting %s %s: %w", kindOf(obj), klog.KObj(obj), err)
 		}
 	}
+	// Said before the hook goes, which lets the teardown go on, so that the events tell the
+	// teardown in the order it happened; and said once: a retry after a conflict finds the hook
+	// gone.
+	if metav1.HasAnnotation(c.ObjectMeta, predelete.Annotation(PreDeleteHook)) {
+		for _, obj := range others {
+			r.Recorder.Eventf(c, nil, corev1.EventTypeNormal, "LeftAlone", "Delete",
+				"Left %s %s alone: it does not carry this Cluster's UID", kindOf(obj), klog.KObj(obj))
+		}
+		if len(mine) > 0 {
+			r.Recorder.Eventf(c, nil, corev1.EventTypeNormal, "Deleted", "Delete",
+				"Packages uninstalled; deleted namespace %s and PackageBundleController %s/%s",
+				packagesv1.ClusterNamespace(c.Name), packagesv1.PackagesNamespace, c.Name)
+		}
+	}
 	if err := r.removeFinalizer(ctx, c); err != nil {
 		return objectpatch.RequeueOnConflict(err, objectpatch.ConflictRetry)
-	}
-	for _, obj := range others {
-		r.Recorder.Eventf(c, nil, corev1.EventTypeNormal, "LeftAlone", "Delete",
-			"Left %s %s alone: it does not carry this Cluster's UID", kindOf(obj), klog.KObj(obj))
-	}
-	if len(mine) > 0 {
-		r.Recorder.Eventf(c, nil, corev1.EventTypeNormal, "Deleted", "Delete",
-			"Packages uninstalled; deleted namespace %s and PackageBundleController %s/%s",
-			packagesv1.ClusterNamespace(c.Name), packagesv1.PackagesNamespace, c.Name)
 	}
 	return ctrl.Result{}, nil
 }
@@ -277,6 +295,20 @@ func (r *Reconciler) removeFinalizer(ctx context.Context, c *flotillav1.Cluster)
 		return err
 	}
 	return objectpatch.New(r.Client, c).RemoveFinalizer(ctx, packagesv1.ClusterCleanupFinalizer)
+}
+
+// clusterOfPackage maps a Package that is gone to the Flotilla Cluster whose namespace holds it,
+// as the namespace's labels name it.
+func (r *Reconciler) clusterOfPackage(ctx context.Context, p ctrlclient.Object) []reconcile.Request {
+	ns := &corev1.Namespace{}
+	if err := r.Client.Get(ctx, ctrlclient.ObjectKey{Name: p.GetNamespace()}, ns); err != nil {
+		return nil // the namespace is gone too: the Cluster's reconcile that deleted it is done
+	}
+	name, namespace := ns.Labels[packagesv1.ClusterNameLabel], ns.Labels[packagesv1.ClusterNamespaceLabel]
+	if name == "" || namespace == "" {
+		return nil
+	}
+	return []reconcile.Request{{NamespacedName: ctrlclient.ObjectKey{Namespace: namespace, Name: name}}}
 }
 
 // labels mark an object as belonging to Cluster c.
