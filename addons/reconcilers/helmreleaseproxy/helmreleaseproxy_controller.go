@@ -264,8 +264,6 @@ func (r *Reconciler) patchStatus(ctx context.Context, s *scope) error {
 	return nil
 }
 
-// proxiesOfCluster maps a Cluster to the HelmReleaseProxies installing into it, through the
-// cluster.x-k8s.io/cluster-name label they carry.
 // tenantValues keeps the ConfigMaps that hold tenant values, or held them before a change.
 var tenantValues = predicate.Funcs{
 	CreateFunc:  func(e event.CreateEvent) bool { return isTenantValues(e.Object) },
@@ -304,6 +302,8 @@ func (r *Reconciler) releasesOfTenantValues(ctx context.Context, obj ctrlclient.
 	return requests
 }
 
+// proxiesOfCluster maps a Cluster to the HelmReleaseProxies installing into it, through the
+// cluster.x-k8s.io/cluster-name label they carry.
 func (r *Reconciler) proxiesOfCluster(ctx context.Context, obj ctrlclient.Object) []reconcile.Request {
 	list := &addonsv1.HelmReleaseProxyList{}
 	if err := r.Client.List(ctx, list, ctrlclient.InNamespace(obj.GetNamespace()),
