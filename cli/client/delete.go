@@ -188,8 +188,8 @@ func (c *Client) DeleteWorkloadCluster(ctx context.Context, opts DeleteWorkloadC
 	if err := c.removeClusterSpec(ctx, kc, fc); err != nil {
 		return err
 	}
-	events := newTeardownEvents(ctx, kc, fc)
 	start := time.Now()
+	events := newTeardownEvents(ctx, kc, fc, start)
 	if err := kc.Delete(ctx, fc); err != nil && !apierrors.IsNotFound(err) {
 		return fmt.Errorf("deleting cluster %q: %w", opts.Name, err)
 	}
@@ -230,26 +230,27 @@ type teardownEvents struct {
 	// cluster and capiCluster are the UIDs of the Flotilla and the CAPI Cluster.
 	cluster, capiCluster types.UID
 	controlPlane         clusterv1.ContractVersionedObjectReference
-	// seen holds the events printed or there before the teardown. An event that happens again
-	// (its series grows) is not printed again.
+	// since is when the teardown began, by this machine's clock: what happened before is not
+	// the teardown's.
+	since time.Time
+	// seen holds the events printed. An event that happens again (its series grows) is not
+	// printed again.
 	seen map[types.UID]bool
 }
 
-// newTeardownEvents notes the events of fc's namespace that are there before its teardown.
-func newTeardownEvents(ctx context.Context, kc ctrlclient.Client, fc *flotillav1.Cluster) *teardownEvents {
-	t := &teardownEvents{kc: kc, namespace: fc.Namespace, cluster: fc.UID, seen: map[types.UID]bool{}}
+// newTeardownEvents finds the events of fc's teardown, which began at since.
+func newTeardownEvents(ctx context.Context, kc ctrlclient.Client, fc *flotillav1.Cluster, since time.Time) *teardownEvents {
+	t := &teardownEvents{kc: kc, namespace: fc.Namespace, cluster: fc.UID, since: since, seen: map[types.UID]bool{}}
 	capi := &clusterv1.Cluster{}
 	if err := kc.Get(ctx, ctrlclient.ObjectKeyFromObject(fc), capi); err == nil {
 		t.capiCluster, t.controlPlane = capi.UID, capi.Spec.ControlPlaneRef
 	}
-	t.next(ctx)
 	return t
 }
 
 // next returns the teardown's events that were not returned before, oldest first (by when
-// they last happened). Reading them
-// is best effort (a user who may not list events still sees the Cluster's conditions): an error
-// returns none.
+// they last happened). Reading them is best effort (a user who may not list events still sees
+// the Cluster's conditions): an error returns none.
 func (t *teardownEvents) next(ctx context.Context) []eventsv1.Event {
 	list := &eventsv1.EventList{}
 	if err := t.kc.List(ctx, list, ctrlclient.InNamespace(t.namespace)); err != nil {
@@ -257,7 +258,7 @@ func (t *teardownEvents) next(ctx context.Context) []eventsv1.Event {
 	}
 	var found []eventsv1.Event
 	for _, e := range list.Items {
-		if t.seen[e.UID] || !t.concerns(&e) {
+		if t.seen[e.UID] || !happenedSince(e, t.since) || !t.concerns(&e) {
 			continue
 		}
 		t.seen[e.UID] = true
@@ -283,6 +284,15 @@ func (t *teardownEvents) concerns(e *eventsv1.Event) bool {
 		return true
 	}
 	return t.controlPlane.IsDefined() && e.Regarding.Kind == t.controlPlane.Kind && e.Regarding.Name == t.controlPlane.Name
+}
+
+// happenedSince reports whether e last happened at since or later, to the precision its API
+// records: the core API's timestamps are whole seconds.
+func happenedSince(e eventsv1.Event, since time.Time) bool {
+	if e.Series == nil && e.EventTime.IsZero() {
+		since = since.Truncate(time.Second)
+	}
+	return !eventTime(e).Before(since)
 }
 
 // eventTime is when e last happened, whichever API wrote it.
