@@ -36,8 +36,7 @@ func TestRunawayTemplatesFailFastAndLeaveTheProcessAsItWas(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
 	// A worker is started before: starting one is not part of a render's time.
-	_, err := Render(ctx, "a: 1", Data{})
-	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(renderTrivial()).To(Succeed())
 
 	for _, tt := range runawayTemplates {
 		t.Run(tt.name, func(t *testing.T) {
@@ -71,10 +70,7 @@ func TestARenderStarvedOfCPUSaysSoAndTheNextOneWorks(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
 	// The one idle worker gets no CPU at all, as on a machine far too busy.
-	stopped := theIdleWorkerAfter(g, func() error {
-		_, err := Render(ctx, "a: 1", Data{})
-		return err
-	}).cmd.Process.Pid
+	stopped := theIdleWorkerAfter(g, renderTrivial).cmd.Process.Pid
 	g.Expect(syscall.Kill(stopped, syscall.SIGSTOP)).To(Succeed())
 
 	_, err := Render(ctx, "name: {{ .Cluster.metadata.name }}", testData())
@@ -88,10 +84,7 @@ func TestARenderStarvedOfCPUSaysSoAndTheNextOneWorks(t *testing.T) {
 func TestARenderWhoseWorkerWasKilledIsToBeRenderedAgain(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
-	killed := theIdleWorkerAfter(g, func() error {
-		_, err := Render(ctx, "a: 1", Data{})
-		return err
-	})
+	killed := theIdleWorkerAfter(g, renderTrivial)
 	g.Expect(killed.cmd.Process.Kill()).To(Succeed())
 	<-killed.exited
 
@@ -112,12 +105,7 @@ func TestARenderWhoseWorkerWasKilledIsToBeRenderedAgain(t *testing.T) {
 func TestAWorkerOutlivesTheThreadThatStartedIt(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
-	worker := theIdleWorkerAfter(g, func() error {
-		return process.InThread(func() error {
-			_, err := Render(ctx, "a: 1", Data{})
-			return err
-		})
-	})
+	worker := theIdleWorkerAfter(g, func() error { return process.InThread(renderTrivial) })
 
 	g.Consistently(worker.exited, time.Second).ShouldNot(BeClosed(), "the worker was killed with the thread that started it")
 	g.Expect(Render(ctx, "name: {{ .Cluster.metadata.name }}", testData())).To(Equal("name: w1\n"))
@@ -177,6 +165,12 @@ func stopIdleWorkers(g Gomega) {
 		w.stop()
 	}
 	g.Eventually(func() int { return goroutinesIn("values.startWorker.func") }, 10*time.Second).Should(BeZero())
+}
+
+// renderTrivial renders a template that needs nothing, in a worker.
+func renderTrivial() error {
+	_, err := Render(context.Background(), "a: 1", Data{})
+	return err
 }
 
 // theIdleWorkerAfter stops the idle workers, runs render, which must succeed, and returns the
