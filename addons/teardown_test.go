@@ -16,7 +16,7 @@ import (
 	"github.com/flotilla-dev/flotilla/addons/reconcilers/clusterteardown"
 	addonsv1 "github.com/flotilla-dev/flotilla/api/addons/v1alpha1"
 	flotillav1 "github.com/flotilla-dev/flotilla/api/cluster/v1alpha1"
-	"github.com/flotilla-dev/flotilla/cluster/predelete"
+	"github.com/flotilla-dev/flotilla/pkg/predelete"
 )
 
 // TestADeletedClusterKeepsItsControlPlaneUntilItsAddonsAreUninstalled deletes a Flotilla

@@ -21,7 +21,7 @@ import (
 
 	flotillav1 "github.com/flotilla-dev/flotilla/api/cluster/v1alpha1"
 	infrav1 "github.com/flotilla-dev/flotilla/api/infrastructure/v1alpha1"
-	"github.com/flotilla-dev/flotilla/manager/scheme"
+	"github.com/flotilla-dev/flotilla/pkg/scheme"
 )
 
 func gateCluster(kind, endpoint string, provisioned, initialized bool, annotations map[string]string) *clusterv1.Cluster {

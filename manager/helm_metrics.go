@@ -6,8 +6,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
 
-	"github.com/flotilla-dev/flotilla/internal/latest"
 	"github.com/flotilla-dev/flotilla/pkg/helm"
+	"github.com/flotilla-dev/flotilla/pkg/latest"
 )
 
 // engineOperationsDesc describes the counters of the manager's Helm engine (helm.Stats), which

@@ -33,11 +33,11 @@ import (
 
 	flotillav1 "github.com/flotilla-dev/flotilla/api/cluster/v1alpha1"
 	clusterwebhooks "github.com/flotilla-dev/flotilla/cluster/webhooks"
-	"github.com/flotilla-dev/flotilla/internal/version"
-	"github.com/flotilla-dev/flotilla/manager/scheme"
 	"github.com/flotilla-dev/flotilla/pkg/binaries"
 	"github.com/flotilla-dev/flotilla/pkg/controlplane"
 	"github.com/flotilla-dev/flotilla/pkg/helm"
+	"github.com/flotilla-dev/flotilla/pkg/scheme"
+	"github.com/flotilla-dev/flotilla/pkg/version"
 )
 
 // Namespace is where Flotilla's manager keeps its state: the leader election Lease, the version

@@ -22,8 +22,8 @@ import (
 	ctrlclient "sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/flotilla-dev/flotilla/internal/testenv"
-	"github.com/flotilla-dev/flotilla/internal/version"
 	"github.com/flotilla-dev/flotilla/manager"
+	"github.com/flotilla-dev/flotilla/pkg/version"
 )
 
 var env *testenv.Environment

@@ -9,7 +9,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	ctrlclient "sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/flotilla-dev/flotilla/internal/version"
+	"github.com/flotilla-dev/flotilla/pkg/version"
 )
 
 // RBAC of the version record (ManagerIdentity): the manager checks that the namespaces it

@@ -18,8 +18,8 @@ import (
 
 	packagesv1 "github.com/flotilla-dev/flotilla/api/packages/v1alpha1"
 	"github.com/flotilla-dev/flotilla/cli/client"
-	"github.com/flotilla-dev/flotilla/internal/version"
 	"github.com/flotilla-dev/flotilla/packages/defaults"
+	"github.com/flotilla-dev/flotilla/pkg/version"
 )
 
 // kubeconfigFile writes an Environment's kubeconfig to a file, as the CLI takes it.

@@ -13,8 +13,8 @@ import (
 
 	flotillav1 "github.com/flotilla-dev/flotilla/api/cluster/v1alpha1"
 	packagesv1 "github.com/flotilla-dev/flotilla/api/packages/v1alpha1"
-	"github.com/flotilla-dev/flotilla/cluster/predelete"
 	"github.com/flotilla-dev/flotilla/packages/reconcilers/clusterlifecycle"
+	"github.com/flotilla-dev/flotilla/pkg/predelete"
 )
 
 // preDeleteChart is the hello chart with a pre-delete hook Job, <release>-cleanup: Helm's

@@ -16,9 +16,9 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	ctrlclient "sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/flotilla-dev/flotilla/cli/spec"
-	"github.com/flotilla-dev/flotilla/manager/scheme"
+	"github.com/flotilla-dev/flotilla/cluster/spec"
 	"github.com/flotilla-dev/flotilla/pkg/controlplane"
+	"github.com/flotilla-dev/flotilla/pkg/scheme"
 )
 
 // Client runs Flotilla's workflows on this machine.
@@ -34,7 +34,7 @@ type Client struct {
 	// WaitTimeout bounds each wait for a cluster to become Ready.
 	WaitTimeout time.Duration
 	// Version is this CLI's version as CheckCompatibility compares it with management clusters';
-	// the binary's own (internal/version) when empty.
+	// the binary's own (pkg/version) when empty.
 	Version string
 }
 

@@ -12,7 +12,7 @@ import (
 	utilversion "k8s.io/apimachinery/pkg/util/version"
 	ctrlclient "sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/flotilla-dev/flotilla/internal/version"
+	"github.com/flotilla-dev/flotilla/pkg/version"
 )
 
 // Access says what a command does to a management cluster, which decides how a version

@@ -17,10 +17,10 @@ import (
 
 	flotillav1 "github.com/flotilla-dev/flotilla/api/cluster/v1alpha1"
 	"github.com/flotilla-dev/flotilla/cli/client"
-	"github.com/flotilla-dev/flotilla/cli/spec"
+	"github.com/flotilla-dev/flotilla/cluster/spec"
 	"github.com/flotilla-dev/flotilla/config"
 	"github.com/flotilla-dev/flotilla/internal/testenv"
-	"github.com/flotilla-dev/flotilla/internal/version"
+	"github.com/flotilla-dev/flotilla/pkg/version"
 )
 
 func TestCheckVersions(t *testing.T) {

@@ -13,7 +13,7 @@ import (
 
 	flotillav1 "github.com/flotilla-dev/flotilla/api/cluster/v1alpha1"
 	"github.com/flotilla-dev/flotilla/config"
-	"github.com/flotilla-dev/flotilla/internal/version"
+	"github.com/flotilla-dev/flotilla/pkg/version"
 )
 
 // InstallComponents makes the cluster behind c able to hold Flotilla and Cluster API objects:

@@ -13,8 +13,8 @@ import (
 	ctrlclient "sigs.k8s.io/controller-runtime/pkg/client"
 
 	flotillav1 "github.com/flotilla-dev/flotilla/api/cluster/v1alpha1"
-	"github.com/flotilla-dev/flotilla/cli/spec"
 	"github.com/flotilla-dev/flotilla/cli/workflow"
+	"github.com/flotilla-dev/flotilla/cluster/spec"
 )
 
 // CreateWorkloadClusterOptions says which workload cluster to create, and where.

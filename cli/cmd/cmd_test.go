@@ -11,8 +11,8 @@ import (
 	"github.com/spf13/pflag"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 
-	"github.com/flotilla-dev/flotilla/cli/spec"
-	"github.com/flotilla-dev/flotilla/internal/version"
+	"github.com/flotilla-dev/flotilla/cluster/spec"
+	"github.com/flotilla-dev/flotilla/pkg/version"
 )
 
 // run runs flotilla with args in-process and returns what it printed.

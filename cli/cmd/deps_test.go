@@ -26,7 +26,7 @@ func isController(pkg string) bool {
 
 // TestTheCLILinksNoController keeps the CLI apart from the controllers: nothing under cli/
 // links, directly or through another package, a reconciler, a webhook or the manager. What both
-// sides need lives in packages both import (addons/desired, internal/version, the api
+// sides need lives in packages both import (addons/desired, pkg/version, the api
 // packages...). The binary's `flotilla manager` command, which does run the manager, is in
 // cmd/flotilla.
 func TestTheCLILinksNoController(t *testing.T) {
@@ -51,7 +51,7 @@ func TestIsController(t *testing.T) {
 	for _, pkg := range []string{"manager", "addons", "addons/reconcilers/helmchartproxy", "cluster/webhooks", "packages/reconcilers/package", "infrastructure/packet"} {
 		g.Expect(isController(pkg)).To(BeTrue(), pkg)
 	}
-	for _, pkg := range []string{"manager/scheme", "addons/desired", "addons/values", "cluster/gitops", "packages/bundle", "infrastructure/packet/metalsim", path.Join("cli", "client")} {
+	for _, pkg := range []string{"pkg/scheme", "addons/desired", "addons/values", "cluster/gitops", "packages/bundle", "infrastructure/packet/metalsim", path.Join("cli", "client")} {
 		g.Expect(isController(pkg)).To(BeFalse(), pkg)
 	}
 }

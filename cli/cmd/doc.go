@@ -13,7 +13,7 @@
 //     constructor);
 //   - Validate checks the completed options and says what to do instead (commands with -o
 //     embed outputOptions, whose Validate checks it);
-//   - Run(ctx) calls cli/client (cli/spec, cli/workflow) and prints.
+//   - Run(ctx) calls cli/client (cluster/spec, cli/workflow) and prints.
 //
 // Commands are thin: what they do to clusters, registries and files happens in cli/client, so
 // the end-to-end tests drive exactly what a user runs. Commands that share their flags share

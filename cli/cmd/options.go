@@ -36,7 +36,7 @@ import (
 //   - Validate checks the completed options, changes nothing, and says what to do instead; a
 //     command with nothing to check beyond what cobra checks says so in a Validate that
 //     returns nil. Embedding outputOptions makes -o's check the Validate.
-//   - Run does the work, through cli/client (cli/spec, cli/workflow), and prints to the
+//   - Run does the work, through cli/client (cluster/spec, cli/workflow), and prints to the
 //     streams. Domain work (reading and changing clusters, registries, files the user did not
 //     name) belongs in cli/client, not here.
 type Lifecycle interface {

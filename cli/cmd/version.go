@@ -7,7 +7,7 @@ import (
 	"github.com/spf13/cobra"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 
-	"github.com/flotilla-dev/flotilla/internal/version"
+	"github.com/flotilla-dev/flotilla/pkg/version"
 )
 
 // VersionOptions are the options of `flotilla version`.

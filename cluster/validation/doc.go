@@ -2,7 +2,7 @@
 // configs (LocalDatacenterConfig, LocalMachineConfig, PacketDatacenterConfig, PacketMachineConfig). Each rule is
 // written once, here, as a pure function that returns a field.ErrorList; the admission webhooks
 // (cluster/webhooks) return the list as it is, in an Invalid status whose causes name the
-// fields, and the CLI (cli/spec) maps each field path to its line in the spec file, so `flotilla
+// fields, and the CLI (cluster/spec) maps each field path to its line in the spec file, so `flotilla
 // create cluster` refuses at SetupAndValidate, with the line, everything the API server would
 // refuse:
 //

@@ -21,10 +21,10 @@ import (
 	"github.com/flotilla-dev/flotilla/cli/client"
 	"github.com/flotilla-dev/flotilla/cli/cmd"
 	clusterwebhooks "github.com/flotilla-dev/flotilla/cluster/webhooks"
-	"github.com/flotilla-dev/flotilla/internal/version"
 	"github.com/flotilla-dev/flotilla/manager"
 	"github.com/flotilla-dev/flotilla/pkg/controlplane"
 	"github.com/flotilla-dev/flotilla/pkg/supervisor"
+	"github.com/flotilla-dev/flotilla/pkg/version"
 )
 
 // managerOptions are the flags of `flotilla manager`.

@@ -19,7 +19,7 @@ import (
 
 	flotillav1 "github.com/flotilla-dev/flotilla/api/cluster/v1alpha1"
 	"github.com/flotilla-dev/flotilla/cli/client"
-	"github.com/flotilla-dev/flotilla/cli/spec"
+	"github.com/flotilla-dev/flotilla/cluster/spec"
 )
 
 // A user of the CLI creates, upgrades and deletes an in-memory cluster through a management

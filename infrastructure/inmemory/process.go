@@ -10,6 +10,8 @@ import (
 	"os"
 	"time"
 
+	"github.com/flotilla-dev/flotilla/pkg/capifeatures"
+
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
@@ -34,8 +36,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
-	"github.com/flotilla-dev/flotilla/manager/capi"
-	"github.com/flotilla-dev/flotilla/manager/scheme"
+	"github.com/flotilla-dev/flotilla/pkg/scheme"
 )
 
 // ProcessCommand is the first argument of the provider process: `flotilla inmemory-provider`
@@ -154,7 +155,7 @@ func RunProcess(ctx context.Context, stdin io.Reader) error {
 		return fmt.Errorf("reading the configuration on stdin: %w", err)
 	}
 
-	if err := capi.SetFeatureGates(); err != nil {
+	if err := capifeatures.Set(); err != nil {
 		return err
 	}
 	log := ctrl.LoggerFrom(ctx).WithName("inmemory-provider")

@@ -10,7 +10,7 @@ import (
 
 	infrav1 "github.com/flotilla-dev/flotilla/api/infrastructure/v1alpha1"
 	"github.com/flotilla-dev/flotilla/cli/client"
-	"github.com/flotilla-dev/flotilla/cli/spec"
+	"github.com/flotilla-dev/flotilla/cluster/spec"
 )
 
 func TestCreatingAPacketClusterMakesTheAdminsIdentity(t *testing.T) {

@@ -17,7 +17,7 @@ import (
 	ctrlcache "sigs.k8s.io/controller-runtime/pkg/cache"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
-	"github.com/flotilla-dev/flotilla/manager/scheme"
+	"github.com/flotilla-dev/flotilla/pkg/scheme"
 )
 
 // roleEnv names the environment variable that makes the test binary a child.

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/flotilla-dev/flotilla/pkg/capifeatures"
+
 	"k8s.io/apimachinery/pkg/util/sets"
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 	"sigs.k8s.io/cluster-api/controllers/clustercache"
@@ -74,7 +76,7 @@ func Setup(ctx context.Context, mgr ctrl.Manager, opts Options) error {
 	// The gate first: with it on, the default indexes include Clusters by ClusterClass, which
 	// Cluster API's ClusterClass webhook lists by (on every update of a class, as clusterctl
 	// move's pause makes).
-	if err := SetFeatureGates(); err != nil {
+	if err := capifeatures.Set(); err != nil {
 		return err
 	}
 	if err := index.AddDefaultIndexes(ctx, mgr); err != nil {

@@ -47,7 +47,7 @@ const (
 // +kubebuilder:rbac:groups=runtime.cluster.x-k8s.io,resources=extensionconfigs,verbs=get;list;watch
 
 // setupTopology registers what Cluster API needs for ClusterClass clusters (the ClusterTopology
-// gate is on: SetFeatureGates) and ClusterResourceSets, wired as its core/main.go wires
+// gate is on: capifeatures.Set) and ClusterResourceSets, wired as its core/main.go wires
 // them (without the runtime SDK: no lifecycle hooks, no external patches): the ClusterClass,
 // Cluster topology, MachineDeployment topology and MachineSet topology reconcilers, the
 // ClusterResourceSet and binding reconcilers, and the ClusterClass and ClusterResourceSet

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/flotilla-dev/flotilla/pkg/capifeatures"
+
 	"sigs.k8s.io/cluster-api/bootstrap/kubeadm/reconcilers/kubeadmconfig"
 	bootstrapadmission "sigs.k8s.io/cluster-api/bootstrap/kubeadm/webhooks/admission"
 	"sigs.k8s.io/cluster-api/controllers/clustercache"
@@ -53,7 +55,7 @@ func Setup(ctx context.Context, mgr ctrl.Manager, opts Options) error {
 	if opts.ClusterCache == nil {
 		return errors.New("setting up the kubeadm providers: ClusterCache is required")
 	}
-	if err := capi.SetFeatureGates(); err != nil {
+	if err := capifeatures.Set(); err != nil {
 		return err
 	}
 	// The manager's cache keeps the data of kubeconfig Secrets only (the core's cache options),

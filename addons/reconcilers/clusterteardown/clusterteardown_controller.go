@@ -14,8 +14,8 @@ import (
 
 	addonsv1 "github.com/flotilla-dev/flotilla/api/addons/v1alpha1"
 	flotillav1 "github.com/flotilla-dev/flotilla/api/cluster/v1alpha1"
-	"github.com/flotilla-dev/flotilla/cluster/predelete"
 	"github.com/flotilla-dev/flotilla/pkg/objectpatch"
+	"github.com/flotilla-dev/flotilla/pkg/predelete"
 )
 
 // PreDeleteHook names the addons component's pre-delete hook on Clusters.

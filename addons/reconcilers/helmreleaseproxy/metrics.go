@@ -12,7 +12,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	addonsv1 "github.com/flotilla-dev/flotilla/api/addons/v1alpha1"
-	"github.com/flotilla-dev/flotilla/internal/latest"
+	"github.com/flotilla-dev/flotilla/pkg/latest"
 )
 
 // The metrics of the reconciler, registered with controller-runtime's registry (served on the

@@ -14,7 +14,7 @@ import (
 
 	flotillav1 "github.com/flotilla-dev/flotilla/api/cluster/v1alpha1"
 	controlplanev1 "github.com/flotilla-dev/flotilla/api/controlplane/v1alpha1"
-	"github.com/flotilla-dev/flotilla/cluster/capiobjects"
+	"github.com/flotilla-dev/flotilla/infrastructure/capiobjects"
 	"github.com/flotilla-dev/flotilla/pkg/kubeversion"
 )
 

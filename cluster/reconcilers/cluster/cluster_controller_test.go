@@ -23,8 +23,8 @@ import (
 	controlplanev1 "github.com/flotilla-dev/flotilla/api/controlplane/v1alpha1"
 	infrav1 "github.com/flotilla-dev/flotilla/api/infrastructure/v1alpha1"
 	"github.com/flotilla-dev/flotilla/cluster"
-	"github.com/flotilla-dev/flotilla/cluster/predelete"
 	"github.com/flotilla-dev/flotilla/internal/testenv"
+	"github.com/flotilla-dev/flotilla/pkg/predelete"
 )
 
 // The tests run the cluster component (reconciler and webhooks, as cluster.Setup wires them) in

@@ -9,8 +9,8 @@ import (
 	flotillav1 "github.com/flotilla-dev/flotilla/api/cluster/v1alpha1"
 	controlplanev1 "github.com/flotilla-dev/flotilla/api/controlplane/v1alpha1"
 	infrav1 "github.com/flotilla-dev/flotilla/api/infrastructure/v1alpha1"
-	"github.com/flotilla-dev/flotilla/cluster/capiobjects"
 	clustervalidation "github.com/flotilla-dev/flotilla/cluster/validation"
+	"github.com/flotilla-dev/flotilla/infrastructure/capiobjects"
 	"github.com/flotilla-dev/flotilla/pkg/kubeversion"
 )
 

@@ -15,7 +15,7 @@ import (
 
 	flotillav1 "github.com/flotilla-dev/flotilla/api/cluster/v1alpha1"
 	infrav1 "github.com/flotilla-dev/flotilla/api/infrastructure/v1alpha1"
-	"github.com/flotilla-dev/flotilla/cluster/capiobjects"
+	"github.com/flotilla-dev/flotilla/infrastructure/capiobjects"
 	"github.com/flotilla-dev/flotilla/pkg/kubeversion"
 )
 

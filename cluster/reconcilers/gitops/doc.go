@@ -22,7 +22,7 @@
 //     host (cluster/gitops.CheckCredentialsTransport): Ready is False, naming spec.repository.
 //  4. reads the specs of the layout (package cluster/gitops): clusters/<management>/cluster.yaml
 //     and clusters/<management>/workload-clusters/<name>/cluster.yaml, and parses each with the
-//     CLI's spec loader (cli/spec), so a file is held to the same rules as `flotilla create
+//     CLI's spec loader (cluster/spec), so a file is held to the same rules as `flotilla create
 //     cluster -f`. Specs of another namespace or naming another GitOpsConfig are skipped; a
 //     spec without spec.gitOpsRef, a Cluster whose name is not its directory's, or a workload
 //     cluster managed by another management cluster is invalid. One invalid spec stops the

@@ -22,8 +22,8 @@ import (
 	ctrlclient "sigs.k8s.io/controller-runtime/pkg/client"
 
 	flotillav1 "github.com/flotilla-dev/flotilla/api/cluster/v1alpha1"
-	"github.com/flotilla-dev/flotilla/cli/spec"
 	gitopsrepo "github.com/flotilla-dev/flotilla/cluster/gitops"
+	"github.com/flotilla-dev/flotilla/cluster/spec"
 	"github.com/flotilla-dev/flotilla/config"
 )
 

@@ -11,8 +11,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 
 	flotillav1 "github.com/flotilla-dev/flotilla/api/cluster/v1alpha1"
-	"github.com/flotilla-dev/flotilla/cli/spec"
 	gitopsrepo "github.com/flotilla-dev/flotilla/cluster/gitops"
+	"github.com/flotilla-dev/flotilla/cluster/spec"
 )
 
 // specFile is a workload cluster spec as found at path, with the Cluster's metadata and spec

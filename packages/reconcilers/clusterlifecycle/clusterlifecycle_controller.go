@@ -24,8 +24,8 @@ import (
 
 	flotillav1 "github.com/flotilla-dev/flotilla/api/cluster/v1alpha1"
 	packagesv1 "github.com/flotilla-dev/flotilla/api/packages/v1alpha1"
-	"github.com/flotilla-dev/flotilla/cluster/predelete"
 	"github.com/flotilla-dev/flotilla/pkg/objectpatch"
+	"github.com/flotilla-dev/flotilla/pkg/predelete"
 )
 
 // FieldOwner names the reconciler in managed fields and events.

@@ -1,4 +1,4 @@
-package capi
+package capifeatures
 
 import (
 	"fmt"
@@ -6,7 +6,7 @@ import (
 	"sigs.k8s.io/cluster-api/feature"
 )
 
-// SetFeatureGates sets the Cluster API feature gates every Cluster API controller of this
+// Set sets the Cluster API feature gates every Cluster API controller of this
 // process reads when it is built, so it runs before any is (the gates are process-wide; setting
 // them again is harmless). Setup, the kubeadm component and the in-memory provider's process
 // call it.
@@ -20,7 +20,7 @@ import (
 //     cluster was Ready after 18.5 s with it and 4.9 s without (bench/inmemory_bench_test.go).
 //     Each object is still reconciled only when it changes or asks to be, with a back-off per
 //     object when it fails.
-func SetFeatureGates() error {
+func Set() error {
 	for gate, on := range map[string]bool{
 		string(feature.ClusterTopology):        true,
 		string(feature.ReconcilerRateLimiting): false,

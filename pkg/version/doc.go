@@ -2,10 +2,10 @@
 //
 // Release builds stamp the version with the linker:
 //
-//	go build -ldflags "-X github.com/flotilla-dev/flotilla/internal/version.gitVersion=v0.1.0 \
-//	  -X github.com/flotilla-dev/flotilla/internal/version.gitCommit=$(git rev-parse HEAD) \
-//	  -X github.com/flotilla-dev/flotilla/internal/version.gitTreeState=clean \
-//	  -X github.com/flotilla-dev/flotilla/internal/version.buildDate=$(date -u +%Y-%m-%dT%H:%M:%SZ)" \
+//	go build -ldflags "-X github.com/flotilla-dev/flotilla/pkg/version.gitVersion=v0.1.0 \
+//	  -X github.com/flotilla-dev/flotilla/pkg/version.gitCommit=$(git rev-parse HEAD) \
+//	  -X github.com/flotilla-dev/flotilla/pkg/version.gitTreeState=clean \
+//	  -X github.com/flotilla-dev/flotilla/pkg/version.buildDate=$(date -u +%Y-%m-%dT%H:%M:%SZ)" \
 //	  ./cmd/flotilla
 //
 // Anything not stamped is filled from the build information the Go toolchain embeds in every
