@@ -26,6 +26,9 @@ const (
 // +kubebuilder:webhook:path=/mutate-cluster-flotilla-dev-v1alpha1-cluster,mutating=true,failurePolicy=fail,sideEffects=None,groups=cluster.flotilla.dev,resources=clusters,verbs=create;update,versions=v1alpha1,name=default.cluster.flotilla.dev,admissionReviewVersions=v1
 // +kubebuilder:webhook:path=/validate-cluster-flotilla-dev-v1alpha1-cluster,mutating=false,failurePolicy=fail,sideEffects=None,groups=cluster.flotilla.dev,resources=clusters,verbs=create;update,versions=v1alpha1,name=validate.cluster.flotilla.dev,admissionReviewVersions=v1
 
+// The Cluster webhook reads the TenantQuotas of the Cluster's namespace.
+// +kubebuilder:rbac:groups=cluster.flotilla.dev,resources=tenantquotas,verbs=list
+
 // Cluster defaults and validates Flotilla Clusters on create and update.
 type Cluster struct {
 	// Reader lists the Clusters of the API server: to find the management cluster a new
@@ -112,7 +115,13 @@ func (w *Cluster) ValidateCreate(ctx context.Context, c *flotillav1.Cluster) (ad
 		return nil, apierrors.NewInternalError(err)
 	}
 	errs = append(errs, clustervalidation.ValidateClusterPeers(c, clusters)...)
-	errs = append(errs, clustervalidation.ValidateClusterRequest(nil, c, w.request(ctx, clusters))...)
+	who := w.request(ctx, clusters)
+	errs = append(errs, clustervalidation.ValidateClusterRequest(nil, c, who)...)
+	quotaErrs, err := w.validateQuota(ctx, nil, c, clusters, who)
+	if err != nil {
+		return nil, apierrors.NewInternalError(err)
+	}
+	errs = append(errs, quotaErrs...)
 	return nil, invalid(clusterKind, c.Name, errs)
 }
 
@@ -127,9 +136,29 @@ func (w *Cluster) ValidateUpdate(ctx context.Context, oldC, newC *flotillav1.Clu
 		if err != nil {
 			return nil, apierrors.NewInternalError(err)
 		}
-		errs = append(errs, clustervalidation.ValidateClusterRequest(oldC, newC, w.request(ctx, clusters))...)
+		who := w.request(ctx, clusters)
+		errs = append(errs, clustervalidation.ValidateClusterRequest(oldC, newC, who)...)
+		quotaErrs, err := w.validateQuota(ctx, oldC, newC, clusters, who)
+		if err != nil {
+			return nil, apierrors.NewInternalError(err)
+		}
+		errs = append(errs, quotaErrs...)
 	}
 	return nil, invalid(clusterKind, newC.Name, errs)
+}
+
+// validateQuota holds a Cluster to the TenantQuotas of its namespace
+// (clustervalidation.ValidateClusterQuota); nothing without a Reader.
+func (w *Cluster) validateQuota(ctx context.Context, oldC, newC *flotillav1.Cluster, clusters []flotillav1.Cluster, who clustervalidation.Request) (field.ErrorList, error) {
+	if w.Reader == nil || who.Admin {
+		return nil, nil
+	}
+	quotas := &flotillav1.TenantQuotaList{}
+	if err := w.Reader.List(ctx, quotas); err != nil {
+		return nil, fmt.Errorf("listing TenantQuotas: %w", err)
+	}
+	limits := clustervalidation.LimitsOf(newC.Namespace, quotas.Items)
+	return clustervalidation.ValidateClusterQuota(oldC, newC, clusters, limits, who), nil
 }
 
 // request is what ValidateClusterRequest needs to know about the request in ctx.

@@ -18,6 +18,8 @@ import (
 	"k8s.io/client-go/rest"
 	ctrlclient "sigs.k8s.io/controller-runtime/pkg/client"
 
+	"k8s.io/utils/ptr"
+
 	flotillav1 "github.com/flotilla-dev/flotilla/api/cluster/v1alpha1"
 	infrav1 "github.com/flotilla-dev/flotilla/api/infrastructure/v1alpha1"
 	clusterwebhooks "github.com/flotilla-dev/flotilla/cluster/webhooks"
@@ -363,4 +365,67 @@ func TestATenantCannotSendAnInfrastructureKeyAnywhere(t *testing.T) {
 	mu.Lock()
 	defer mu.Unlock()
 	NewWithT(t).Expect(seen).To(BeEmpty(), "nothing was ever sent to the tenant's server, with or without a key")
+}
+
+// Issue 21: real nodes run on the management cluster's machine, so a tenant gets them only from
+// an admin, with a TenantQuota naming her namespace, which also bounds her clusters and worker
+// machines. She cannot grant herself one.
+func TestATenantGetsRealNodesAndMachinesOnlyAsAnAdminGrants(t *testing.T) {
+	ctx := context.Background()
+	managementCluster(t)
+	tenantNS := env.NewNamespace(t)
+	tenant := creator(t, tenantNS, "tenant-quota")
+	withNodes := func(name string, simulated, real int32) *flotillav1.Cluster {
+		c := localCluster(tenantNS, name, "sim")
+		c.Spec.WorkerNodeGroups[0].Count = simulated
+		c.Spec.WorkerNodeGroups = append(c.Spec.WorkerNodeGroups, flotillav1.WorkerNodeGroup{
+			Name: "real", Count: real, Nodes: flotillav1.RealNodes,
+			MachineGroupRef: flotillav1.Ref{Kind: flotillav1.LocalMachineConfigKind, Name: "small"},
+		})
+		return c
+	}
+	grant := &flotillav1.TenantQuota{
+		ObjectMeta: metav1.ObjectMeta{Name: "grant-" + tenantNS},
+		Spec:       flotillav1.TenantQuotaSpec{Namespaces: []string{tenantNS}, Clusters: ptr.To[int32](2), Workers: ptr.To[int32](4), RealNodes: 1},
+	}
+
+	t.Run("without a grant a real node is refused, naming the field and the way", func(t *testing.T) {
+		g := NewWithT(t)
+		for _, opts := range [][]ctrlclient.CreateOption{{ctrlclient.DryRunAll}, nil} {
+			refused(g, tenant.client.Create(ctx, withNodes("t1", 1, 1), opts...), "spec.workerNodeGroups",
+				"may have 0 real nodes altogether and the others have 0: this cluster may have 0, not 1; real nodes run on the management cluster's machine, so only an admin grants them, with a TenantQuota")
+		}
+		g.Expect(apierrors.IsNotFound(env.Client.Get(ctx, ctrlclient.ObjectKey{Namespace: tenantNS, Name: "t1"}, &flotillav1.Cluster{}))).To(BeTrue())
+	})
+
+	t.Run("she cannot grant herself real nodes", func(t *testing.T) {
+		g := NewWithT(t)
+		err := tenant.client.Create(ctx, grant.DeepCopy())
+		g.Expect(apierrors.IsForbidden(err)).To(BeTrue(), "creating a TenantQuota: %v", err)
+	})
+
+	t.Run("an admin's grant lets her have what it says, and not more", func(t *testing.T) {
+		g := NewWithT(t)
+		g.Expect(env.Client.Create(ctx, grant)).To(Succeed())
+		t.Cleanup(func() { _ = env.Client.Delete(context.Background(), grant) })
+		// The webhook reads quotas uncached: the grant counts at once.
+		g.Expect(tenant.client.Create(ctx, withNodes("t1", 1, 1))).To(Succeed())
+
+		refused(g, tenant.client.Create(ctx, withNodes("t2", 0, 1)), "spec.workerNodeGroups",
+			"may have 1 real nodes altogether and the others have 1: this cluster may have 0, not 1")
+		refused(g, tenant.client.Create(ctx, withNodes("t2", 3, 0)), "spec.workerNodeGroups",
+			"may have 4 worker machines altogether (TenantQuota) and the others have 2: this cluster may have 2, not 3")
+
+		t1 := &flotillav1.Cluster{}
+		g.Expect(env.Client.Get(ctx, ctrlclient.ObjectKey{Namespace: tenantNS, Name: "t1"}, t1)).To(Succeed())
+		t1.Spec.WorkerNodeGroups[1].Count = 2
+		refused(g, tenant.client.Update(ctx, t1), "spec.workerNodeGroups", "this cluster may have 1, not 2")
+
+		g.Expect(tenant.client.Create(ctx, withNodes("t2", 2, 0))).To(Succeed())
+		refused(g, tenant.client.Create(ctx, withNodes("t3", 0, 0)), "metadata.namespace", "may hold 2 Clusters (TenantQuota) and holds 2 already")
+	})
+
+	t.Run("an admin is held to no quota", func(t *testing.T) {
+		NewWithT(t).Expect(env.Client.Create(ctx, withNodes("t3", 10, 5), ctrlclient.DryRunAll)).To(Succeed())
+	})
 }

@@ -155,6 +155,7 @@ type ClusterSpec struct {
 	// workerNodeGroups are the groups of worker machines. Each becomes a MachineDeployment.
 	// +listType=map
 	// +listMapKey=name
+	// +kubebuilder:validation:MaxItems=32
 	// +optional
 	WorkerNodeGroups []WorkerNodeGroup `json:"workerNodeGroups,omitempty"`
 
@@ -207,6 +208,7 @@ type ProxyConfiguration struct {
 	// noProxy are the hosts reached directly: host names (a leading dot or none matches the
 	// domain's hosts too), IP addresses, CIDR blocks, with an optional :port; "*" for every host.
 	// Loopback addresses and localhost are always reached directly.
+	// +kubebuilder:validation:MaxItems=128
 	// +optional
 	NoProxy []string `json:"noProxy,omitempty"`
 }
@@ -217,6 +219,7 @@ type ControlPlaneConfiguration struct {
 	// control plane per cluster.
 	// +kubebuilder:default=1
 	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=7
 	// +optional
 	Count int32 `json:"count,omitempty"`
 
@@ -250,6 +253,7 @@ type WorkerNodeGroup struct {
 
 	// count is the number of machines in the group.
 	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:validation:Maximum=1000
 	Count int32 `json:"count"`
 
 	// machineGroupRef names the provider's machine config for the group's machines. Left out
@@ -319,6 +323,7 @@ type Topology struct {
 	// validates it, and variables left out get the ClusterClass's defaults.
 	// +listType=map
 	// +listMapKey=name
+	// +kubebuilder:validation:MaxItems=100
 	// +optional
 	Variables []TopologyVariable `json:"variables,omitempty"`
 }

@@ -21,6 +21,7 @@ func addKnownTypes(s *runtime.Scheme) error {
 	s.AddKnownTypes(GroupVersion,
 		&Cluster{}, &ClusterList{},
 		&GitOpsConfig{}, &GitOpsConfigList{},
+		&TenantQuota{}, &TenantQuotaList{},
 	)
 	metav1.AddToGroupVersion(s, GroupVersion)
 	return nil
