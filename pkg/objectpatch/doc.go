@@ -14,20 +14,38 @@
 // # One status write
 //
 // Write patches the metadata and spec with one merge patch, then the whole status, conditions
-// included, with one merge patch of the status subresource. Cluster API's patch.Helper, which
-// the Packet and local providers used before, writes the conditions and the rest of the status
-// separately, the conditions first. The controllers that read these objects (Cluster API's
-// Cluster controller reads the PacketCluster, its Machine controller the PacketMachines) are
-// woken by the first write and then read an object that is Ready but not yet provisioned;
-// Cluster API's controllers reconcile an object at most once a second, so they saw a device
-// active, or the elastic IP reserved, a second late. One status write has no such in-between
-// state.
+// included, with one merge patch of the status subresource (or one apply of the writer's part of
+// it, below). Cluster API's patch.Helper, which the Packet and local providers used before,
+// writes the conditions and the rest of the status separately, the conditions first. The
+// controllers that read these objects (Cluster API's Cluster controller reads the PacketCluster,
+// its Machine controller the PacketMachines) are woken by the first write and then read an
+// object that is Ready but not yet provisioned; Cluster API's controllers reconcile an object at
+// most once a second, so they saw a device active, or the elastic IP reserved, a second late.
+// One status write has no such in-between state.
 //
-// The helper's per-condition merge is not needed: each reconciler is the only writer of its
-// objects' conditions. Cluster API's paused package writes the Paused condition of the
-// providers' objects itself, with its own patch, before a reconcile goes on: a reconcile whose
-// object it wrote ends there (the write brings the next one), and one that goes on finds the
-// condition changed in memory only, which Write sends with the rest of the status.
+// The helper's per-condition merge is not needed: the reconciler of an object is the only
+// writer of its conditions, except on a Flotilla Cluster (below). Cluster API's paused package
+// writes the Paused condition of the providers' objects itself, with its own patch, before a
+// reconcile goes on: a reconcile whose object it wrote ends there (the write brings the next
+// one), and one that goes on finds the condition changed in memory only, which Write sends with
+// the rest of the status.
+//
+// # A status with more than one writer
+//
+// A merge patch replaces the whole list of conditions, so a writer whose copy of the object
+// predates another writer's condition would drop it. Where a status has more than one writer,
+// each writer owns its fields and the conditions of its types, and WithStatusApply has Write
+// send the writer's part of the status by server-side apply, as the writer's field manager,
+// instead of the merge patch (as cert-manager's controllers write a Certificate's conditions).
+// The conditions are a list keyed by type (+listType=map, +listMapKey=type), so the API server
+// merges each writer's apply with what the others own, entry by entry, whatever copy of the
+// object the writer read, and the object's managedFields name the writer of each condition.
+// Each writer applies the whole of its part every time: what it leaves out of its part it no
+// longer owns, and the API server removes it.
+//
+// A Flotilla Cluster has two such writers: the Cluster reconciler of the cluster component owns
+// its status but for the conditions of other components, and the packages component's
+// lifecycle reconciler owns the PackagesReady condition.
 //
 // # Finalizers
 //

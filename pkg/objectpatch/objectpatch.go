@@ -2,6 +2,7 @@ package objectpatch
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"reflect"
 	"slices"
@@ -9,6 +10,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/klog/v2"
 	ctrlclient "sigs.k8s.io/controller-runtime/pkg/client"
@@ -45,6 +47,10 @@ type Option func(*options)
 
 type options struct {
 	optimisticLock bool
+	// statusOwner, when set, is the field manager that applies owned(obj)'s status
+	// (WithStatusApply).
+	statusOwner string
+	owned       func(ctrlclient.Object) (ctrlclient.Object, error)
 }
 
 // WithOptimisticLock makes each patch of the write fail with a Conflict when the object changed on
@@ -54,12 +60,33 @@ func WithOptimisticLock() Option {
 	return func(o *options) { o.optimisticLock = true }
 }
 
+// WithStatusApply makes Write write the status by server-side apply, as fieldManager, instead of
+// by merge patch: for an object whose status has more than one writer, each owning some of its
+// fields and conditions (see the package documentation). owned returns the part of obj's status
+// the writer owns, as an object of obj's type of which only the status is read: the status fields
+// the writer writes and, among the conditions, only those of the types it owns. The API server
+// keeps the other writers' fields and conditions, whatever copy of obj the writer read; a field or
+// condition the writer applied before and leaves out now is removed.
+func WithStatusApply[T ctrlclient.Object](fieldManager string, owned func(T) T) Option {
+	return func(o *options) {
+		o.statusOwner = fieldManager
+		o.owned = func(obj ctrlclient.Object) (ctrlclient.Object, error) {
+			typed, ok := obj.(T)
+			if !ok {
+				return nil, fmt.Errorf("WithStatusApply for %T given a %T", *new(T), obj)
+			}
+			return owned(typed), nil
+		}
+	}
+}
+
 // Write patches what obj changed since it was read or last written: its metadata and spec with
-// one merge patch, then its whole status with one merge patch of the status subresource. Each
-// patch is sent only when something in it changed. A patch that changes the finalizers carries
-// an optimistic lock whatever the options (see the package documentation). A status write that
-// finds the object gone is not an error. After a write, obj carries the resourceVersion and the
-// generation the API server gave it.
+// one merge patch, then its whole status with one merge patch of the status subresource (or one
+// server-side apply of the status the writer owns, WithStatusApply). Each write is sent only when
+// something in it changed. A patch that changes the finalizers carries an optimistic lock
+// whatever the options (see the package documentation). A status write that finds the object
+// gone is not an error. After a write, obj carries the resourceVersion and the generation the
+// API server gave it.
 func (p *Patch) Write(ctx context.Context, opts ...Option) error {
 	var o options
 	for _, opt := range opts {
@@ -90,12 +117,12 @@ func (p *Patch) Write(ctx context.Context, opts ...Option) error {
 		p.wrote(written)
 	}
 	if !equality.Semantic.DeepEqual(statusBefore, statusAfter) {
-		written, err := p.patch(ctx, statusEndpoint, p.obj, o.optimisticLock)
+		written, err := p.writeStatus(ctx, o)
 		if apierrors.IsNotFound(err) {
 			return nil // gone, and its status with it
 		}
 		if err != nil {
-			return fmt.Errorf("patching the status of %s: %w", p.describe(), err)
+			return fmt.Errorf("writing the status of %s: %w", p.describe(), err)
 		}
 		p.base = p.obj.DeepCopyObject().(ctrlclient.Object)
 		p.wrote(written)
@@ -175,6 +202,52 @@ func (p *Patch) patch(ctx context.Context, to endpoint, want ctrlclient.Object, 
 		err = p.client.Patch(ctx, written, mergePatch)
 	}
 	return written, err
+}
+
+// writeStatus writes the status of obj: the whole of it by merge patch, or the writer's part of
+// it by server-side apply (WithStatusApply). It returns the object as the API server wrote it.
+func (p *Patch) writeStatus(ctx context.Context, o options) (ctrlclient.Object, error) {
+	if o.statusOwner == "" {
+		return p.patch(ctx, statusEndpoint, p.obj, o.optimisticLock)
+	}
+	return p.applyStatus(ctx, o)
+}
+
+// applyStatus server-side applies the status of obj the writer owns (WithStatusApply), with the
+// object's resourceVersion as last written when o asks for an optimistic lock, and returns the
+// object as the API server wrote it.
+func (p *Patch) applyStatus(ctx context.Context, o options) (ctrlclient.Object, error) {
+	owned, err := o.owned(p.obj)
+	if err != nil {
+		return nil, err
+	}
+	gvk, err := apiutil.GVKForObject(p.obj, p.client.Scheme())
+	if err != nil {
+		return nil, err
+	}
+	// Through JSON, so that the types' omitempty and omitzero tags leave out what the writer
+	// does not set.
+	raw, err := json.Marshal(owned)
+	if err != nil {
+		return nil, fmt.Errorf("encoding the status: %w", err)
+	}
+	var content map[string]any
+	if err := json.Unmarshal(raw, &content); err != nil {
+		return nil, fmt.Errorf("decoding the status: %w", err)
+	}
+	applied := &unstructured.Unstructured{Object: map[string]any{}}
+	if status, ok := content["status"]; ok {
+		applied.Object["status"] = status
+	}
+	applied.SetGroupVersionKind(gvk)
+	applied.SetNamespace(p.obj.GetNamespace())
+	applied.SetName(p.obj.GetName())
+	if o.optimisticLock {
+		applied.SetResourceVersion(p.base.GetResourceVersion())
+	}
+	err = p.client.Status().Apply(ctx, ctrlclient.ApplyConfigurationFromUnstructured(applied),
+		ctrlclient.FieldOwner(o.statusOwner), ctrlclient.ForceOwnership)
+	return applied, err
 }
 
 // wrote records in obj, and in the base of the next write, what the API server changed on its

@@ -3,11 +3,13 @@ package objectpatch_test
 import (
 	"context"
 	"os"
+	"slices"
 	"testing"
 	"time"
 
 	. "github.com/onsi/gomega"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/watch"
 	ctrlclient "sigs.k8s.io/controller-runtime/pkg/client"
@@ -199,6 +201,84 @@ func TestWithOptimisticLockRefusesAStatusFromAnOutdatedCopy(t *testing.T) {
 	// Without the lock the outdated status wins: the lock is what refused it.
 	g.Expect(secondPatch.Write(ctx)).To(Succeed())
 	g.Expect(read(t, pc).Status.ElasticIP.ID).To(Equal("ip-2"))
+
+	// An apply of the status is locked too.
+	first.Status.ElasticIP.Address = "198.51.100.10"
+	err = firstPatch.Write(ctx, objectpatch.WithOptimisticLock(), objectpatch.WithStatusApply("first-writer", owning(true)))
+	g.Expect(apierrors.IsConflict(err)).To(BeTrue(), "got %v", err)
+	g.Expect(read(t, pc).Status.ElasticIP.ID).To(Equal("ip-2"))
+}
+
+// condition is a condition of a PacketCluster.
+func condition(conditionType string, status metav1.ConditionStatus) metav1.Condition {
+	return metav1.Condition{Type: conditionType, Status: status, Reason: "Tested", Message: "set by the test"}
+}
+
+// owning returns the part of a PacketCluster's status a writer owns: the conditions of the given
+// types, and the elastic IP when withIP.
+func owning(withIP bool, types ...string) func(*infrav1.PacketCluster) *infrav1.PacketCluster {
+	return func(pc *infrav1.PacketCluster) *infrav1.PacketCluster {
+		owned := &infrav1.PacketCluster{}
+		for _, cond := range pc.Status.Conditions {
+			if slices.Contains(types, cond.Type) {
+				owned.Status.Conditions = append(owned.Status.Conditions, cond)
+			}
+		}
+		if withIP {
+			owned.Status.ElasticIP = pc.Status.ElasticIP
+		}
+		return owned
+	}
+}
+
+// conditionTypes are the types of pc's conditions.
+func conditionTypes(pc *infrav1.PacketCluster) []string {
+	var types []string
+	for _, cond := range pc.Status.Conditions {
+		types = append(types, cond.Type)
+	}
+	return types
+}
+
+func TestWithStatusApplyEachWriterKeepsTheOthersConditions(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	pc := newPacketCluster(t)
+	// Two writers start from the same copy, and neither reads the other's writes.
+	first, second := pc.DeepCopy(), pc.DeepCopy()
+	firstPatch, secondPatch := objectpatch.New(env.Client, first), objectpatch.New(env.Client, second)
+	asFirst := objectpatch.WithStatusApply("first-writer", owning(true, infrav1.ReadyCondition))
+	asSecond := objectpatch.WithStatusApply("second-writer", owning(false, "Checked"))
+
+	meta.SetStatusCondition(&first.Status.Conditions, condition(infrav1.ReadyCondition, metav1.ConditionTrue))
+	first.Status.ElasticIP = &infrav1.PacketElasticIP{ID: "ip-1", Address: "198.51.100.7"}
+	g.Expect(firstPatch.Write(ctx, asFirst)).To(Succeed())
+	g.Expect(first.ResourceVersion).To(Equal(read(t, pc).ResourceVersion), "the object in memory carries the version of the last write")
+	meta.SetStatusCondition(&second.Status.Conditions, condition("Checked", metav1.ConditionTrue))
+	g.Expect(secondPatch.Write(ctx, asSecond)).To(Succeed())
+	held := read(t, pc)
+	g.Expect(conditionTypes(held)).To(ConsistOf(infrav1.ReadyCondition, "Checked"))
+	g.Expect(held.Status.ElasticIP).To(Equal(first.Status.ElasticIP))
+
+	// The first writer changes its condition, from its copy without the second's.
+	meta.SetStatusCondition(&first.Status.Conditions, condition(infrav1.ReadyCondition, metav1.ConditionFalse))
+	g.Expect(firstPatch.Write(ctx, asFirst)).To(Succeed())
+	held = read(t, pc)
+	g.Expect(meta.IsStatusConditionFalse(held.Status.Conditions, infrav1.ReadyCondition)).To(BeTrue())
+	g.Expect(meta.IsStatusConditionTrue(held.Status.Conditions, "Checked")).To(BeTrue())
+
+	// What a writer leaves out of its part goes; the other's part stays.
+	meta.RemoveStatusCondition(&second.Status.Conditions, "Checked")
+	g.Expect(secondPatch.Write(ctx, asSecond)).To(Succeed())
+	held = read(t, pc)
+	g.Expect(conditionTypes(held)).To(ConsistOf(infrav1.ReadyCondition))
+	g.Expect(held.Status.ElasticIP).NotTo(BeNil())
+
+	// A merge patch from a copy without the first writer's condition drops it: the apply is what
+	// kept it.
+	meta.SetStatusCondition(&second.Status.Conditions, condition("Checked", metav1.ConditionTrue))
+	g.Expect(secondPatch.Write(ctx)).To(Succeed())
+	g.Expect(conditionTypes(read(t, pc))).To(ConsistOf("Checked"))
 }
 
 func TestAnObjectThatLetGoTakesItsStatusWithIt(t *testing.T) {
@@ -225,6 +305,15 @@ func TestAnObjectThatLetGoTakesItsStatusWithIt(t *testing.T) {
 	controllerutil.RemoveFinalizer(pc, ourFinalizer)
 	ready(pc)
 	g.Expect(p.Write(ctx)).To(Succeed())
+	g.Expect(apierrors.IsNotFound(env.Client.Get(ctx, ctrlclient.ObjectKeyFromObject(pc), &infrav1.PacketCluster{}))).To(BeTrue())
+
+	// A status applied to an object gone creates nothing.
+	pc = newPacketCluster(t, ourFinalizer)
+	p = objectpatch.New(env.Client, pc)
+	g.Expect(p.RemoveFinalizer(ctx, ourFinalizer)).To(Succeed())
+	g.Expect(env.Client.Delete(ctx, pc)).To(Succeed())
+	ready(pc)
+	g.Expect(p.Write(ctx, objectpatch.WithStatusApply("writer", owning(true, infrav1.ReadyCondition)))).To(Succeed())
 	g.Expect(apierrors.IsNotFound(env.Client.Get(ctx, ctrlclient.ObjectKeyFromObject(pc), &infrav1.PacketCluster{}))).To(BeTrue())
 }
 

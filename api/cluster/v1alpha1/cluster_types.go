@@ -384,7 +384,9 @@ type ClusterStatus struct {
 	// +optional
 	Workers WorkerStatus `json:"workers,omitempty,omitzero"`
 
-	// conditions are Ready, ControlPlaneReady, WorkersReady and Paused.
+	// conditions are Ready, ControlPlaneReady, WorkersReady and Paused, which the Cluster
+	// reconciler writes, and PackagesReady, which the packages component writes. Each writer
+	// owns its conditions and server-side applies them as its field manager.
 	// +listType=map
 	// +listMapKey=type
 	// +optional

@@ -207,13 +207,14 @@ type scope struct {
 	machineDeployments map[string]*clusterv1.MachineDeployment
 }
 
-// patchStatus computes the status from the scope and writes it when it changed.
+// patchStatus computes the status from the scope and writes it when it changed: the part of it
+// the reconciler owns (ownStatus), by server-side apply.
 func (r *Reconciler) patchStatus(ctx context.Context, s *scope) error {
 	if s.gone {
 		return nil
 	}
 	setStatus(s)
-	return s.patch.Write(ctx)
+	return s.patch.Write(ctx, objectpatch.WithStatusApply(FieldOwner, ownStatus))
 }
 
 // clusterFromLabel maps an object Flotilla created to its Flotilla Cluster through the

@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -32,6 +33,24 @@ func setStatus(s *scope) {
 	setPaused(c, s.pause)
 	setReady(c, s)
 	setPhase(c, s)
+}
+
+// ownedConditions are the types of the conditions the reconciler writes on a Cluster. Other
+// components write others (the packages component PackagesReady), each applying its own as its
+// own field manager.
+var ownedConditions = []string{
+	flotillav1.ReadyCondition, flotillav1.ControlPlaneReadyCondition, flotillav1.WorkersReadyCondition, flotillav1.PausedCondition,
+}
+
+// ownStatus is the part of c's status the reconciler owns and applies: all of it but the other
+// components' conditions, which the copy of c a reconcile read may hold as they were before
+// their last write.
+func ownStatus(c *flotillav1.Cluster) *flotillav1.Cluster {
+	owned := &flotillav1.Cluster{Status: *c.Status.DeepCopy()}
+	owned.Status.Conditions = slices.DeleteFunc(owned.Status.Conditions, func(cond metav1.Condition) bool {
+		return !slices.Contains(ownedConditions, cond.Type)
+	})
+	return owned
 }
 
 // setControlPlaneReady: True once the LocalControlPlane is Available and runs the version the

@@ -89,4 +89,10 @@
 // watched, so creating the missing one resumes it; the Packet configs are not, and a Packet
 // Cluster waiting for one resumes only when the Cluster itself changes. status.phase, status.kubernetesVersion (what the control plane runs)
 // and status.workers (desired and ready) summarise it.
+//
+// The reconciler owns the Cluster's status but for other components' conditions (PackagesReady,
+// the packages component's): it writes its part by server-side apply as field manager
+// "flotilla-cluster-controller" (see package objectpatch), so a reconcile from a copy of the
+// Cluster that predates another component's condition neither drops it nor writes it back as it
+// was. Ready does not read them.
 package cluster

@@ -121,7 +121,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if !setPackagesReady(c, cond) {
 		return ctrl.Result{}, nil
 	}
-	if err := patch.Write(ctx, objectpatch.WithOptimisticLock()); err != nil {
+	if err := patch.Write(ctx, objectpatch.WithStatusApply(FieldOwner, ownStatus)); err != nil {
 		return objectpatch.RequeueOnConflict(err, objectpatch.ConflictRetry)
 	}
 	if cond.Status == metav1.ConditionFalse {

@@ -30,6 +30,11 @@
 // PackageBundleController only when they carry its UID, with the object's UID as a precondition
 // of the delete.
 //
+// The Cluster's status is the cluster component's but for PackagesReady: the reconciler writes
+// that condition alone, by server-side apply as "flotilla-packages-lifecycle" (see package
+// objectpatch), and the API server keeps the Cluster reconciler's conditions whatever copy of the
+// Cluster either read.
+//
 // A Cluster that clusterctl move deletes after copying it to another management cluster (the
 // clusterctl.cluster.x-k8s.io/delete-for-move annotation) is let go at once: its packages keep
 // running and the other management cluster takes them over.

@@ -82,6 +82,16 @@ func setPackagesReady(c *flotillav1.Cluster, cond metav1.Condition) bool {
 	return meta.SetStatusCondition(&c.Status.Conditions, cond)
 }
 
+// ownStatus is the part of c's status the reconciler owns and applies: its PackagesReady
+// condition. The Cluster reconciler of the cluster component applies the rest.
+func ownStatus(c *flotillav1.Cluster) *flotillav1.Cluster {
+	owned := &flotillav1.Cluster{}
+	if cond := meta.FindStatusCondition(c.Status.Conditions, packagesv1.PackagesReadyCondition); cond != nil {
+		owned.Status.Conditions = []metav1.Condition{*cond}
+	}
+	return owned
+}
+
 // kindOf names the kind of a derived object in messages.
 func kindOf(obj ctrlclient.Object) string {
 	if _, ok := obj.(*corev1.Namespace); ok {
