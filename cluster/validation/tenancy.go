@@ -3,6 +3,7 @@ package validation
 import (
 	"fmt"
 
+	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	flotillav1 "github.com/flotilla-dev/flotilla/api/cluster/v1alpha1"
@@ -65,7 +66,10 @@ type Request struct {
 //     create), or change it (on update; its default filled in later is no change);
 //   - give a local cluster a control plane endpoint host that is not a loopback address: a local
 //     control plane serves on the management cluster's machine, on all its interfaces when its
-//     host is 0.0.0.0.
+//     host is 0.0.0.0;
+//   - change the spec of a management cluster at all (its versions, worker groups, proxy...):
+//     it runs the manager, and a change to it is an admin's even where a tenant role is bound
+//     in its namespace, as the GitOps applier of the management cluster's repository is.
 //
 // spec.management itself is immutable for everyone (ValidateClusterUpdate).
 func ValidateClusterRequest(oldC, newC *flotillav1.Cluster, who Request) field.ErrorList {
@@ -73,6 +77,10 @@ func ValidateClusterRequest(oldC, newC *flotillav1.Cluster, who Request) field.E
 		return nil
 	}
 	var errs field.ErrorList
+	if oldC != nil && oldC.Spec.Management && !equality.Semantic.DeepEqual(oldC.Spec, newC.Spec) {
+		return field.ErrorList{field.Forbidden(spec, fmt.Sprintf(onlyAdmins,
+			"change a management cluster", "ask an admin, who changes it with `flotilla upgrade cluster` and the admin kubeconfig"))}
+	}
 	if oldC == nil && newC.Spec.Management {
 		errs = append(errs, field.Forbidden(spec.Child("management"), fmt.Sprintf(onlyAdmins,
 			"create a management cluster", "create a workload cluster (management: false)")))
@@ -97,6 +105,16 @@ func ValidateClusterRequest(oldC, newC *flotillav1.Cluster, who Request) field.E
 			"use 127.0.0.1, or leave the endpoint out to let the provider choose")))
 	}
 	return errs
+}
+
+// ValidateClusterDeleteRequest checks that a request to delete a management Cluster comes from an
+// admin: deleting it tears down the manager's own control plane and every cluster it manages.
+func ValidateClusterDeleteRequest(c *flotillav1.Cluster, who Request) field.ErrorList {
+	if who.Admin || !c.Spec.Management {
+		return nil
+	}
+	return field.ErrorList{field.Forbidden(spec.Child("management"), fmt.Sprintf(onlyAdmins,
+		"delete a management cluster", "ask an admin, who deletes it with `flotilla delete cluster`"))}
 }
 
 // onlyAdmins says what only an admin may do (%s), and what to do instead (%s).

@@ -105,6 +105,20 @@ func TestValidateClusterRequest(t *testing.T) {
 		{name: "an admin binds a local control plane to another address", mutate: endpoint("0.0.0.0"), who: admin},
 		{name: "a Packet cluster's endpoint is an elastic IP, not a local bind address", mutate: func(c *flotillav1.Cluster) { packet(c); endpoint("147.75.1.1")(c) }, who: tenant},
 		{
+			name: "a tenant may not change a management cluster",
+			old:  func(c *flotillav1.Cluster) { c.Spec.Management = true }, mutate: func(c *flotillav1.Cluster) { c.Spec.Management = true; c.Spec.WorkerNodeGroups[0].Count = 9 },
+			who: tenant, wantFields: []string{"spec"}, wantText: "only an admin may change a management cluster",
+		},
+		{
+			name: "a tenant may apply a management cluster's spec unchanged",
+			old:  func(c *flotillav1.Cluster) { c.Spec.Management = true }, mutate: func(c *flotillav1.Cluster) { c.Spec.Management = true }, who: tenant,
+		},
+		{
+			name: "an admin changes a management cluster",
+			old:  func(c *flotillav1.Cluster) { c.Spec.Management = true }, mutate: func(c *flotillav1.Cluster) { c.Spec.Management = true; c.Spec.KubernetesVersion = "1.35" },
+			who: admin,
+		},
+		{
 			name: "an endpoint an admin set stays when a tenant scales the cluster",
 			old:  endpoint("0.0.0.0"), mutate: func(c *flotillav1.Cluster) { endpoint("0.0.0.0")(c); c.Spec.WorkerNodeGroups[0].Count = 3 }, who: tenant,
 		},
@@ -124,6 +138,15 @@ func TestValidateClusterRequest(t *testing.T) {
 			checkErrors(g, ValidateClusterRequest(oldC, c, tt.who), tt.wantFields, tt.wantText)
 		})
 	}
+}
+
+func TestValidateClusterDeleteRequest(t *testing.T) {
+	management := validCluster(func(c *flotillav1.Cluster) { c.Spec.Management = true })
+	workload := validCluster()
+	g := NewWithT(t)
+	checkErrors(g, ValidateClusterDeleteRequest(management, Request{}), []string{"spec.management"}, "only an admin may delete a management cluster")
+	checkErrors(g, ValidateClusterDeleteRequest(management, Request{Admin: true}), nil, "")
+	checkErrors(g, ValidateClusterDeleteRequest(workload, Request{}), nil, "")
 }
 
 func TestValidateLocalDatacenterConfigRequest(t *testing.T) {

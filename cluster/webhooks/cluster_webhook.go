@@ -24,7 +24,7 @@ const (
 )
 
 // +kubebuilder:webhook:path=/mutate-cluster-flotilla-dev-v1alpha1-cluster,mutating=true,failurePolicy=fail,sideEffects=None,groups=cluster.flotilla.dev,resources=clusters,verbs=create;update,versions=v1alpha1,name=default.cluster.flotilla.dev,admissionReviewVersions=v1
-// +kubebuilder:webhook:path=/validate-cluster-flotilla-dev-v1alpha1-cluster,mutating=false,failurePolicy=fail,sideEffects=None,groups=cluster.flotilla.dev,resources=clusters,verbs=create;update,versions=v1alpha1,name=validate.cluster.flotilla.dev,admissionReviewVersions=v1
+// +kubebuilder:webhook:path=/validate-cluster-flotilla-dev-v1alpha1-cluster,mutating=false,failurePolicy=fail,sideEffects=None,groups=cluster.flotilla.dev,resources=clusters,verbs=create;update;delete,versions=v1alpha1,name=validate.cluster.flotilla.dev,admissionReviewVersions=v1
 
 // The Cluster webhook reads the TenantQuotas of the Cluster's namespace.
 // +kubebuilder:rbac:groups=cluster.flotilla.dev,resources=tenantquotas,verbs=list
@@ -166,9 +166,10 @@ func (w *Cluster) request(ctx context.Context, clusters []flotillav1.Cluster) cl
 	return clustervalidation.Request{Admin: w.Admins.fromAdmin(ctx), ManagementCluster: managementClusterName(clusters)}
 }
 
-// ValidateDelete allows every deletion.
-func (w *Cluster) ValidateDelete(context.Context, *flotillav1.Cluster) (admission.Warnings, error) {
-	return nil, nil
+// ValidateDelete lets only admins delete a management Cluster
+// (clustervalidation.ValidateClusterDeleteRequest).
+func (w *Cluster) ValidateDelete(ctx context.Context, c *flotillav1.Cluster) (admission.Warnings, error) {
+	return nil, invalid(clusterKind, c.Name, clustervalidation.ValidateClusterDeleteRequest(c, clustervalidation.Request{Admin: w.Admins.fromAdmin(ctx)}))
 }
 
 // clusterKind names Clusters in Invalid errors.

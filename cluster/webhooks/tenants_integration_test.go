@@ -429,3 +429,33 @@ func TestATenantGetsRealNodesAndMachinesOnlyAsAnAdminGrants(t *testing.T) {
 		NewWithT(t).Expect(env.Client.Create(ctx, withNodes("t3", 10, 5), ctrlclient.DryRunAll)).To(Succeed())
 	})
 }
+
+// Issue 21: a tenant role bound in the management cluster's namespace (the GitOps applier of the
+// management cluster's repository has one) changes nothing of the management Cluster: its spec
+// and its deletion are an admin's.
+func TestATenantRoleInTheManagementNamespaceCannotChangeTheManagementCluster(t *testing.T) {
+	ctx := context.Background()
+	key := managementCluster(t)
+	writer := creator(t, key.Namespace, "repository-writer")
+	g := NewWithT(t)
+
+	mgmt := &flotillav1.Cluster{}
+	g.Expect(writer.client.Get(ctx, key, mgmt)).To(Succeed())
+	changed := mgmt.DeepCopy()
+	changed.Spec.WorkerNodeGroups[0].Count = 5
+	refused(g, writer.client.Update(ctx, changed, ctrlclient.DryRunAll), "spec", "only an admin may change a management cluster")
+	refused(g, writer.client.Update(ctx, changed), "spec", "only an admin may change a management cluster")
+
+	unchanged := mgmt.DeepCopy()
+	unchanged.Labels = map[string]string{"team": "platform"}
+	g.Expect(writer.client.Update(ctx, unchanged, ctrlclient.DryRunAll)).To(Succeed(), "metadata is not the spec")
+
+	err := writer.client.Delete(ctx, mgmt, ctrlclient.DryRunAll)
+	refused(g, err, "spec.management", "only an admin may delete a management cluster")
+	g.Expect(writer.client.Delete(ctx, mgmt)).NotTo(Succeed())
+	g.Expect(env.Client.Get(ctx, key, mgmt)).To(Succeed())
+	g.Expect(mgmt.DeletionTimestamp).To(BeNil())
+	g.Expect(mgmt.Spec.WorkerNodeGroups[0].Count).To(Equal(int32(1)))
+
+	g.Expect(env.Client.Update(ctx, changed, ctrlclient.DryRunAll)).To(Succeed(), "an admin changes it")
+}
