@@ -9,8 +9,8 @@ import (
 	flotillav1 "github.com/flotilla-dev/flotilla/api/cluster/v1alpha1"
 )
 
-// DefaultUninstallTimeout is how long after its cluster's teardown began a release with
-// uninstallOnClusterDelete Ensure is tried before it is given up.
+// DefaultUninstallTimeout is Uninstall.Timeout when none is set: how long after its cluster's
+// teardown began a release with uninstallOnClusterDelete Ensure is tried before it is given up.
 const DefaultUninstallTimeout = 5 * time.Minute
 
 // Reasons of the Events that tell what became of a release whose cluster is deleted.
