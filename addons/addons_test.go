@@ -54,7 +54,7 @@ const (
 	interval = 100 * time.Millisecond
 	// uninstallTimeout is short, so the orphaning of releases of unreachable clusters is seen;
 	// the packages tests use the same.
-	uninstallTimeout = 4 * time.Second
+	uninstallTimeout = 5 * time.Second
 )
 
 func TestMain(m *testing.M) {

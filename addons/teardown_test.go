@@ -94,7 +94,7 @@ func TestADeletedClusterKeepsItsControlPlaneUntilItsAddonsAreUninstalled(t *test
 
 // TestEachUninstallPolicyOfAnAddonOfAnUnreachableClusterBeingDeleted deletes a Flotilla Cluster
 // that no longer answers, with one HelmChartProxy of each uninstallOnClusterDelete, standing in
-// for its reconciler, which marks the CAPI Cluster for teardown 2.5 s after the deletion: Skip
+// for its reconciler, which marks the CAPI Cluster for teardown 3 s after the deletion: Skip
 // goes untried (ReleaseLeftWithCluster), BestEffort after its one try (Orphaned), and Ensure is
 // tried until uninstallTimeout after the Flotilla Cluster's deletion (not the later deletion of
 // its HelmReleaseProxy), then orphaned. The packages test
@@ -138,7 +138,10 @@ func TestEachUninstallPolicyOfAnAddonOfAnUnreachableClusterBeingDeleted(t *testi
 	g.Expect(env.Client.Delete(ctx, c)).To(Succeed())
 	g.Expect(env.Client.Get(ctx, ctrlclient.ObjectKeyFromObject(c), c)).To(Succeed())
 	deadline := c.DeletionTimestamp.Add(uninstallTimeout)
-	time.Sleep(time.Until(c.DeletionTimestamp.Add(2500 * time.Millisecond)))
+	// The mark comes late (3 s after the deletion, to the second the API server stamps): the
+	// HelmReleaseProxies' deletion comes that much after the Cluster's, and a deadline counted
+	// from it would come that much too late.
+	time.Sleep(time.Until(c.DeletionTimestamp.Add(3 * time.Second)))
 	patch := ctrlclient.MergeFrom(capi.DeepCopy())
 	metav1.SetMetaDataAnnotation(&capi.ObjectMeta, flotillav1.TeardownAnnotation, "")
 	g.Expect(env.Client.Patch(ctx, capi, patch)).To(Succeed())

@@ -97,7 +97,7 @@ const (
 	helmTimeout = 30 * time.Second
 	// uninstallTimeout is how long after its Cluster's deletion a Package with
 	// uninstallOnClusterDelete Ensure is tried (the addons tests use the same).
-	uninstallTimeout = 4 * time.Second
+	uninstallTimeout = 5 * time.Second
 	interval         = 100 * time.Millisecond
 	// bundleRepository is the default source's repository of bundles.
 	bundleRepository = "flotilla/bundles"
