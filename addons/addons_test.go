@@ -52,8 +52,9 @@ var (
 const (
 	timeout  = 30 * time.Second
 	interval = 100 * time.Millisecond
-	// uninstallTimeout is short, so the orphaning of releases of unreachable clusters is seen.
-	uninstallTimeout = 3 * time.Second
+	// uninstallTimeout is short, so the orphaning of releases of unreachable clusters is seen;
+	// the packages tests use the same.
+	uninstallTimeout = 5 * time.Second
 )
 
 func TestMain(m *testing.M) {

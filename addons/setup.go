@@ -21,8 +21,9 @@ type Options struct {
 	ClusterCache helmreleaseproxy.RESTConfigGetter
 	// Engine performs the Helm actions.
 	Engine engine.Engine
-	// UninstallTimeout bounds the wait for an unreachable cluster when a release must be
-	// uninstalled; helmreleaseproxy.DefaultUninstallTimeout when 0.
+	// UninstallTimeout bounds the tries of an uninstall: from the Flotilla Cluster's deletion
+	// for uninstallOnClusterDelete Ensure, from the HelmReleaseProxy's for one deleted alone;
+	// predelete.DefaultUninstallTimeout (5 minutes) when 0.
 	UninstallTimeout time.Duration
 	// ResyncInterval is how often Ready releases and proxies are checked again unprompted;
 	// the reconcilers' defaults when 0.

@@ -95,7 +95,10 @@ const (
 	// helmTimeout bounds the Helm actions of the test manager: a chart that hangs (hangingChart)
 	// hangs that long.
 	helmTimeout = 30 * time.Second
-	interval    = 100 * time.Millisecond
+	// uninstallTimeout is how long after its Cluster's deletion a Package with
+	// uninstallOnClusterDelete Ensure is tried (the addons tests use the same).
+	uninstallTimeout = 5 * time.Second
+	interval         = 100 * time.Millisecond
 	// bundleRepository is the default source's repository of bundles.
 	bundleRepository = "flotilla/bundles"
 	// credentialsSecret holds the registry's credentials and CA; package-defaults names it.
@@ -121,6 +124,13 @@ func (r *restConfigs) set(key ctrlclient.ObjectKey, cfg *rest.Config) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.configs[key] = cfg
+}
+
+// drop makes the cluster of key unreachable.
+func (r *restConfigs) drop(key ctrlclient.ObjectKey) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	delete(r.configs, key)
 }
 
 func TestMain(m *testing.M) {
@@ -192,7 +202,9 @@ func startManager(o testenv.ManagerOptions) error {
 		if err := (&clusterwebhooks.Cluster{}).SetupWebhookWithManager(mgr); err != nil {
 			return err
 		}
-		return packages.Setup(ctx, mgr, packages.Options{RESTConfigs: configs, Installer: e, Verifier: verifier, HelmTimeout: helmTimeout})
+		return packages.Setup(ctx, mgr, packages.Options{
+			RESTConfigs: configs, Installer: e, Verifier: verifier, HelmTimeout: helmTimeout, UninstallTimeout: uninstallTimeout,
+		})
 	})
 	if err != nil {
 		return err

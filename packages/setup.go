@@ -32,6 +32,10 @@ type Options struct {
 	// HelmTimeout bounds one install, upgrade or uninstall of a Package; the reconciler's
 	// default (3 minutes) when 0.
 	HelmTimeout time.Duration
+	// UninstallTimeout bounds how long a Package with uninstallOnClusterDelete Ensure holds the
+	// teardown of its deleted cluster back, from the Cluster's deletion;
+	// predelete.DefaultUninstallTimeout (5 minutes) when 0.
+	UninstallTimeout time.Duration
 	// SkipWebhooks does not register the Package validation webhook (for a manager that serves
 	// no webhooks).
 	SkipWebhooks bool
@@ -69,13 +73,14 @@ func Setup(_ context.Context, mgr ctrl.Manager, opts Options) error {
 		Verifier:  opts.Verifier,
 	}
 	pkg := &packagereconciler.Reconciler{
-		Client:      mgr.GetClient(),
-		Recorder:    mgr.GetEventRecorder(packagereconciler.FieldOwner),
-		APIReader:   mgr.GetAPIReader(),
-		Installer:   opts.Installer,
-		RESTConfigs: opts.RESTConfigs,
-		LocalConfig: opts.LocalConfig,
-		HelmTimeout: opts.HelmTimeout,
+		Client:           mgr.GetClient(),
+		Recorder:         mgr.GetEventRecorder(packagereconciler.FieldOwner),
+		APIReader:        mgr.GetAPIReader(),
+		Installer:        opts.Installer,
+		RESTConfigs:      opts.RESTConfigs,
+		LocalConfig:      opts.LocalConfig,
+		HelmTimeout:      opts.HelmTimeout,
+		UninstallTimeout: opts.UninstallTimeout,
 	}
 	for _, s := range []interface{ SetupWithManager(ctrl.Manager) error }{lifecycle, pbc, bundles, pkg} {
 		if err := s.SetupWithManager(mgr); err != nil {

@@ -6,9 +6,13 @@
 // the Cluster is not being deleted. When the Cluster is deleted, the Flotilla Cluster
 // reconciler does not delete the CAPI Cluster (its workers and control plane) while any hook
 // is set (Hooks); it marks the CAPI Cluster with the teardown annotation instead, so that those
-// who select CAPI Clusters let it go. Each component uninstalls, bounded by its own timeout and
-// policy (uninstallOnClusterDelete), and then removes its hook with Release; the last removal
-// lets the teardown go on.
+// who select CAPI Clusters let it go. Each component uninstalls, and then removes its hook with
+// Release; the last removal lets the teardown go on.
+//
+// What becomes of each release is one rule, Decide, for every component: the release's
+// uninstallOnClusterDelete policy (Ensure, BestEffort, Skip) applies while its cluster is torn
+// down, which began when the Flotilla Cluster was deleted (TeardownBegan), and Ensure gives up
+// the uninstall timeout (5 minutes by default) after that moment.
 //
 // Cluster API's Machine deletion hooks (pre-drain.delete.hook.machine.cluster.x-k8s.io/...) are
 // the model: annotations, one per component, and whoever sets one removes it. A hook whose

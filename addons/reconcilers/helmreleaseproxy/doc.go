@@ -43,13 +43,16 @@
 // # Deletion and unreachable clusters
 //
 // The finalizer addons.flotilla.dev/helmreleaseproxy uninstalls the release before the
-// HelmReleaseProxy goes. When the Cluster is gone or being deleted, the release goes with the
-// cluster and the finalizer is removed at once. When the cluster cannot be reached, or Helm's
-// uninstall fails, the reconciler keeps trying for UninstallTimeout (5 minutes by default),
-// counted from the deletion request, with Ready False saying it is waiting; after that it
-// orphans the release: the finalizer is removed, a Warning event Orphaned is recorded and the
-// Orphaned condition is set with the last error, so a dead cluster never blocks the deletion of
-// its addons forever.
+// HelmReleaseProxy goes, as predelete.Decide says, the rule the packages component follows
+// too. When the CAPI Cluster is gone or being deleted, the release goes with the cluster and the
+// finalizer is removed at once. While its Flotilla Cluster is torn down,
+// spec.uninstallOnClusterDelete applies, counted from the Flotilla Cluster's deletion: Skip
+// leaves the release, BestEffort tries once, Ensure keeps trying for UninstallTimeout (5 minutes
+// by default). A HelmReleaseProxy deleted alone (its cluster stops matching, its proxy is
+// deleted) keeps trying for UninstallTimeout from its own deletion. While it tries, Ready False
+// says it is waiting; when it gives up it orphans the release: the finalizer is removed, a
+// Warning event Orphaned is recorded and the Orphaned condition is set with the last error, so a
+// dead cluster never blocks the deletion of its addons forever.
 //
 // Every install, upgrade, reinstall and uninstall records an event on the HelmReleaseProxy; every
 // failure a Warning event.

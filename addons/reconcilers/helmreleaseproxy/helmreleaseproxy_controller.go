@@ -36,9 +36,6 @@ const FieldOwner = "flotilla-helmreleaseproxy-controller"
 
 // Defaults of the Reconciler's tunables.
 const (
-	// DefaultUninstallTimeout is how long a deleted HelmReleaseProxy waits for its cluster to
-	// uninstall the release before orphaning it.
-	DefaultUninstallTimeout = 5 * time.Minute
 	// DefaultResyncInterval is how often a Ready release is checked again.
 	DefaultResyncInterval = 10 * time.Minute
 	// unreachableRetry is how soon an unreachable cluster is tried again.
@@ -61,6 +58,7 @@ type clusterSourcer interface {
 // +kubebuilder:rbac:groups=addons.flotilla.dev,resources=helmreleaseproxies,verbs=get;list;watch;update;patch
 // +kubebuilder:rbac:groups=addons.flotilla.dev,resources=helmreleaseproxies/status,verbs=get;update;patch
 // +kubebuilder:rbac:groups=cluster.x-k8s.io,resources=clusters,verbs=get;list;watch
+// +kubebuilder:rbac:groups=cluster.flotilla.dev,resources=clusters,verbs=get;list;watch
 // +kubebuilder:rbac:groups="",resources=configmaps,verbs=get;list;watch
 // +kubebuilder:rbac:groups="",resources=secrets,verbs=get
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
@@ -81,8 +79,9 @@ type Reconciler struct {
 	// Drift compares and restores the live objects of releases with drift correction enabled.
 	Drift *drift.Checker
 
-	// UninstallTimeout bounds the wait for an unreachable cluster at deletion; 0 means
-	// DefaultUninstallTimeout.
+	// UninstallTimeout bounds the tries of an uninstall: from the Flotilla Cluster's deletion
+	// for uninstallOnClusterDelete Ensure, from the HelmReleaseProxy's for one deleted alone;
+	// predelete.DefaultUninstallTimeout (5 minutes) when 0.
 	UninstallTimeout time.Duration
 	// ResyncInterval is how often a Ready release is checked again; 0 means
 	// DefaultResyncInterval.
@@ -120,9 +119,6 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager) err
 		return errors.New("helmreleaseproxy reconciler: Recorder is required")
 	case r.Drift == nil:
 		return errors.New("helmreleaseproxy reconciler: Drift is required")
-	}
-	if r.UninstallTimeout <= 0 {
-		r.UninstallTimeout = DefaultUninstallTimeout
 	}
 	if r.ResyncInterval <= 0 {
 		r.ResyncInterval = DefaultResyncInterval

@@ -13,7 +13,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
@@ -28,6 +27,7 @@ import (
 	flotillav1 "github.com/flotilla-dev/flotilla/api/cluster/v1alpha1"
 	"github.com/flotilla-dev/flotilla/pkg/background"
 	"github.com/flotilla-dev/flotilla/pkg/objectpatch"
+	"github.com/flotilla-dev/flotilla/pkg/predelete"
 )
 
 // inputsRetry is how soon a release waiting for its values or credentials tries again.
@@ -42,8 +42,6 @@ const (
 	releaseMissingEvent = "ReleaseMissing"
 	installFailedEvent  = "InstallFailed"
 	uninstallFailed     = "UninstallFailed"
-	orphanedEvent       = "Orphaned"
-	leftWithCluster     = "ReleaseLeftWithCluster"
 	inputsFailedEvent   = "ValuesError"
 )
 
@@ -261,8 +259,11 @@ func (r *Reconciler) uninstallForReinstall(ctx context.Context, s *scope, cfg *r
 	return nil
 }
 
-// reconcileDelete uninstalls the release and removes the finalizer, or orphans the release when
-// the cluster stays unreachable past UninstallTimeout.
+// reconcileDelete uninstalls the release and removes the finalizer, as predelete.Decide says: a
+// release deleted with its cluster (its Flotilla Cluster is being deleted) follows
+// spec.uninstallOnClusterDelete, counted from the Cluster's deletion; a release deleted alone is
+// orphaned when the cluster stays unreachable past UninstallTimeout after the deletion; a
+// release whose CAPI Cluster is gone or being deleted goes with it.
 func (r *Reconciler) reconcileDelete(ctx context.Context, s *scope) (ctrl.Result, error) {
 	s.deleting = true
 	hrp := s.hrp
@@ -278,24 +279,26 @@ func (r *Reconciler) reconcileDelete(ctx context.Context, s *scope) (ctrl.Result
 	if err != nil {
 		return ctrl.Result{}, err
 	}
+	began, err := r.teardownBegan(ctx, hrp)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
 	// What happens to the release is told as related to its Cluster too, where
 	// `flotilla delete cluster` finds it.
 	var related runtime.Object
 	if cluster != nil {
 		related = cluster
 	}
-	if cluster == nil || !cluster.DeletionTimestamp.IsZero() {
-		r.Recorder.Eventf(hrp, related, corev1.EventTypeNormal, leftWithCluster, "Uninstall",
-			"Cluster %s is deleted; release %s/%s goes with it", hrp.Spec.ClusterName, inst.Namespace, inst.ReleaseName)
-		return r.removeFinalizer(ctx, s)
+	u := predelete.Uninstall{
+		Policy:        hrp.Spec.UninstallOnClusterDelete,
+		ClusterGone:   cluster == nil || !cluster.DeletionTimestamp.IsZero(),
+		TeardownBegan: began,
+		Timeout:       r.UninstallTimeout,
+		AloneSince:    hrp.DeletionTimestamp.Time,
 	}
-	// A Cluster Flotilla tears down waits for this uninstall (package predelete), as
-	// spec.uninstallOnClusterDelete says.
-	teardown := metav1.HasAnnotation(cluster.ObjectMeta, flotillav1.TeardownAnnotation)
-	policy := hrp.Spec.UninstallOnClusterDelete
-	if teardown && policy == flotillav1.UninstallSkip {
-		r.Recorder.Eventf(hrp, related, corev1.EventTypeNormal, leftWithCluster, "Uninstall",
-			"Cluster %s is deleted and uninstallOnClusterDelete is Skip: release %s/%s goes with it", hrp.Spec.ClusterName, inst.Namespace, inst.ReleaseName)
+	if d := predelete.Decide(u, r.now()); d.Action == predelete.LeaveWithCluster {
+		r.Recorder.Eventf(hrp, related, corev1.EventTypeNormal, predelete.ReasonLeftWithCluster, "Uninstall",
+			"Release %s/%s goes with cluster %s without an uninstall: %s", inst.Namespace, inst.ReleaseName, hrp.Spec.ClusterName, d.Why)
 		return r.removeFinalizer(ctx, s)
 	}
 	if isPaused(hrp, cluster) {
@@ -322,31 +325,45 @@ func (r *Reconciler) reconcileDelete(ctx context.Context, s *scope) (ctrl.Result
 		}
 		countAction("uninstall", err)
 	}
-	if err != nil {
-		deadline := hrp.DeletionTimestamp.Add(r.UninstallTimeout)
-		bestEffort := teardown && policy != flotillav1.UninstallEnsure // one try holds no teardown back
-		if remaining := deadline.Sub(r.now()); remaining > 0 && !bestEffort {
-			s.fail(reason, "waiting up to %s for cluster %s to uninstall release %s/%s: %v",
-				remaining.Round(time.Second), cluster.Name, inst.Namespace, inst.ReleaseName, err)
-			r.Recorder.Eventf(hrp, related, corev1.EventTypeWarning, uninstallFailed, "Uninstall",
-				"Uninstalling release %s/%s: %v", inst.Namespace, inst.ReleaseName, err)
-			return ctrl.Result{RequeueAfter: min(unreachableRetry, remaining)}, nil
-		}
+	u.Tried, u.Err = true, err
+	d := predelete.Decide(u, r.now())
+	switch d.Action {
+	case predelete.Uninstalled:
+		r.Recorder.Eventf(hrp, related, corev1.EventTypeNormal, uninstalledEvent, "Uninstall", "Uninstalled release %s/%s", inst.Namespace, inst.ReleaseName)
+		return r.removeFinalizer(ctx, s)
+	case predelete.GiveUp:
 		s.orphaned = err
-		within := fmt.Sprintf("within %s", r.UninstallTimeout)
-		if bestEffort {
-			within = "at the cluster's deletion (uninstallOnClusterDelete BestEffort)"
-		}
-		r.Recorder.Eventf(hrp, related, corev1.EventTypeWarning, orphanedEvent, "Uninstall",
-			"Release %s/%s is left in cluster %s: no uninstall succeeded %s: %v", inst.Namespace, inst.ReleaseName, cluster.Name, within, err)
+		r.Recorder.Eventf(hrp, related, corev1.EventTypeWarning, predelete.ReasonOrphaned, "Uninstall",
+			"Release %s/%s is left in cluster %s: %s: %v", inst.Namespace, inst.ReleaseName, cluster.Name, d.Why, err)
 		// The condition is written before the finalizer goes, for whoever watches the object.
 		if err := r.patchStatus(ctx, s); err != nil {
 			return ctrl.Result{}, err
 		}
 		return r.removeFinalizer(ctx, s)
 	}
-	r.Recorder.Eventf(hrp, related, corev1.EventTypeNormal, uninstalledEvent, "Uninstall", "Uninstalled release %s/%s", inst.Namespace, inst.ReleaseName)
-	return r.removeFinalizer(ctx, s)
+	// Retry: a release deleted alone or with Ensure, whose tries are bounded (Remaining).
+	s.fail(reason, "waiting up to %s for cluster %s to uninstall release %s/%s: %v",
+		d.Remaining.Round(time.Second), cluster.Name, inst.Namespace, inst.ReleaseName, err)
+	r.Recorder.Eventf(hrp, related, corev1.EventTypeWarning, uninstallFailed, "Uninstall",
+		"Uninstalling release %s/%s: %v", inst.Namespace, inst.ReleaseName, err)
+	return ctrl.Result{RequeueAfter: min(unreachableRetry, d.Remaining)}, nil
+}
+
+// teardownBegan is when the teardown of the HelmReleaseProxy's cluster began: the deletion of the
+// Flotilla Cluster of its CAPI Cluster (same namespace and name; predelete.TeardownBegan). It is
+// zero for a CAPI Cluster Flotilla does not manage. The Cluster is read from the API server: a
+// cache behind the teardown annotation that deleted the HelmReleaseProxy would not show the
+// deletion yet.
+func (r *Reconciler) teardownBegan(ctx context.Context, hrp *addonsv1.HelmReleaseProxy) (time.Time, error) {
+	c := &flotillav1.Cluster{}
+	err := r.APIReader.Get(ctx, ctrlclient.ObjectKey{Namespace: hrp.Namespace, Name: hrp.Spec.ClusterName}, c)
+	if apierrors.IsNotFound(err) {
+		return time.Time{}, nil
+	}
+	if err != nil {
+		return time.Time{}, fmt.Errorf("reading Flotilla Cluster %s: %w", hrp.Spec.ClusterName, err)
+	}
+	return predelete.TeardownBegan(c), nil
 }
 
 // removeFinalizer lets the HelmReleaseProxy go.

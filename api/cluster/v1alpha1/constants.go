@@ -41,18 +41,21 @@ const PreDeleteHookAnnotationPrefix = "pre-delete.hook.cluster.flotilla.dev/"
 const TeardownAnnotation = "cluster.flotilla.dev/teardown"
 
 // UninstallOnClusterDelete says what becomes of a Package or an addon release when its cluster is
-// deleted.
+// deleted: it applies from the moment the Flotilla Cluster is deleted, and one rule
+// (pkg/predelete.Decide) applies it to packages and addons alike.
 // +kubebuilder:validation:Enum=Ensure;BestEffort;Skip
 type UninstallOnClusterDelete string
 
 const (
 	// UninstallEnsure uninstalls the release before the cluster's control plane is deleted,
-	// trying again while the cluster does not answer, up to the uninstall timeout; then the
-	// release is left to go with the cluster, with a Warning Event.
+	// trying again while the cluster does not answer, up to the uninstall timeout (5 minutes)
+	// after the Cluster's deletion; then the release is left in the cluster, with a Warning
+	// Event.
 	UninstallEnsure UninstallOnClusterDelete = "Ensure"
 	// UninstallBestEffort (the default) uninstalls the release before the cluster's control
 	// plane is deleted when the cluster answers; a cluster that does not answer, or an
-	// uninstall that fails, does not hold the teardown back.
+	// uninstall that fails, does not hold the teardown back: one try, then the release is left
+	// in the cluster, with a Warning Event.
 	UninstallBestEffort UninstallOnClusterDelete = "BestEffort"
 	// UninstallSkip leaves the release to go with the cluster: no uninstall, no wait.
 	UninstallSkip UninstallOnClusterDelete = "Skip"

@@ -39,7 +39,6 @@ const (
 	defaultHelmTimeout       = 3 * time.Minute
 	defaultUnreachableRetry  = 10 * time.Second
 	defaultConcurrency       = 10
-	defaultUninstallTimeout  = 5 * time.Minute
 	restConfigRequestTimeout = 30 * time.Second
 )
 
@@ -74,7 +73,8 @@ type Reconciler struct {
 	// MaxConcurrentReconciles bounds how many Packages reconcile at once; 10 when zero.
 	MaxConcurrentReconciles int
 	// UninstallTimeout bounds how long a Package with uninstallOnClusterDelete Ensure holds the
-	// teardown of its deleted cluster back; 5 minutes when zero.
+	// teardown of its deleted cluster back, from the Cluster's deletion;
+	// predelete.DefaultUninstallTimeout (5 minutes) when zero.
 	UninstallTimeout time.Duration
 
 	// calls runs the Helm actions beside the workers (no head-of-line blocking).
@@ -221,13 +221,6 @@ func (r *Reconciler) helmTimeout() time.Duration {
 		return r.HelmTimeout
 	}
 	return defaultHelmTimeout
-}
-
-func (r *Reconciler) uninstallTimeout() time.Duration {
-	if r.UninstallTimeout > 0 {
-		return r.UninstallTimeout
-	}
-	return defaultUninstallTimeout
 }
 
 func (r *Reconciler) unreachableRetry() time.Duration {

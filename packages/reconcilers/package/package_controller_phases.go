@@ -26,16 +26,13 @@ import (
 	"github.com/flotilla-dev/flotilla/pkg/helm"
 	"github.com/flotilla-dev/flotilla/pkg/objectpatch"
 	"github.com/flotilla-dev/flotilla/pkg/postrender"
+	"github.com/flotilla-dev/flotilla/pkg/predelete"
 	"github.com/flotilla-dev/flotilla/pkg/registryconn"
 )
 
 // eventUninstalled is the reason of the Event of an uninstall; an install's or upgrade's is
 // the engine's action (Installed, Upgraded).
 const eventUninstalled = "Uninstalled"
-
-// eventLeftWithCluster is the reason of the Event of a release left to go with its deleted
-// cluster.
-const eventLeftWithCluster = "ReleaseLeftWithCluster"
 
 // ReleaseLabelPackage is stored on the Helm release: the Package's namespace/name.
 const ReleaseLabelPackage = "packages.flotilla.dev/package"
@@ -304,23 +301,25 @@ func readyReason(p *packagesv1.Package) string {
 	return ""
 }
 
-// reconcileDelete uninstalls the release and releases the Package. A Package deleted with its
-// cluster (the Cluster is being deleted: its control plane waits for the packages pre-delete
-// hook, or is gone) follows spec.uninstallOnClusterDelete: Skip releases it at once, BestEffort
-// after one uninstall while the cluster answers, Ensure after an uninstall that succeeded or
-// once UninstallTimeout has passed since the Cluster's deletion. A Package deleted alone is
-// uninstalled, however long its cluster takes to answer.
+// reconcileDelete uninstalls the release and releases the Package, as predelete.Decide says: a
+// Package deleted with its cluster follows spec.uninstallOnClusterDelete, counted from the
+// Cluster's deletion; a Package deleted alone is uninstalled, however long its cluster takes to
+// answer; a Package whose Cluster is gone goes with it.
 func (r *Reconciler) reconcileDelete(ctx context.Context, s *scope) (ctrl.Result, error) {
 	p := s.pkg
 	s.deleting = true
 	if !controllerutil.ContainsFinalizer(p, packagesv1.PackageFinalizer) {
 		return ctrl.Result{}, nil
 	}
-	teardown := s.cluster == nil || !s.cluster.DeletionTimestamp.IsZero()
-	policy := p.Spec.UninstallOnClusterDelete
-	if teardown && policy == flotillav1.UninstallSkip {
-		r.Recorder.Eventf(p, nil, corev1.EventTypeNormal, eventLeftWithCluster, "Uninstall",
-			"Cluster %s is deleted and uninstallOnClusterDelete is Skip: release %s goes with it", s.clusterName, p.Name)
+	u := predelete.Uninstall{
+		Policy:        p.Spec.UninstallOnClusterDelete,
+		ClusterGone:   s.cluster == nil,
+		TeardownBegan: predelete.TeardownBegan(s.cluster),
+		Timeout:       r.UninstallTimeout,
+	}
+	if d := predelete.Decide(u, time.Now()); d.Action == predelete.LeaveWithCluster {
+		r.Recorder.Eventf(p, nil, corev1.EventTypeNormal, predelete.ReasonLeftWithCluster, "Uninstall",
+			"Release %s goes with cluster %s without an uninstall: %s", p.Name, s.clusterName, d.Why)
 		return r.release(ctx, s)
 	}
 	cfg, err := r.restConfig(ctx, s)
@@ -333,43 +332,35 @@ func (r *Reconciler) reconcileDelete(ctx context.Context, s *scope) (ctrl.Result
 		if !done {
 			return ctrl.Result{}, nil // the call's end brings the Package back
 		}
-		if uerr == nil {
-			r.Recorder.Eventf(p, nil, corev1.EventTypeNormal, eventUninstalled, "Uninstall", "Uninstalled %s from cluster %s", p.Name, s.clusterName)
-			return r.release(ctx, s)
+		if uerr != nil {
+			s.installErr = uerr
+			r.Recorder.Eventf(p, nil, corev1.EventTypeWarning, "UninstallFailed", "Uninstall", "Uninstalling %s from cluster %s: %v", p.Name, s.clusterName, uerr)
 		}
-		s.installErr = uerr
-		r.Recorder.Eventf(p, nil, corev1.EventTypeWarning, "UninstallFailed", "Uninstall", "Uninstalling %s from cluster %s: %v", p.Name, s.clusterName, uerr)
 	} else {
 		s.unreachable = err
 		r.Recorder.Eventf(p, nil, corev1.EventTypeWarning, packagesv1.ClusterUnreachableReason, "Uninstall", "%v", err)
 	}
-	failure := errors.Join(err, s.installErr)
-	if teardown && (policy != flotillav1.UninstallEnsure || !r.beforeUninstallDeadline(s)) {
-		r.Recorder.Eventf(p, nil, corev1.EventTypeWarning, eventLeftWithCluster, "Uninstall",
-			"Cluster %s is deleted: release %s goes with it without an uninstall (uninstallOnClusterDelete %s): %v", s.clusterName, p.Name, policyName(policy), failure)
+	u.Tried, u.Err = true, errors.Join(err, s.installErr)
+	d := predelete.Decide(u, time.Now())
+	switch d.Action {
+	case predelete.Uninstalled:
+		r.Recorder.Eventf(p, nil, corev1.EventTypeNormal, eventUninstalled, "Uninstall", "Uninstalled %s from cluster %s", p.Name, s.clusterName)
+		return r.release(ctx, s)
+	case predelete.GiveUp:
+		r.Recorder.Eventf(p, nil, corev1.EventTypeWarning, predelete.ReasonOrphaned, "Uninstall",
+			"Release %s is left in cluster %s: %s: %v", p.Name, s.clusterName, d.Why, u.Err)
 		return r.release(ctx, s)
 	}
 	retry := r.calls.RetryAfter(ctrlclient.ObjectKeyFromObject(p))
 	if s.unreachable == nil {
-		ctrl.LoggerFrom(ctx).Error(failure, "Uninstalling Package failed", "package", klog.KObj(p), "retryAfter", retry)
+		ctrl.LoggerFrom(ctx).Error(u.Err, "Uninstalling Package failed", "package", klog.KObj(p), "retryAfter", retry)
 	} else {
 		retry = r.unreachableRetry() // waiting for the cluster
 	}
-	return ctrl.Result{RequeueAfter: retry}, nil
-}
-
-// beforeUninstallDeadline reports whether the Cluster of a Package deleted with it was deleted
-// less than UninstallTimeout ago.
-func (r *Reconciler) beforeUninstallDeadline(s *scope) bool {
-	return s.cluster != nil && time.Since(s.cluster.DeletionTimestamp.Time) < r.uninstallTimeout()
-}
-
-// policyName is the uninstallOnClusterDelete in force: BestEffort when unset.
-func policyName(p flotillav1.UninstallOnClusterDelete) flotillav1.UninstallOnClusterDelete {
-	if p == "" {
-		return flotillav1.UninstallBestEffort
+	if d.Remaining > 0 {
+		retry = min(retry, d.Remaining)
 	}
-	return p
+	return ctrl.Result{RequeueAfter: retry}, nil
 }
 
 // release removes the Package's finalizer: it may go.
