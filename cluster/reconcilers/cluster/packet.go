@@ -15,6 +15,7 @@ import (
 
 	flotillav1 "github.com/flotilla-dev/flotilla/api/cluster/v1alpha1"
 	infrav1 "github.com/flotilla-dev/flotilla/api/infrastructure/v1alpha1"
+	"github.com/flotilla-dev/flotilla/infrastructure/capiobjects"
 	"github.com/flotilla-dev/flotilla/infrastructure/packet/clusterspec"
 )
 
@@ -179,7 +180,7 @@ func (p *packetProvider) desired(s *scope) ([]ctrlclient.Object, error) {
 			// cluster's version on every device.
 			o.Spec.Template.Spec.Version = s.version
 		default:
-			obj.SetOwnerReferences([]metav1.OwnerReference{controllerRef(c)})
+			obj.SetOwnerReferences([]metav1.OwnerReference{capiobjects.ControllerRef(c)})
 		}
 		objs = append(objs, obj)
 	}
