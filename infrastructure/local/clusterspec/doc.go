@@ -1,5 +1,8 @@
 // Package clusterspec is the local provider as a cluster spec sees it: the kinds of its configs
-// (LocalDatacenterConfig, LocalMachineConfig), their rules and defaults, the `flotilla generate
+// (LocalDatacenterConfig, LocalMachineConfig), their rules (ValidateDatacenterConfig: nodeNetwork
+// is a private IPv4 range, /16 to /28, written with its first address, imageMirror
+// 127.0.0.1:<port> or localhost:<port>; ValidateMachineConfig: the capacity names resources a
+// Node reports, with quantities that are not negative) and defaults, the `flotilla generate
 // clusterconfig --provider local` template, and the Cluster API objects a Flotilla Cluster of the
 // provider becomes: a Cluster pointing at a LocalCluster and a LocalControlPlane, an empty
 // bootstrap data Secret, and per worker node group a LocalMachineTemplate and a
