@@ -33,7 +33,9 @@ func TestEveryProviderIsComplete(t *testing.T) {
 				if c.Default != nil {
 					c.Default(obj)
 				}
-				_ = c.Validate(obj) // takes the kind's objects
+				for _, err := range c.Validate(obj) {
+					g.Expect(err.Field).To(HavePrefix("spec."), "the rules' paths start at spec")
+				}
 			}
 		})
 	}
