@@ -22,7 +22,7 @@ import (
 
 	flotillav1 "github.com/flotilla-dev/flotilla/api/cluster/v1alpha1"
 	infrav1 "github.com/flotilla-dev/flotilla/api/infrastructure/v1alpha1"
-	"github.com/flotilla-dev/flotilla/infrastructure/packet/clusterspec"
+	packetspec "github.com/flotilla-dev/flotilla/infrastructure/packet/clusterspec"
 	"github.com/flotilla-dev/flotilla/infrastructure/packet/devicesim"
 	"github.com/flotilla-dev/flotilla/infrastructure/packet/metalsim"
 	"github.com/flotilla-dev/flotilla/internal/testenv"
@@ -123,10 +123,10 @@ func runPacketBenchmark(b *testing.B) {
 			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
 			Spec: flotillav1.ClusterSpec{
 				KubernetesVersion: "1.36",
-				ControlPlane:      flotillav1.ControlPlaneConfiguration{Count: 1, MachineGroupRef: &flotillav1.Ref{Kind: clusterspec.MachineConfigKind, Name: name}},
-				DatacenterRef:     flotillav1.Ref{Kind: clusterspec.DatacenterConfigKind, Name: name},
+				ControlPlane:      flotillav1.ControlPlaneConfiguration{Count: 1, MachineGroupRef: &flotillav1.Ref{Kind: packetspec.MachineConfigKind, Name: name}},
+				DatacenterRef:     flotillav1.Ref{Kind: packetspec.DatacenterConfigKind, Name: name},
 				WorkerNodeGroups: []flotillav1.WorkerNodeGroup{{
-					Name: "md-0", Count: packetWorkers, MachineGroupRef: flotillav1.Ref{Kind: clusterspec.MachineConfigKind, Name: name},
+					Name: "md-0", Count: packetWorkers, MachineGroupRef: flotillav1.Ref{Kind: packetspec.MachineConfigKind, Name: name},
 				}},
 			},
 		},

@@ -16,8 +16,7 @@ import (
 	"github.com/flotilla-dev/flotilla/cluster/reconcilers/kubeconfigaccess"
 	clusterwebhooks "github.com/flotilla-dev/flotilla/cluster/webhooks"
 	"github.com/flotilla-dev/flotilla/infrastructure/inmemory"
-	"github.com/flotilla-dev/flotilla/infrastructure/local"
-	"github.com/flotilla-dev/flotilla/infrastructure/packet"
+	"github.com/flotilla-dev/flotilla/infrastructure/providers"
 	"github.com/flotilla-dev/flotilla/manager/capi"
 	"github.com/flotilla-dev/flotilla/manager/kubeadm"
 	"github.com/flotilla-dev/flotilla/packages"
@@ -62,44 +61,47 @@ type Deps struct {
 // AllComponents selects every component.
 const AllComponents = "all"
 
-// Components returns every component a manager can run, in the order they are set up.
+// Components returns every component a manager can run, in the order they are set up: Cluster
+// API's, one per provider of the registry (infrastructure/providers), named after it, then the
+// rest.
 //
 // A component is added here, with a Setup that adapts Deps to its reconcilers' fields; the
-// reconciler packages do not import this package.
+// reconciler packages do not import this package. A provider is added to the registry instead.
 func Components() []Component {
-	return []Component{
+	components := []Component{
 		{Name: "capi", Setup: func(ctx context.Context, mgr ctrl.Manager, deps Deps) error {
 			return capi.Setup(ctx, mgr, capi.Options{ClusterCache: deps.ClusterCache, SyncPeriod: syncPeriod})
 		}},
-		{Name: "local", Setup: func(ctx context.Context, mgr ctrl.Manager, deps Deps) error {
-			return local.Setup(ctx, mgr, local.Options{ClusterCache: deps.ClusterCache, Home: deps.Home, BinRoot: deps.BinRoot})
-		}},
-		{Name: "packet", Setup: func(ctx context.Context, mgr ctrl.Manager, _ Deps) error {
-			return packet.Setup(ctx, mgr, packet.Options{})
-		}},
+	}
+	for _, p := range providers.All() {
+		components = append(components, Component{Name: p.Name, Setup: func(ctx context.Context, mgr ctrl.Manager, deps Deps) error {
+			return p.Setup(ctx, mgr, providers.Deps{ClusterCache: deps.ClusterCache, Home: deps.Home, BinRoot: deps.BinRoot})
+		}})
+	}
+	return append(components,
 		// Cluster API's in-memory provider, a provider Flotilla did not write, as its own process.
-		{Name: "inmemory", Setup: func(ctx context.Context, mgr ctrl.Manager, deps Deps) error {
+		Component{Name: "inmemory", Setup: func(ctx context.Context, mgr ctrl.Manager, deps Deps) error {
 			return inmemory.Setup(ctx, mgr, inmemory.Options{Executable: deps.Executable, Home: deps.Home})
 		}},
-		{Name: "cluster", Setup: func(ctx context.Context, mgr ctrl.Manager, deps Deps) error {
+		Component{Name: "cluster", Setup: func(ctx context.Context, mgr ctrl.Manager, deps Deps) error {
 			return cluster.Options{Admins: deps.Admins}.Setup(ctx, mgr)
 		}},
-		{Name: "gitops", Setup: func(ctx context.Context, mgr ctrl.Manager, deps Deps) error {
+		Component{Name: "gitops", Setup: func(ctx context.Context, mgr ctrl.Manager, deps Deps) error {
 			return gitops.Setup(ctx, mgr, deps.Home)
 		}},
-		{Name: "kubeconfigaccess", Setup: func(_ context.Context, mgr ctrl.Manager, _ Deps) error {
+		Component{Name: "kubeconfigaccess", Setup: func(_ context.Context, mgr ctrl.Manager, _ Deps) error {
 			return (&kubeconfigaccess.Reconciler{Client: mgr.GetClient()}).SetupWithManager(mgr)
 		}},
-		{Name: "addons", Setup: func(ctx context.Context, mgr ctrl.Manager, deps Deps) error {
+		Component{Name: "addons", Setup: func(ctx context.Context, mgr ctrl.Manager, deps Deps) error {
 			return addons.Setup(ctx, mgr, addons.Options{ClusterCache: deps.ClusterCache, Engine: deps.Helm})
 		}},
-		{Name: "packages", Setup: func(ctx context.Context, mgr ctrl.Manager, deps Deps) error {
+		Component{Name: "packages", Setup: func(ctx context.Context, mgr ctrl.Manager, deps Deps) error {
 			return packages.Setup(ctx, mgr, packages.Options{RESTConfigs: deps.ClusterCache, Installer: deps.Helm})
 		}},
-		{Name: "kubeadm", Setup: func(ctx context.Context, mgr ctrl.Manager, deps Deps) error {
+		Component{Name: "kubeadm", Setup: func(ctx context.Context, mgr ctrl.Manager, deps Deps) error {
 			return kubeadm.Setup(ctx, mgr, kubeadm.Options{ClusterCache: deps.ClusterCache})
 		}},
-	}
+	)
 }
 
 // selectComponents returns the components of available named by names, in available's order.

@@ -8,6 +8,8 @@ import (
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
+
+	"github.com/flotilla-dev/flotilla/infrastructure/providers"
 )
 
 func TestSelectComponents(t *testing.T) {
@@ -71,4 +73,18 @@ func TestWebhookConfigurationsKeepOnlyServedPathsAndCallThemByURL(t *testing.T) 
 	g.Expect(v.Webhooks).To(BeEmpty(), "nothing validating is served, so the configuration is to be deleted")
 	// The generated configurations are left as they were.
 	g.Expect(mutating[0].Webhooks[0].ClientConfig.Service).NotTo(BeNil())
+}
+
+func TestEveryProviderOfTheRegistryIsAComponent(t *testing.T) {
+	g := NewWithT(t)
+	var names []string
+	for _, c := range Components() {
+		names = append(names, c.Name)
+	}
+	want := []string{"capi"}
+	for _, p := range providers.All() {
+		want = append(want, p.Name)
+	}
+	g.Expect(names[:len(want)]).To(Equal(want), "Cluster API's component, then one per provider, named after it")
+	g.Expect(names).To(HaveLen(len(want)+7), "and the seven others: inmemory, cluster, gitops, kubeconfigaccess, addons, packages, kubeadm")
 }

@@ -8,7 +8,7 @@ import (
 
 	infrav1 "github.com/flotilla-dev/flotilla/api/infrastructure/v1alpha1"
 	"github.com/flotilla-dev/flotilla/cluster/spec"
-	clustervalidation "github.com/flotilla-dev/flotilla/cluster/validation"
+	localspec "github.com/flotilla-dev/flotilla/infrastructure/local/clusterspec"
 	"github.com/flotilla-dev/flotilla/pkg/binaries"
 	"github.com/flotilla-dev/flotilla/pkg/controlplane"
 	"github.com/flotilla-dev/flotilla/pkg/nodenet"
@@ -39,7 +39,7 @@ func (c *Client) checkLocalHost(mgmt, kubeconfig string, s *spec.Spec) error {
 		}
 		_ = l.Close()
 	}
-	if !clustervalidation.HasRealNodes(s.Cluster) {
+	if !localspec.HasRealNodes(s.Cluster) {
 		return nil
 	}
 	set, err := binaries.Find(c.BinRoot, s.KubernetesVersion)

@@ -15,6 +15,8 @@ import (
 	ctrlclient "sigs.k8s.io/controller-runtime/pkg/client"
 	kjson "sigs.k8s.io/json"
 	"sigs.k8s.io/yaml"
+
+	"github.com/flotilla-dev/flotilla/infrastructure/providers"
 )
 
 // rawDocument is one YAML document of a file, before decoding.
@@ -35,7 +37,7 @@ type document struct {
 	node *yaml3.Node
 
 	kind     kind
-	provider *provider // nil for the Cluster
+	provider *providers.Provider // nil for the Cluster, GitOpsConfig and ClusterClass
 	obj      ctrlclient.Object
 }
 

@@ -21,8 +21,9 @@
 // the wrong type is an error that names the file line, the document (by index, kind and name)
 // and the field path. Invalid YAML is an error with its line. Then they apply the defaults a
 // user may leave out (namespace "default", cluster/validation.DefaultCluster's, and the provider
-// configs' schema defaults) and validate the whole with the rules of cluster/validation, the
-// same functions the API server's webhooks run, so a spec that loads is one the API server
+// configs' schema defaults, from the provider registry infrastructure/providers) and validate the
+// whole with the rules of cluster/validation and of each provider's configs (their provider's,
+// read from the registry), the same functions the API server's webhooks run, so a spec that loads is one the API server
 // accepts: names, the Kubernetes version (which must be one pkg/binaries supports) and the
 // version skew of worker node groups, the MachineDeployment names <cluster>-<group>, address
 // ranges, labels, and every provider config. Each of their field errors becomes a problem at its
@@ -38,7 +39,7 @@
 //
 // # Generating
 //
-// Generate prints a complete spec for a provider with a comment on every field; its output
-// always loads. ProviderInMemory prints a cluster of Cluster API's in-memory provider, with the
+// Generate prints a complete spec for a provider of the registry (its Template) with a comment
+// on every field; its output always loads. ProviderInMemory prints a cluster of Cluster API's in-memory provider, with the
 // ClusterClass "in-memory" and its templates.
 package spec

@@ -12,6 +12,7 @@ import (
 
 	flotillav1 "github.com/flotilla-dev/flotilla/api/cluster/v1alpha1"
 	clustervalidation "github.com/flotilla-dev/flotilla/cluster/validation"
+	"github.com/flotilla-dev/flotilla/infrastructure/providers"
 	"github.com/flotilla-dev/flotilla/pkg/binaries"
 )
 
@@ -26,7 +27,7 @@ type assembler struct {
 	docs []*document
 
 	cluster    *document
-	provider   *provider
+	provider   *providers.Provider
 	datacenter *document
 	// machineConfigs are the documents of the provider's machine config kind, by name.
 	machineConfigs map[string]*document
@@ -68,7 +69,7 @@ func assemble(file string, docs []*document, p *problems) *Spec {
 	s.KubernetesVersion, _ = binaries.ResolveMinor(c.Spec.KubernetesVersion) // reported above when it fails
 	a.checkGitOps(c, s)
 	if a.provider != nil {
-		s.Provider = a.provider.name
+		s.Provider = a.provider.Name
 		a.checkConfigs()
 	}
 	if len(a.p.list) > 0 {
@@ -78,7 +79,7 @@ func assemble(file string, docs []*document, p *problems) *Spec {
 	s.Datacenter = a.datacenter.obj
 	s.Objects = append(s.Objects, s.Datacenter)
 	for _, d := range a.docs {
-		if d.provider != nil && d.provider.isMachineConfigKind(d.kind.gvk.Kind) {
+		if d.provider != nil && d.provider.MachineConfig.Kind == d.kind.gvk.Kind {
 			s.MachineConfigs[d.obj.GetName()] = d.obj
 			s.Objects = append(s.Objects, d.obj)
 		}
@@ -98,7 +99,7 @@ func (a *assembler) assembleTopology(c *flotillav1.Cluster) *Spec {
 	a.validateTopology(c, docs)
 	for _, d := range a.docs {
 		if d.provider != nil {
-			a.p.doc(d, "kind", "%s belongs to the %s provider, and a cluster of a ClusterClass takes its infrastructure from the class; remove it", d.kind.gvk.Kind, d.provider.name)
+			a.p.doc(d, "kind", "%s belongs to the %s provider, and a cluster of a ClusterClass takes its infrastructure from the class; remove it", d.kind.gvk.Kind, d.provider.Name)
 		}
 	}
 	if len(a.p.list) > 0 {
@@ -145,23 +146,29 @@ func message(err *field.Error) string {
 func (a *assembler) checkConfigs() {
 	var configs []*document
 	for _, d := range a.docs {
-		if d.provider != nil && d.provider.name == a.provider.name {
+		if d.provider != nil && d.provider.Name == a.provider.Name {
 			configs = append(configs, d)
 		}
 	}
 	if a.datacenter != nil {
-		var machineConfigs []ctrlclient.Object
+		defaultConfig(a.provider.DatacenterConfig, a.datacenter.obj)
 		for _, d := range configs {
-			if a.provider.isMachineConfigKind(d.kind.gvk.Kind) {
-				machineConfigs = append(machineConfigs, d.obj)
+			if a.provider.MachineConfig.Kind == d.kind.gvk.Kind {
+				defaultConfig(a.provider.MachineConfig, d.obj)
 			}
 		}
-		a.provider.defaultObjects(a.datacenter.obj, machineConfigs)
 	}
 	for _, d := range configs {
 		if d.kind.validate != nil {
 			a.report(d, d.kind.validate(d.obj), nil)
 		}
+	}
+}
+
+// defaultConfig sets the defaults of a config kind that has some on obj.
+func defaultConfig(c providers.Config, obj ctrlclient.Object) {
+	if c.Default != nil {
+		c.Default(obj)
 	}
 }
 
@@ -252,7 +259,7 @@ func (a *assembler) findDatacenter() string {
 
 	var datacenters []*document
 	for _, d := range a.docs {
-		if d.provider != nil && d.kind.gvk.Kind == d.provider.datacenter.gvk.Kind {
+		if d.provider != nil && d.kind.gvk.Kind == d.provider.DatacenterConfig.Kind {
 			datacenters = append(datacenters, d)
 		}
 	}
@@ -267,7 +274,7 @@ func (a *assembler) findDatacenter() string {
 			a.provider = d.provider
 		}
 	}
-	if a.datacenter == nil && ref.Name != "" && slices.Contains(clustervalidation.DatacenterKinds(), ref.Kind) {
+	if a.datacenter == nil && ref.Name != "" && slices.Contains(providers.DatacenterKinds(), ref.Kind) {
 		a.p.cluster(field.NewPath("spec", "datacenterRef"), "%s %q not found in %s; add it or fix the name%s", ref.Kind, ref.Name, a.file, hint)
 	}
 	if a.provider == nil && len(datacenters) == 1 {
@@ -286,12 +293,12 @@ func (a *assembler) findDatacenter() string {
 // collectMachineConfigs indexes the provider's machine configs and rejects other providers'.
 func (a *assembler) collectMachineConfigs() {
 	for _, d := range a.docs {
-		if d.provider == nil || !d.provider.isMachineConfigKind(d.kind.gvk.Kind) {
+		if d.provider == nil || d.provider.MachineConfig.Kind != d.kind.gvk.Kind {
 			continue
 		}
-		if a.provider != nil && d.provider.name != a.provider.name {
+		if a.provider != nil && d.provider.Name != a.provider.Name {
 			a.p.doc(d, "kind", "%s belongs to the %s provider, but the Cluster's datacenter is of the %s provider; use %s",
-				d.kind.gvk.Kind, d.provider.name, a.provider.name, a.provider.machineConfig.gvk.Kind)
+				d.kind.gvk.Kind, d.provider.Name, a.provider.Name, a.provider.MachineConfig.Kind)
 			continue
 		}
 		a.machineConfigs[d.obj.GetName()] = d
@@ -311,8 +318,8 @@ func (a *assembler) checkMachineRefs(c *flotillav1.Cluster) {
 }
 
 func (a *assembler) checkMachineRef(c *flotillav1.Cluster, path *field.Path, ref flotillav1.Ref) {
-	p, known := clustervalidation.ProviderOf(c.Spec.DatacenterRef.Kind)
-	wellFormed := ref.Name != "" && slices.Contains(clustervalidation.MachineConfigKinds(), ref.Kind) && (!known || ref.Kind == p.MachineConfigKind)
+	p, known := providers.OfDatacenterKind(c.Spec.DatacenterRef.Kind)
+	wellFormed := ref.Name != "" && slices.Contains(providers.MachineConfigKinds(), ref.Kind) && (!known || ref.Kind == p.MachineConfig.Kind)
 	if !wellFormed {
 		return // cluster/validation reports it
 	}

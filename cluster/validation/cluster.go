@@ -13,7 +13,10 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	flotillav1 "github.com/flotilla-dev/flotilla/api/cluster/v1alpha1"
+	localspec "github.com/flotilla-dev/flotilla/infrastructure/local/clusterspec"
+	"github.com/flotilla-dev/flotilla/infrastructure/providers"
 	"github.com/flotilla-dev/flotilla/pkg/binaries"
+	"github.com/flotilla-dev/flotilla/pkg/fielderrors"
 	"github.com/flotilla-dev/flotilla/pkg/kubeversion"
 )
 
@@ -91,8 +94,8 @@ func validateDatacenterRef(c *flotillav1.Cluster) field.ErrorList {
 	}
 	path := spec.Child("datacenterRef")
 	ref := c.Spec.DatacenterRef
-	kinds := strings.Join(DatacenterKinds(), ", ")
-	_, known := ProviderOf(ref.Kind)
+	kinds := strings.Join(providers.DatacenterKinds(), ", ")
+	_, known := providers.OfDatacenterKind(ref.Kind)
 	switch {
 	case ref.Kind == "" && ref.Name == "":
 		return field.ErrorList{field.Required(path, fmt.Sprintf("name the provider's datacenter config, such as {kind: %s, name: %s}",
@@ -100,7 +103,7 @@ func validateDatacenterRef(c *flotillav1.Cluster) field.ErrorList {
 	case ref.Kind == "":
 		return field.ErrorList{field.Required(path.Child("kind"), "use one of "+kinds)}
 	case !known:
-		return field.ErrorList{notSupported(path.Child("kind"), ref.Kind, fmt.Sprintf("%q is not a datacenter config kind; use one of %s", ref.Kind, kinds))}
+		return field.ErrorList{fielderrors.NotSupported(path.Child("kind"), ref.Kind, fmt.Sprintf("%q is not a datacenter config kind; use one of %s", ref.Kind, kinds))}
 	case ref.Name == "":
 		return field.ErrorList{field.Required(path.Child("name"), "name the "+ref.Kind)}
 	}
@@ -114,21 +117,21 @@ func validateMachineRef(c *flotillav1.Cluster, path *field.Path, ref flotillav1.
 	if c.Spec.Topology != nil {
 		return nil
 	}
-	p, known := ProviderOf(c.Spec.DatacenterRef.Kind)
-	want := strings.Join(MachineConfigKinds(), " or ")
+	p, known := providers.OfDatacenterKind(c.Spec.DatacenterRef.Kind)
+	want := strings.Join(providers.MachineConfigKinds(), " or ")
 	if known {
-		want = p.MachineConfigKind
+		want = p.MachineConfig.Kind
 	}
 	switch {
 	case ref.Kind == "" && ref.Name == "":
 		return field.ErrorList{field.Required(path, "name a "+want)}
 	case ref.Kind == "":
 		return field.ErrorList{field.Required(path.Child("kind"), "use "+want)}
-	case known && ref.Kind != p.MachineConfigKind:
-		return field.ErrorList{notSupported(path.Child("kind"), ref.Kind,
+	case known && ref.Kind != p.MachineConfig.Kind:
+		return field.ErrorList{fielderrors.NotSupported(path.Child("kind"), ref.Kind,
 			fmt.Sprintf("%q is not a machine config of the %s provider; use %s", ref.Kind, p.Name, want))}
-	case !known && !slices.Contains(MachineConfigKinds(), ref.Kind):
-		return field.ErrorList{notSupported(path.Child("kind"), ref.Kind, fmt.Sprintf("%q is not a machine config kind; use %s", ref.Kind, want))}
+	case !known && !slices.Contains(providers.MachineConfigKinds(), ref.Kind):
+		return field.ErrorList{fielderrors.NotSupported(path.Child("kind"), ref.Kind, fmt.Sprintf("%q is not a machine config kind; use %s", ref.Kind, want))}
 	case ref.Name == "":
 		return field.ErrorList{field.Required(path.Child("name"), "name a "+ref.Kind)}
 	}
@@ -150,7 +153,7 @@ func validateControlPlaneCount(c *flotillav1.Cluster) field.ErrorList {
 	case count < 1:
 		return field.ErrorList{field.Invalid(path, count,
 			fmt.Sprintf("%d is not a number of instances; a cluster has at least one control plane instance", count))}
-	case count > 1 && c.Spec.DatacenterRef.Kind == Local.DatacenterKind:
+	case count > 1 && c.Spec.DatacenterRef.Kind == providers.Local.DatacenterConfig.Kind:
 		return field.ErrorList{field.Invalid(path, count, "the local provider runs one hosted control plane per cluster; set it to 1")}
 	}
 	return nil
@@ -182,8 +185,8 @@ func validateControlPlaneRef(c *flotillav1.Cluster) field.ErrorList {
 	switch ref := c.Spec.ControlPlane.MachineGroupRef; {
 	case ref != nil:
 		return validateMachineRef(c, path, *ref)
-	case c.Spec.DatacenterRef.Kind == Packet.DatacenterKind:
-		return field.ErrorList{field.Required(path, "name the "+Packet.MachineConfigKind+" of the control plane devices")}
+	case c.Spec.DatacenterRef.Kind == providers.Packet.DatacenterConfig.Kind:
+		return field.ErrorList{field.Required(path, "name the "+providers.Packet.MachineConfig.Kind+" of the control plane devices")}
 	}
 	return nil
 }
@@ -232,13 +235,13 @@ func validateWorkerNodeGroup(c *flotillav1.Cluster, path *field.Path, group flot
 	switch group.NodesOf() {
 	case flotillav1.SimulatedNodes:
 	case flotillav1.RealNodes:
-		if c.Spec.DatacenterRef.Kind != Local.DatacenterKind {
+		if c.Spec.DatacenterRef.Kind != providers.Local.DatacenterConfig.Kind {
 			errs = append(errs, field.Forbidden(path.Child("nodes"), fmt.Sprintf(
 				"real nodes run on the management cluster's host, with the %s provider only; a %s cluster's machines are real anyway: leave it out",
-				Local.Name, c.Spec.DatacenterRef.Kind)))
+				providers.Local.Name, c.Spec.DatacenterRef.Kind)))
 		}
 	default:
-		errs = append(errs, notSupported(path.Child("nodes"), group.Nodes, fmt.Sprintf("%q is not a kind of nodes; use %s or %s",
+		errs = append(errs, fielderrors.NotSupported(path.Child("nodes"), group.Nodes, fmt.Sprintf("%q is not a kind of nodes; use %s or %s",
 			group.Nodes, flotillav1.SimulatedNodes, flotillav1.RealNodes)))
 	}
 	for _, err := range metav1validation.ValidateLabels(group.Labels, path.Child("labels")) {
@@ -293,17 +296,10 @@ func validateClusterNetwork(c *flotillav1.Cluster) field.ErrorList {
 	}
 	check("pods", c.Spec.ClusterNetwork.Pods)
 	check("services", c.Spec.ClusterNetwork.Services)
-	if len(errs) == 0 && HasRealNodes(c) {
+	if len(errs) == 0 && localspec.HasRealNodes(c) {
 		errs = append(errs, validateRealNodeNetwork(c)...)
 	}
 	return errs
-}
-
-// HasRealNodes reports whether a worker node group of c has real nodes.
-func HasRealNodes(c *flotillav1.Cluster) bool {
-	return slices.ContainsFunc(c.Spec.WorkerNodeGroups, func(g flotillav1.WorkerNodeGroup) bool {
-		return g.NodesOf() == flotillav1.RealNodes
-	})
 }
 
 // validateRealNodeNetwork: real nodes get a /24 of the first Pod range each, an IPv4 range of
@@ -328,7 +324,7 @@ func validateRealNodeNetwork(c *flotillav1.Cluster) field.ErrorList {
 // Packet cluster is a workload cluster), and spec.managementCluster.name is a cluster name.
 func validateManagement(c *flotillav1.Cluster) field.ErrorList {
 	var errs field.ErrorList
-	if c.Spec.Management && c.Spec.DatacenterRef.Kind == Packet.DatacenterKind {
+	if c.Spec.Management && c.Spec.DatacenterRef.Kind == providers.Packet.DatacenterConfig.Kind {
 		errs = append(errs, field.Forbidden(spec.Child("management"),
 			"a Packet cluster is a workload cluster: set it to false, and create the cluster from a management cluster (flotilla create cluster --kubeconfig MGMT.kubeconfig)"))
 	}
@@ -408,16 +404,11 @@ func validateGitOpsRef(c *flotillav1.Cluster) field.ErrorList {
 	case ref == nil:
 		return nil
 	case ref.Kind != flotillav1.GitOpsConfigKind:
-		return field.ErrorList{notSupported(path.Child("kind"), ref.Kind, fmt.Sprintf("%q is not supported; use %s", ref.Kind, flotillav1.GitOpsConfigKind))}
+		return field.ErrorList{fielderrors.NotSupported(path.Child("kind"), ref.Kind, fmt.Sprintf("%q is not supported; use %s", ref.Kind, flotillav1.GitOpsConfigKind))}
 	case ref.Name == "":
 		return field.ErrorList{field.Required(path.Child("name"), "name the GitOpsConfig")}
 	}
 	return nil
-}
-
-// notSupported is field.NotSupported with a detail that says what to use instead.
-func notSupported(path *field.Path, value any, detail string) *field.Error {
-	return &field.Error{Type: field.ErrorTypeNotSupported, Field: path.String(), BadValue: value, Detail: detail}
 }
 
 // duplicate is field.Duplicate with a detail that says where the value is already.

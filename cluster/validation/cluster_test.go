@@ -9,6 +9,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	flotillav1 "github.com/flotilla-dev/flotilla/api/cluster/v1alpha1"
+	"github.com/flotilla-dev/flotilla/infrastructure/providers"
 )
 
 func validCluster(mutate ...func(*flotillav1.Cluster)) *flotillav1.Cluster {
@@ -42,9 +43,9 @@ func fields(errs field.ErrorList) []string {
 
 // packet makes c a Packet cluster with a control plane machine config.
 func packet(c *flotillav1.Cluster) {
-	c.Spec.DatacenterRef.Kind = Packet.DatacenterKind
-	c.Spec.WorkerNodeGroups[0].MachineGroupRef.Kind = Packet.MachineConfigKind
-	c.Spec.ControlPlane.MachineGroupRef = &flotillav1.Ref{Kind: Packet.MachineConfigKind, Name: "cp"}
+	c.Spec.DatacenterRef.Kind = providers.Packet.DatacenterConfig.Kind
+	c.Spec.WorkerNodeGroups[0].MachineGroupRef.Kind = providers.Packet.MachineConfig.Kind
+	c.Spec.ControlPlane.MachineGroupRef = &flotillav1.Ref{Kind: providers.Packet.MachineConfig.Kind, Name: "cp"}
 }
 
 func TestValidateCreate(t *testing.T) {

@@ -10,6 +10,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	flotillav1 "github.com/flotilla-dev/flotilla/api/cluster/v1alpha1"
+	localspec "github.com/flotilla-dev/flotilla/infrastructure/local/clusterspec"
 	"github.com/flotilla-dev/flotilla/pkg/kubeversion"
 )
 
@@ -48,7 +49,7 @@ func ValidateClusterUpdate(oldC, newC *flotillav1.Cluster) field.ErrorList {
 		errs = append(errs, validateWorkerVersionChanges(oldC, newC)...)
 	}
 	errs = append(errs, validateNodesUnchanged(oldC, newC)...)
-	if HasRealNodes(newC) && !HasRealNodes(oldC) {
+	if localspec.HasRealNodes(newC) && !localspec.HasRealNodes(oldC) {
 		errs = append(errs, validateRealNodeNetwork(newC)...)
 	}
 	if oldC.Spec.ManagementCluster != newC.Spec.ManagementCluster {

@@ -1,6 +1,6 @@
-// Package validation holds the rules of a cluster spec: the Flotilla Cluster and its provider
-// configs (LocalDatacenterConfig, LocalMachineConfig, PacketDatacenterConfig, PacketMachineConfig). Each rule is
-// written once, here, as a pure function that returns a field.ErrorList; the admission webhooks
+// Package validation holds the rules of a Flotilla Cluster; those of the provider configs it
+// names are their provider's (see Provider configs below). Each rule is written once, as a pure
+// function that returns a field.ErrorList; the admission webhooks
 // (cluster/webhooks) return the list as it is, in an Invalid status whose causes name the
 // fields, and the CLI (cluster/spec) maps each field path to its line in the spec file, so `flotilla
 // create cluster` refuses at SetupAndValidate, with the line, everything the API server would
@@ -9,7 +9,6 @@
 //	validation.DefaultCluster(c)
 //	errs := validation.ValidateCluster(c)                // a new Cluster
 //	errs = validation.ValidateClusterUpdate(oldC, newC)   // a change
-//	errs = validation.ValidatePacketDatacenterConfig(dc) // a provider config
 //
 // Rules that need a lookup stay with who can look: the webhook defaults a workload cluster's
 // spec.managementCluster.name from the Clusters of its API server, the Cluster reconciler reports
@@ -75,14 +74,14 @@
 //
 // # Provider configs
 //
-// ValidateLocalMachineConfig: the capacity names resources a Node reports, with quantities that
-// are not negative. ValidatePacketDatacenterConfig: identityRef names a PacketClusterIdentity,
-// projectID and metro are set (metro two lowercase letters), facility is lowercase letters and
-// digits, vipManager is KUBE_VIP or CPEM. ValidatePacketClusterIdentity: apiURL is https, or
-// http to a loopback address (the key is never sent in the clear off the machine),
-// credentialsSecretName is a Secret name, allowedNamespaces names namespaces with a valid
-// selector. ValidatePacketMachineConfig: plan is set, billingCycle is hourly, daily, monthly or
-// yearly, no tag starts with the provider's "flotilla:", and each sshAuthorizedKeys entry is an
-// SSH public key. ValidateLocalDatacenterConfig: nodeNetwork is a private IPv4 range (/16 to
-// /28) written with its first address, imageMirror 127.0.0.1:<port> or localhost:<port>.
+// The providers a Cluster may use, and the kinds of their datacenter and machine configs, are
+// those of the provider registry (infrastructure/providers). The rules of each provider's
+// configs are in its own package, infrastructure/<provider>/clusterspec (local:
+// ValidateDatacenterConfig, ValidateMachineConfig; packet: the same and
+// ValidateClusterIdentity), which the registry lists for cluster/spec and the webhooks run:
+//
+//	errs = providers.Packet.DatacenterConfig.Validate(dc) // a provider config
+//
+// What only an admin may ask of a LocalDatacenterConfig (ValidateLocalDatacenterConfigRequest)
+// is here, with the other tenancy rules.
 package validation

@@ -8,6 +8,7 @@ import (
 
 	flotillav1 "github.com/flotilla-dev/flotilla/api/cluster/v1alpha1"
 	infrav1 "github.com/flotilla-dev/flotilla/api/infrastructure/v1alpha1"
+	"github.com/flotilla-dev/flotilla/infrastructure/providers"
 	"github.com/flotilla-dev/flotilla/pkg/netaddr"
 	"github.com/flotilla-dev/flotilla/pkg/nodenet"
 )
@@ -98,7 +99,7 @@ func ValidateClusterRequest(oldC, newC *flotillav1.Cluster, who Request) field.E
 		errs = append(errs, field.Forbidden(path, fmt.Sprintf(onlyAdmins,
 			fmt.Sprintf("change it (from %q to %q)", oldC.Spec.ManagementCluster.Name, name), "leave it as it is")))
 	}
-	if ep := newC.Spec.ControlPlane.Endpoint; ep != nil && newC.Spec.DatacenterRef.Kind == Local.DatacenterKind &&
+	if ep := newC.Spec.ControlPlane.Endpoint; ep != nil && newC.Spec.DatacenterRef.Kind == providers.Local.DatacenterConfig.Kind &&
 		!netaddr.IsLoopback(ep.Host) && (oldC == nil || oldC.Spec.ControlPlane.Endpoint == nil || *oldC.Spec.ControlPlane.Endpoint != *ep) {
 		errs = append(errs, field.Forbidden(spec.Child("controlPlane", "endpoint", "host"), fmt.Sprintf(onlyAdmins,
 			fmt.Sprintf("let a local control plane serve on %q, which is not a loopback address", ep.Host),

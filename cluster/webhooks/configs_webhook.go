@@ -16,6 +16,8 @@ import (
 
 	infrav1 "github.com/flotilla-dev/flotilla/api/infrastructure/v1alpha1"
 	clustervalidation "github.com/flotilla-dev/flotilla/cluster/validation"
+	localspec "github.com/flotilla-dev/flotilla/infrastructure/local/clusterspec"
+	packetspec "github.com/flotilla-dev/flotilla/infrastructure/packet/clusterspec"
 	"github.com/flotilla-dev/flotilla/infrastructure/packet/credentials"
 )
 
@@ -30,7 +32,8 @@ import (
 // +kubebuilder:rbac:groups=infrastructure.flotilla.dev,resources=packetclusteridentities,verbs=get
 // +kubebuilder:rbac:groups="",resources=namespaces,verbs=get
 
-// Config validates one kind of provider config with its function in cluster/validation: on
+// Config validates one kind of provider config with its provider's rules
+// (infrastructure/<provider>/clusterspec, which the provider registry lists): on
 // create always, on update when the spec changed (a config created under older rules keeps
 // taking label and annotation changes, as clusterctl move makes them).
 type Config[T ctrlclient.Object] struct {
@@ -112,34 +115,35 @@ func identityAllowsNamespace(reader ctrlclient.Reader) func(context.Context, *in
 	}
 }
 
-// SetupConfigWebhooksWithManager registers the validating webhooks of the provider configs that
-// have rules (LocalDatacenterConfig, LocalMachineConfig, PacketDatacenterConfig,
-// PacketMachineConfig) and of PacketClusterIdentity with mgr's webhook server. The
+// SetupConfigWebhooksWithManager registers the validating webhooks of the configs of every
+// provider of the registry (infrastructure/providers: LocalDatacenterConfig, LocalMachineConfig,
+// PacketDatacenterConfig, PacketMachineConfig; a test holds the two lists together) and of
+// PacketClusterIdentity with mgr's webhook server. The
 // PacketDatacenterConfig webhook reads identities and namespaces with mgr's API reader; the
 // LocalDatacenterConfig webhook leaves another image mirror than the embedded registry to admins.
 func SetupConfigWebhooksWithManager(mgr ctrl.Manager, admins Admins) error {
-	err := setupConfig(mgr, &infrav1.LocalDatacenterConfig{}, &Config[*infrav1.LocalDatacenterConfig]{validate: clustervalidation.ValidateLocalDatacenterConfig,
+	err := setupConfig(mgr, &infrav1.LocalDatacenterConfig{}, &Config[*infrav1.LocalDatacenterConfig]{validate: localspec.ValidateDatacenterConfig,
 		spec:   func(o *infrav1.LocalDatacenterConfig) any { return o.Spec },
 		byWhom: clustervalidation.ValidateLocalDatacenterConfigRequest, admins: admins})
 	if err != nil {
 		return err
 	}
-	err = setupConfig(mgr, &infrav1.LocalMachineConfig{}, &Config[*infrav1.LocalMachineConfig]{validate: clustervalidation.ValidateLocalMachineConfig,
+	err = setupConfig(mgr, &infrav1.LocalMachineConfig{}, &Config[*infrav1.LocalMachineConfig]{validate: localspec.ValidateMachineConfig,
 		spec: func(o *infrav1.LocalMachineConfig) any { return o.Spec }})
 	if err != nil {
 		return err
 	}
-	err = setupConfig(mgr, &infrav1.PacketDatacenterConfig{}, &Config[*infrav1.PacketDatacenterConfig]{validate: clustervalidation.ValidatePacketDatacenterConfig,
+	err = setupConfig(mgr, &infrav1.PacketDatacenterConfig{}, &Config[*infrav1.PacketDatacenterConfig]{validate: packetspec.ValidateDatacenterConfig,
 		spec: func(o *infrav1.PacketDatacenterConfig) any { return o.Spec }, lookup: identityAllowsNamespace(mgr.GetAPIReader())})
 	if err != nil {
 		return err
 	}
-	err = setupConfig(mgr, &infrav1.PacketClusterIdentity{}, &Config[*infrav1.PacketClusterIdentity]{validate: clustervalidation.ValidatePacketClusterIdentity,
+	err = setupConfig(mgr, &infrav1.PacketClusterIdentity{}, &Config[*infrav1.PacketClusterIdentity]{validate: packetspec.ValidateClusterIdentity,
 		spec: func(o *infrav1.PacketClusterIdentity) any { return o.Spec }})
 	if err != nil {
 		return err
 	}
-	return setupConfig(mgr, &infrav1.PacketMachineConfig{}, &Config[*infrav1.PacketMachineConfig]{validate: clustervalidation.ValidatePacketMachineConfig,
+	return setupConfig(mgr, &infrav1.PacketMachineConfig{}, &Config[*infrav1.PacketMachineConfig]{validate: packetspec.ValidateMachineConfig,
 		spec: func(o *infrav1.PacketMachineConfig) any { return o.Spec }})
 }
 

@@ -10,8 +10,9 @@
 //		return err
 //	}
 //
-// The rules are not here: they are the pure functions of cluster/validation, which the CLI
-// runs on a spec file too, so that `flotilla create cluster` refuses, with the file's line,
+// The rules are not here: they are the pure functions of cluster/validation (a Cluster's) and of
+// each provider's package (its configs', infrastructure/<provider>/clusterspec, which the
+// provider registry infrastructure/providers lists), which the CLI runs on a spec file too, so that `flotilla create cluster` refuses, with the file's line,
 // what the API server would refuse. A webhook returns their field.ErrorList as it is, in an
 // Invalid status whose causes name the fields.
 //
@@ -31,7 +32,8 @@
 // ClusterClass; again whenever the spec changes.
 //
 // Config validates a LocalDatacenterConfig, LocalMachineConfig, PacketDatacenterConfig,
-// PacketMachineConfig or PacketClusterIdentity with its validation function: on create always,
+// PacketMachineConfig or PacketClusterIdentity with its provider's validation function: every
+// config kind of the registry has one (a test checks it). On create always,
 // on update when the spec changed, so a config created under older rules still takes the label
 // and annotation changes clusterctl move makes. A PacketDatacenterConfig is also checked against
 // the PacketClusterIdentity it names: one that exists must allow the config's namespace (one that

@@ -3,21 +3,28 @@ package webhooks_test
 import (
 	"context"
 	"fmt"
+	"net/http"
+	"net/url"
 	"os"
+	"slices"
 	"strings"
 	"testing"
 
 	. "github.com/onsi/gomega"
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
 	ctrlclient "sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/webhook"
 
 	flotillav1 "github.com/flotilla-dev/flotilla/api/cluster/v1alpha1"
 	infrav1 "github.com/flotilla-dev/flotilla/api/infrastructure/v1alpha1"
 	clusterwebhooks "github.com/flotilla-dev/flotilla/cluster/webhooks"
+	"github.com/flotilla-dev/flotilla/config"
+	"github.com/flotilla-dev/flotilla/infrastructure/providers"
 	"github.com/flotilla-dev/flotilla/internal/testenv"
 )
 
@@ -26,6 +33,9 @@ import (
 // they see comes from the API server.
 
 var env *testenv.Environment
+
+// served is the webhook server of the manager run starts.
+var served webhook.Server
 
 func TestMain(m *testing.M) {
 	os.Exit(run(m))
@@ -46,6 +56,7 @@ func run(m *testing.M) int {
 	// StartManager returns once the webhook server listens: the API server calls it from the first
 	// request on.
 	_, stop, err := e.StartManager(func(_ context.Context, m ctrl.Manager) error {
+		served = m.GetWebhookServer()
 		if err := (&clusterwebhooks.Cluster{}).SetupWebhookWithManager(m); err != nil {
 			return err
 		}
@@ -177,4 +188,36 @@ func TestTheAPIServerValidatesProviderConfigs(t *testing.T) {
 		err := env.Client.Update(ctx, mc)
 		g.Expect(causes(g, err)).To(ConsistOf("spec.capacity[memory]"))
 	})
+}
+
+// Every config kind of the provider registry has its validating webhook: a generated webhook
+// configuration covers its resource on create and update, and the manager serves that
+// configuration's path.
+func TestEveryProviderConfigHasAWebhook(t *testing.T) {
+	_, validating, err := config.WebhookConfigurations(config.FlotillaWebhooks)
+	NewWithT(t).Expect(err).NotTo(HaveOccurred())
+	for _, p := range providers.All() {
+		for _, c := range []providers.Config{p.DatacenterConfig, p.MachineConfig} {
+			t.Run(c.Kind, func(t *testing.T) {
+				g := NewWithT(t)
+				gvk := c.GroupVersionKind()
+				mapping, err := env.Client.RESTMapper().RESTMapping(gvk.GroupKind(), gvk.Version)
+				g.Expect(err).NotTo(HaveOccurred())
+				var paths []string
+				for _, configuration := range validating {
+					for _, w := range configuration.Webhooks {
+						for _, rule := range w.Rules {
+							if slices.Contains(rule.APIGroups, gvk.Group) && slices.Contains(rule.Resources, mapping.Resource.Resource) &&
+								slices.Contains(rule.Operations, admissionregistrationv1.Create) && slices.Contains(rule.Operations, admissionregistrationv1.Update) {
+								paths = append(paths, *w.ClientConfig.Service.Path)
+							}
+						}
+					}
+				}
+				g.Expect(paths).To(HaveLen(1), "one validating webhook of %s", mapping.Resource.Resource)
+				_, pattern := served.WebhookMux().Handler(&http.Request{Method: http.MethodPost, URL: &url.URL{Path: paths[0]}})
+				g.Expect(pattern).To(Equal(paths[0]), "the manager serves the webhook")
+			})
+		}
+	}
 }

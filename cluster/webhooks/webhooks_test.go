@@ -14,7 +14,7 @@ import (
 
 	flotillav1 "github.com/flotilla-dev/flotilla/api/cluster/v1alpha1"
 	infrav1 "github.com/flotilla-dev/flotilla/api/infrastructure/v1alpha1"
-	clustervalidation "github.com/flotilla-dev/flotilla/cluster/validation"
+	packetspec "github.com/flotilla-dev/flotilla/infrastructure/packet/clusterspec"
 )
 
 func TestDefault(t *testing.T) {
@@ -103,7 +103,7 @@ func TestDefault(t *testing.T) {
 func TestConfigUpdatesAreCheckedWhenTheSpecChanges(t *testing.T) {
 	w := &Config[*infrav1.PacketMachineConfig]{
 		kind:     infrav1.GroupVersion.WithKind("PacketMachineConfig").GroupKind(),
-		validate: clustervalidation.ValidatePacketMachineConfig,
+		validate: packetspec.ValidateMachineConfig,
 		spec:     func(o *infrav1.PacketMachineConfig) any { return o.Spec },
 	}
 	// A config created under older rules: no plan.

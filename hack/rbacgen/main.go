@@ -8,6 +8,8 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
+
+	"github.com/flotilla-dev/flotilla/infrastructure/providers"
 )
 
 // identity is one identity of the manager and the packages whose RBAC markers make its roles.
@@ -29,8 +31,9 @@ func capiPackages(paths ...string) []string {
 }
 
 // identities are the manager's identities, in the order of manager.Components() after the
-// manager's own. A package with RBAC markers belongs to exactly one of them (main_test.go).
-var identities = []identity{
+// manager's own: a provider's (one per provider of the registry, infrastructure/providers) is
+// its folder's. A package with RBAC markers belongs to exactly one of them (main_test.go).
+var identities = slices.Concat([]identity{
 	{"manager", []string{"./manager"}},
 	{"capi", append(capiPackages(
 		"core/reconcilers/cluster",
@@ -45,8 +48,7 @@ var identities = []identity{
 		"core/reconcilers/clusterresourceset",
 		"core/reconcilers/clusterresourcesetbinding",
 	), "./manager/capi")},
-	{"local", []string{"./infrastructure/local/..."}},
-	{"packet", []string{"./infrastructure/packet/..."}},
+}, providerIdentities(), []identity{
 	{"inmemory", []string{"./infrastructure/inmemory/..."}},
 	{"cluster", []string{"./cluster", "./cluster/reconcilers/cluster/...", "./cluster/webhooks/...", "./cluster/validation/..."}},
 	{"gitops", []string{"./cluster/reconcilers/gitops/...", "./cluster/gitops/..."}},
@@ -57,6 +59,16 @@ var identities = []identity{
 		"bootstrap/kubeadm/reconcilers/kubeadmconfig",
 		"controlplane/kubeadm/reconcilers/kubeadmcontrolplane",
 	), "./manager/kubeadm")},
+})
+
+// providerIdentities are the identities of the providers of the registry, each made of the
+// packages of its folder, infrastructure/<name>.
+func providerIdentities() []identity {
+	var out []identity
+	for _, p := range providers.All() {
+		out = append(out, identity{p.Name, []string{"./infrastructure/" + p.Name + "/..."}})
+	}
+	return out
 }
 
 // roleFile is the file controller-gen writes into an identity's directory.

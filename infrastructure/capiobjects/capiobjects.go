@@ -92,3 +92,37 @@ func MachineDeployment(c *flotillav1.Cluster, group flotillav1.WorkerNodeGroup, 
 		},
 	}
 }
+
+// ControllerRef makes the Flotilla Cluster c the controller owner of an object.
+func ControllerRef(c *flotillav1.Cluster) metav1.OwnerReference {
+	return metav1.OwnerReference{
+		APIVersion:         flotillav1.GroupVersion.String(),
+		Kind:               "Cluster",
+		Name:               c.Name,
+		UID:                c.UID,
+		Controller:         ptr.To(true),
+		BlockOwnerDeletion: ptr.To(true),
+	}
+}
+
+// Cluster builds what the CAPI Cluster of a Flotilla Cluster has whatever its provider: the same
+// name and namespace, Flotilla's cluster-name label (and the management label on a management
+// cluster), and the cluster network. The provider completes it with what it points at: an
+// infrastructure cluster and a control plane, or a topology.
+func Cluster(c *flotillav1.Cluster) *clusterv1.Cluster {
+	labels := map[string]string{flotillav1.ClusterNameLabel: c.Name}
+	if c.Spec.Management {
+		labels[flotillav1.ManagementLabel] = "true"
+	}
+	capi := &clusterv1.Cluster{
+		TypeMeta:   metav1.TypeMeta{APIVersion: clusterv1.GroupVersion.String(), Kind: clusterv1.ClusterKind},
+		ObjectMeta: metav1.ObjectMeta{Name: c.Name, Namespace: c.Namespace, Labels: labels},
+	}
+	if pods := c.Spec.ClusterNetwork.Pods; len(pods) > 0 {
+		capi.Spec.ClusterNetwork.Pods.CIDRBlocks = append([]string(nil), pods...)
+	}
+	if services := c.Spec.ClusterNetwork.Services; len(services) > 0 {
+		capi.Spec.ClusterNetwork.Services.CIDRBlocks = append([]string(nil), services...)
+	}
+	return capi
+}

@@ -25,7 +25,7 @@ import (
 
 	flotillav1 "github.com/flotilla-dev/flotilla/api/cluster/v1alpha1"
 	infrav1 "github.com/flotilla-dev/flotilla/api/infrastructure/v1alpha1"
-	"github.com/flotilla-dev/flotilla/infrastructure/packet/clusterspec"
+	packetspec "github.com/flotilla-dev/flotilla/infrastructure/packet/clusterspec"
 	"github.com/flotilla-dev/flotilla/infrastructure/packet/devicesim"
 	"github.com/flotilla-dev/flotilla/infrastructure/packet/metal"
 	"github.com/flotilla-dev/flotilla/infrastructure/packet/metalsim"
@@ -153,11 +153,11 @@ func TestAPacketClusterBootsItsDevicesFromTheirKubeadmCloudInitBecomesReadyAndDe
 			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "metal"},
 			Spec: flotillav1.ClusterSpec{
 				KubernetesVersion: "1.36",
-				ControlPlane:      flotillav1.ControlPlaneConfiguration{Count: 1, MachineGroupRef: &flotillav1.Ref{Kind: clusterspec.MachineConfigKind, Name: "metal-cp"}},
-				DatacenterRef:     flotillav1.Ref{Kind: clusterspec.DatacenterConfigKind, Name: "metal"},
+				ControlPlane:      flotillav1.ControlPlaneConfiguration{Count: 1, MachineGroupRef: &flotillav1.Ref{Kind: packetspec.MachineConfigKind, Name: "metal-cp"}},
+				DatacenterRef:     flotillav1.Ref{Kind: packetspec.DatacenterConfigKind, Name: "metal"},
 				WorkerNodeGroups: []flotillav1.WorkerNodeGroup{{
 					Name: "md-0", Count: 1, Labels: map[string]string{"pool": "a"},
-					MachineGroupRef: flotillav1.Ref{Kind: clusterspec.MachineConfigKind, Name: "metal-workers"},
+					MachineGroupRef: flotillav1.Ref{Kind: packetspec.MachineConfigKind, Name: "metal-workers"},
 				}},
 			},
 		},

@@ -17,7 +17,7 @@ import (
 
 	flotillav1 "github.com/flotilla-dev/flotilla/api/cluster/v1alpha1"
 	infrav1 "github.com/flotilla-dev/flotilla/api/infrastructure/v1alpha1"
-	"github.com/flotilla-dev/flotilla/infrastructure/packet/clusterspec"
+	packetspec "github.com/flotilla-dev/flotilla/infrastructure/packet/clusterspec"
 	"github.com/flotilla-dev/flotilla/infrastructure/packet/metal"
 	"github.com/flotilla-dev/flotilla/infrastructure/packet/metalsim"
 )
@@ -80,7 +80,7 @@ func TestATenantsClusterNeverSendsAKeyItsIdentityDoesNotAllow(t *testing.T) {
 
 	// What `flotilla create cluster -f metal.yaml` applies as the tenant, naming an identity no
 	// admin has made yet: admitted, with a warning.
-	machines := flotillav1.Ref{Kind: clusterspec.MachineConfigKind, Name: "metal"}
+	machines := flotillav1.Ref{Kind: packetspec.MachineConfigKind, Name: "metal"}
 	for _, obj := range []ctrlclient.Object{
 		&infrav1.PacketDatacenterConfig{
 			ObjectMeta: metav1.ObjectMeta{Namespace: tenantNS, Name: "metal"},
@@ -93,7 +93,7 @@ func TestATenantsClusterNeverSendsAKeyItsIdentityDoesNotAllow(t *testing.T) {
 			Spec: flotillav1.ClusterSpec{
 				KubernetesVersion: "1.36",
 				ControlPlane:      flotillav1.ControlPlaneConfiguration{Count: 1, MachineGroupRef: &machines},
-				DatacenterRef:     flotillav1.Ref{Kind: clusterspec.DatacenterConfigKind, Name: "metal"},
+				DatacenterRef:     flotillav1.Ref{Kind: packetspec.DatacenterConfigKind, Name: "metal"},
 				WorkerNodeGroups:  []flotillav1.WorkerNodeGroup{{Name: "md-0", Count: 1, MachineGroupRef: machines}},
 			},
 		},

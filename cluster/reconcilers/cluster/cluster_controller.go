@@ -24,6 +24,7 @@ import (
 	flotillav1 "github.com/flotilla-dev/flotilla/api/cluster/v1alpha1"
 	controlplanev1 "github.com/flotilla-dev/flotilla/api/controlplane/v1alpha1"
 	infrav1 "github.com/flotilla-dev/flotilla/api/infrastructure/v1alpha1"
+	"github.com/flotilla-dev/flotilla/infrastructure/providers"
 	"github.com/flotilla-dev/flotilla/pkg/objectpatch"
 )
 
@@ -79,8 +80,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		concurrency = 4
 	}
 	byLabel := handler.EnqueueRequestsFromMapFunc(clusterFromLabel)
-	byRef := handler.EnqueueRequestsFromMapFunc(r.clustersReferencing)
-	err := ctrl.NewControllerManagedBy(mgr).
+	b := ctrl.NewControllerManagedBy(mgr).
 		Named("flotilla-cluster").
 		// Status-only changes of our own object (our status patches) need no reconcile.
 		For(&flotillav1.Cluster{}, builder.WithPredicates(
@@ -92,11 +92,15 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		Watches(&kubeadmcontrolplanev1.KubeadmControlPlane{}, byLabel).
 		Watches(&infrav1.PacketCluster{}, byLabel).
 		Watches(&clusterv1.Machine{}, handler.EnqueueRequestsFromMapFunc(clusterOfPacketMachine)).
-		Watches(&infrav1.LocalDatacenterConfig{}, byRef).
-		Watches(&infrav1.LocalMachineConfig{}, byRef).
 		// A ClusterClass cluster waits for its class (clusterclass.go).
-		Watches(&clusterv1.ClusterClass{}, handler.EnqueueRequestsFromMapFunc(r.clustersOfClass)).
-		WithOptions(controller.Options{MaxConcurrentReconciles: concurrency}).
+		Watches(&clusterv1.ClusterClass{}, handler.EnqueueRequestsFromMapFunc(r.clustersOfClass))
+	// The configs of every provider, which Clusters reference.
+	for _, p := range providers.All() {
+		for _, config := range []providers.Config{p.DatacenterConfig, p.MachineConfig} {
+			b = b.Watches(config.New(), handler.EnqueueRequestsFromMapFunc(r.clustersReferencing(config.Kind)))
+		}
+	}
+	err := b.WithOptions(controller.Options{MaxConcurrentReconciles: concurrency}).
 		Complete(r)
 	if err != nil {
 		return fmt.Errorf("setting up the cluster reconciler: %w", err)
@@ -227,27 +231,25 @@ func clusterFromLabel(_ context.Context, obj ctrlclient.Object) []reconcile.Requ
 	return []reconcile.Request{{NamespacedName: ctrlclient.ObjectKey{Namespace: obj.GetNamespace(), Name: name}}}
 }
 
-// clustersReferencing maps a LocalDatacenterConfig or LocalMachineConfig to the Clusters of its
-// namespace that reference it, so a config created after its Cluster (a multi-document file
-// applied in order) or changed later is picked up.
-func (r *Reconciler) clustersReferencing(ctx context.Context, obj ctrlclient.Object) []reconcile.Request {
-	kind := flotillav1.LocalMachineConfigKind
-	if _, ok := obj.(*infrav1.LocalDatacenterConfig); ok {
-		kind = flotillav1.LocalDatacenterConfigKind
-	}
-	clusters := &flotillav1.ClusterList{}
-	if err := r.Client.List(ctx, clusters, ctrlclient.InNamespace(obj.GetNamespace())); err != nil {
-		ctrl.LoggerFrom(ctx).Error(err, "Listing Clusters to map a config to", "config", klog.KObj(obj))
-		return nil
-	}
-	var requests []reconcile.Request
-	for i := range clusters.Items {
-		c := &clusters.Items[i]
-		if references(c, flotillav1.Ref{Kind: kind, Name: obj.GetName()}) {
-			requests = append(requests, reconcile.Request{NamespacedName: ctrlclient.ObjectKeyFromObject(c)})
+// clustersReferencing maps a provider config of kind to the Clusters of its namespace that
+// reference it, so a config created after its Cluster (a multi-document file applied in order)
+// or changed later is picked up.
+func (r *Reconciler) clustersReferencing(kind string) handler.TypedMapFunc[ctrlclient.Object, reconcile.Request] {
+	return func(ctx context.Context, obj ctrlclient.Object) []reconcile.Request {
+		clusters := &flotillav1.ClusterList{}
+		if err := r.Client.List(ctx, clusters, ctrlclient.InNamespace(obj.GetNamespace())); err != nil {
+			ctrl.LoggerFrom(ctx).Error(err, "Listing Clusters to map a config to", "config", klog.KObj(obj))
+			return nil
 		}
+		var requests []reconcile.Request
+		for i := range clusters.Items {
+			c := &clusters.Items[i]
+			if references(c, flotillav1.Ref{Kind: kind, Name: obj.GetName()}) {
+				requests = append(requests, reconcile.Request{NamespacedName: ctrlclient.ObjectKeyFromObject(c)})
+			}
+		}
+		return requests
 	}
-	return requests
 }
 
 // references reports whether a Cluster's spec names ref.

@@ -6,11 +6,13 @@
 // What a Cluster becomes depends on its infrastructure provider, and only that is behind a small
 // interface (provider.go), chosen once per reconcile from the spec. spec.topology makes a cluster
 // of a Cluster API ClusterClass, of any Cluster API provider (clusterclass.go,
-// clusterclass_status.go); otherwise the kind of spec.datacenterRef picks the provider. A
+// clusterclass_status.go); otherwise the kind of spec.datacenterRef picks the provider of the
+// provider registry (infrastructure/providers) whose datacenter config it is. A
 // LocalDatacenterConfig makes a cluster of the local provider (a hosted control plane of local
-// processes, simulated Nodes; local.go, desired.go), a PacketDatacenterConfig one of the Packet
-// provider (Equinix Metal devices bootstrapped by Cluster API's kubeadm providers; packet.go,
-// packet_status.go). A provider reads its own objects
+// processes, simulated Nodes; local.go), a PacketDatacenterConfig one of the Packet provider
+// (Equinix Metal devices bootstrapped by Cluster API's kubeadm providers; packet.go,
+// packet_status.go). Each provider of the registry has its part here (parts in provider.go),
+// and the reconciler watches the configs of every one. A provider reads its own objects
 // (observe), checks the spec's references (resolve), says what the CAPI Cluster points at and
 // which other objects to apply and delete (pure), and turns what it read into the
 // ControlPlaneReady and WorkersReady conditions (pure). The reconcile itself — finalizer, pause
@@ -37,8 +39,9 @@
 //
 // Every object carries cluster.flotilla.dev/cluster-name=NAME (and cluster.x-k8s.io/cluster-name
 // where CAPI expects it); worker objects also carry cluster.flotilla.dev/worker-node-group. The
-// desired objects come from pure builder functions (desired.go). A worker node group removed from
-// the spec has its MachineDeployment deleted, and its LocalMachineTemplate once the
+// desired objects come from the pure builders of infrastructure/local/clusterspec (the CAPI
+// Cluster's common part from infrastructure/capiobjects, desired.go). A worker node group
+// removed from the spec has its MachineDeployment deleted, and its LocalMachineTemplate once the
 // MachineDeployment is gone. Workers follow the control plane on upgrades: a MachineDeployment
 // moves to a new version only once the LocalControlPlane reports that it runs it.
 //

@@ -1,7 +1,6 @@
 package cluster
 
 import (
-	"cmp"
 	"context"
 	"fmt"
 
@@ -13,11 +12,13 @@ import (
 	flotillav1 "github.com/flotilla-dev/flotilla/api/cluster/v1alpha1"
 	controlplanev1 "github.com/flotilla-dev/flotilla/api/controlplane/v1alpha1"
 	infrav1 "github.com/flotilla-dev/flotilla/api/infrastructure/v1alpha1"
+	localspec "github.com/flotilla-dev/flotilla/infrastructure/local/clusterspec"
 )
 
 // localProvider is the local provider's part of the reconciler: a Cluster whose datacenterRef
-// is a LocalDatacenterConfig becomes the objects desired.go builds (a LocalCluster, a
-// LocalControlPlane, and per worker node group a LocalMachineTemplate and a MachineDeployment).
+// is a LocalDatacenterConfig becomes the objects infrastructure/local/clusterspec builds (a
+// LocalCluster, a LocalControlPlane, and per worker node group a LocalMachineTemplate and a
+// MachineDeployment).
 type localProvider struct {
 	r *Reconciler
 
@@ -59,8 +60,8 @@ func (p *localProvider) resolve(ctx context.Context, s *scope, errs *field.Error
 	c := s.cluster
 	spec := field.NewPath("spec")
 	dcPath := spec.Child("datacenterRef")
-	if c.Spec.DatacenterRef.Kind != flotillav1.LocalDatacenterConfigKind {
-		*errs = append(*errs, field.NotSupported(dcPath.Child("kind"), c.Spec.DatacenterRef.Kind, []string{flotillav1.LocalDatacenterConfigKind}))
+	if c.Spec.DatacenterRef.Kind != localspec.DatacenterConfigKind {
+		*errs = append(*errs, field.NotSupported(dcPath.Child("kind"), c.Spec.DatacenterRef.Kind, []string{localspec.DatacenterConfigKind}))
 	} else {
 		dc := &infrav1.LocalDatacenterConfig{}
 		if err := p.r.getRef(ctx, c, dcPath, c.Spec.DatacenterRef, dc, errs); err != nil {
@@ -88,8 +89,8 @@ func (p *localProvider) resolve(ctx context.Context, s *scope, errs *field.Error
 // machineConfig returns the LocalMachineConfig ref names, or nil with an error in errs when the
 // kind is not LocalMachineConfig or the object does not exist.
 func (p *localProvider) machineConfig(ctx context.Context, c *flotillav1.Cluster, path *field.Path, ref flotillav1.Ref, errs *field.ErrorList) (*infrav1.LocalMachineConfig, error) {
-	if ref.Kind != flotillav1.LocalMachineConfigKind {
-		*errs = append(*errs, field.NotSupported(path.Child("kind"), ref.Kind, []string{flotillav1.LocalMachineConfigKind}))
+	if ref.Kind != localspec.MachineConfigKind {
+		*errs = append(*errs, field.NotSupported(path.Child("kind"), ref.Kind, []string{localspec.MachineConfigKind}))
 		return nil, nil
 	}
 	mc := &infrav1.LocalMachineConfig{}
@@ -102,27 +103,18 @@ func (p *localProvider) machineConfig(ctx context.Context, c *flotillav1.Cluster
 
 // completeCAPICluster points the CAPI Cluster at the LocalCluster and the LocalControlPlane.
 func (p *localProvider) completeCAPICluster(s *scope, capi *clusterv1.Cluster) {
-	capi.Spec.InfrastructureRef = clusterv1.ContractVersionedObjectReference{
-		APIGroup: infrav1.GroupVersion.Group, Kind: "LocalCluster", Name: s.cluster.Name,
-	}
-	capi.Spec.ControlPlaneRef = clusterv1.ContractVersionedObjectReference{
-		APIGroup: controlplanev1.GroupVersion.Group, Kind: "LocalControlPlane", Name: s.cluster.Name,
-	}
+	capi.Spec.InfrastructureRef = localspec.InfrastructureRef(s.cluster.Name)
+	capi.Spec.ControlPlaneRef = localspec.ControlPlaneRef(s.cluster.Name)
 }
 
-// desired: the bootstrap Secret, the LocalCluster and the LocalControlPlane, then per worker node
-// group its LocalMachineTemplate and MachineDeployment, whose version follows the control plane
-// (workerVersion).
+// desired: what localspec.Objects builds from the configs resolve read and the control plane
+// and MachineDeployments observe and the scope read.
 func (p *localProvider) desired(s *scope) ([]ctrlclient.Object, error) {
-	c := s.cluster
-	objs := []ctrlclient.Object{desiredBootstrapSecret(c), desiredLocalCluster(c), desiredControlPlane(c, s.version, p.datacenter)}
-	for _, group := range c.Spec.WorkerNodeGroups {
-		version := cmp.Or(s.groupVersions[group.Name], s.version)
-		objs = append(objs,
-			desiredMachineTemplate(c, group, p.machineConfigs[group.Name]),
-			desiredMachineDeployment(c, group, workerVersion(version, p.controlPlane, s.machineDeployments[group.Name])))
-	}
-	return objs, nil
+	return localspec.Objects(localspec.Input{
+		Cluster: s.cluster, Version: s.version, GroupVersions: s.groupVersions,
+		Datacenter: p.datacenter, MachineConfigs: p.machineConfigs,
+		ControlPlane: p.controlPlane, MachineDeployments: s.machineDeployments,
+	}), nil
 }
 
 // obsolete: the MachineDeployments of removed worker node groups, and their

@@ -15,7 +15,8 @@ import (
 
 	flotillav1 "github.com/flotilla-dev/flotilla/api/cluster/v1alpha1"
 	infrav1 "github.com/flotilla-dev/flotilla/api/infrastructure/v1alpha1"
-	"github.com/flotilla-dev/flotilla/infrastructure/packet/clusterspec"
+	"github.com/flotilla-dev/flotilla/infrastructure/capiobjects"
+	packetspec "github.com/flotilla-dev/flotilla/infrastructure/packet/clusterspec"
 )
 
 // The Packet provider's RBAC: a Cluster whose datacenterRef is a PacketDatacenterConfig becomes
@@ -79,7 +80,7 @@ func (p *packetProvider) observe(ctx context.Context, s *scope) error {
 // providers map to nothing: the local provider's status does not read Machines.
 func clusterOfPacketMachine(_ context.Context, obj ctrlclient.Object) []reconcile.Request {
 	m, ok := obj.(*clusterv1.Machine)
-	if !ok || m.Spec.InfrastructureRef.Kind != clusterspec.MachineKind || m.Spec.ClusterName == "" {
+	if !ok || m.Spec.InfrastructureRef.Kind != packetspec.MachineKind || m.Spec.ClusterName == "" {
 		return nil
 	}
 	return []reconcile.Request{{NamespacedName: ctrlclient.ObjectKey{Namespace: m.Namespace, Name: m.Spec.ClusterName}}}
@@ -96,8 +97,8 @@ func (p *packetProvider) resolve(ctx context.Context, s *scope, errs *field.Erro
 		return err
 	}
 	machineConfig := func(path *field.Path, ref flotillav1.Ref) (*infrav1.PacketMachineConfig, error) {
-		if ref.Kind != clusterspec.MachineConfigKind {
-			*errs = append(*errs, field.NotSupported(path.Child("kind"), ref.Kind, []string{clusterspec.MachineConfigKind}))
+		if ref.Kind != packetspec.MachineConfigKind {
+			*errs = append(*errs, field.NotSupported(path.Child("kind"), ref.Kind, []string{packetspec.MachineConfigKind}))
 			return nil, nil
 		}
 		mc := &infrav1.PacketMachineConfig{}
@@ -127,8 +128,8 @@ func (p *packetProvider) resolve(ctx context.Context, s *scope, errs *field.Erro
 
 // completeCAPICluster points the CAPI Cluster at the PacketCluster and the KubeadmControlPlane.
 func (p *packetProvider) completeCAPICluster(s *scope, capi *clusterv1.Cluster) {
-	capi.Spec.InfrastructureRef = clusterspec.InfrastructureRef(s.cluster.Name)
-	capi.Spec.ControlPlaneRef = clusterspec.ControlPlaneRef(s.cluster.Name)
+	capi.Spec.InfrastructureRef = packetspec.InfrastructureRef(s.cluster.Name)
+	capi.Spec.ControlPlaneRef = packetspec.ControlPlaneRef(s.cluster.Name)
 }
 
 // desired: the PacketCluster, the control plane's PacketMachineTemplate and the
@@ -155,7 +156,7 @@ func (p *packetProvider) completeCAPICluster(s *scope, capi *clusterv1.Cluster) 
 // The KubeadmControlPlane watch brings the reconcile that creates it.
 func (p *packetProvider) desired(s *scope) ([]ctrlclient.Object, error) {
 	c := s.cluster
-	all, err := clusterspec.Objects(clusterspec.Input{
+	all, err := packetspec.Objects(packetspec.Input{
 		Cluster: c, Version: s.version,
 		Datacenter: p.in.datacenter, ControlPlaneMachine: p.in.controlPlane, WorkerMachines: p.in.workers,
 	})
@@ -179,7 +180,7 @@ func (p *packetProvider) desired(s *scope) ([]ctrlclient.Object, error) {
 			// cluster's version on every device.
 			o.Spec.Template.Spec.Version = s.version
 		default:
-			obj.SetOwnerReferences([]metav1.OwnerReference{controllerRef(c)})
+			obj.SetOwnerReferences([]metav1.OwnerReference{capiobjects.ControllerRef(c)})
 		}
 		objs = append(objs, obj)
 	}

@@ -17,7 +17,7 @@ import (
 
 	flotillav1 "github.com/flotilla-dev/flotilla/api/cluster/v1alpha1"
 	infrav1 "github.com/flotilla-dev/flotilla/api/infrastructure/v1alpha1"
-	"github.com/flotilla-dev/flotilla/infrastructure/packet/clusterspec"
+	packetspec "github.com/flotilla-dev/flotilla/infrastructure/packet/clusterspec"
 )
 
 // packetFixture creates the Packet configs and a Flotilla Cluster on them (1 control plane, one
@@ -34,13 +34,13 @@ func packetFixture(t *testing.T, g Gomega) *flotillav1.Cluster {
 		ObjectMeta: metav1.ObjectMeta{Name: "metal", Namespace: ns},
 		Spec:       infrav1.PacketMachineConfigSpec{Plan: "c3.small.x86"},
 	})).To(Succeed())
-	machines := flotillav1.Ref{Kind: clusterspec.MachineConfigKind, Name: "metal"}
+	machines := flotillav1.Ref{Kind: packetspec.MachineConfigKind, Name: "metal"}
 	c := &flotillav1.Cluster{
 		ObjectMeta: metav1.ObjectMeta{Name: ns, Namespace: ns},
 		Spec: flotillav1.ClusterSpec{
 			KubernetesVersion: "1.36",
 			ControlPlane:      flotillav1.ControlPlaneConfiguration{Count: 1, MachineGroupRef: &machines},
-			DatacenterRef:     flotillav1.Ref{Kind: clusterspec.DatacenterConfigKind, Name: "metal"},
+			DatacenterRef:     flotillav1.Ref{Kind: packetspec.DatacenterConfigKind, Name: "metal"},
 			WorkerNodeGroups:  []flotillav1.WorkerNodeGroup{{Name: "md-0", Count: 2, MachineGroupRef: machines}},
 			ManagementCluster: flotillav1.ManagementClusterRef{Name: "mgmt"},
 		},

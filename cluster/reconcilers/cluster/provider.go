@@ -8,7 +8,7 @@ import (
 	ctrlclient "sigs.k8s.io/controller-runtime/pkg/client"
 
 	flotillav1 "github.com/flotilla-dev/flotilla/api/cluster/v1alpha1"
-	"github.com/flotilla-dev/flotilla/infrastructure/packet/clusterspec"
+	"github.com/flotilla-dev/flotilla/infrastructure/providers"
 )
 
 // provider is the part of the reconciler that depends on a Cluster's infrastructure provider.
@@ -47,16 +47,26 @@ type provider interface {
 	setStatus(s *scope)
 }
 
+// parts are the reconciler's parts of the providers of the registry (infrastructure/providers),
+// by provider name: what reads a Cluster's provider objects from the management cluster and
+// turns them into status (local.go, packet.go). Every provider of the registry has one (a test
+// checks it).
+var parts = map[string]func(r *Reconciler) provider{
+	providers.LocalName:  func(r *Reconciler) provider { return &localProvider{r: r} },
+	providers.PacketName: func(r *Reconciler) provider { return &packetProvider{r: r} },
+}
+
 // providerFor picks the provider of a Cluster: a ClusterClass when spec.topology names one
-// (clusterclass.go), the Packet provider for a PacketDatacenterConfig (packet.go), the local
-// provider otherwise (local.go; an unknown datacenter kind is reported by its resolve).
+// (clusterclass.go), else the provider of the registry whose datacenter config kind
+// spec.datacenterRef names, and the local provider for a kind no provider has (its resolve
+// reports the kind).
 func (r *Reconciler) providerFor(c *flotillav1.Cluster) provider {
-	switch {
-	case c.Spec.Topology != nil:
+	if c.Spec.Topology != nil {
 		return &clusterClassProvider{r: r}
-	case c.Spec.DatacenterRef.Kind == clusterspec.DatacenterConfigKind:
-		return &packetProvider{r: r}
-	default:
-		return &localProvider{r: r}
 	}
+	p, ok := providers.OfDatacenterKind(c.Spec.DatacenterRef.Kind)
+	if !ok {
+		p = providers.Local
+	}
+	return parts[p.Name](r)
 }

@@ -89,27 +89,12 @@ func labels(c *flotillav1.Cluster, extra map[string]string) map[string]string {
 	return l
 }
 
-// CAPICluster is the CAPI Cluster: the PacketCluster and KubeadmControlPlane of the same name,
-// the cluster network.
+// CAPICluster is the CAPI Cluster (capiobjects.Cluster) pointing at the PacketCluster and
+// KubeadmControlPlane of the same name.
 func CAPICluster(c *flotillav1.Cluster) *clusterv1.Cluster {
-	l := map[string]string{flotillav1.ClusterNameLabel: c.Name}
-	if c.Spec.Management {
-		l[flotillav1.ManagementLabel] = "true"
-	}
-	capi := &clusterv1.Cluster{
-		TypeMeta:   metav1.TypeMeta{APIVersion: clusterv1.GroupVersion.String(), Kind: clusterv1.ClusterKind},
-		ObjectMeta: metav1.ObjectMeta{Name: c.Name, Namespace: c.Namespace, Labels: l},
-		Spec: clusterv1.ClusterSpec{
-			InfrastructureRef: InfrastructureRef(c.Name),
-			ControlPlaneRef:   ControlPlaneRef(c.Name),
-		},
-	}
-	if pods := c.Spec.ClusterNetwork.Pods; len(pods) > 0 {
-		capi.Spec.ClusterNetwork.Pods.CIDRBlocks = append([]string(nil), pods...)
-	}
-	if services := c.Spec.ClusterNetwork.Services; len(services) > 0 {
-		capi.Spec.ClusterNetwork.Services.CIDRBlocks = append([]string(nil), services...)
-	}
+	capi := capiobjects.Cluster(c)
+	capi.Spec.InfrastructureRef = InfrastructureRef(c.Name)
+	capi.Spec.ControlPlaneRef = ControlPlaneRef(c.Name)
 	return capi
 }
 
@@ -150,10 +135,10 @@ func MachineTemplate(c *flotillav1.Cluster, name string, mc *infrav1.PacketMachi
 		HardwareReservationID: mc.Spec.HardwareReservationID,
 	}
 	if spec.OS == "" {
-		spec.OS = "ubuntu_24_04"
+		spec.OS = DefaultOS
 	}
 	if spec.BillingCycle == "" {
-		spec.BillingCycle = "hourly"
+		spec.BillingCycle = DefaultBillingCycle
 	}
 	return &infrav1.PacketMachineTemplate{
 		TypeMeta:   metav1.TypeMeta{APIVersion: infrav1.GroupVersion.String(), Kind: "PacketMachineTemplate"},

@@ -1,80 +1,27 @@
-package validation
+package clusterspec
 
 import (
 	"fmt"
-	"net/netip"
 	"regexp"
 	"slices"
 	"strings"
 
 	"golang.org/x/crypto/ssh"
-	corev1 "k8s.io/api/core/v1"
 	metav1validation "k8s.io/apimachinery/pkg/apis/meta/v1/validation"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	infrav1 "github.com/flotilla-dev/flotilla/api/infrastructure/v1alpha1"
 	"github.com/flotilla-dev/flotilla/infrastructure/packet/metal"
-	"github.com/flotilla-dev/flotilla/pkg/nodenet"
+	"github.com/flotilla-dev/flotilla/pkg/fielderrors"
 )
 
-// The rules of the provider configs.
+// The rules of the Packet provider's configs and identities, each a pure function that returns
+// a field.ErrorList whose paths start at spec: the admission webhooks (cluster/webhooks) and the
+// CLI's spec files (cluster/spec) run them, through the provider registry
+// (infrastructure/providers).
 
-// ValidateLocalDatacenterConfig checks a LocalDatacenterConfig: nodeNetwork, when set, is a
-// private IPv4 range of /16 to /28 written with its first address, and imageMirror, when set,
-// 127.0.0.1:<port> or localhost:<port> (nodenet.LoopbackPort: the nodes reach it through their
-// gateway, which forwards to loopback).
-// Whether this machine already uses the range is checked where it is known: at create by the
-// CLI, and by the LocalControlPlane reconciler.
-func ValidateLocalDatacenterConfig(dc *infrav1.LocalDatacenterConfig) field.ErrorList {
-	var errs field.ErrorList
-	if dc.Spec.NodeNetwork != "" {
-		network, _ := netip.ParsePrefix(dc.Spec.NodeNetwork)
-		if err := nodenet.ValidateNetwork(network); err != nil {
-			errs = append(errs, field.Invalid(spec.Child("nodeNetwork"), dc.Spec.NodeNetwork, err.Error()))
-		}
-	}
-	if dc.Spec.ImageMirror != "" {
-		if _, err := nodenet.LoopbackPort(dc.Spec.ImageMirror); err != nil {
-			errs = append(errs, field.Invalid(spec.Child("imageMirror"), dc.Spec.ImageMirror,
-				"want the loopback host:port of a registry on this machine, such as "+infrav1.DefaultImageMirror+" (flotilla registry start)"))
-		}
-	}
-	return errs
-}
-
-// ValidateLocalMachineConfig checks a LocalMachineConfig: its capacity names resources a Node
-// can report (cpu, memory, pods, ephemeral-storage, hugepages-<size>, or an extended resource
-// such as example.com/gpu) with quantities that are not negative.
-func ValidateLocalMachineConfig(mc *infrav1.LocalMachineConfig) field.ErrorList {
-	var errs field.ErrorList
-	path := spec.Child("capacity")
-	for name, quantity := range mc.Spec.Capacity {
-		if !nodeResourceName(name) {
-			errs = append(errs, field.Invalid(path.Key(string(name)), string(name), fmt.Sprintf(
-				"%q is not a resource a Node reports; use cpu, memory, pods, ephemeral-storage, hugepages-<size>, or an extended resource such as example.com/gpu", name)))
-			continue
-		}
-		if quantity.Sign() < 0 {
-			errs = append(errs, field.Invalid(path.Key(string(name)), quantity.String(), fmt.Sprintf("%s is negative; use 0 or more", quantity.String())))
-		}
-	}
-	return errs
-}
-
-// nodeResourceName: a standard resource of a Node, or an extended resource (a qualified name
-// with a domain prefix), as the API server accepts in a Node's capacity.
-func nodeResourceName(name corev1.ResourceName) bool {
-	switch {
-	case name == corev1.ResourceCPU, name == corev1.ResourceMemory, name == corev1.ResourcePods,
-		name == corev1.ResourceEphemeralStorage:
-		return true
-	case strings.HasPrefix(string(name), corev1.ResourceHugePagesPrefix):
-		return len(name) > len(corev1.ResourceHugePagesPrefix)
-	default:
-		return strings.Contains(string(name), "/") && len(validation.IsQualifiedName(string(name))) == 0
-	}
-}
+var spec = field.NewPath("spec")
 
 // Packet values the Metal API accepts.
 var (
@@ -82,12 +29,12 @@ var (
 	facilityRE = regexp.MustCompile(`^[a-z0-9]+$`)
 )
 
-// ValidatePacketDatacenterConfig checks a PacketDatacenterConfig, defaulted as its schema
+// ValidateDatacenterConfig checks a PacketDatacenterConfig, defaulted as its schema
 // defaults it: identityRef, when set, names a PacketClusterIdentity; projectID is set, metro is
 // a metro code and facility a facility code, vipManager is KUBE_VIP or CPEM. Whether the
 // identity allows the config's namespace needs a lookup: the webhook checks it, and the
 // provider again before every use.
-func ValidatePacketDatacenterConfig(dc *infrav1.PacketDatacenterConfig) field.ErrorList {
+func ValidateDatacenterConfig(dc *infrav1.PacketDatacenterConfig) field.ErrorList {
 	var errs field.ErrorList
 	s := dc.Spec
 	if ref := s.IdentityRef; ref != nil && len(validation.IsDNS1123Subdomain(ref.Name)) > 0 {
@@ -108,17 +55,17 @@ func ValidatePacketDatacenterConfig(dc *infrav1.PacketDatacenterConfig) field.Er
 		errs = append(errs, field.Invalid(spec.Child("facility"), s.Facility, fmt.Sprintf("%q is not a facility code: use lowercase letters and digits, such as da11", s.Facility)))
 	}
 	if s.VIPManager != "" && s.VIPManager != infrav1.VIPManagerKubeVIP && s.VIPManager != infrav1.VIPManagerCPEM {
-		errs = append(errs, notSupported(spec.Child("vipManager"), s.VIPManager, fmt.Sprintf("%q is not a VIP manager; use %s or %s",
+		errs = append(errs, fielderrors.NotSupported(spec.Child("vipManager"), s.VIPManager, fmt.Sprintf("%q is not a VIP manager; use %s or %s",
 			s.VIPManager, infrav1.VIPManagerKubeVIP, infrav1.VIPManagerCPEM)))
 	}
 	return errs
 }
 
-// ValidatePacketClusterIdentity checks a PacketClusterIdentity, defaulted as its schema defaults
+// ValidateClusterIdentity checks a PacketClusterIdentity, defaulted as its schema defaults
 // it: apiURL keeps the key off the network in the clear (https, or http to a loopback address;
 // metal.CheckBaseURL), credentialsSecretName is a Secret name, and allowedNamespaces names
 // namespaces and holds a valid label selector.
-func ValidatePacketClusterIdentity(id *infrav1.PacketClusterIdentity) field.ErrorList {
+func ValidateClusterIdentity(id *infrav1.PacketClusterIdentity) field.ErrorList {
 	var errs field.ErrorList
 	s := id.Spec
 	if s.APIURL != "" {
@@ -152,20 +99,20 @@ func ValidatePacketClusterIdentity(id *infrav1.PacketClusterIdentity) field.Erro
 // billingCycles are the billing cycles of a Metal device.
 var billingCycles = []string{"hourly", "daily", "monthly", "yearly"}
 
-// ValidatePacketMachineConfig checks a PacketMachineConfig, defaulted as its schema defaults
+// ValidateMachineConfig checks a PacketMachineConfig, defaulted as its schema defaults
 // it: plan is set, billingCycle is one the Metal API knows, no tag starts with the provider's
 // own prefix "flotilla:" (the provider finds a cluster's devices by such tags: a device tagged
 // as another cluster's machine would be adopted, and deleted, as that machine's), and every
 // sshAuthorizedKeys entry is an SSH public key (a private key pasted by mistake is refused
 // without being echoed).
-func ValidatePacketMachineConfig(mc *infrav1.PacketMachineConfig) field.ErrorList {
+func ValidateMachineConfig(mc *infrav1.PacketMachineConfig) field.ErrorList {
 	var errs field.ErrorList
 	s := mc.Spec
 	if s.Plan == "" {
 		errs = append(errs, field.Required(spec.Child("plan"), "name the device type, such as c3.small.x86"))
 	}
 	if s.BillingCycle != "" && !slices.Contains(billingCycles, s.BillingCycle) {
-		errs = append(errs, notSupported(spec.Child("billingCycle"), s.BillingCycle, fmt.Sprintf("%q is not a billing cycle; use one of %s",
+		errs = append(errs, fielderrors.NotSupported(spec.Child("billingCycle"), s.BillingCycle, fmt.Sprintf("%q is not a billing cycle; use one of %s",
 			s.BillingCycle, strings.Join(billingCycles, ", "))))
 	}
 	for i, tag := range s.Tags {

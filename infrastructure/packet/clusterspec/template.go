@@ -1,61 +1,10 @@
-package spec
+package clusterspec
 
-import (
-	"k8s.io/apimachinery/pkg/util/validation/field"
-	ctrlclient "sigs.k8s.io/controller-runtime/pkg/client"
-
-	infrav1 "github.com/flotilla-dev/flotilla/api/infrastructure/v1alpha1"
-	clustervalidation "github.com/flotilla-dev/flotilla/cluster/validation"
-)
-
-// ProviderPacket is the Packet (Equinix Metal) provider: control plane and workers are
-// bare-metal devices created through the Metal API and bootstrapped with kubeadm.
-const ProviderPacket = clustervalidation.ProviderPacket
-
-// Defaults of the Packet provider's configs.
-const (
-	DefaultPacketOS           = "ubuntu_24_04"
-	DefaultPacketBillingCycle = "hourly"
-)
-
-func packetProvider() provider {
-	return provider{
-		name: clustervalidation.Packet.Name,
-		datacenter: kind{
-			gvk:       infrav1.GroupVersion.WithKind(clustervalidation.Packet.DatacenterKind),
-			newObject: func() ctrlclient.Object { return &infrav1.PacketDatacenterConfig{} },
-			validate: func(obj ctrlclient.Object) field.ErrorList {
-				return clustervalidation.ValidatePacketDatacenterConfig(obj.(*infrav1.PacketDatacenterConfig))
-			},
-		},
-		machineConfig: kind{
-			gvk:       infrav1.GroupVersion.WithKind(clustervalidation.Packet.MachineConfigKind),
-			newObject: func() ctrlclient.Object { return &infrav1.PacketMachineConfig{} },
-			validate: func(obj ctrlclient.Object) field.ErrorList {
-				return clustervalidation.ValidatePacketMachineConfig(obj.(*infrav1.PacketMachineConfig))
-			},
-		},
-		defaultObjects: func(datacenter ctrlclient.Object, machineConfigs []ctrlclient.Object) {
-			dc := datacenter.(*infrav1.PacketDatacenterConfig)
-			if dc.Spec.VIPManager == "" {
-				dc.Spec.VIPManager = infrav1.VIPManagerKubeVIP
-			}
-			for _, obj := range machineConfigs {
-				mc := obj.(*infrav1.PacketMachineConfig)
-				if mc.Spec.OS == "" {
-					mc.Spec.OS = DefaultPacketOS
-				}
-				if mc.Spec.BillingCycle == "" {
-					mc.Spec.BillingCycle = DefaultPacketBillingCycle
-				}
-			}
-		},
-		template: packetTemplate,
-	}
-}
-
-// packetTemplate is the spec of a Packet cluster.
-const packetTemplate = `# Cluster spec for "{{.Name}}" on Equinix Metal (Packet), printed by:
+// Template is the text/template of `flotilla generate clusterconfig --provider packet`: a
+// commented spec of a Packet cluster (the Cluster, its PacketDatacenterConfig and
+// PacketMachineConfigs). cluster/spec renders it with the command line, the supported versions
+// and the options of `generate clusterconfig`.
+const Template = `# Cluster spec for "{{.Name}}" on Equinix Metal (Packet), printed by:
 #   {{.Command}}
 #
 # A Packet cluster is a workload cluster: create it from a management cluster. Its Metal API key

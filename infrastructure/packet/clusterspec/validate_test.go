@@ -1,12 +1,9 @@
-package validation
+package clusterspec
 
 import (
-	"strings"
 	"testing"
 
 	. "github.com/onsi/gomega"
-	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
@@ -26,75 +23,15 @@ func checkErrors(g Gomega, errs field.ErrorList, wantFields []string, wantText s
 	g.Expect(errs.ToAggregate().Error()).To(ContainSubstring(wantText))
 }
 
-func TestValidateLocalDatacenterConfig(t *testing.T) {
-	tests := []struct {
-		name       string
-		spec       infrav1.LocalDatacenterConfigSpec
-		wantFields []string
-		wantText   string
-	}{
-		{name: "no node network and the default mirror are accepted", spec: infrav1.LocalDatacenterConfigSpec{ImageMirror: "127.0.0.1:5001"}},
-		{name: "a private node network is accepted", spec: infrav1.LocalDatacenterConfigSpec{NodeNetwork: "10.201.0.0/24"}},
-		{
-			name: "a public node network is refused", spec: infrav1.LocalDatacenterConfigSpec{NodeNetwork: "8.8.8.0/24"},
-			wantFields: []string{"spec.nodeNetwork"}, wantText: "not a private range",
-		},
-		{
-			name: "a node network that is not a range is refused", spec: infrav1.LocalDatacenterConfigSpec{NodeNetwork: "10.201.0.1"},
-			wantFields: []string{"spec.nodeNetwork"}, wantText: "not an IPv4 range",
-		},
-		{
-			name: "a mirror off loopback is refused", spec: infrav1.LocalDatacenterConfigSpec{ImageMirror: "registry.example.com:5000"},
-			wantFields: []string{"spec.imageMirror"}, wantText: "loopback host:port of a registry on this machine",
-		},
-		{name: "a mirror at localhost is accepted", spec: infrav1.LocalDatacenterConfigSpec{ImageMirror: "localhost:5002"}},
-		{
-			name: "another loopback address is refused: the nodes' forward goes to 127.0.0.1", spec: infrav1.LocalDatacenterConfigSpec{ImageMirror: "127.0.0.2:5001"},
-			wantFields: []string{"spec.imageMirror"}, wantText: "loopback host:port of a registry on this machine",
-		},
+func fields(errs field.ErrorList) []string {
+	out := make([]string, 0, len(errs))
+	for _, e := range errs {
+		out = append(out, e.Field)
 	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			g := NewWithT(t)
-			checkErrors(g, ValidateLocalDatacenterConfig(&infrav1.LocalDatacenterConfig{Spec: tt.spec}), tt.wantFields, tt.wantText)
-		})
-	}
+	return out
 }
 
-func TestValidateLocalMachineConfig(t *testing.T) {
-	tests := []struct {
-		name       string
-		capacity   corev1.ResourceList
-		wantFields []string
-		wantText   string
-	}{
-		{name: "no capacity takes the defaults"},
-		{
-			name: "standard and extended resources are accepted",
-			capacity: corev1.ResourceList{"cpu": resource.MustParse("8"), "memory": resource.MustParse("32Gi"), "pods": resource.MustParse("250"),
-				"ephemeral-storage": resource.MustParse("100Gi"), "hugepages-2Mi": resource.MustParse("1Gi"), "example.com/gpu": resource.MustParse("2")},
-		},
-		{
-			name:       "a misspelt resource is rejected with the ones a Node reports",
-			capacity:   corev1.ResourceList{"cpus": resource.MustParse("4")},
-			wantFields: []string{"spec.capacity[cpus]"}, wantText: `"cpus" is not a resource a Node reports; use cpu, memory`,
-		},
-		{
-			name:       "a negative quantity is rejected",
-			capacity:   corev1.ResourceList{"memory": resource.MustParse("-1Gi")},
-			wantFields: []string{"spec.capacity[memory]"}, wantText: "-1Gi is negative",
-		},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			g := NewWithT(t)
-			mc := &infrav1.LocalMachineConfig{Spec: infrav1.LocalMachineConfigSpec{Capacity: tt.capacity}}
-			checkErrors(g, ValidateLocalMachineConfig(mc), tt.wantFields, tt.wantText)
-		})
-	}
-}
-
-func TestValidatePacketDatacenterConfig(t *testing.T) {
+func TestValidateDatacenterConfig(t *testing.T) {
 	tests := []struct {
 		name       string
 		mutate     func(*infrav1.PacketDatacenterConfigSpec)
@@ -145,12 +82,12 @@ func TestValidatePacketDatacenterConfig(t *testing.T) {
 			if tt.mutate != nil {
 				tt.mutate(&dc.Spec)
 			}
-			checkErrors(g, ValidatePacketDatacenterConfig(dc), tt.wantFields, tt.wantText)
+			checkErrors(g, ValidateDatacenterConfig(dc), tt.wantFields, tt.wantText)
 		})
 	}
 }
 
-func TestValidatePacketMachineConfig(t *testing.T) {
+func TestValidateMachineConfig(t *testing.T) {
 	privateKey := "-----BEGIN OPENSSH PRIVATE KEY-----\nb3BlbnNzaC1rZXktdjEAAAAABG5vbmUAAAAEbm9uZQ\n-----END OPENSSH PRIVATE KEY-----\n"
 	tests := []struct {
 		name       string
@@ -202,7 +139,7 @@ func TestValidatePacketMachineConfig(t *testing.T) {
 			if tt.mutate != nil {
 				tt.mutate(&mc.Spec)
 			}
-			errs := ValidatePacketMachineConfig(mc)
+			errs := ValidateMachineConfig(mc)
 			checkErrors(g, errs, tt.wantFields, tt.wantText)
 			for _, err := range errs {
 				g.Expect(err.Error()).NotTo(ContainSubstring("PRIVATE KEY"), "a key is never echoed")
@@ -211,7 +148,7 @@ func TestValidatePacketMachineConfig(t *testing.T) {
 	}
 }
 
-func TestValidatePacketClusterIdentity(t *testing.T) {
+func TestValidateClusterIdentity(t *testing.T) {
 	tests := []struct {
 		name       string
 		mutate     func(*infrav1.PacketClusterIdentitySpec)
@@ -260,26 +197,7 @@ func TestValidatePacketClusterIdentity(t *testing.T) {
 			if tt.mutate != nil {
 				tt.mutate(&id.Spec)
 			}
-			checkErrors(g, ValidatePacketClusterIdentity(id), tt.wantFields, tt.wantText)
-		})
-	}
-}
-
-func TestDNSLabelProblem(t *testing.T) {
-	tests := []struct {
-		name string
-		in   string
-		max  int
-		want string
-	}{
-		{name: "a DNS label has no problem", in: "w1", max: 40},
-		{name: "a fixable name gets a suggestion", in: "My_Cluster", max: 40, want: `use at most 40 lowercase letters, digits and '-', starting and ending with a letter or digit, such as "my-cluster"`},
-		{name: "a name too long gets no suggestion that is as long", in: strings.Repeat("a", 41), max: 40, want: "use at most 40 lowercase letters, digits and '-', starting and ending with a letter or digit"},
-		{name: "a name with nothing to keep gets no suggestion", in: "ÿÿ", max: 63, want: "use at most 63 lowercase letters, digits and '-', starting and ending with a letter or digit"},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			NewWithT(t).Expect(DNSLabelProblem(tt.in, tt.max)).To(Equal(tt.want))
+			checkErrors(g, ValidateClusterIdentity(id), tt.wantFields, tt.wantText)
 		})
 	}
 }
