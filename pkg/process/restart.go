@@ -2,11 +2,14 @@ package process
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net"
 	"strings"
 	"sync"
 	"time"
+
+	ctrl "sigs.k8s.io/controller-runtime"
 )
 
 // The restart policy (see the package documentation).
@@ -29,7 +32,7 @@ const (
 // just killed may still be releasing them.
 const portWait = 2 * time.Second
 
-// History is what a Supervisor remembers about the exits and restarts of a process since it was
+// History is what a Keeper remembers about the exits and restarts of a process since it was
 // last started with a new command line. It is kept in the process's record.
 type History struct {
 	// Restarts counts the starts after the process had exited.
@@ -183,4 +186,36 @@ func exitOf(rec record) string {
 	case <-time.After(time.Second):
 		return exitedUnknown
 	}
+}
+
+// restart starts spec, which ran as rec and exited, unless its back-off says to wait. The first
+// call after the exit records it in the history.
+func (k Keeper) restart(ctx context.Context, spec Spec, rec record) (Process, error) {
+	log := ctrl.LoggerFrom(ctx)
+	now := time.Now().UTC().Round(0) // as read back from the record: no monotonic reading
+	h := rec.History
+	if h.ExitedAt.IsZero() {
+		h = h.exited(exitOf(rec), now.Sub(rec.started()), now)
+		rec.History = h
+		if err := k.writeRecord(spec.Name, rec); err != nil {
+			return Process{}, err
+		}
+		log.Info("Process exited", "process", spec.Name, "pid", rec.PID, "exit", h.LastExit, "failures", h.Failures, "nextStart", h.NextStart.Sub(now).Round(time.Millisecond).String())
+	}
+	if now.Before(h.NextStart) {
+		return Process{Name: spec.Name, Argv: rec.Argv, Started: rec.started(), History: h}, nil
+	}
+	next := h
+	next.Restarts++
+	next.ExitedAt, next.NextStart = time.Time{}, time.Time{}
+	p, err := k.start(ctx, spec, next)
+	if err != nil {
+		rec.History = h.startFailed(err, time.Now().UTC().Round(0))
+		if werr := k.writeRecord(spec.Name, rec); werr != nil {
+			return Process{}, errors.Join(err, werr)
+		}
+		return Process{Name: spec.Name, Argv: rec.Argv, Started: rec.started(), History: rec.History}, err
+	}
+	p.Restarted = !p.Adopted
+	return p, nil
 }

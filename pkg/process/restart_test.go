@@ -14,7 +14,7 @@ import (
 )
 
 // ranSince rewrites the record of name as if the process had started ago before now.
-func ranSince(t *testing.T, s Supervisor, name string, ago time.Duration) {
+func ranSince(t *testing.T, s Keeper, name string, ago time.Duration) {
 	t.Helper()
 	rec, why := s.check(name)
 	if why != "" {
@@ -69,7 +69,7 @@ func TestHistoryCountsQuickExitsAsFailuresAndForgetsThemAfterAStableRun(t *testi
 func TestAProcessThatKeepsExitingBacksOffAndIsStartedAgainFromItsRecord(t *testing.T) {
 	g := NewWithT(t)
 	ctx := testContext(t)
-	s := newSupervisor(t)
+	s := newKeeper(t)
 	spec := sleepSpec(t, "sleeper")
 
 	first, err := s.Ensure(ctx, spec)
@@ -121,7 +121,7 @@ func TestAProcessThatKeepsExitingBacksOffAndIsStartedAgainFromItsRecord(t *testi
 func TestATakenPortIsReportedAndBacksOffInsteadOfCrashing(t *testing.T) {
 	g := NewWithT(t)
 	ctx := testContext(t)
-	s := newSupervisor(t)
+	s := newKeeper(t)
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	g.Expect(err).NotTo(HaveOccurred())
 	address := l.Addr().String()
@@ -161,7 +161,7 @@ func TestATakenPortIsReportedAndBacksOffInsteadOfCrashing(t *testing.T) {
 func TestAStoppedProcessIsNotStartedAgain(t *testing.T) {
 	g := NewWithT(t)
 	ctx := testContext(t)
-	s := newSupervisor(t)
+	s := newKeeper(t)
 	p, err := s.Ensure(ctx, sleepSpec(t, "sleeper"))
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(s.Stop(ctx, "sleeper", time.Second)).To(Succeed())
@@ -180,7 +180,7 @@ func TestLockSerialisesAndLockExistingCreatesNothing(t *testing.T) {
 	g := NewWithT(t)
 	ctx := testContext(t)
 	dir := filepath.Join(t.TempDir(), "cluster")
-	s := Supervisor{RunDir: filepath.Join(dir, "run"), LogDir: filepath.Join(dir, "logs")}
+	s := Keeper{RunDir: filepath.Join(dir, "run"), LogDir: filepath.Join(dir, "logs")}
 
 	_, ok, err := s.LockExisting(ctx)
 	g.Expect(err).NotTo(HaveOccurred())
@@ -216,7 +216,7 @@ func TestLockSerialisesAndLockExistingCreatesNothing(t *testing.T) {
 func TestRecordsOfAnOlderVersionAreRead(t *testing.T) {
 	g := NewWithT(t)
 	ctx := testContext(t)
-	s := newSupervisor(t)
+	s := newKeeper(t)
 	p, err := s.Ensure(ctx, sleepSpec(t, "sleeper"))
 	g.Expect(err).NotTo(HaveOccurred())
 	st, err := readStat(p.PID)
@@ -233,7 +233,7 @@ func TestRecordsOfAnOlderVersionAreRead(t *testing.T) {
 func TestAForgivenProcessStartsAtOnceAndNoLongerCrashLoops(t *testing.T) {
 	g := NewWithT(t)
 	ctx := testContext(t)
-	s := newSupervisor(t)
+	s := newKeeper(t)
 	spec := sleepSpec(t, "sleeper")
 	g.Expect(s.Forgive("sleeper")).To(Succeed(), "nothing recorded is nothing to forgive")
 

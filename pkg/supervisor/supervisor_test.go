@@ -44,9 +44,9 @@ func testContext(t *testing.T) context.Context {
 	return ctrl.LoggerInto(t.Context(), testr.NewWithOptions(t, testr.Options{Verbosity: 1}))
 }
 
-// cluster returns the process supervisor of cluster name in home; it stops what it started when
+// cluster returns the process.Keeper of cluster name in home; it stops what it started when
 // the test ends.
-func cluster(t *testing.T, home, name string) process.Supervisor {
+func cluster(t *testing.T, home, name string) process.Keeper {
 	dir := filepath.Join(home, "clusters", name)
 	s := process.InDir(dir)
 	t.Cleanup(func() {
@@ -85,7 +85,7 @@ func run(t *testing.T, ctx context.Context, o Options) <-chan error {
 	return done
 }
 
-func ensure(t *testing.T, ctx context.Context, s process.Supervisor, spec process.Spec) process.Process {
+func ensure(t *testing.T, ctx context.Context, s process.Keeper, spec process.Spec) process.Process {
 	t.Helper()
 	unlock, err := s.Lock(ctx)
 	if err != nil {

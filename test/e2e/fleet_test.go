@@ -63,8 +63,8 @@ func newFleet(t *testing.T) *fleet {
 	f.createOutput = progress.String()
 	t.Cleanup(func() {
 		if t.Failed() {
-			sup := process.InDir(filepath.Join(f.home, "clusters", "mgmt"))
-			t.Logf("the end of the manager's log:\n%s", sup.LogTail("manager", 60))
+			keeper := process.InDir(filepath.Join(f.home, "clusters", "mgmt"))
+			t.Logf("the end of the manager's log:\n%s", keeper.LogTail("manager", 60))
 		}
 		// A scenario that failed before the delete scenario leaves everything running.
 		_ = f.c.DeleteManagementCluster(context.Background(), client.DeleteManagementClusterOptions{Name: "mgmt", OutDir: f.out, Force: true})

@@ -62,8 +62,8 @@ func testManagementCluster(t *testing.T, f *fleet) {
 	t.Run("the manager runs as its own restricted identities, never with the admin kubeconfig", func(t *testing.T) {
 		g := NewWithT(t)
 		mgmtDir := filepath.Join(f.home, "clusters", "mgmt")
-		sup := process.Supervisor{RunDir: filepath.Join(mgmtDir, "run"), LogDir: filepath.Join(mgmtDir, "logs")}
-		pid, running := sup.Running("manager")
+		keeper := process.Keeper{RunDir: filepath.Join(mgmtDir, "run"), LogDir: filepath.Join(mgmtDir, "logs")}
+		pid, running := keeper.Running("manager")
 		g.Expect(running).To(BeTrue())
 		cmdline, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
 		g.Expect(err).NotTo(HaveOccurred())
