@@ -116,7 +116,7 @@ func (k Keeper) Forgive(name string) error {
 	h := rec.History
 	switch {
 	case why != "" && h.ExitedAt.IsZero():
-		h = h.exited(exitOf(rec), 0, time.Now().UTC().Round(0))
+		h = h.Exited(exitOf(rec), 0, time.Now().UTC().Round(0))
 	case h.Failures == 0:
 		return nil
 	}

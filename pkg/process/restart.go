@@ -12,7 +12,18 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 )
 
-// The restart policy (see the package documentation).
+// The restart policy (see the package documentation): the one restart-with-back-off of
+// Flotilla's long-running local processes, those kept from their records (control planes, the
+// managers the CLI starts, the registry) and the in-memory provider's process that a manager
+// runs and waits for (package inmemory), both through History.Exited.
+//
+// The bounds: a quick exit is usually something that clears within a second (a port a killed
+// server is still releasing, a server it talks to still starting), hence InitialBackOff; a
+// program that cannot start at all (a bad flag, a missing file) fails every time, and doubling
+// makes that cost little; MaxBackOff caps the doubling at a minute so that a process whose cause
+// is fixed (the port freed, the file restored) runs again within a minute with no one acting.
+// StableAfter is longer than any of these programs takes to start and connect to what it needs
+// (etcd, the API server), so an exit after it is an accident, not a failure to start.
 const (
 	// StableAfter is how long a process must have run for its exit to count as an accident
 	// rather than a failure: it is then started again at once. A process that exits sooner, or
@@ -88,8 +99,10 @@ func BackOff(failures int) time.Duration {
 	return wait
 }
 
-// exited returns h once a process that ran for ran is noticed to have ended as how, at now.
-func (h History) exited(how string, ran time.Duration, now time.Time) History {
+// Exited returns h once a process that ran for ran is noticed to have ended as how, at now:
+// Failures counts one more failure, or none after a run of StableAfter, and NextStart is
+// BackOff(Failures) from now.
+func (h History) Exited(how string, ran time.Duration, now time.Time) History {
 	if ran >= StableAfter {
 		h.Failures = 0
 	} else {
@@ -195,7 +208,7 @@ func (k Keeper) restart(ctx context.Context, spec Spec, rec record) (Process, er
 	now := time.Now().UTC().Round(0) // as read back from the record: no monotonic reading
 	h := rec.History
 	if h.ExitedAt.IsZero() {
-		h = h.exited(exitOf(rec), now.Sub(rec.started()), now)
+		h = h.Exited(exitOf(rec), now.Sub(rec.started()), now)
 		rec.History = h
 		if err := k.writeRecord(spec.Name, rec); err != nil {
 			return Process{}, err
