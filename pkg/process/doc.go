@@ -49,9 +49,9 @@
 // A record stays after its process exits, until Stop: it is the declaration that the process
 // should run. Keep starts a recorded process again from its record alone, which is what the
 // supervisor daemon (package supervisor) does for every recorded process of a Flotilla home.
-// Ensure and Keep apply one restart policy, kept in the record's History, and a program that runs a
-// child and waits for it applies the same one through History.Exited (the in-memory provider's
-// process, package inmemory):
+// Ensure and Keep apply one restart policy, kept in the record's History; a program that runs a
+// child itself and waits for it applies the same one through History.Exited (the in-memory
+// provider's process, package inmemory):
 //
 //   - the first call that finds the process gone notices the exit: how it ended ("exit status
 //     1", "signal: killed") when this program had started it, else "exited";
