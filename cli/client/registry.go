@@ -175,13 +175,15 @@ func (c *Client) EnsureRegistry(ctx context.Context, o RegistryOptions) (Registr
 		return info, err
 	}
 	// Another program answering on the address while ours fails to bind it would pass for it:
-	// ours must still run a moment later.
-	select {
-	case <-ctx.Done():
-	case <-time.After(300 * time.Millisecond):
-	}
-	if _, ok := keeper.Running(registryProcess); !ok {
-		return info, fmt.Errorf("the registry exited (is another program listening on %s?); its log:\n%s", o.Listen, keeper.LogTail(registryProcess, 20))
+	// ours must keep running for a moment.
+	err = poll(ctx, 50*time.Millisecond, 300*time.Millisecond, func(context.Context) (bool, error) {
+		if _, ok := keeper.Running(registryProcess); !ok {
+			return false, fmt.Errorf("the registry exited (is another program listening on %s?); its log:\n%s", o.Listen, keeper.LogTail(registryProcess, 20))
+		}
+		return false, nil
+	}, func() error { return nil })
+	if err != nil {
+		return info, err
 	}
 	info.PID, _ = keeper.Running(registryProcess)
 	return info, nil

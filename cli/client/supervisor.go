@@ -6,8 +6,6 @@ import (
 	"fmt"
 	"time"
 
-	"k8s.io/apimachinery/pkg/util/wait"
-
 	"github.com/flotilla-dev/flotilla/pkg/controlplane"
 	"github.com/flotilla-dev/flotilla/pkg/process"
 	"github.com/flotilla-dev/flotilla/pkg/supervisor"
@@ -98,10 +96,8 @@ func stopLocked(ctx context.Context, keeper process.Keeper, name string) error {
 // with the end of the process's log, once the process crash loops or is no longer recorded.
 // what names the process in errors ("the manager of mgmt").
 func waitProcess(ctx context.Context, keeper process.Keeper, name, what string, timeout, interval time.Duration, ready func(context.Context) error) error {
-	ctx, cancel := context.WithTimeout(ctx, timeout)
-	defer cancel()
 	var lastErr error
-	err := wait.PollUntilContextCancel(ctx, interval, true, func(ctx context.Context) (bool, error) {
+	return poll(ctx, interval, timeout, func(ctx context.Context) (bool, error) {
 		p, recorded := keeper.Inspect(name)
 		switch {
 		case !recorded:
@@ -115,9 +111,7 @@ func waitProcess(ctx context.Context, keeper process.Keeper, name, what string, 
 		}
 		lastErr = ready(ctx)
 		return lastErr == nil, nil
-	})
-	if err != nil && errors.Is(err, context.DeadlineExceeded) {
+	}, func() error {
 		return fmt.Errorf("%s is not ready after %s (%v); see %s", what, timeout, lastErr, keeper.LogPath(name))
-	}
-	return err
+	})
 }
