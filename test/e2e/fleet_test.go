@@ -13,6 +13,7 @@ import (
 	. "github.com/onsi/gomega"
 	ctrlclient "sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/flotilla-dev/flotilla/addons/values"
 	"github.com/flotilla-dev/flotilla/cli/client"
 	"github.com/flotilla-dev/flotilla/cluster/spec"
 	"github.com/flotilla-dev/flotilla/pkg/binaries"
@@ -109,6 +110,7 @@ var builtBinary string
 
 // TestMain builds the flotilla binary the manager processes run, once, and removes it after.
 func TestMain(m *testing.M) {
+	values.RunWorkerIfRequested() // DiffAddon renders in this process
 	dir, err := os.MkdirTemp("", "flotilla-e2e-bin")
 	if err != nil {
 		panic(err)
