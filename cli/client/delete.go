@@ -34,6 +34,8 @@ type DeleteManagementClusterOptions struct {
 
 // DeleteManagementCluster stops every process of a local management cluster (its manager,
 // its control plane, its bootstrap cluster if a failed create left one) and removes its data.
+// When it was the last cluster of the home and no registry runs, the supervisor of the home is
+// stopped too: nothing of Flotilla's is left running.
 // A management cluster that still manages workload clusters is kept unless opts.Force is set.
 func (c *Client) DeleteManagementCluster(ctx context.Context, opts DeleteManagementClusterOptions) error {
 	if opts.OutDir == "" {
@@ -94,6 +96,9 @@ func (c *Client) DeleteManagementCluster(ctx context.Context, opts DeleteManagem
 		}
 	}
 	removeUserKubeconfig(opts.OutDir, name)
+	if err := c.stopIdleSupervisor(ctx); err != nil {
+		return err
+	}
 	fmt.Fprintf(c.Out, "Deleted cluster %q in %s\n", name, time.Since(start).Round(100*time.Millisecond))
 	return nil
 }

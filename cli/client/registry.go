@@ -221,12 +221,13 @@ func registryServing(argv []string) RegistryInfo {
 	return info
 }
 
-// StopRegistry stops the embedded registry if it runs; the supervisor does not start it again.
+// StopRegistry stops the embedded registry if it runs; the supervisor does not start it again,
+// and stops itself when no cluster is left to supervise either.
 func (c *Client) StopRegistry(ctx context.Context) error {
 	if err := stopLocked(ctx, c.registryKeeper(), registryProcess); err != nil {
 		return fmt.Errorf("stopping the registry: %w", err)
 	}
-	return nil
+	return c.stopIdleSupervisor(ctx)
 }
 
 // RegistryReady returns nil when an OCI registry answers at address (host:port), over HTTPS

@@ -69,6 +69,19 @@ func (c *Client) EnsureSupervisor(ctx context.Context) error {
 	return nil
 }
 
+// stopIdleSupervisor stops the supervisor of the home when a command removed the last process it
+// had to supervise (see supervisor.StopIfIdle), so that nothing of Flotilla's is left running.
+func (c *Client) stopIdleSupervisor(ctx context.Context) error {
+	pid, err := supervisor.StopIfIdle(ctx, c.Home, SupervisedDirs(c.Home))
+	if err != nil {
+		return fmt.Errorf("stopping the supervisor of %s: %w", c.Home, err)
+	}
+	if pid != 0 {
+		fmt.Fprintf(c.Out, "Stopped the supervisor of %s (pid %d): nothing is left to supervise\n", c.Home, pid)
+	}
+	return nil
+}
+
 // ensureLocked is process.Keeper.Ensure under the lock of keeper's run directory, which the
 // supervisor of the home takes too.
 func ensureLocked(ctx context.Context, keeper process.Keeper, spec process.Spec) (process.Process, error) {

@@ -44,6 +44,11 @@
 //     records its process before it calls Ensure: either the supervisor sees the record and
 //     stays, or Ensure sees no supervisor and starts one. A home that was removed meanwhile is
 //     left removed: the supervisor exits without creating its lock again.
+//   - Stopping when the last process goes: a command that removes the last record of the home
+//     (deleting its last cluster with no registry running, stopping the registry with no cluster
+//     left) calls StopIfIdle, which stops the supervisor Ensure started, under the same start
+//     lock and with the same look at the records as the idle exit, rather than leave it running
+//     for IdleExit.
 //
 // # Files
 //

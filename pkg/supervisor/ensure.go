@@ -88,6 +88,35 @@ func Stop(ctx context.Context, home string) error {
 	return keeper.Stop(ctx, processName, process.DefaultStopTimeout)
 }
 
+// StopIfIdle stops the supervisor of home that Ensure started when nothing is recorded in the
+// directories the glob patterns dirs match (its Options.Dirs), and returns its pid; 0 when it
+// stopped none. A command that removed the last process of a home (`flotilla delete cluster` of
+// its last cluster, no registry running) calls it, and leaves no Flotilla process behind rather
+// than the supervisor until its idle exit. It holds the lock under which Ensure starts a
+// supervisor, and commands record a process before they call Ensure: either StopIfIdle sees the
+// record and stops nothing, or that Ensure starts a new supervisor after it. A supervisor that
+// Ensure did not start (`flotilla supervisor` in a terminal, or from systemd) is left running, as
+// is one whose home is gone.
+func StopIfIdle(ctx context.Context, home string, dirs []string) (int, error) {
+	keeper := own(home)
+	unlock, ok, err := keeper.LockExisting(ctx)
+	if err != nil || !ok {
+		return 0, err
+	}
+	defer unlock()
+	pid, running := keeper.Running(processName)
+	if !running {
+		return 0, nil
+	}
+	if n, err := recorded(dirs); err != nil || n > 0 {
+		return 0, err
+	}
+	if err := keeper.Stop(ctx, processName, process.DefaultStopTimeout); err != nil {
+		return 0, fmt.Errorf("stopping the supervisor (pid %d): %w", pid, err)
+	}
+	return pid, nil
+}
+
 // PID returns the pid of the supervisor Ensure started, when it runs.
 func PID(home string) (int, bool) {
 	return own(home).Running(processName)

@@ -205,12 +205,22 @@ func Supervised(patterns []string) ([]process.Keeper, error) {
 
 // count returns how many processes are recorded.
 func (d *daemon) count() int {
-	n := 0
-	for _, keeper := range d.keepers() {
-		names, _ := keeper.Names()
-		n += len(names)
-	}
+	n, _ := recorded(d.o.Dirs)
 	return n
+}
+
+// recorded returns how many processes are recorded in the directories the glob patterns match,
+// and an error for a malformed pattern or a directory that could not be listed.
+func recorded(patterns []string) (int, error) {
+	keepers, err := Supervised(patterns)
+	errs := []error{err}
+	n := 0
+	for _, keeper := range keepers {
+		names, err := keeper.Names()
+		n += len(names)
+		errs = append(errs, err)
+	}
+	return n, errors.Join(errs...)
 }
 
 // keepAll looks at every recorded process and has the ones that do not run started again, one
