@@ -309,4 +309,3 @@ func TestStopIfIdleLeavesASupervisorEnsureDidNotStart(t *testing.T) {
 	g.Consistently(done).WithTimeout(3*testInterval).ShouldNot(Receive(), "it runs on")
 	g.Expect(Running(home)).To(BeTrue())
 }
-
