@@ -27,6 +27,7 @@ import (
 	"github.com/flotilla-dev/flotilla/addons"
 	"github.com/flotilla-dev/flotilla/addons/desired"
 	"github.com/flotilla-dev/flotilla/addons/engine"
+	"github.com/flotilla-dev/flotilla/addons/values"
 	addonsv1 "github.com/flotilla-dev/flotilla/api/addons/v1alpha1"
 	"github.com/flotilla-dev/flotilla/internal/killtest"
 	"github.com/flotilla-dev/flotilla/internal/proctest"
@@ -58,6 +59,7 @@ const (
 )
 
 func TestMain(m *testing.M) {
+	values.RunWorkerIfRequested()
 	if killtest.Child() {
 		os.Exit(killedManagerMain())
 	}

@@ -29,8 +29,8 @@
 // text/template cannot be interrupted, and Sprig's until, repeat or a string doubled in a loop
 // allocate without limit, so a render in the manager's own process could hold a core for hours
 // or exhaust its memory. Render therefore runs every template in a render worker: this same
-// program started again as a child process (worker.go: an init function turns the process into
-// a worker before main runs), which limits its own address space (RLIMIT_AS, RenderMemoryLimit
+// program started again as a child process (worker.go: RunWorkerIfRequested, called first thing
+// in the program's main, turns the process into a worker), which limits its own address space (RLIMIT_AS, RenderMemoryLimit
 // beyond what it holds at start), CPU time (RLIMIT_CPU) and goroutine stack, runs one render at
 // a time and is killed when a render takes longer than RenderTimeLimit. The kernel kills a worker
 // whose parent dies (Linux, pkg/tether). Up to four workers are kept for the next renders: a

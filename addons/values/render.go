@@ -171,6 +171,9 @@ type worker struct {
 // startWorker starts a worker (this program run again, see worker.go) and waits until it is
 // ready: its limits set, its first message sent.
 func startWorker(ctx context.Context) (*worker, error) {
+	if !canServe.Load() {
+		return nil, fmt.Errorf("%w to start: %w", ErrRenderWorkerFailed, errNoWorker)
+	}
 	reqR, reqW, err := os.Pipe()
 	if err != nil {
 		return nil, fmt.Errorf("%w to start: %w", ErrRenderWorkerFailed, err)

@@ -212,3 +212,12 @@ func BenchmarkExecuteInProcess(b *testing.B) {
 		}
 	}
 }
+
+func TestAProgramThatDidNotCallRunWorkerIfRequestedStartsNoWorker(t *testing.T) {
+	g := NewWithT(t)
+	canServe.Store(false)
+	defer canServe.Store(true)
+	_, err := startWorker(t.Context())
+	g.Expect(err).To(MatchError(errNoWorker))
+	g.Expect(err).To(MatchError(ErrRenderWorkerFailed))
+}

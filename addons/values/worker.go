@@ -8,16 +8,18 @@ import (
 	"io"
 	"os"
 	"runtime/debug"
+	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 )
 
 // A render worker is the program that renders run again, with workerArg as its only argument and
-// workerEnv set to workerArg. This package's init turns such a process into a worker before its
-// main (or any test) starts, so every program that renders can serve as its own worker; there is
-// no other program to install. The worker reads requests from fd 3 and writes responses to fd 4,
-// gob-encoded, one at a time; it first sends an empty response once its limits are set. It exits
-// when fd 3 closes.
+// workerEnv set to workerArg. RunWorkerIfRequested, which the main of every program that renders
+// calls first (TestMain in tests), turns such a process into a worker, so every program that
+// renders serves as its own worker; there is no other program to install. The worker reads
+// requests from fd 3 and writes responses to fd 4, gob-encoded, one at a time; it first sends an
+// empty response once its limits are set. It exits when fd 3 closes.
 const (
 	workerArg = "__flotilla-values-render-worker"
 	workerEnv = "FLOTILLA_VALUES_RENDER_WORKER"
@@ -54,15 +56,33 @@ type response struct {
 	Retire bool
 }
 
-func init() {
-	// The content of a cluster's objects, as the API server returns it, is made of these.
-	gob.Register(map[string]any{})
-	gob.Register([]any{})
-
+// RunWorkerIfRequested makes this process a render worker, and exits once its work is done, when
+// a render started it as one; otherwise it returns at once. The main of every program that
+// renders calls it before anything else (cmd/flotilla's main, and the TestMain of the tests that
+// render): a worker must not run the program's own work. A program that has not called it
+// cannot render: Render fails with ErrRenderWorkerFailed saying so, rather than start a copy of
+// the program that does not know it is a worker.
+func RunWorkerIfRequested() {
 	if len(os.Args) == 2 && os.Args[1] == workerArg && os.Getenv(workerEnv) == workerArg {
 		os.Exit(serveWorker(os.NewFile(3, "requests"), os.NewFile(4, "responses")))
 	}
+	canServe.Store(true)
 }
+
+// canServe is set once this program has called RunWorkerIfRequested: it can serve as its own
+// render worker.
+var canServe atomic.Bool
+
+// errNoWorker is why a program that did not call RunWorkerIfRequested cannot render.
+var errNoWorker = errors.New("this program cannot serve as its own render worker: " +
+	"its main (TestMain in a test) must call values.RunWorkerIfRequested first")
+
+// registerTypes registers with gob what the content of a cluster's objects, as the API server
+// returns it, is made of.
+var registerTypes = sync.OnceFunc(func() {
+	gob.Register(map[string]any{})
+	gob.Register([]any{})
+})
 
 // serveWorker sets the worker's limits and renders the requests from in until it closes.
 func serveWorker(in io.Reader, out io.Writer) int {
@@ -134,6 +154,7 @@ type codec struct {
 }
 
 func newCodec(r io.Reader, w io.Writer) *codec {
+	registerTypes()
 	bw := bufio.NewWriter(w)
 	return &codec{enc: gob.NewEncoder(bw), w: bw, dec: gob.NewDecoder(bufio.NewReader(r))}
 }

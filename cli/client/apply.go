@@ -129,7 +129,7 @@ func (c *Client) waitReady(ctx context.Context, kc ctrlclient.Client, u *unstruc
 		return nil
 	}
 	var last string
-	err := poll(ctx, timeout, func(ctx context.Context) (bool, error) {
+	err := poll(ctx, readyPollInterval, timeout, func(ctx context.Context) (bool, error) {
 		got := &unstructured.Unstructured{}
 		got.SetGroupVersionKind(u.GroupVersionKind())
 		if err := kc.Get(ctx, ctrlclient.ObjectKeyFromObject(u), got); err != nil {

@@ -108,9 +108,12 @@ func KubeClient(path string) (ctrlclient.Client, error) {
 	return webhookRetrying{c}, nil
 }
 
-// webhookRetryTimeout bounds how long a write is retried while admission webhooks cannot be
-// called.
-const webhookRetryTimeout = 2 * time.Minute
+// A write is retried every webhookRetryInterval, for up to webhookRetryTimeout, while admission
+// webhooks cannot be called.
+const (
+	webhookRetryInterval = 500 * time.Millisecond
+	webhookRetryTimeout  = 2 * time.Minute
+)
 
 // webhookRetrying is a client whose writes are retried, for up to webhookRetryTimeout, while the
 // API server cannot call an admission webhook: the manager that serves the webhooks is
@@ -139,20 +142,16 @@ func (c webhookRetrying) Delete(ctx context.Context, obj ctrlclient.Object, opts
 }
 
 // retryWebhook runs write until it succeeds, fails otherwise than by an unreachable admission
-// webhook, webhookRetryTimeout passes or ctx ends.
+// webhook, webhookRetryTimeout passes or ctx ends; it returns write's last error.
 func retryWebhook(ctx context.Context, write func() error) error {
-	deadline := time.Now().Add(webhookRetryTimeout)
-	for delay := 250 * time.Millisecond; ; delay = min(2*delay, 2*time.Second) {
-		err := write()
-		if err == nil || !webhookUnreachable(err) || time.Now().After(deadline) {
-			return err
-		}
-		select {
-		case <-ctx.Done():
-			return err
-		case <-time.After(delay):
-		}
+	var err error
+	if perr := poll(ctx, webhookRetryInterval, webhookRetryTimeout, func(context.Context) (bool, error) {
+		err = write()
+		return err == nil || !webhookUnreachable(err), nil
+	}, func() error { return err }); err == nil {
+		return perr // nil, or ctx ended before the first write
 	}
+	return err
 }
 
 // webhookUnreachable reports whether err says that the API server could not call an admission

@@ -107,7 +107,7 @@ func setupAndValidate(_ context.Context, r *managementRun) error {
 		return fmt.Errorf("a management cluster named %q already runs on this machine (data in %s); delete it first with `flotilla delete cluster %s`, or choose another name",
 			r.name, r.c.clusterDir(r.name), r.name)
 	}
-	if _, recorded := r.c.supervisor(r.name).Inspect(managerProcess); recorded {
+	if _, recorded := r.c.keeper(r.name).Inspect(managerProcess); recorded {
 		return fmt.Errorf("a management cluster named %q exists on this machine but does not run (its processes stopped, as after a restart of the machine; data in %s): bring it back with `flotilla start`, or delete it with `flotilla delete cluster %s --force`",
 			r.name, r.c.clusterDir(r.name), r.name)
 	}

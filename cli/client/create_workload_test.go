@@ -59,9 +59,9 @@ func localManagement(t *testing.T, binRoot string) (c *Client, e *testenv.Enviro
 	})).To(Succeed())
 	g.Expect(os.MkdirAll(c.clusterDir("mgmt"), 0o700)).To(Succeed())
 	g.Expect(os.WriteFile(c.localKubeconfigPath("mgmt"), e.Kubeconfig, 0o600)).To(Succeed())
-	_, err = c.supervisor("mgmt").Start(ctx, process.Spec{Name: managerProcess, Path: "/bin/sleep", Args: []string{"600"}})
+	_, err = c.keeper("mgmt").Start(ctx, process.Spec{Name: managerProcess, Path: "/bin/sleep", Args: []string{"600"}})
 	g.Expect(err).NotTo(HaveOccurred())
-	t.Cleanup(func() { _ = c.supervisor("mgmt").Stop(context.Background(), managerProcess, 5*time.Second) })
+	t.Cleanup(func() { _ = c.keeper("mgmt").Stop(context.Background(), managerProcess, 5*time.Second) })
 
 	dir = t.TempDir()
 	kubeconfig = filepath.Join(dir, "mgmt.kubeconfig")

@@ -15,7 +15,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/apimachinery/pkg/util/wait"
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 	ctrlclient "sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -35,6 +34,8 @@ type DeleteManagementClusterOptions struct {
 
 // DeleteManagementCluster stops every process of a local management cluster (its manager,
 // its control plane, its bootstrap cluster if a failed create left one) and removes its data.
+// When it was the last cluster of the home and no registry runs, the supervisor of the home is
+// stopped too: nothing of Flotilla's is left running.
 // A management cluster that still manages workload clusters is kept unless opts.Force is set.
 func (c *Client) DeleteManagementCluster(ctx context.Context, opts DeleteManagementClusterOptions) error {
 	if opts.OutDir == "" {
@@ -95,6 +96,9 @@ func (c *Client) DeleteManagementCluster(ctx context.Context, opts DeleteManagem
 		}
 	}
 	removeUserKubeconfig(opts.OutDir, name)
+	if err := c.stopIdleSupervisor(ctx); err != nil {
+		return err
+	}
 	fmt.Fprintf(c.Out, "Deleted cluster %q in %s\n", name, time.Since(start).Round(100*time.Millisecond))
 	return nil
 }
@@ -194,13 +198,11 @@ func (c *Client) DeleteWorkloadCluster(ctx context.Context, opts DeleteWorkloadC
 		return fmt.Errorf("deleting cluster %q: %w", opts.Name, err)
 	}
 	fmt.Fprintf(c.Out, "Deleting cluster %q: its addons and packages are uninstalled first, then its machines and control plane go\n", opts.Name)
-	wctx, cancel := context.WithTimeout(ctx, c.WaitTimeout)
-	defer cancel()
 	// What the teardown waits for, each time it changes, and what it did: the addons and
 	// packages uninstalled while the API server still answers, then the machines and the
 	// control plane.
 	var said string
-	err = wait.PollUntilContextCancel(wctx, time.Second, true, func(ctx context.Context) (bool, error) {
+	err = poll(ctx, time.Second, c.WaitTimeout, func(ctx context.Context) (bool, error) {
 		current := &flotillav1.Cluster{}
 		err := kc.Get(ctx, ctrlclient.ObjectKeyFromObject(fc), current)
 		events.print(ctx, c.Out)
@@ -210,11 +212,13 @@ func (c *Client) DeleteWorkloadCluster(ctx context.Context, opts DeleteWorkloadC
 			fmt.Fprintf(c.Out, "  %s\n", said)
 		}
 		return apierrors.IsNotFound(err), nil
+	}, func() error {
+		return fmt.Errorf("cluster %q is still being deleted after %s; see `flotilla describe cluster %s --kubeconfig %s`",
+			opts.Name, c.WaitTimeout, opts.Name, opts.Kubeconfig)
 	})
 	events.print(ctx, c.Out) // the control plane's last words come as the Cluster goes
 	if err != nil {
-		return fmt.Errorf("cluster %q is still being deleted after %s; see `flotilla describe cluster %s --kubeconfig %s`",
-			opts.Name, c.WaitTimeout, opts.Name, opts.Kubeconfig)
+		return err
 	}
 	removeUserKubeconfig(opts.OutDir, opts.Name)
 	fmt.Fprintf(c.Out, "Deleted cluster %q in %s\n", opts.Name, time.Since(start).Round(100*time.Millisecond))

@@ -51,7 +51,7 @@ func (c *Client) LocalManagementClusters() ([]string, error) {
 	}
 	var names []string
 	for _, e := range entries {
-		if _, recorded := c.supervisor(e.Name()).Inspect(managerProcess); e.IsDir() && recorded {
+		if _, recorded := c.keeper(e.Name()).Inspect(managerProcess); e.IsDir() && recorded {
 			names = append(names, e.Name())
 		}
 	}
@@ -70,7 +70,7 @@ func (c *Client) GetClusters(ctx context.Context, kubeconfig string) ([]flotilla
 		}
 		paths = paths[:0]
 		for _, n := range names {
-			if _, serving := c.supervisor(n).Running(binaries.KubeAPIServer); !serving && !supervisor.Running(c.Home) {
+			if _, serving := c.keeper(n).Running(binaries.KubeAPIServer); !serving && !supervisor.Running(c.Home) {
 				return nil, fmt.Errorf("management cluster %q does not run (its processes stopped, as after a restart of this machine; data in %s): bring it back with `flotilla start`",
 					n, c.clusterDir(n))
 			}

@@ -24,7 +24,7 @@ import (
 	"github.com/flotilla-dev/flotilla/pkg/process"
 )
 
-// managerProcess is the name of the manager's process in its cluster's supervisor.
+// managerProcess is the name of the manager's process in its cluster's process.Keeper.
 const managerProcess = "manager"
 
 // managerEndpoints are the loopback addresses a local manager process serves on, recorded in
@@ -35,7 +35,7 @@ type managerEndpoints struct {
 	Webhook int    `json:"webhookPort"`
 }
 
-func (c *Client) supervisor(name string) process.Supervisor {
+func (c *Client) keeper(name string) process.Keeper {
 	return process.InDir(c.clusterDir(name))
 }
 
@@ -45,7 +45,7 @@ func (c *Client) managerEndpointsPath(name string) string {
 
 // managerRunning is true when the manager process of local cluster name runs.
 func (c *Client) managerRunning(name string) bool {
-	_, ok := c.supervisor(name).Running(managerProcess)
+	_, ok := c.keeper(name).Running(managerProcess)
 	return ok
 }
 
@@ -67,7 +67,7 @@ func (c *Client) StartManager(ctx context.Context, name string) error {
 	if err := c.EnsureSupervisor(ctx); err != nil {
 		return err
 	}
-	return waitProcess(ctx, c.supervisor(name), managerProcess, "the manager of "+name, managerReadyTimeout, 500*time.Millisecond,
+	return waitProcess(ctx, c.keeper(name), managerProcess, "the manager of "+name, managerReadyTimeout, 500*time.Millisecond,
 		func(ctx context.Context) error { return c.ManagerReady(ctx, name) })
 }
 
@@ -76,14 +76,14 @@ func (c *Client) StartManager(ctx context.Context, name string) error {
 // exited is the same process to the restart policy, unless one of their ports was taken
 // meanwhile.
 func (c *Client) ensureManagerProcess(ctx context.Context, name string) (process.Process, error) {
-	sup := c.supervisor(name)
-	unlock, err := sup.Lock(ctx)
+	keeper := c.keeper(name)
+	unlock, err := keeper.Lock(ctx)
 	if err != nil {
 		return process.Process{}, err
 	}
 	defer unlock()
 	ep, err := c.managerEndpoints(name)
-	if _, running := sup.Running(managerProcess); err != nil || (!running && !ep.free()) {
+	if _, running := keeper.Running(managerProcess); err != nil || (!running && !ep.free()) {
 		if ep, err = newManagerEndpoints(); err != nil {
 			return process.Process{}, err
 		}
@@ -99,7 +99,7 @@ func (c *Client) ensureManagerProcess(ctx context.Context, name string) (process
 	if err != nil {
 		return process.Process{}, err
 	}
-	return sup.Ensure(ctx, c.managerSpec(name, ep, proxy))
+	return keeper.Ensure(ctx, c.managerSpec(name, ep, proxy))
 }
 
 // managementProxy is spec.proxy of the management Cluster name in local cluster name's own API
@@ -250,7 +250,7 @@ func (c *Client) stopManager(ctx context.Context, name string) error {
 	if _, err := os.Stat(c.clusterDir(name)); errors.Is(err, fs.ErrNotExist) {
 		return nil
 	}
-	if err := stopLocked(ctx, c.supervisor(name), managerProcess); err != nil {
+	if err := stopLocked(ctx, c.keeper(name), managerProcess); err != nil {
 		return fmt.Errorf("stopping the manager of %s: %w", name, err)
 	}
 	return nil

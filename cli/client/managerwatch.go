@@ -30,8 +30,8 @@ const (
 // then starts). Without it a waiting command would print its last status line forever.
 func (c *Client) watchManager(ctx context.Context, name string) (stop func()) {
 	ctx, cancel := context.WithCancel(ctx)
-	w := &managerWatch{c: c, name: name, sup: c.supervisor(name)}
-	if p, recorded := w.sup.Inspect(managerProcess); recorded && p.PID != 0 {
+	w := &managerWatch{c: c, name: name, keeper: c.keeper(name)}
+	if p, recorded := w.keeper.Inspect(managerProcess); recorded && p.PID != 0 {
 		w.pid = p.PID
 	} else {
 		w.down = time.Now()
@@ -57,9 +57,9 @@ func (c *Client) watchManager(ctx context.Context, name string) (stop func()) {
 
 // managerWatch is the state of watchManager.
 type managerWatch struct {
-	c    *Client
-	name string
-	sup  process.Supervisor
+	c      *Client
+	name   string
+	keeper process.Keeper
 	// pid is the manager process last seen running.
 	pid int
 	// down is when the manager was seen stopped; zero while it runs.
@@ -72,7 +72,7 @@ type managerWatch struct {
 
 // observe looks at the manager once.
 func (w *managerWatch) observe(ctx context.Context, now time.Time) {
-	p, recorded := w.sup.Inspect(managerProcess)
+	p, recorded := w.keeper.Inspect(managerProcess)
 	if !recorded {
 		if w.pid != 0 || !w.down.IsZero() {
 			w.say("was stopped")
@@ -129,9 +129,9 @@ func (w *managerWatch) whyDown(ctx context.Context, p process.Process, now time.
 		return fmt.Sprintf("%s is in use by another program; the supervisor tries again in %s", h.PortInUse, formatElapsed(max(h.NextStart.Sub(now), 0)))
 	case p.PID == 0:
 		return fmt.Sprintf("it %s, %d time(s) in a row; the supervisor tries again in %s (see %s)",
-			h.Ended(), h.Failures, formatElapsed(max(h.NextStart.Sub(now), 0)), w.sup.LogPath(managerProcess))
+			h.Ended(), h.Failures, formatElapsed(max(h.NextStart.Sub(now), 0)), w.keeper.LogPath(managerProcess))
 	}
-	return fmt.Sprintf("it runs (pid %d) but is not ready (see %s)", p.PID, w.sup.LogPath(managerProcess))
+	return fmt.Sprintf("it runs (pid %d) but is not ready (see %s)", p.PID, w.keeper.LogPath(managerProcess))
 }
 
 // say prints one line about the manager.

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"time"
 
-	"k8s.io/apimachinery/pkg/util/wait"
 	clusterctlv1 "sigs.k8s.io/cluster-api/cmd/clusterctl/api/v1alpha3"
 	clusterctl "sigs.k8s.io/cluster-api/cmd/clusterctl/client"
 	clusterctllog "sigs.k8s.io/cluster-api/cmd/clusterctl/log"
@@ -65,7 +64,7 @@ func holdForMove(ctx context.Context, kc ctrlclient.Client, namespace string) er
 		return err
 	}
 	var blocked []string
-	err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, moveHoldTimeout, true, func(ctx context.Context) (bool, error) {
+	return poll(ctx, 100*time.Millisecond, moveHoldTimeout, func(ctx context.Context) (bool, error) {
 		list := &flotillav1.ClusterList{}
 		if err := kc.List(ctx, list, ctrlclient.InNamespace(namespace)); err != nil {
 			return false, fmt.Errorf("listing the clusters of namespace %q: %w", namespace, err)
@@ -77,12 +76,10 @@ func holdForMove(ctx context.Context, kc ctrlclient.Client, namespace string) er
 			}
 		}
 		return len(blocked) == 0, nil
+	}, func() error {
+		return fmt.Errorf("the Cluster reconciler did not hold %v for the move within %s (they still carry %s): is the manager of the cluster they move from running?",
+			blocked, moveHoldTimeout, clusterctlv1.BlockMoveAnnotation)
 	})
-	if err != nil {
-		return fmt.Errorf("the Cluster reconciler did not hold %v for the move within %s (they still carry %s): is the manager of the cluster they move from running? %w",
-			blocked, moveHoldTimeout, clusterctlv1.BlockMoveAnnotation, err)
-	}
-	return nil
 }
 
 // setMoving sets or removes flotillav1.MovingAnnotation on every Flotilla Cluster of namespace.

@@ -215,20 +215,12 @@ func (c *Client) DeletePackage(ctx context.Context, kubeconfig, cluster, name st
 	if wait <= 0 {
 		return nil
 	}
-	deadline := time.Now().Add(wait)
-	for time.Now().Before(deadline) {
-		err := kc.Get(ctx, ctrlclient.ObjectKeyFromObject(p), p)
-		if apierrors.IsNotFound(err) {
-			return nil
-		}
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-time.After(500 * time.Millisecond):
-		}
-	}
-	return fmt.Errorf("package %s of cluster %s is still being uninstalled after %s (%s): see `flotilla get packages --cluster %s`",
-		name, cluster, wait, p.Status.Detail, cluster)
+	return poll(ctx, 500*time.Millisecond, wait, func(ctx context.Context) (bool, error) {
+		return apierrors.IsNotFound(kc.Get(ctx, ctrlclient.ObjectKeyFromObject(p), p)), nil
+	}, func() error {
+		return fmt.Errorf("package %s of cluster %s is still being uninstalled after %s (%s): see `flotilla get packages --cluster %s`",
+			name, cluster, wait, p.Status.Detail, cluster)
+	})
 }
 
 // UpgradePackages makes bundle the active bundle of cluster: the Packages that do not pin a
@@ -454,33 +446,31 @@ func (c *Client) WaitPackageReady(ctx context.Context, kubeconfig, cluster, name
 	if err != nil {
 		return nil, err
 	}
-	ctx, cancel := context.WithTimeout(ctx, timeout)
-	defer cancel()
 	key := ctrlclient.ObjectKey{Namespace: packagesv1.ClusterNamespace(cluster), Name: name}
 	p := &packagesv1.Package{}
-	for {
+	var ready *metav1.Condition
+	err = poll(ctx, readyPollInterval, timeout, func(ctx context.Context) (bool, error) {
 		if err := kc.Get(ctx, key, p); err != nil && !apierrors.IsNotFound(err) && ctx.Err() == nil {
-			return nil, fmt.Errorf("reading package %s of cluster %s: %w", name, cluster, err)
+			return false, fmt.Errorf("reading package %s of cluster %s: %w", name, cluster, err)
 		}
-		ready := meta.FindStatusCondition(p.Status.Conditions, packagesv1.ReadyCondition)
-		if ready != nil && ready.ObservedGeneration == p.Generation {
-			switch {
-			case ready.Status == metav1.ConditionTrue:
-				return p, nil
-			case ready.Reason == packagesv1.InvalidSpecReason:
-				return p, fmt.Errorf("package %s of cluster %s is invalid: %s", name, cluster, ready.Message)
-			}
+		ready = meta.FindStatusCondition(p.Status.Conditions, packagesv1.ReadyCondition)
+		switch {
+		case ready == nil || ready.ObservedGeneration != p.Generation:
+			return false, nil
+		case ready.Status == metav1.ConditionTrue:
+			return true, nil
+		case ready.Reason == packagesv1.InvalidSpecReason:
+			return false, fmt.Errorf("package %s of cluster %s is invalid: %s", name, cluster, ready.Message)
 		}
-		select {
-		case <-ctx.Done():
-			detail := "no status yet"
-			if ready != nil {
-				detail = ready.Reason + ": " + ready.Message
-			}
-			return p, fmt.Errorf("package %s of cluster %s is not Ready after %s (%s)", name, cluster, timeout, detail)
-		case <-time.After(250 * time.Millisecond):
+		return false, nil
+	}, func() error {
+		detail := "no status yet"
+		if ready != nil {
+			detail = ready.Reason + ": " + ready.Message
 		}
-	}
+		return fmt.Errorf("package %s of cluster %s is not Ready after %s (%s)", name, cluster, timeout, detail)
+	})
+	return p, err
 }
 
 // writeCredentials creates or replaces the registry credentials Secret.

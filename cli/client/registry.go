@@ -20,7 +20,7 @@ const (
 	DefaultRegistryAddress = "127.0.0.1:5001"
 	// DefaultRegistryRepository is the repository the curated catalog is published to.
 	DefaultRegistryRepository = "flotilla"
-	// registryProcess is the embedded registry's name in its supervisor.
+	// registryProcess is the embedded registry's name in its process.Keeper.
 	registryProcess = "registry"
 )
 
@@ -37,7 +37,7 @@ func (c *Client) DefaultSigningKeyPath() string {
 	return filepath.Join(c.RegistryHome(), "signing-key.pem")
 }
 
-func (c *Client) registrySupervisor() process.Supervisor {
+func (c *Client) registryKeeper() process.Keeper {
 	return process.InDir(c.RegistryHome())
 }
 
@@ -155,9 +155,9 @@ func (c *Client) EnsureRegistry(ctx context.Context, o RegistryOptions) (Registr
 	if err := o.Validate(); err != nil {
 		return RegistryInfo{}, err
 	}
-	sup := c.registrySupervisor()
+	keeper := c.registryKeeper()
 	spec := process.Spec{Name: registryProcess, Path: c.Executable, Args: o.serveArgs(), Ports: []string{o.Listen}}
-	p, err := ensureLocked(ctx, sup, spec)
+	p, err := ensureLocked(ctx, keeper, spec)
 	if err != nil {
 		return RegistryInfo{}, fmt.Errorf("starting the registry: %w", err)
 	}
@@ -165,38 +165,40 @@ func (c *Client) EnsureRegistry(ctx context.Context, o RegistryOptions) (Registr
 		return RegistryInfo{}, err
 	}
 	info := RegistryInfo{
-		Address: o.Listen, Dir: o.Dir, PID: p.PID, Log: sup.LogPath(registryProcess),
+		Address: o.Listen, Dir: o.Dir, PID: p.PID, Log: keeper.LogPath(registryProcess),
 		TLS: o.TLSCertFile != "", Authenticated: o.HTPasswdFile != "", Started: !p.Adopted,
 	}
-	err = waitProcess(ctx, sup, registryProcess, "the registry", 30*time.Second, 100*time.Millisecond, func(ctx context.Context) error {
+	err = waitProcess(ctx, keeper, registryProcess, "the registry", 30*time.Second, 100*time.Millisecond, func(ctx context.Context) error {
 		return RegistryReady(ctx, o.Listen, info.TLS)
 	})
 	if err != nil {
 		return info, err
 	}
 	// Another program answering on the address while ours fails to bind it would pass for it:
-	// ours must still run a moment later.
-	select {
-	case <-ctx.Done():
-	case <-time.After(300 * time.Millisecond):
+	// ours must keep running for a moment.
+	err = poll(ctx, 50*time.Millisecond, 300*time.Millisecond, func(context.Context) (bool, error) {
+		if _, ok := keeper.Running(registryProcess); !ok {
+			return false, fmt.Errorf("the registry exited (is another program listening on %s?); its log:\n%s", o.Listen, keeper.LogTail(registryProcess, 20))
+		}
+		return false, nil
+	}, func() error { return nil })
+	if err != nil {
+		return info, err
 	}
-	if _, ok := sup.Running(registryProcess); !ok {
-		return info, fmt.Errorf("the registry exited (is another program listening on %s?); its log:\n%s", o.Listen, sup.LogTail(registryProcess, 20))
-	}
-	info.PID, _ = sup.Running(registryProcess)
+	info.PID, _ = keeper.Running(registryProcess)
 	return info, nil
 }
 
 // RegistryStatus returns the running embedded registry, or false when none runs.
 func (c *Client) RegistryStatus() (RegistryInfo, bool) {
-	sup := c.registrySupervisor()
-	p, recorded := sup.Inspect(registryProcess)
+	keeper := c.registryKeeper()
+	p, recorded := keeper.Inspect(registryProcess)
 	if !recorded || p.PID == 0 {
 		return RegistryInfo{}, false
 	}
 	// The command line is the record of where and how it serves.
 	info := registryServing(p.Argv)
-	info.PID, info.Log = p.PID, sup.LogPath(registryProcess)
+	info.PID, info.Log = p.PID, keeper.LogPath(registryProcess)
 	return info, true
 }
 
@@ -219,12 +221,13 @@ func registryServing(argv []string) RegistryInfo {
 	return info
 }
 
-// StopRegistry stops the embedded registry if it runs; the supervisor does not start it again.
+// StopRegistry stops the embedded registry if it runs; the supervisor does not start it again,
+// and stops itself when no cluster is left to supervise either.
 func (c *Client) StopRegistry(ctx context.Context) error {
-	if err := stopLocked(ctx, c.registrySupervisor(), registryProcess); err != nil {
+	if err := stopLocked(ctx, c.registryKeeper(), registryProcess); err != nil {
 		return fmt.Errorf("stopping the registry: %w", err)
 	}
-	return nil
+	return c.stopIdleSupervisor(ctx)
 }
 
 // RegistryReady returns nil when an OCI registry answers at address (host:port), over HTTPS

@@ -43,7 +43,7 @@ func (c *Client) LocalClusters() ([]LocalCluster, error) {
 		if err != nil {
 			continue // never started
 		}
-		_, management := c.supervisor(info.Name).Inspect(managerProcess)
+		_, management := c.keeper(info.Name).Inspect(managerProcess)
 		out = append(out, LocalCluster{Name: info.Name, Dir: dir, Server: info.Server, ManagedBy: info.ManagedBy, Management: management})
 		byServer[info.Server] = info.Name
 	}
@@ -74,7 +74,7 @@ func (c *Client) StartLocal(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	registry, hasRegistry := c.registrySupervisor().Inspect(registryProcess)
+	registry, hasRegistry := c.registryKeeper().Inspect(registryProcess)
 	if len(clusters) == 0 && !hasRegistry {
 		fmt.Fprintf(c.Out, "Nothing to start: no local cluster and no registry in %s\n", c.Home)
 		return nil
@@ -110,7 +110,7 @@ func (c *Client) StartLocal(ctx context.Context) error {
 	if hasRegistry {
 		serving := registryServing(registry.Argv)
 		step("registry at "+serving.Address, func() error {
-			return waitProcess(ctx, c.registrySupervisor(), registryProcess, "the registry", time.Minute, 100*time.Millisecond,
+			return waitProcess(ctx, c.registryKeeper(), registryProcess, "the registry", time.Minute, 100*time.Millisecond,
 				func(ctx context.Context) error { return RegistryReady(ctx, serving.Address, serving.TLS) })
 		})
 	}

@@ -6,8 +6,6 @@ import (
 	"fmt"
 	"time"
 
-	"k8s.io/apimachinery/pkg/util/wait"
-
 	"github.com/flotilla-dev/flotilla/pkg/controlplane"
 	"github.com/flotilla-dev/flotilla/pkg/process"
 	"github.com/flotilla-dev/flotilla/pkg/supervisor"
@@ -26,34 +24,34 @@ func SupervisorSpec(executable, home string) process.Spec {
 	return process.Spec{Path: executable, Args: []string{"supervisor", "--home", home}}
 }
 
-// forgiveFailures forgets the failures of every process recorded in the home (process.Supervisor
+// forgiveFailures forgets the failures of every process recorded in the home (process.Keeper
 // Forgive), each directory under its lock: `flotilla start` starts what exited at once, whatever
 // its back-off said, and judges it by how it runs from now on, not by the kills of a machine
 // restart or the failures that led a user to run it.
 func (c *Client) forgiveFailures(ctx context.Context) error {
-	sups, err := supervisor.Supervised(SupervisedDirs(c.Home))
+	keepers, err := supervisor.Supervised(SupervisedDirs(c.Home))
 	errs := []error{err}
-	for _, sup := range sups {
-		errs = append(errs, forgiveDir(ctx, sup))
+	for _, keeper := range keepers {
+		errs = append(errs, forgiveDir(ctx, keeper))
 	}
 	return errors.Join(errs...)
 }
 
-// forgiveDir forgives every process recorded by sup, under its lock; a directory removed
+// forgiveDir forgives every process recorded by keeper, under its lock; a directory removed
 // meanwhile has nothing to forgive.
-func forgiveDir(ctx context.Context, sup process.Supervisor) error {
-	unlock, ok, err := sup.LockExisting(ctx)
+func forgiveDir(ctx context.Context, keeper process.Keeper) error {
+	unlock, ok, err := keeper.LockExisting(ctx)
 	if err != nil || !ok {
 		return err
 	}
 	defer unlock()
-	names, err := sup.Names()
+	names, err := keeper.Names()
 	if err != nil {
 		return err
 	}
 	var errs []error
 	for _, name := range names {
-		errs = append(errs, sup.Forgive(name))
+		errs = append(errs, keeper.Forgive(name))
 	}
 	return errors.Join(errs...)
 }
@@ -71,53 +69,62 @@ func (c *Client) EnsureSupervisor(ctx context.Context) error {
 	return nil
 }
 
-// ensureLocked is process.Supervisor.Ensure under the lock of sup's run directory, which the
+// stopIdleSupervisor stops the supervisor of the home when a command removed the last process it
+// had to supervise (see supervisor.StopIfIdle), so that nothing of Flotilla's is left running.
+func (c *Client) stopIdleSupervisor(ctx context.Context) error {
+	pid, err := supervisor.StopIfIdle(ctx, c.Home, SupervisedDirs(c.Home))
+	if err != nil {
+		return fmt.Errorf("stopping the supervisor of %s: %w", c.Home, err)
+	}
+	if pid != 0 {
+		fmt.Fprintf(c.Out, "Stopped the supervisor of %s (pid %d): nothing is left to supervise\n", c.Home, pid)
+	}
+	return nil
+}
+
+// ensureLocked is process.Keeper.Ensure under the lock of keeper's run directory, which the
 // supervisor of the home takes too.
-func ensureLocked(ctx context.Context, sup process.Supervisor, spec process.Spec) (process.Process, error) {
-	unlock, err := sup.Lock(ctx)
+func ensureLocked(ctx context.Context, keeper process.Keeper, spec process.Spec) (process.Process, error) {
+	unlock, err := keeper.Lock(ctx)
 	if err != nil {
 		return process.Process{}, err
 	}
 	defer unlock()
-	return sup.Ensure(ctx, spec)
+	return keeper.Ensure(ctx, spec)
 }
 
-// stopLocked is process.Supervisor.Stop under the lock of sup's run directory: the supervisor
+// stopLocked is process.Keeper.Stop under the lock of keeper's run directory: the supervisor
 // cannot start the process again between its exit and the removal of its record.
-func stopLocked(ctx context.Context, sup process.Supervisor, name string) error {
-	unlock, err := sup.Lock(ctx)
+func stopLocked(ctx context.Context, keeper process.Keeper, name string) error {
+	unlock, err := keeper.Lock(ctx)
 	if err != nil {
 		return err
 	}
 	defer unlock()
-	return sup.Stop(ctx, name, process.DefaultStopTimeout)
+	return keeper.Stop(ctx, name, process.DefaultStopTimeout)
 }
 
 // waitProcess polls ready every interval until it succeeds or timeout passes, while the process
-// recorded in sup under name may exit and be started again by the supervisor; it fails early,
+// recorded in keeper under name may exit and be started again by the supervisor; it fails early,
 // with the end of the process's log, once the process crash loops or is no longer recorded.
 // what names the process in errors ("the manager of mgmt").
-func waitProcess(ctx context.Context, sup process.Supervisor, name, what string, timeout, interval time.Duration, ready func(context.Context) error) error {
-	ctx, cancel := context.WithTimeout(ctx, timeout)
-	defer cancel()
+func waitProcess(ctx context.Context, keeper process.Keeper, name, what string, timeout, interval time.Duration, ready func(context.Context) error) error {
 	var lastErr error
-	err := wait.PollUntilContextCancel(ctx, interval, true, func(ctx context.Context) (bool, error) {
-		p, recorded := sup.Inspect(name)
+	return poll(ctx, interval, timeout, func(ctx context.Context) (bool, error) {
+		p, recorded := keeper.Inspect(name)
 		switch {
 		case !recorded:
-			return false, fmt.Errorf("%s is not running (it was stopped); the end of its log:\n%s", what, sup.LogTail(name, 20))
+			return false, fmt.Errorf("%s is not running (it was stopped); the end of its log:\n%s", what, keeper.LogTail(name, 20))
 		case p.History.CrashLooping(p.PID != 0, p.Started, time.Now()):
 			return false, fmt.Errorf("%s keeps exiting (%d times in a row, last: %s); the end of %s:\n%s",
-				what, p.History.Failures, p.History.LastExit, sup.LogPath(name), sup.LogTail(name, 20))
+				what, p.History.Failures, p.History.LastExit, keeper.LogPath(name), keeper.LogTail(name, 20))
 		case p.PID == 0:
 			lastErr = fmt.Errorf("%s exited (%s); the supervisor starts it again", what, p.History.LastExit)
 			return false, nil
 		}
 		lastErr = ready(ctx)
 		return lastErr == nil, nil
+	}, func() error {
+		return fmt.Errorf("%s is not ready after %s (%v); see %s", what, timeout, lastErr, keeper.LogPath(name))
 	})
-	if err != nil && errors.Is(err, context.DeadlineExceeded) {
-		return fmt.Errorf("%s is not ready after %s (%v); see %s", what, timeout, lastErr, sup.LogPath(name))
-	}
-	return err
 }

@@ -42,7 +42,7 @@ func (c *Client) waitForRollout(ctx context.Context, ro rollout) error {
 	key := ro.key
 	start := time.Now()
 	var last rolloutStatus
-	err := poll(ctx, c.WaitTimeout, func(ctx context.Context) (bool, error) {
+	err := poll(ctx, readyPollInterval, c.WaitTimeout, func(ctx context.Context) (bool, error) {
 		st, err := observeRollout(ctx, ro.kc, key, ro.version)
 		if err != nil {
 			return false, nil //nolint:nilerr // the API may blink; keep asking until the timeout

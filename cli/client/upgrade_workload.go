@@ -11,7 +11,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/utils/ptr"
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 	ctrlclient "sigs.k8s.io/controller-runtime/pkg/client"
@@ -363,7 +362,7 @@ func pauseReconcile(ctx context.Context, r *upgradeRun) error {
 	if _, err := setUpgradePause(ctx, r.kc, key, true); err != nil {
 		return err
 	}
-	return poll(ctx, pauseTimeout, func(ctx context.Context) (bool, error) {
+	return poll(ctx, readyPollInterval, pauseTimeout, func(ctx context.Context) (bool, error) {
 		fc, capi, err := clusterAndCAPICluster(ctx, r.kc, key)
 		if err != nil {
 			return false, nil //nolint:nilerr // keep asking until the timeout
@@ -448,7 +447,7 @@ func resumeReconcile(ctx context.Context, r *upgradeRun) error {
 	if removed && workflow.PriorError(ctx) != nil {
 		fmt.Fprintf(r.c.Out, "  resumed reconciliation of %q after the failure: its controller carries on with the spec it has\n", key.Name)
 	}
-	err = poll(ctx, resumeTimeout, func(ctx context.Context) (bool, error) {
+	err = poll(ctx, readyPollInterval, resumeTimeout, func(ctx context.Context) (bool, error) {
 		fc, capi, err := clusterAndCAPICluster(ctx, r.kc, key)
 		if err != nil {
 			return apierrors.IsNotFound(err), nil
@@ -523,16 +522,4 @@ func clusterAndCAPICluster(ctx context.Context, kc ctrlclient.Client, key ctrlcl
 		return nil, nil, err
 	}
 	return fc, capi, nil
-}
-
-// poll asks done every readyPollInterval until it is true, ctx ends, or timeout passes; timedOut
-// builds the error of a timeout.
-func poll(ctx context.Context, timeout time.Duration, done wait.ConditionWithContextFunc, timedOut func() error) error {
-	ctx, cancel := context.WithTimeout(ctx, timeout)
-	defer cancel()
-	err := wait.PollUntilContextCancel(ctx, readyPollInterval, true, done)
-	if err != nil && errors.Is(err, context.DeadlineExceeded) {
-		return timedOut()
-	}
-	return err
 }

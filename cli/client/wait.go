@@ -20,20 +20,32 @@ import (
 
 func newCAPICluster() *clusterv1.Cluster { return &clusterv1.Cluster{} }
 
-// readyPollInterval is how often the CLI's waits (waitClusterReady, poll) read what they wait
-// for: one GET, cheap next to the latency a coarser interval adds to every wait on average.
+// readyPollInterval is how often most of the CLI's waits read what they wait for: one GET,
+// cheap next to the latency a coarser interval adds to every wait on average.
 const readyPollInterval = 250 * time.Millisecond
+
+// poll is every wait of the CLI: it asks done every interval, the first time at once, until done
+// reports true or an error, ctx ends, or timeout passes. When timeout (or ctx's own deadline)
+// passes, the error is timedOut's, which says what was awaited and what to look at; when ctx is
+// canceled, ctx's error; otherwise done's.
+func poll(ctx context.Context, interval, timeout time.Duration, done wait.ConditionWithContextFunc, timedOut func() error) error {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	err := wait.PollUntilContextCancel(ctx, interval, true, done)
+	if err != nil && errors.Is(err, context.DeadlineExceeded) {
+		return timedOut()
+	}
+	return err
+}
 
 // waitClusterReady polls the Flotilla Cluster until its Ready condition is True for the current
 // generation, printing each change of its conditions, with the time since it began waiting, so
 // long waits show progress.
 func (c *Client) waitClusterReady(ctx context.Context, kc ctrlclient.Client, namespace, name string) error {
-	ctx, cancel := context.WithTimeout(ctx, c.WaitTimeout)
-	defer cancel()
 	var last string
 	start := time.Now()
 	cluster := &flotillav1.Cluster{}
-	err := wait.PollUntilContextCancel(ctx, readyPollInterval, true, func(ctx context.Context) (bool, error) {
+	return poll(ctx, readyPollInterval, c.WaitTimeout, func(ctx context.Context) (bool, error) {
 		if err := kc.Get(ctx, ctrlclient.ObjectKey{Namespace: namespace, Name: name}, cluster); err != nil {
 			if apierrors.IsNotFound(err) {
 				return false, nil
@@ -46,15 +58,10 @@ func (c *Client) waitClusterReady(ctx context.Context, kc ctrlclient.Client, nam
 		}
 		ready := meta.FindStatusCondition(cluster.Status.Conditions, flotillav1.ReadyCondition)
 		return ready != nil && ready.Status == metav1.ConditionTrue && cluster.Status.ObservedGeneration == cluster.Generation, nil
+	}, func() error {
+		return fmt.Errorf("cluster %q is not Ready after %s (last: %s); see `flotilla describe cluster %s` and the manager log under %s",
+			name, c.WaitTimeout, last, name, c.Home)
 	})
-	if err != nil {
-		if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) {
-			return fmt.Errorf("cluster %q is not Ready after %s (last: %s); see `flotilla describe cluster %s` and the manager log under %s",
-				name, c.WaitTimeout, last, name, c.Home)
-		}
-		return err
-	}
-	return nil
 }
 
 // conditionSummary renders conditions on one line: "Ready=False (WaitingForWorkers: 1 of 2 ...)".

@@ -10,12 +10,16 @@ import (
 	"github.com/spf13/cobra"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 
+	"github.com/flotilla-dev/flotilla/addons/values"
 	"github.com/flotilla-dev/flotilla/cli/cmd"
 	"github.com/flotilla-dev/flotilla/infrastructure/inmemory"
 )
 
 func main() {
-	// `flotilla inmemory-provider`, which the manager starts, is no CLI command.
+	// The binary's child processes, which are no CLI commands: a render worker of values
+	// templates (started by the manager and by `flotilla addons diff`), `flotilla
+	// inmemory-provider` (started by the manager). Each returns unless this process is one.
+	values.RunWorkerIfRequested()
 	inmemory.RunProcessIfRequested()
 
 	// The first SIGINT or SIGTERM cancels the context, so that a workflow stops between phases

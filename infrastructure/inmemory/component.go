@@ -19,6 +19,7 @@ import (
 	devv1 "sigs.k8s.io/cluster-api/test/infrastructure/docker/api/v1beta2"
 	ctrl "sigs.k8s.io/controller-runtime"
 
+	"github.com/flotilla-dev/flotilla/pkg/process"
 	"github.com/flotilla-dev/flotilla/pkg/tether"
 )
 
@@ -40,12 +41,8 @@ import (
 // RunProcessIfRequested) and starts no other.
 const ProcessEnv = "FLOTILLA_INMEMORY_PROVIDER"
 
-// Restart backoff of the provider process.
+// The provider process restarts under the restart policy of package process (History.Exited).
 const (
-	firstRestartDelay = time.Second
-	maxRestartDelay   = 30 * time.Second
-	// stableRun: a process that ran this long restarts at once when it ends.
-	stableRun = time.Minute
 	// stopTimeout: how long a stopping manager waits for the process to end after SIGTERM.
 	stopTimeout = 10 * time.Second
 	// crdCheckInterval: how often a manager whose management cluster lacks the Dev CRDs looks
@@ -74,10 +71,11 @@ func PIDFile(home string) string { return filepath.Join(Dir(home), "provider.pid
 // LogFile is the provider process's log.
 func LogFile(home string) string { return filepath.Join(Dir(home), "provider.log") }
 
-// Setup adds the supervisor of the provider process to mgr. It runs on the leader only, so one
+// Setup adds the runner of the provider process to mgr. It runs on the leader only, so one
 // process serves a management cluster's in-memory clusters. It starts the process once the
 // management cluster has a DevCluster (a management cluster without in-memory clusters runs
-// none), and restarts it, with backoff, whenever it ends until the manager stops.
+// none), and restarts it whenever it ends until the manager stops: at once after a run of
+// process.StableAfter, else after process.BackOff of its consecutive quick exits.
 func Setup(_ context.Context, mgr ctrl.Manager, opts Options) error {
 	if opts.Home == "" {
 		return errors.New("in-memory provider: Home is required")
@@ -90,14 +88,14 @@ func Setup(_ context.Context, mgr ctrl.Manager, opts Options) error {
 	if err != nil {
 		return fmt.Errorf("in-memory provider: encoding its configuration: %w", err)
 	}
-	if err := mgr.Add(&supervisor{mgr: mgr, opts: opts, config: config}); err != nil {
+	if err := mgr.Add(&runner{mgr: mgr, opts: opts, config: config}); err != nil {
 		return fmt.Errorf("in-memory provider: %w", err)
 	}
 	return nil
 }
 
-// supervisor starts and restarts the provider process.
-type supervisor struct {
+// runner starts and restarts the provider process.
+type runner struct {
 	mgr    ctrl.Manager
 	opts   Options
 	config []byte
@@ -105,7 +103,7 @@ type supervisor struct {
 
 // Start waits for the Dev CRDs and a first DevCluster, then keeps the provider process running
 // until ctx ends, and stops it.
-func (s *supervisor) Start(ctx context.Context) error {
+func (s *runner) Start(ctx context.Context) error {
 	log := ctrl.LoggerFrom(ctx).WithName("inmemory-provider")
 	switch {
 	case s.opts.Executable == "":
@@ -121,28 +119,26 @@ func (s *supervisor) Start(ctx context.Context) error {
 	if err := s.waitForDevCluster(ctx); err != nil {
 		return err
 	}
-	delay := firstRestartDelay
+	var history process.History
 	for {
 		started := time.Now()
 		err := s.run(ctx)
 		if ctx.Err() != nil {
 			return nil //nolint:nilerr // the manager stops; run stopped the process
 		}
-		if time.Since(started) > stableRun {
-			delay = firstRestartDelay
-		}
-		log.Error(err, "Cluster API's in-memory provider ended; restarting it", "after", delay, "log", LogFile(s.opts.Home))
+		history = history.Exited(err.Error(), time.Since(started), time.Now())
+		delay := time.Until(history.NextStart)
+		log.Error(err, "Cluster API's in-memory provider ended; restarting it", "after", delay.Round(time.Millisecond), "failures", history.Failures, "log", LogFile(s.opts.Home))
 		select {
 		case <-ctx.Done():
 			return nil
 		case <-time.After(delay):
 		}
-		delay = min(2*delay, maxRestartDelay)
 	}
 }
 
 // waitForCRDs returns once the management cluster serves DevClusters, or ctx ended.
-func (s *supervisor) waitForCRDs(ctx context.Context) error {
+func (s *runner) waitForCRDs(ctx context.Context) error {
 	logged := false
 	for {
 		_, err := s.mgr.GetRESTMapper().RESTMapping(devv1.GroupVersion.WithKind("DevCluster").GroupKind(), devv1.GroupVersion.Version)
@@ -162,7 +158,7 @@ func (s *supervisor) waitForCRDs(ctx context.Context) error {
 }
 
 // waitForDevCluster returns once a DevCluster exists, watching their metadata.
-func (s *supervisor) waitForDevCluster(ctx context.Context) error {
+func (s *runner) waitForDevCluster(ctx context.Context) error {
 	obj := &metav1.PartialObjectMetadata{}
 	obj.SetGroupVersionKind(devv1.GroupVersion.WithKind("DevCluster"))
 	informer, err := s.mgr.GetCache().GetInformer(ctx, obj)
@@ -189,7 +185,7 @@ func (s *supervisor) waitForDevCluster(ctx context.Context) error {
 // run starts the provider process in a network namespace of its own, hands it its configuration
 // and the host's network namespace, and waits until it ends; when ctx ends first, it stops it
 // (SIGTERM, then SIGKILL after stopTimeout). The process is killed if the manager dies.
-func (s *supervisor) run(ctx context.Context) error {
+func (s *runner) run(ctx context.Context) error {
 	if err := os.MkdirAll(Dir(s.opts.Home), 0o700); err != nil {
 		return fmt.Errorf("creating %s: %w", Dir(s.opts.Home), err)
 	}

@@ -7,21 +7,23 @@
 //
 // # Processes
 //
-// The manager's "inmemory" component (Setup) is a supervisor: on the leader, once the management
-// cluster serves the Dev CRDs and holds a DevCluster, it starts the provider process — the same
-// binary, `flotilla inmemory-provider` (RunProcessIfRequested) — and restarts it with backoff
-// whenever it ends; it stops it with the manager. Its log is <home>/inmemory/provider.log, its pid
-// <home>/inmemory/provider.pid. The process reads the management cluster's credentials on stdin,
-// never from a file or its command line, and runs Cluster API's DevCluster, DevMachine and
-// DevMachineTemplate reconcilers against it (RunProcess).
+// The manager's "inmemory" component (Setup) runs the provider process: on the leader, once the
+// management cluster serves the Dev CRDs and holds a DevCluster, it starts it — the same binary,
+// `flotilla inmemory-provider` (RunProcessIfRequested) — and restarts it whenever it ends, under
+// the restart policy of Flotilla's local processes (package process: at once after a run of 30 s,
+// else after 1 s doubling up to a minute); it stops it with the manager. Its log is
+// <home>/inmemory/provider.log, its pid <home>/inmemory/provider.pid. The process reads the
+// management cluster's credentials on stdin, never from a file or its command line, and runs
+// Cluster API's DevCluster, DevMachine and DevMachineTemplate reconcilers against it
+// (RunProcess).
 //
 // # Network: loopback only
 //
 // Cluster API's in-memory server listens on every address (":PORT") for each workload cluster,
 // and its debug server on ":19000". So the process runs in a network namespace of its own with
-// only a loopback interface (the supervisor starts it so; this needs CAP_SYS_ADMIN): nothing
+// only a loopback interface (the component starts it so; this needs CAP_SYS_ADMIN): nothing
 // outside the process reaches those listeners. Through the host's network namespace, which the
-// supervisor hands it as an open file (netns.go), the process reaches the management cluster and
+// component hands it as an open file (netns.go), the process reaches the management cluster and
 // serves each workload cluster's endpoint on 127.0.0.1:PORT of the host (gateway.go), with a
 // serving certificate signed by the cluster's CA and answering only clients with a certificate
 // signed by it. Ports come in blocks of 1000 from 20000 (ports.go), the first block free on the

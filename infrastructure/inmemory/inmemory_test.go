@@ -28,6 +28,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	ctrlclient "sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/flotilla-dev/flotilla/addons/values"
 	flotillav1 "github.com/flotilla-dev/flotilla/api/cluster/v1alpha1"
 	"github.com/flotilla-dev/flotilla/cluster/spec"
 	"github.com/flotilla-dev/flotilla/infrastructure/inmemory"
@@ -55,6 +56,7 @@ const (
 )
 
 func TestMain(m *testing.M) {
+	values.RunWorkerIfRequested()
 	inmemory.RunProcessIfRequested()
 	os.Exit(run(m))
 }

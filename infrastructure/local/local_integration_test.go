@@ -208,12 +208,12 @@ func deleteCluster(ctx context.Context, g Gomega, namespace, name string) {
 // controlPlanePIDs returns the pid of every process of the cluster's control plane.
 func controlPlanePIDs(g Gomega, home, cluster string) map[string]int {
 	dir := controlplane.ClusterDir(home, cluster)
-	sup := process.InDir(dir)
-	names, err := sup.Names()
+	keeper := process.InDir(dir)
+	names, err := keeper.Names()
 	g.Expect(err).NotTo(HaveOccurred())
 	pids := map[string]int{}
 	for _, name := range names {
-		pid, running := sup.Running(name)
+		pid, running := keeper.Running(name)
 		g.Expect(running).To(BeTrue(), "%s runs", name)
 		pids[name] = pid
 	}

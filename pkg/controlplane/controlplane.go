@@ -80,8 +80,8 @@ func Ensure(ctx context.Context, cfg Config) (*Status, error) {
 		return nil, err
 	}
 	l := layout(cfg.Dir)
-	sup := l.supervisor()
-	unlock, err := sup.Lock(ctx)
+	keeper := l.keeper()
+	unlock, err := keeper.Lock(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -96,7 +96,7 @@ func Ensure(ctx context.Context, cfg Config) (*Status, error) {
 	if err != nil {
 		return nil, err
 	}
-	desired, err := choosePorts(cfg, sup, st)
+	desired, err := choosePorts(cfg, keeper, st)
 	if err != nil {
 		return nil, err
 	}
@@ -124,10 +124,10 @@ func Ensure(ctx context.Context, cfg Config) (*Status, error) {
 		}
 	}
 
-	if err := stopChanged(ctx, cfg, l, st, sup); err != nil {
+	if err := stopChanged(ctx, cfg, l, st, keeper); err != nil {
 		return nil, err
 	}
-	processes, err := ensureProcesses(ctx, cfg, l, st, sup)
+	processes, err := ensureProcesses(ctx, cfg, l, st, keeper)
 	if err != nil {
 		var inUse *process.PortInUseError
 		if errors.As(err, &inUse) && inUse.Name == binaries.KubeAPIServer {
@@ -155,7 +155,7 @@ func Ensure(ctx context.Context, cfg Config) (*Status, error) {
 // kube-apiserver's watches to end, and kube-apiserver then spends its whole stop timeout on an
 // etcd that just went away (17 s in all). Stopped dependants first, etcd stops at once, and
 // kube-apiserver gets its stopGrace.
-func stopChanged(ctx context.Context, cfg Config, l layout, st state, sup process.Supervisor) error {
+func stopChanged(ctx context.Context, cfg Config, l layout, st state, keeper process.Keeper) error {
 	for _, c := range slices.Backward(components) {
 		if !c.enabled(cfg) {
 			continue
@@ -164,11 +164,11 @@ func stopChanged(ctx context.Context, cfg Config, l layout, st state, sup proces
 		if err != nil {
 			return fmt.Errorf("preparing %s: %w", c.name, err)
 		}
-		if !sup.Differs(spec) {
+		if !keeper.Differs(spec) {
 			continue
 		}
 		ctrl.LoggerFrom(ctx).Info("Stopping control plane process to restart it with a changed command line or inputs", "cluster", cfg.Name, "process", c.name)
-		if err := sup.Stop(ctx, c.name, cmp.Or(c.stopGrace, StopTimeout)); err != nil {
+		if err := keeper.Stop(ctx, c.name, cmp.Or(c.stopGrace, StopTimeout)); err != nil {
 			return err
 		}
 	}
@@ -178,12 +178,12 @@ func stopChanged(ctx context.Context, cfg Config, l layout, st state, sup proces
 // choosePorts returns the state with every port chosen: kept from st when set, taken from cfg
 // for kube-apiserver, picked free otherwise. etcd's ports, which only kube-apiserver dials, are
 // picked again when etcd is not running and another program took them.
-func choosePorts(cfg Config, sup process.Supervisor, st state) (state, error) {
+func choosePorts(cfg Config, keeper process.Keeper, st state) (state, error) {
 	st.Host = cfg.Host
 	if cfg.APIServerPort != 0 {
 		st.APIServerPort = cfg.APIServerPort
 	}
-	_, etcdRunning := sup.Running(binaries.Etcd)
+	_, etcdRunning := keeper.Running(binaries.Etcd)
 	for _, p := range []struct {
 		port     *int32
 		host     string
@@ -209,8 +209,8 @@ func choosePorts(cfg Config, sup process.Supervisor, st state) (state, error) {
 // what changed, starting again what exited unless it waits out its back-off), stops the disabled
 // ones, and reports every other process recorded in the directory (a management cluster's
 // manager) after them.
-func ensureProcesses(ctx context.Context, cfg Config, l layout, st state, sup process.Supervisor) ([]ProcessStatus, error) {
-	if err := checkPorts(ctx, cfg, l, st, sup); err != nil {
+func ensureProcesses(ctx context.Context, cfg Config, l layout, st state, keeper process.Keeper) ([]ProcessStatus, error) {
+	if err := checkPorts(ctx, cfg, l, st, keeper); err != nil {
 		return nil, err
 	}
 	var out []ProcessStatus
@@ -218,7 +218,7 @@ func ensureProcesses(ctx context.Context, cfg Config, l layout, st state, sup pr
 	for _, c := range components {
 		ours[c.name] = true
 		if !c.enabled(cfg) {
-			if err := sup.Stop(ctx, c.name, StopTimeout); err != nil {
+			if err := keeper.Stop(ctx, c.name, StopTimeout); err != nil {
 				return nil, err
 			}
 			continue
@@ -227,7 +227,7 @@ func ensureProcesses(ctx context.Context, cfg Config, l layout, st state, sup pr
 		if err != nil {
 			return nil, fmt.Errorf("preparing %s: %w", c.name, err)
 		}
-		p, err := sup.Ensure(ctx, spec)
+		p, err := keeper.Ensure(ctx, spec)
 		var inUse *process.PortInUseError
 		if errors.As(err, &inUse) && p.Name != "" {
 			// A process that ran found its port taken when it was to start again: recorded in its
@@ -235,7 +235,7 @@ func ensureProcesses(ctx context.Context, cfg Config, l layout, st state, sup pr
 			err = nil
 		}
 		if err != nil {
-			return nil, fmt.Errorf("%w (see %s)", err, sup.LogPath(c.name))
+			return nil, fmt.Errorf("%w (see %s)", err, keeper.LogPath(c.name))
 		}
 		switch {
 		case p.PID == 0:
@@ -244,15 +244,15 @@ func ensureProcesses(ctx context.Context, cfg Config, l layout, st state, sup pr
 		case !p.Adopted:
 			ctrl.LoggerFrom(ctx).Info("Started control plane process", "cluster", cfg.Name, "process", p.Name, "pid", p.PID, "restarted", p.Restarted)
 		}
-		out = append(out, processStatus(p, sup))
+		out = append(out, processStatus(p, keeper))
 	}
-	names, err := sup.Names()
+	names, err := keeper.Names()
 	if err != nil {
 		return nil, err
 	}
 	for _, name := range names {
-		if p, recorded := sup.Inspect(name); recorded && !ours[name] {
-			out = append(out, processStatus(p, sup))
+		if p, recorded := keeper.Inspect(name); recorded && !ours[name] {
+			out = append(out, processStatus(p, keeper))
 		}
 	}
 	return out, nil
@@ -261,12 +261,12 @@ func ensureProcesses(ctx context.Context, cfg Config, l layout, st state, sup pr
 // checkPorts checks, before anything starts, that the ports of every enabled component that was
 // never started are free, so that a taken port leaves nothing half-started. (A component that ran
 // before and finds its port taken when it starts again waits out a back-off instead.)
-func checkPorts(ctx context.Context, cfg Config, l layout, st state, sup process.Supervisor) error {
+func checkPorts(ctx context.Context, cfg Config, l layout, st state, keeper process.Keeper) error {
 	for _, c := range components {
 		if !c.enabled(cfg) {
 			continue
 		}
-		if _, recorded := sup.Inspect(c.name); recorded {
+		if _, recorded := keeper.Inspect(c.name); recorded {
 			continue
 		}
 		if err := process.CheckPorts(ctx, c.spec(cfg, l, st)); err != nil {
@@ -277,8 +277,8 @@ func checkPorts(ctx context.Context, cfg Config, l layout, st state, sup process
 }
 
 // processStatus describes p.
-func processStatus(p process.Process, sup process.Supervisor) ProcessStatus {
-	return ProcessStatus{Name: p.Name, PID: p.PID, Adopted: p.Adopted, Restarted: p.Restarted, Started: p.Started, History: p.History, Log: sup.LogPath(p.Name)}
+func processStatus(p process.Process, keeper process.Keeper) ProcessStatus {
+	return ProcessStatus{Name: p.Name, PID: p.PID, Adopted: p.Adopted, Restarted: p.Restarted, Started: p.Started, History: p.History, Log: keeper.LogPath(p.Name)}
 }
 
 // Ready checks once whether kube-apiserver answers /readyz with ok, and returns its version
@@ -310,7 +310,7 @@ func Ready(ctx context.Context, cfg Config) (string, error) {
 
 // WaitReady waits until Ready succeeds or the context ends (DefaultReadyTimeout without a
 // deadline). Meanwhile it keeps etcd and kube-apiserver running as the supervisor does
-// (process.Supervisor.Keep, under the directory's lock), and fails early, with the end of the
+// (process.Keeper.Keep, under the directory's lock), and fails early, with the end of the
 // log, when one of them crash loops or is no longer recorded (stopped, deleted).
 func WaitReady(ctx context.Context, cfg Config) error {
 	if _, ok := ctx.Deadline(); !ok {
@@ -321,7 +321,7 @@ func WaitReady(ctx context.Context, cfg Config) error {
 	if cfg.Dir == "" {
 		cfg.Dir = ClusterDir(HomeDir(), cfg.Name)
 	}
-	sup := layout(cfg.Dir).supervisor()
+	keeper := layout(cfg.Dir).keeper()
 	var lastErr error
 	for delay := 50 * time.Millisecond; ; delay = min(delay*2, 250*time.Millisecond) {
 		attempt, cancel := context.WithTimeout(ctx, 2*time.Second)
@@ -330,13 +330,13 @@ func WaitReady(ctx context.Context, cfg Config) error {
 		if lastErr == nil {
 			return nil
 		}
-		if err := keepServing(ctx, cfg.Name, sup); err != nil {
+		if err := keepServing(ctx, cfg.Name, keeper); err != nil {
 			return err
 		}
 		select {
 		case <-ctx.Done():
 			return fmt.Errorf("waiting for kube-apiserver of %s to be ready: %w; last error: %v; see %s",
-				cfg.Name, ctx.Err(), lastErr, sup.LogPath(binaries.KubeAPIServer))
+				cfg.Name, ctx.Err(), lastErr, keeper.LogPath(binaries.KubeAPIServer))
 		case <-time.After(delay):
 		}
 	}
@@ -344,12 +344,12 @@ func WaitReady(ctx context.Context, cfg Config) error {
 
 // keepServing starts etcd and kube-apiserver again when they exited, and returns an error with
 // the end of its log for the first that crash loops or is not recorded.
-func keepServing(ctx context.Context, cluster string, sup process.Supervisor) error {
+func keepServing(ctx context.Context, cluster string, keeper process.Keeper) error {
 	for _, name := range []string{binaries.Etcd, binaries.KubeAPIServer} {
-		if _, running := sup.Running(name); running {
+		if _, running := keeper.Running(name); running {
 			continue
 		}
-		p, err := keepLocked(ctx, sup, name)
+		p, err := keepLocked(ctx, keeper, name)
 		if err == nil && !p.History.CrashLooping(p.PID != 0, p.Started, time.Now()) {
 			continue
 		}
@@ -357,22 +357,22 @@ func keepServing(ctx context.Context, cluster string, sup process.Supervisor) er
 		if err == nil {
 			why = fmt.Sprintf("keeps exiting (%d times in a row, last: %s)", p.History.Failures, p.History.LastExit)
 		}
-		return fmt.Errorf("%s of %s %s; the end of %s:\n%s", name, cluster, why, sup.LogPath(name), sup.LogTail(name, 20))
+		return fmt.Errorf("%s of %s %s; the end of %s:\n%s", name, cluster, why, keeper.LogPath(name), keeper.LogTail(name, 20))
 	}
 	return nil
 }
 
-// keepLocked is process.Supervisor.Keep under the directory's lock.
-func keepLocked(ctx context.Context, sup process.Supervisor, name string) (process.Process, error) {
-	unlock, ok, err := sup.LockExisting(ctx)
+// keepLocked is process.Keeper.Keep under the directory's lock.
+func keepLocked(ctx context.Context, keeper process.Keeper, name string) (process.Process, error) {
+	unlock, ok, err := keeper.LockExisting(ctx)
 	if err != nil {
 		return process.Process{}, err
 	}
 	if !ok {
-		return process.Process{}, fmt.Errorf("%s was removed", sup.RunDir)
+		return process.Process{}, fmt.Errorf("%s was removed", keeper.RunDir)
 	}
 	defer unlock()
-	return sup.Keep(ctx, name)
+	return keeper.Keep(ctx, name)
 }
 
 // Stop stops every process of the control plane in dir: kwok, the scheduler and the controller
@@ -384,7 +384,7 @@ func Stop(ctx context.Context, dir string) error {
 	if _, err := os.Stat(dir); errors.Is(err, fs.ErrNotExist) {
 		return nil
 	}
-	unlock, err := l.supervisor().Lock(ctx)
+	unlock, err := l.keeper().Lock(ctx)
 	if err != nil {
 		return err
 	}
@@ -393,12 +393,12 @@ func Stop(ctx context.Context, dir string) error {
 }
 
 func stopAll(ctx context.Context, l layout) error {
-	sup := l.supervisor()
+	keeper := l.keeper()
 	var errs []error
 	for _, c := range slices.Backward(components) {
-		errs = append(errs, sup.Stop(ctx, c.name, cmp.Or(c.stopGrace, StopTimeout)))
+		errs = append(errs, keeper.Stop(ctx, c.name, cmp.Or(c.stopGrace, StopTimeout)))
 	}
-	errs = append(errs, sup.StopAll(ctx, StopTimeout)) // anything else recorded there
+	errs = append(errs, keeper.StopAll(ctx, StopTimeout)) // anything else recorded there
 	return errors.Join(errs...)
 }
 
@@ -413,7 +413,7 @@ func Delete(ctx context.Context, dir string) error {
 	if !looksLikeControlPlane(l) {
 		return fmt.Errorf("refusing to delete %s: it holds no control plane (no state.json, pki/ or run/)", dir)
 	}
-	unlock, err := l.supervisor().Lock(ctx)
+	unlock, err := l.keeper().Lock(ctx)
 	if err != nil {
 		return err
 	}

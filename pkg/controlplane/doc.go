@@ -53,7 +53,7 @@
 // of the Flotilla home (package supervisor) starts an exited one again from its record, even when
 // no program calls Ensure: the control plane of a management cluster comes back while its own
 // manager cannot run. Ensure, Stop and Delete on the same directory are serialised with it by
-// the run directory's lock (Dir/run/.lock, process.Supervisor.Lock), across goroutines and
+// the run directory's lock (Dir/run/.lock, process.Keeper.Lock), across goroutines and
 // programs.
 //
 // Ready asks /readyz (with the admin certificate) once and returns /version's gitVersion.

@@ -33,7 +33,7 @@ func (l layout) nodesDir() string       { return l.path("nodes") }
 // kubeconfig is the kubeconfig file of a user: "admin", "kube-controller-manager", ...
 func (l layout) kubeconfig(user string) string { return l.pki(user + ".kubeconfig") }
 
-func (l layout) supervisor() process.Supervisor {
+func (l layout) keeper() process.Keeper {
 	return process.InDir(string(l))
 }
 

@@ -109,7 +109,10 @@ func ociRepository(ref ChartRef) string {
 	return r
 }
 
-func isExactVersion(v string) bool {
+// ExactVersion reports whether version names one chart version (strict semver: not a range,
+// not "1.2", not "" for the latest), which resolves without listing the repository's versions
+// and never changes.
+func ExactVersion(v string) bool {
 	_, err := semver.StrictNewVersion(v)
 	return err == nil
 }
@@ -124,7 +127,7 @@ func (e *Engine) resolveOCI(ctx context.Context, ref ChartRef, reg registryconn.
 			return nil, err
 		}
 		tag := ref.Version
-		if !isExactVersion(tag) {
+		if !ExactVersion(tag) {
 			e.stats.lookups.Add(1)
 			tags, err := client.Tags(repository)
 			if err != nil {
@@ -262,7 +265,7 @@ func checkChart(name, version string, ref ChartRef) error {
 	if ref.Name != "" && name != ref.Name {
 		return fmt.Errorf("%w: the chart is %s, not %s", ErrDigestMismatch, name, ref.Name)
 	}
-	if isExactVersion(ref.Version) && version != ref.Version {
+	if ExactVersion(ref.Version) && version != ref.Version {
 		return fmt.Errorf("%w: chart %s is version %s, not the requested %s", ErrDigestMismatch, name, version, ref.Version)
 	}
 	return nil

@@ -300,3 +300,11 @@ func TestAMirrorServesEveryChartPull(t *testing.T) {
 	_, _, err := e.Template(ctx, Release{Chart: ChartRef{RepoURL: repoURL, Name: "hello"}, Registry: reg})
 	g.Expect(err).To(MatchError(ContainSubstring("is not an OCI registry, and every chart is pulled from the registry mirror " + ociHost + "/mirror-prefix")))
 }
+
+func TestExactVersion(t *testing.T) {
+	for version, want := range map[string]bool{
+		"1.2.3": true, "1.2.3-rc.1": true, "": false, "1.2": false, "^1.2.0": false, ">=1.0.0 <2.0.0": false, "1.x": false,
+	} {
+		NewWithT(t).Expect(ExactVersion(version)).To(Equal(want), version)
+	}
+}

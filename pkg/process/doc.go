@@ -1,10 +1,10 @@
-// Package process supervises long-running local programs that must outlive the program that
+// Package process keeps long-running local programs that must outlive the program that
 // started them: the etcd, kube-apiserver, kube-controller-manager, kube-scheduler and kwok
 // processes of Flotilla's local control planes, and the Flotilla manager the CLI starts.
 //
 // # Model
 //
-// A Supervisor owns two directories. RunDir holds, for every process it started, a pid file
+// A Keeper owns two directories. RunDir holds, for every process it started, a pid file
 // (<name>.pid: the decimal pid and a newline, usable as `kill $(cat etcd.pid)`) and a record
 // (<name>.json: the exact command line, the extra environment, working directory and ports, the
 // kernel start time of the process, and the history of its restarts), and .lock. LogDir holds <name>.log, which receives the process's stdout and stderr, appended
@@ -12,7 +12,7 @@
 // once to <name>.log.1 past 10 MiB. Every file is 0600, every directory 0700.
 //
 // A Spec describes the desired process: a Name, the absolute Path of the program, its Args,
-// extra Env, a working Dir and the Ports it listens on. Supervisor.Ensure makes the desired
+// extra Env, a working Dir and the Ports it listens on. Keeper.Ensure makes the desired
 // process run:
 //
 //   - when the pid file names a live process (not a zombie) whose /proc/<pid>/cmdline and
@@ -39,7 +39,7 @@
 // shell script that execs another program, or a program that rewrites its argv, is never
 // adopted (and its stale pid file never lets it be signalled either).
 //
-// A Supervisor value holds no state besides its two directories: a fresh value, in the same
+// A Keeper value holds no state besides its two directories: a fresh value, in the same
 // program or another one started later, finds and adopts the processes an earlier one started.
 // Running reports whether a recorded process is alive and ours; Inspect returns it with its
 // history; Names lists the recorded ones.
@@ -49,7 +49,9 @@
 // A record stays after its process exits, until Stop: it is the declaration that the process
 // should run. Keep starts a recorded process again from its record alone, which is what the
 // supervisor daemon (package supervisor) does for every recorded process of a Flotilla home.
-// Ensure and Keep apply one restart policy, kept in the record's History:
+// Ensure and Keep apply one restart policy, kept in the record's History; a program that runs a
+// child itself and waits for it applies the same one through History.Exited (the in-memory
+// provider's process, package inmemory):
 //
 //   - the first call that finds the process gone notices the exit: how it ended ("exit status
 //     1", "signal: killed") when this program had started it, else "exited";
@@ -89,7 +91,7 @@
 //
 // # Stopping
 //
-// Supervisor.Stop sends SIGTERM to the process group of a process it recognises as its own,
+// Keeper.Stop sends SIGTERM to the process group of a process it recognises as its own,
 // waits up to the given grace period (10 s in DefaultStopTimeout), then sends SIGKILL, and
 // removes the pid file and record. StopAll stops every process that has a pid file in RunDir.
 // A process that is not running, or not ours, only has its files removed. Without its record,

@@ -15,19 +15,19 @@ import (
 const lockFile = ".lock"
 
 // LockPath returns the file Lock locks.
-func (s Supervisor) LockPath() string { return filepath.Join(s.RunDir, lockFile) }
+func (k Keeper) LockPath() string { return filepath.Join(k.RunDir, lockFile) }
 
 // Lock takes the exclusive lock of RunDir, creating RunDir when missing, and waits for another
 // holder (a goroutine or program working on the same processes) until ctx ends. Ensure, Keep
 // and Stop run under it whenever more than one program may act on RunDir: the program that
 // declares a process and the supervisor daemon that restarts it.
-func (s Supervisor) Lock(ctx context.Context) (unlock func(), err error) {
-	if err := os.MkdirAll(s.RunDir, 0o700); err != nil {
-		return nil, fmt.Errorf("creating %s: %w", s.RunDir, err)
+func (k Keeper) Lock(ctx context.Context) (unlock func(), err error) {
+	if err := os.MkdirAll(k.RunDir, 0o700); err != nil {
+		return nil, fmt.Errorf("creating %s: %w", k.RunDir, err)
 	}
-	unlock, ok, err := s.lock(ctx)
+	unlock, ok, err := k.lock(ctx)
 	if err == nil && !ok {
-		err = fmt.Errorf("locking %s: the directory was removed", s.RunDir)
+		err = fmt.Errorf("locking %s: the directory was removed", k.RunDir)
 	}
 	return unlock, err
 }
@@ -35,15 +35,15 @@ func (s Supervisor) Lock(ctx context.Context) (unlock func(), err error) {
 // LockExisting is Lock for a RunDir that must exist: it creates nothing, and returns ok false
 // when RunDir does not exist or was removed while it waited (a deleted cluster's directory,
 // whose processes must stay stopped).
-func (s Supervisor) LockExisting(ctx context.Context) (unlock func(), ok bool, err error) {
-	return s.lock(ctx)
+func (k Keeper) LockExisting(ctx context.Context) (unlock func(), ok bool, err error) {
+	return k.lock(ctx)
 }
 
 // lock takes the lock file's flock. The lock file may be removed with its directory by the holder
 // (Delete removes a control plane's whole directory): after taking the lock, the file must still
 // be the one at LockPath, or the lock protects nothing and is taken again.
-func (s Supervisor) lock(ctx context.Context) (func(), bool, error) {
-	path := s.LockPath()
+func (k Keeper) lock(ctx context.Context) (func(), bool, error) {
+	path := k.LockPath()
 	for delay := time.Millisecond; ; delay = min(2*delay, 100*time.Millisecond) {
 		f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
 		if errors.Is(err, fs.ErrNotExist) {
@@ -67,7 +67,7 @@ func (s Supervisor) lock(ctx context.Context) (func(), bool, error) {
 		_ = f.Close()
 		select {
 		case <-ctx.Done():
-			return nil, false, fmt.Errorf("waiting for another operation on %s to finish: %w", s.RunDir, ctx.Err())
+			return nil, false, fmt.Errorf("waiting for another operation on %s to finish: %w", k.RunDir, ctx.Err())
 		case <-time.After(delay):
 		}
 	}

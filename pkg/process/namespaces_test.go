@@ -42,7 +42,7 @@ func TestStartRunsTheProcessInItsNetworkNamespaceAndCgroup(t *testing.T) {
 	}
 	g := NewWithT(t)
 	ctx := testContext(t)
-	s := newSupervisor(t)
+	s := newKeeper(t)
 	ns := newNetNS(t)
 	cgroup := filepath.Join(root, "flotilla-test-"+strings.ToLower(filepath.Base(t.TempDir())))
 	g.Expect(os.Mkdir(cgroup, 0o755)).To(Succeed())

@@ -14,7 +14,7 @@ import (
 // procRoot is where the proc filesystem is mounted.
 const procRoot = "/proc"
 
-// procStat is what the supervisor reads from /proc/<pid>/stat.
+// procStat is what the Keeper reads from /proc/<pid>/stat.
 type procStat struct {
 	// State is the one-letter process state: R, S, D, Z (zombie), X (dead), T, ...
 	State byte

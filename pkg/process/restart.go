@@ -2,14 +2,28 @@ package process
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net"
 	"strings"
 	"sync"
 	"time"
+
+	ctrl "sigs.k8s.io/controller-runtime"
 )
 
-// The restart policy (see the package documentation).
+// The restart policy (see the package documentation): the one restart-with-back-off of
+// Flotilla's long-running local processes, those kept from their records (control planes, the
+// managers the CLI starts, the registry) and the in-memory provider's process that a manager
+// runs and waits for (package inmemory), both through History.Exited.
+//
+// The bounds: a quick exit is usually something that clears within a second (a port a killed
+// server is still releasing, a server it talks to still starting), hence InitialBackOff; a
+// program that cannot start at all (a bad flag, a missing file) fails every time, and doubling
+// makes that cost little; MaxBackOff caps the doubling at a minute so that a process whose cause
+// is fixed (the port freed, the file restored) runs again within a minute with no one acting.
+// StableAfter is longer than any of these programs takes to start and connect to what it needs
+// (etcd, the API server), so an exit after it is an accident, not a failure to start.
 const (
 	// StableAfter is how long a process must have run for its exit to count as an accident
 	// rather than a failure: it is then started again at once. A process that exits sooner, or
@@ -29,7 +43,7 @@ const (
 // just killed may still be releasing them.
 const portWait = 2 * time.Second
 
-// History is what a Supervisor remembers about the exits and restarts of a process since it was
+// History is what a Keeper remembers about the exits and restarts of a process since it was
 // last started with a new command line. It is kept in the process's record.
 type History struct {
 	// Restarts counts the starts after the process had exited.
@@ -85,8 +99,10 @@ func BackOff(failures int) time.Duration {
 	return wait
 }
 
-// exited returns h once a process that ran for ran is noticed to have ended as how, at now.
-func (h History) exited(how string, ran time.Duration, now time.Time) History {
+// Exited returns h once a process that ran for ran is noticed to have ended as how, at now:
+// Failures counts one more failure, or none after a run of StableAfter, and NextStart is
+// BackOff(Failures) from now.
+func (h History) Exited(how string, ran time.Duration, now time.Time) History {
 	if ran >= StableAfter {
 		h.Failures = 0
 	} else {
@@ -183,4 +199,36 @@ func exitOf(rec record) string {
 	case <-time.After(time.Second):
 		return exitedUnknown
 	}
+}
+
+// restart starts spec, which ran as rec and exited, unless its back-off says to wait. The first
+// call after the exit records it in the history.
+func (k Keeper) restart(ctx context.Context, spec Spec, rec record) (Process, error) {
+	log := ctrl.LoggerFrom(ctx)
+	now := time.Now().UTC().Round(0) // as read back from the record: no monotonic reading
+	h := rec.History
+	if h.ExitedAt.IsZero() {
+		h = h.Exited(exitOf(rec), now.Sub(rec.started()), now)
+		rec.History = h
+		if err := k.writeRecord(spec.Name, rec); err != nil {
+			return Process{}, err
+		}
+		log.Info("Process exited", "process", spec.Name, "pid", rec.PID, "exit", h.LastExit, "failures", h.Failures, "nextStart", h.NextStart.Sub(now).Round(time.Millisecond).String())
+	}
+	if now.Before(h.NextStart) {
+		return Process{Name: spec.Name, Argv: rec.Argv, Started: rec.started(), History: h}, nil
+	}
+	next := h
+	next.Restarts++
+	next.ExitedAt, next.NextStart = time.Time{}, time.Time{}
+	p, err := k.start(ctx, spec, next)
+	if err != nil {
+		rec.History = h.startFailed(err, time.Now().UTC().Round(0))
+		if werr := k.writeRecord(spec.Name, rec); werr != nil {
+			return Process{}, errors.Join(err, werr)
+		}
+		return Process{Name: spec.Name, Argv: rec.Argv, Started: rec.started(), History: rec.History}, err
+	}
+	p.Restarted = !p.Adopted
+	return p, nil
 }

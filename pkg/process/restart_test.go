@@ -14,7 +14,7 @@ import (
 )
 
 // ranSince rewrites the record of name as if the process had started ago before now.
-func ranSince(t *testing.T, s Supervisor, name string, ago time.Duration) {
+func ranSince(t *testing.T, s Keeper, name string, ago time.Duration) {
 	t.Helper()
 	rec, why := s.check(name)
 	if why != "" {
@@ -49,18 +49,18 @@ func TestHistoryCountsQuickExitsAsFailuresAndForgetsThemAfterAStableRun(t *testi
 	g := NewWithT(t)
 	now := time.Date(2026, 11, 25, 10, 0, 0, 0, time.UTC)
 	var h History
-	h = h.exited("exit status 1", time.Second, now)
+	h = h.Exited("exit status 1", time.Second, now)
 	g.Expect(h.Failures).To(Equal(1))
 	g.Expect(h.NextStart).To(Equal(now.Add(time.Second)))
-	h = h.exited("exit status 1", time.Second, now)
-	h = h.exited("exit status 1", time.Second, now)
+	h = h.Exited("exit status 1", time.Second, now)
+	h = h.Exited("exit status 1", time.Second, now)
 	g.Expect(h.Failures).To(Equal(3))
 	g.Expect(h.NextStart).To(Equal(now.Add(4 * time.Second)))
 	g.Expect(h.CrashLooping(false, now, now)).To(BeTrue())
 	g.Expect(h.CrashLooping(true, now.Add(-time.Second), now)).To(BeTrue(), "just started again")
 	g.Expect(h.CrashLooping(true, now.Add(-StableAfter), now)).To(BeFalse(), "ran long enough since")
 
-	h = h.exited("signal: killed", StableAfter, now)
+	h = h.Exited("signal: killed", StableAfter, now)
 	g.Expect(h.Failures).To(BeZero())
 	g.Expect(h.NextStart).To(Equal(now), "an accident is repaired at once")
 	g.Expect(h.LastExit).To(Equal("signal: killed"))
@@ -69,7 +69,7 @@ func TestHistoryCountsQuickExitsAsFailuresAndForgetsThemAfterAStableRun(t *testi
 func TestAProcessThatKeepsExitingBacksOffAndIsStartedAgainFromItsRecord(t *testing.T) {
 	g := NewWithT(t)
 	ctx := testContext(t)
-	s := newSupervisor(t)
+	s := newKeeper(t)
 	spec := sleepSpec(t, "sleeper")
 
 	first, err := s.Ensure(ctx, spec)
@@ -121,7 +121,7 @@ func TestAProcessThatKeepsExitingBacksOffAndIsStartedAgainFromItsRecord(t *testi
 func TestATakenPortIsReportedAndBacksOffInsteadOfCrashing(t *testing.T) {
 	g := NewWithT(t)
 	ctx := testContext(t)
-	s := newSupervisor(t)
+	s := newKeeper(t)
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	g.Expect(err).NotTo(HaveOccurred())
 	address := l.Addr().String()
@@ -161,7 +161,7 @@ func TestATakenPortIsReportedAndBacksOffInsteadOfCrashing(t *testing.T) {
 func TestAStoppedProcessIsNotStartedAgain(t *testing.T) {
 	g := NewWithT(t)
 	ctx := testContext(t)
-	s := newSupervisor(t)
+	s := newKeeper(t)
 	p, err := s.Ensure(ctx, sleepSpec(t, "sleeper"))
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(s.Stop(ctx, "sleeper", time.Second)).To(Succeed())
@@ -180,7 +180,7 @@ func TestLockSerialisesAndLockExistingCreatesNothing(t *testing.T) {
 	g := NewWithT(t)
 	ctx := testContext(t)
 	dir := filepath.Join(t.TempDir(), "cluster")
-	s := Supervisor{RunDir: filepath.Join(dir, "run"), LogDir: filepath.Join(dir, "logs")}
+	s := Keeper{RunDir: filepath.Join(dir, "run"), LogDir: filepath.Join(dir, "logs")}
 
 	_, ok, err := s.LockExisting(ctx)
 	g.Expect(err).NotTo(HaveOccurred())
@@ -216,7 +216,7 @@ func TestLockSerialisesAndLockExistingCreatesNothing(t *testing.T) {
 func TestRecordsOfAnOlderVersionAreRead(t *testing.T) {
 	g := NewWithT(t)
 	ctx := testContext(t)
-	s := newSupervisor(t)
+	s := newKeeper(t)
 	p, err := s.Ensure(ctx, sleepSpec(t, "sleeper"))
 	g.Expect(err).NotTo(HaveOccurred())
 	st, err := readStat(p.PID)
@@ -233,7 +233,7 @@ func TestRecordsOfAnOlderVersionAreRead(t *testing.T) {
 func TestAForgivenProcessStartsAtOnceAndNoLongerCrashLoops(t *testing.T) {
 	g := NewWithT(t)
 	ctx := testContext(t)
-	s := newSupervisor(t)
+	s := newKeeper(t)
 	spec := sleepSpec(t, "sleeper")
 	g.Expect(s.Forgive("sleeper")).To(Succeed(), "nothing recorded is nothing to forgive")
 

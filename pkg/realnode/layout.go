@@ -91,8 +91,8 @@ func (l layout) mountNS() string   { return filepath.Join(mountNSDir, l.id+".mnt
 // "pods" child, the node's processes are in its "system" child.
 func (l layout) cgroup() string { return "/flotilla/" + l.id }
 
-func (l layout) supervisor() process.Supervisor {
-	return process.Supervisor{RunDir: l.path("run"), LogDir: l.path("logs")}
+func (l layout) keeper() process.Keeper {
+	return process.Keeper{RunDir: l.path("run"), LogDir: l.path("logs")}
 }
 
 // mountNSDir holds the files that keep the nodes' mount namespaces; it is a mount point of its

@@ -141,9 +141,9 @@ func Ensure(ctx context.Context, cfg Config) (*Status, error) {
 	if err != nil {
 		return nil, err
 	}
-	sup := l.supervisor()
+	keeper := l.keeper()
 	for _, spec := range specs {
-		p, err := ensureProcess(ctx, sup, spec)
+		p, err := ensureProcess(ctx, keeper, spec)
 		if err != nil {
 			return nil, err
 		}
@@ -155,10 +155,10 @@ func Ensure(ctx context.Context, cfg Config) (*Status, error) {
 // ensureProcess makes spec run under package process's restart policy, and describes it: a
 // process that runs as spec says is adopted; one that exited is started again once its back-off
 // is over, and meanwhile reported with PID 0 and the end of its log.
-func ensureProcess(ctx context.Context, sup process.Supervisor, spec process.Spec) (ProcessStatus, error) {
-	p, err := sup.Ensure(ctx, spec)
+func ensureProcess(ctx context.Context, keeper process.Keeper, spec process.Spec) (ProcessStatus, error) {
+	p, err := keeper.Ensure(ctx, spec)
 	if err != nil {
-		return ProcessStatus{}, fmt.Errorf("%w (see %s)", err, sup.LogPath(spec.Name))
+		return ProcessStatus{}, fmt.Errorf("%w (see %s)", err, keeper.LogPath(spec.Name))
 	}
 	status := ProcessStatus{
 		Name: spec.Name, PID: p.PID, Started: p.PID != 0 && !p.Adopted,
@@ -168,7 +168,7 @@ func ensureProcess(ctx context.Context, sup process.Supervisor, spec process.Spe
 		status.NextStart = p.History.NextStart
 	}
 	if p.History.Failures > 0 {
-		status.LogTail = sup.LogTail(spec.Name, 10)
+		status.LogTail = keeper.LogTail(spec.Name, 10)
 	}
 	return status, nil
 }
@@ -331,14 +331,14 @@ func Delete(ctx context.Context, dir string) error {
 		}
 		defer unlock()
 		// kubelet first, so that it does not start what the rest is about to lose.
-		_ = l.supervisor().Stop(ctx, binaries.Kubelet, StopTimeout)
+		_ = l.keeper().Stop(ctx, binaries.Kubelet, StopTimeout)
 	}
 	var errs []error
 	if err := killCgroups(l); err != nil {
 		errs = append(errs, err)
 	}
 	if statErr == nil {
-		errs = append(errs, l.supervisor().StopAll(ctx, time.Second)) // the records of processes now dead
+		errs = append(errs, l.keeper().StopAll(ctx, time.Second)) // the records of processes now dead
 	}
 	errs = append(errs, releaseNamespaces(l))
 	if link, err := netlink.LinkByName(nodenet.Node{ID: l.id}.HostVeth()); err == nil {

@@ -109,9 +109,9 @@ func (tc *testCluster) joinNode(t *testing.T, name string) (realnode.Config, *re
 	t.Cleanup(func() { _ = realnode.Delete(context.Background(), nodeDir) })
 	t.Cleanup(func() { // runs first: the logs before they go
 		if t.Failed() {
-			sup := process.Supervisor{RunDir: filepath.Join(nodeDir, "run"), LogDir: filepath.Join(nodeDir, "logs")}
+			keeper := process.Keeper{RunDir: filepath.Join(nodeDir, "run"), LogDir: filepath.Join(nodeDir, "logs")}
 			for _, name := range []string{binaries.Containerd, binaries.Kubelet, binaries.KubeProxy} {
-				t.Logf("the end of %s's log:\n%s", name, sup.LogTail(name, 30))
+				t.Logf("the end of %s's log:\n%s", name, keeper.LogTail(name, 30))
 			}
 		}
 	})
@@ -192,12 +192,12 @@ func TestARealNodeJoinsRunsPodsSurvivesKillsAndLeavesNothing(t *testing.T) {
 
 	// Kill kubelet and containerd: the next Ensure starts them again, and the Pod keeps its
 	// container (the shim kept it running) and comes back Ready.
-	sup := process.Supervisor{RunDir: filepath.Join(nodeDir, "run"), LogDir: filepath.Join(nodeDir, "logs")}
+	keeper := process.Keeper{RunDir: filepath.Join(nodeDir, "run"), LogDir: filepath.Join(nodeDir, "logs")}
 	for _, name := range []string{binaries.Kubelet, binaries.Containerd} {
-		pid, running := sup.Running(name)
+		pid, running := keeper.Running(name)
 		g.Expect(running).To(BeTrue())
 		g.Expect(syscall.Kill(pid, syscall.SIGKILL)).To(Succeed())
-		g.Eventually(func() bool { _, running := sup.Running(name); return running }, 5*time.Second, 50*time.Millisecond).Should(BeFalse())
+		g.Eventually(func() bool { _, running := keeper.Running(name); return running }, 5*time.Second, 50*time.Millisecond).Should(BeFalse())
 	}
 	// They had run for less than StableAfter: each waits out a short back-off, as the
 	// LocalMachine reconciler's next looks would see.

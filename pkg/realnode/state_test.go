@@ -62,17 +62,17 @@ func TestAProcessThatExitsWaitsOutItsBackOffWithTheEndOfItsLog(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
 	dir := t.TempDir()
-	sup := process.Supervisor{RunDir: filepath.Join(dir, "run"), LogDir: filepath.Join(dir, "logs")}
+	keeper := process.Keeper{RunDir: filepath.Join(dir, "run"), LogDir: filepath.Join(dir, "logs")}
 	spec := process.Spec{Name: "kubelet", Path: failingProgram(t)}
 
-	p, err := ensureProcess(ctx, sup, spec)
+	p, err := ensureProcess(ctx, keeper, spec)
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(p.Started).To(BeTrue())
 	g.Expect(p.PID).NotTo(BeZero())
 	g.Expect(p.Failures).To(BeZero())
-	g.Eventually(func() bool { _, running := sup.Running("kubelet"); return running }, 5*time.Second, 20*time.Millisecond).Should(BeFalse())
+	g.Eventually(func() bool { _, running := keeper.Running("kubelet"); return running }, 5*time.Second, 20*time.Millisecond).Should(BeFalse())
 
-	p, err = ensureProcess(ctx, sup, spec)
+	p, err = ensureProcess(ctx, keeper, spec)
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(p.Started).To(BeFalse())
 	g.Expect(p.PID).To(BeZero(), "it waits out its back-off")
@@ -82,7 +82,7 @@ func TestAProcessThatExitsWaitsOutItsBackOffWithTheEndOfItsLog(t *testing.T) {
 	g.Expect(p.CrashLooping()).To(BeFalse(), "one failure is no crash loop")
 
 	g.Eventually(func(g Gomega) {
-		p, err = ensureProcess(ctx, sup, spec)
+		p, err = ensureProcess(ctx, keeper, spec)
 		g.Expect(err).NotTo(HaveOccurred())
 		g.Expect(p.Restarts).To(Equal(1), "it starts again once the back-off is over")
 	}, 5*time.Second, 100*time.Millisecond).Should(Succeed())

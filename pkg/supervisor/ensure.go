@@ -14,7 +14,7 @@ import (
 // startTimeout bounds how long Ensure waits for a supervisor it started to take the lock.
 const startTimeout = 10 * time.Second
 
-// processName is the supervisor's name in its own process.Supervisor.
+// processName is the supervisor's name in its own process.Keeper.
 const processName = "supervisor"
 
 // Running reports whether a supervisor runs for home: one holds its lock.
@@ -36,8 +36,8 @@ func Running(home string) bool {
 // supervise exits, and the order guarantees that either it sees the new record or Ensure sees it
 // gone (see Run).
 func Ensure(ctx context.Context, home string, spec process.Spec) (int, error) {
-	sup := own(home)
-	unlock, err := sup.Lock(ctx)
+	keeper := own(home)
+	unlock, err := keeper.Lock(ctx)
 	if err != nil {
 		return 0, err
 	}
@@ -47,18 +47,18 @@ func Ensure(ctx context.Context, home string, spec process.Spec) (int, error) {
 	}
 	// A supervisor that is starting, or one that is exiting idle, runs without the lock; the
 	// first takes it within a moment, the second is gone within a moment.
-	if pid, running := sup.Running(processName); running {
+	if pid, running := keeper.Running(processName); running {
 		if waitHeld(ctx, home, pid) {
 			return 0, nil
 		}
 	}
 	spec.Name = processName
-	p, err := sup.Start(ctx, spec)
+	p, err := keeper.Start(ctx, spec)
 	if err != nil {
 		return 0, fmt.Errorf("starting the supervisor: %w", err)
 	}
 	if !waitHeld(ctx, home, p.PID) {
-		return 0, fmt.Errorf("the supervisor (pid %d) did not start supervising; the end of %s:\n%s", p.PID, sup.LogPath(processName), sup.LogTail(processName, 20))
+		return 0, fmt.Errorf("the supervisor (pid %d) did not start supervising; the end of %s:\n%s", p.PID, keeper.LogPath(processName), keeper.LogTail(processName, 20))
 	}
 	return p.PID, nil
 }
@@ -79,13 +79,42 @@ func waitHeld(ctx context.Context, home string, pid int) bool {
 // Stop stops the supervisor of home that Ensure started, if it runs. The processes it supervises
 // keep running, unsupervised.
 func Stop(ctx context.Context, home string) error {
-	sup := own(home)
-	unlock, err := sup.Lock(ctx)
+	keeper := own(home)
+	unlock, err := keeper.Lock(ctx)
 	if err != nil {
 		return err
 	}
 	defer unlock()
-	return sup.Stop(ctx, processName, process.DefaultStopTimeout)
+	return keeper.Stop(ctx, processName, process.DefaultStopTimeout)
+}
+
+// StopIfIdle stops the supervisor of home that Ensure started when nothing is recorded in the
+// directories the glob patterns dirs match (its Options.Dirs), and returns its pid; 0 when it
+// stopped none. A command that removed the last process of a home (`flotilla delete cluster` of
+// its last cluster, no registry running) calls it, and leaves no Flotilla process behind rather
+// than the supervisor until its idle exit. It holds the lock under which Ensure starts a
+// supervisor, and commands record a process before they call Ensure: either StopIfIdle sees the
+// record and stops nothing, or that Ensure starts a new supervisor after it. A supervisor that
+// Ensure did not start (`flotilla supervisor` in a terminal, or from systemd) is left running, as
+// is one whose home is gone.
+func StopIfIdle(ctx context.Context, home string, dirs []string) (int, error) {
+	keeper := own(home)
+	unlock, ok, err := keeper.LockExisting(ctx)
+	if err != nil || !ok {
+		return 0, err
+	}
+	defer unlock()
+	pid, running := keeper.Running(processName)
+	if !running {
+		return 0, nil
+	}
+	if n, err := recorded(dirs); err != nil || n > 0 {
+		return 0, err
+	}
+	if err := keeper.Stop(ctx, processName, process.DefaultStopTimeout); err != nil {
+		return 0, fmt.Errorf("stopping the supervisor (pid %d): %w", pid, err)
+	}
+	return pid, nil
 }
 
 // PID returns the pid of the supervisor Ensure started, when it runs.

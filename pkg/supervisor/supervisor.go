@@ -30,7 +30,7 @@ type Options struct {
 	// Home is the Flotilla home; the supervisor's own files are in Dir(Home).
 	Home string
 	// Dirs are glob patterns of the directories whose run/ and logs/ hold the records of the
-	// processes to keep running (process.Supervisor{RunDir: <dir>/run, LogDir: <dir>/logs}).
+	// processes to keep running (process.InDir(<dir>): <dir>/run and <dir>/logs).
 	Dirs []string
 	// Interval is how often every recorded process is looked at; DefaultInterval when 0.
 	Interval time.Duration
@@ -45,9 +45,9 @@ func Dir(home string) string { return filepath.Join(home, "supervisor") }
 // lockPath is the file the running supervisor of home holds locked.
 func lockPath(home string) string { return filepath.Join(Dir(home), "supervisor.lock") }
 
-// own is the process.Supervisor of the supervisor itself: its pid file, record and log, and the
+// own is the process.Keeper of the supervisor itself: its pid file, record and log, and the
 // lock under which clients start it.
-func own(home string) process.Supervisor {
+func own(home string) process.Keeper {
 	return process.InDir(Dir(home))
 }
 
@@ -176,8 +176,8 @@ func (d *daemon) exitIdle(ctx context.Context) bool {
 	return err != nil || !ok // a standby took over, or the lock is gone: leave it to whoever runs
 }
 
-// supervisors returns the process supervisors of the directories Dirs match.
-func (d *daemon) supervisors() []process.Supervisor {
+// keepers returns the process.Keepers of the directories Dirs match.
+func (d *daemon) keepers() []process.Keeper {
 	out, err := Supervised(d.o.Dirs)
 	if err != nil {
 		d.log.Error(err, "Listing supervised directories")
@@ -185,10 +185,10 @@ func (d *daemon) supervisors() []process.Supervisor {
 	return out
 }
 
-// Supervised returns the process supervisors (process.InDir) of the directories that the glob
+// Supervised returns the process.Keepers (process.InDir) of the directories that the glob
 // patterns match, and an error for each pattern that is malformed.
-func Supervised(patterns []string) ([]process.Supervisor, error) {
-	var out []process.Supervisor
+func Supervised(patterns []string) ([]process.Keeper, error) {
+	var out []process.Keeper
 	var errs []error
 	for _, pattern := range patterns {
 		dirs, err := filepath.Glob(pattern)
@@ -205,12 +205,22 @@ func Supervised(patterns []string) ([]process.Supervisor, error) {
 
 // count returns how many processes are recorded.
 func (d *daemon) count() int {
-	n := 0
-	for _, sup := range d.supervisors() {
-		names, _ := sup.Names()
-		n += len(names)
-	}
+	n, _ := recorded(d.o.Dirs)
 	return n
+}
+
+// recorded returns how many processes are recorded in the directories the glob patterns match,
+// and an error for a malformed pattern or a directory that could not be listed.
+func recorded(patterns []string) (int, error) {
+	keepers, err := Supervised(patterns)
+	errs := []error{err}
+	n := 0
+	for _, keeper := range keepers {
+		names, err := keeper.Names()
+		n += len(names)
+		errs = append(errs, err)
+	}
+	return n, errors.Join(errs...)
 }
 
 // keepAll looks at every recorded process and has the ones that do not run started again, one
@@ -218,27 +228,27 @@ func (d *daemon) count() int {
 // processes are still being started from the last look is skipped.
 func (d *daemon) keepAll(ctx context.Context) int {
 	n := 0
-	for _, sup := range d.supervisors() {
-		names, err := sup.Names()
+	for _, keeper := range d.keepers() {
+		names, err := keeper.Names()
 		if err != nil {
 			continue
 		}
 		n += len(names)
 		var down []string
 		for _, name := range names {
-			if due(sup, name, time.Now()) {
+			if due(keeper, name, time.Now()) {
 				down = append(down, name)
 			}
 		}
 		if len(down) == 0 {
 			continue
 		}
-		if _, busy := d.busy.LoadOrStore(sup.RunDir, true); busy {
+		if _, busy := d.busy.LoadOrStore(keeper.RunDir, true); busy {
 			continue
 		}
 		go func() {
-			defer d.busy.Delete(sup.RunDir)
-			d.keep(ctx, sup, down)
+			defer d.busy.Delete(keeper.RunDir)
+			d.keep(ctx, keeper, down)
 		}()
 	}
 	return n
@@ -246,26 +256,26 @@ func (d *daemon) keepAll(ctx context.Context) int {
 
 // due reports whether the process recorded under name should be started again now: it does not
 // run, and it is not waiting out a back-off that was already recorded.
-func due(sup process.Supervisor, name string, now time.Time) bool {
-	p, recorded := sup.Inspect(name)
+func due(keeper process.Keeper, name string, now time.Time) bool {
+	p, recorded := keeper.Inspect(name)
 	if !recorded || p.PID != 0 {
 		return false
 	}
 	return p.History.ExitedAt.IsZero() || !now.Before(p.History.NextStart)
 }
 
-// keep starts again, under the directory's lock, the processes of sup named down (process.Keep
+// keep starts again, under the directory's lock, the processes of keeper named down (process.Keep
 // applies the back-off). A directory removed meanwhile is left alone: its processes were stopped
 // on purpose.
-func (d *daemon) keep(ctx context.Context, sup process.Supervisor, down []string) {
-	unlock, ok, err := sup.LockExisting(ctx)
+func (d *daemon) keep(ctx context.Context, keeper process.Keeper, down []string) {
+	unlock, ok, err := keeper.LockExisting(ctx)
 	if err != nil || !ok {
 		return
 	}
 	defer unlock()
-	dir := filepath.Dir(sup.RunDir)
+	dir := filepath.Dir(keeper.RunDir)
 	for _, name := range slices.Sorted(slices.Values(down)) {
-		p, err := sup.Keep(ctx, name)
+		p, err := keeper.Keep(ctx, name)
 		log := d.log.WithValues("dir", dir, "process", name)
 		switch {
 		case err != nil:

@@ -23,11 +23,18 @@ import (
 // supervisor` does.
 const homeEnv = "FLOTILLA_SUPERVISOR_TEST_HOME"
 
+// idleEnv, when set with homeEnv, is that supervisor's IdleExit.
+const idleEnv = "FLOTILLA_SUPERVISOR_TEST_IDLE"
+
 const testInterval = 100 * time.Millisecond
 
 func TestMain(m *testing.M) {
 	if home := os.Getenv(homeEnv); home != "" {
-		if err := Run(context.Background(), testOptions(home)); err != nil {
+		o := testOptions(home)
+		if idle, err := time.ParseDuration(os.Getenv(idleEnv)); err == nil {
+			o.IdleExit = idle
+		}
+		if err := Run(context.Background(), o); err != nil {
 			fmt.Fprintln(os.Stderr, err)
 			os.Exit(1)
 		}
@@ -44,9 +51,9 @@ func testContext(t *testing.T) context.Context {
 	return ctrl.LoggerInto(t.Context(), testr.NewWithOptions(t, testr.Options{Verbosity: 1}))
 }
 
-// cluster returns the process supervisor of cluster name in home; it stops what it started when
+// cluster returns the process.Keeper of cluster name in home; it stops what it started when
 // the test ends.
-func cluster(t *testing.T, home, name string) process.Supervisor {
+func cluster(t *testing.T, home, name string) process.Keeper {
 	dir := filepath.Join(home, "clusters", name)
 	s := process.InDir(dir)
 	t.Cleanup(func() {
@@ -85,7 +92,7 @@ func run(t *testing.T, ctx context.Context, o Options) <-chan error {
 	return done
 }
 
-func ensure(t *testing.T, ctx context.Context, s process.Supervisor, spec process.Spec) process.Process {
+func ensure(t *testing.T, ctx context.Context, s process.Keeper, spec process.Spec) process.Process {
 	t.Helper()
 	unlock, err := s.Lock(ctx)
 	if err != nil {
@@ -253,4 +260,52 @@ func TestASupervisorWhoseHomeIsRemovedExitsAndLeavesItRemoved(t *testing.T) {
 	g.Eventually(done).WithTimeout(5*time.Second).Should(Receive(BeNil()), "it exits once idle")
 	_, err := os.Stat(home)
 	g.Expect(err).To(MatchError(os.ErrNotExist), "and creates nothing again")
+}
+
+func TestStopIfIdleStopsTheSupervisorEnsureStartedOnceTheLastRecordIsGone(t *testing.T) {
+	g := NewWithT(t)
+	ctx := testContext(t)
+	home := t.TempDir()
+	dirs := testOptions(home).Dirs
+	s := cluster(t, home, "one")
+	ensure(t, ctx, s, sleepSpec(t, "sleeper"))
+	// A supervisor that would stay a minute with nothing to supervise.
+	spec := process.Spec{Path: os.Args[0], Args: []string{"-test.run=^$"}, Env: []string{homeEnv + "=" + home, idleEnv + "=1m"}}
+	t.Cleanup(func() { _ = Stop(context.Background(), home) })
+	pid, err := Ensure(ctx, home, spec)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(pid).NotTo(BeZero())
+
+	stopped, err := StopIfIdle(ctx, home, dirs)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(stopped).To(BeZero(), "a process is recorded")
+	g.Expect(process.Alive(pid)).To(BeTrue())
+
+	unlock, err := s.Lock(ctx)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(s.StopAll(ctx, time.Second)).To(Succeed())
+	unlock()
+	stopped, err = StopIfIdle(ctx, home, dirs)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(stopped).To(Equal(pid))
+	g.Expect(process.Alive(pid)).To(BeFalse())
+	g.Expect(Running(home)).To(BeFalse())
+	_, recorded := PID(home)
+	g.Expect(recorded).To(BeFalse())
+}
+
+func TestStopIfIdleLeavesASupervisorEnsureDidNotStart(t *testing.T) {
+	g := NewWithT(t)
+	ctx := testContext(t)
+	home := t.TempDir()
+	o := testOptions(home)
+	o.IdleExit = -1 // as `flotilla supervisor --idle-exit 0` from systemd
+	done := run(t, ctx, o)
+	g.Eventually(func() bool { return Running(home) }).WithTimeout(5 * time.Second).Should(BeTrue())
+
+	stopped, err := StopIfIdle(ctx, home, o.Dirs)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(stopped).To(BeZero())
+	g.Consistently(done).WithTimeout(3*testInterval).ShouldNot(Receive(), "it runs on")
+	g.Expect(Running(home)).To(BeTrue())
 }

@@ -237,14 +237,14 @@ func (ch *chaos) clusterState(ctx context.Context, name, version string, workers
 		}
 	}
 	dir := filepath.Join(ch.f.home, "clusters", name)
-	sup := process.InDir(dir)
-	names, err := sup.Names()
+	keeper := process.InDir(dir)
+	names, err := keeper.Names()
 	if err != nil {
 		return "", false, err
 	}
 	var runningProcesses []string
 	for _, n := range names {
-		if _, ok := sup.Running(n); ok {
+		if _, ok := keeper.Running(n); ok {
 			runningProcesses = append(runningProcesses, n)
 		}
 	}

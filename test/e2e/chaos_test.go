@@ -341,17 +341,17 @@ func (ch *chaos) kill(ctx context.Context, done <-chan struct{}, after time.Dura
 	case <-time.After(after):
 	}
 	dir := filepath.Join(ch.f.home, "clusters", cluster)
-	sup := process.InDir(dir)
+	keeper := process.InDir(dir)
 	name := target
 	switch target {
 	case "manager":
 		dir = filepath.Join(ch.f.home, "clusters", "mgmt")
-		sup = process.InDir(dir)
+		keeper = process.InDir(dir)
 	case "registry":
-		sup = process.InDir(ch.c.RegistryHome())
+		keeper = process.InDir(ch.c.RegistryHome())
 	}
 	for {
-		if pid, running := sup.Running(name); running {
+		if pid, running := keeper.Running(name); running {
 			return syscall.Kill(pid, syscall.SIGKILL) == nil
 		}
 		select {
@@ -372,10 +372,10 @@ func (ch *chaos) leaks() []string {
 		known[pid] = true
 	}
 	for _, dir := range append(mustGlob(controlplane.ClusterDir(ch.f.home, "*")), ch.c.RegistryHome()) {
-		sup := process.InDir(dir)
-		names, _ := sup.Names()
+		keeper := process.InDir(dir)
+		names, _ := keeper.Names()
 		for _, name := range names {
-			if pid, ok := sup.Running(name); ok {
+			if pid, ok := keeper.Running(name); ok {
 				known[pid] = true
 			}
 		}

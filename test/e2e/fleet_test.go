@@ -13,6 +13,7 @@ import (
 	. "github.com/onsi/gomega"
 	ctrlclient "sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/flotilla-dev/flotilla/addons/values"
 	"github.com/flotilla-dev/flotilla/cli/client"
 	"github.com/flotilla-dev/flotilla/cluster/spec"
 	"github.com/flotilla-dev/flotilla/pkg/binaries"
@@ -63,8 +64,8 @@ func newFleet(t *testing.T) *fleet {
 	f.createOutput = progress.String()
 	t.Cleanup(func() {
 		if t.Failed() {
-			sup := process.InDir(filepath.Join(f.home, "clusters", "mgmt"))
-			t.Logf("the end of the manager's log:\n%s", sup.LogTail("manager", 60))
+			keeper := process.InDir(filepath.Join(f.home, "clusters", "mgmt"))
+			t.Logf("the end of the manager's log:\n%s", keeper.LogTail("manager", 60))
 		}
 		// A scenario that failed before the delete scenario leaves everything running.
 		_ = f.c.DeleteManagementCluster(context.Background(), client.DeleteManagementClusterOptions{Name: "mgmt", OutDir: f.out, Force: true})
@@ -109,6 +110,7 @@ var builtBinary string
 
 // TestMain builds the flotilla binary the manager processes run, once, and removes it after.
 func TestMain(m *testing.M) {
+	values.RunWorkerIfRequested() // DiffAddon renders in this process
 	dir, err := os.MkdirTemp("", "flotilla-e2e-bin")
 	if err != nil {
 		panic(err)

@@ -62,8 +62,8 @@ func testManagementCluster(t *testing.T, f *fleet) {
 	t.Run("the manager runs as its own restricted identities, never with the admin kubeconfig", func(t *testing.T) {
 		g := NewWithT(t)
 		mgmtDir := filepath.Join(f.home, "clusters", "mgmt")
-		sup := process.Supervisor{RunDir: filepath.Join(mgmtDir, "run"), LogDir: filepath.Join(mgmtDir, "logs")}
-		pid, running := sup.Running("manager")
+		keeper := process.Keeper{RunDir: filepath.Join(mgmtDir, "run"), LogDir: filepath.Join(mgmtDir, "logs")}
+		pid, running := keeper.Running("manager")
 		g.Expect(running).To(BeTrue())
 		cmdline, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
 		g.Expect(err).NotTo(HaveOccurred())
@@ -193,8 +193,7 @@ func testDeleteManagementCluster(t *testing.T, f *fleet) {
 	entries, err := os.ReadDir(filepath.Join(f.home, "clusters"))
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(entries).To(BeEmpty(), "no cluster data is left")
-	g.Eventually(func() bool { return supervisor.Running(f.home) }).WithTimeout(30*time.Second).Should(BeFalse(),
-		"the supervisor exits once nothing is left to supervise")
+	g.Expect(supervisor.Running(f.home)).To(BeFalse(), "deleting the last cluster stopped the supervisor: no Flotilla process is left")
 	_, err = os.Stat(f.kubeconfig)
 	g.Expect(os.IsNotExist(err)).To(BeTrue())
 }

@@ -269,11 +269,11 @@ func testRealNodes(t *testing.T, f *fleet) {
 	t.Run("a killed kubelet and containerd are started again by the manager, and the Pod keeps its container", func(t *testing.T) {
 		g := NewWithT(t)
 		nodeDir := filepath.Join(realnode.NodesDir(clusterDir), realNode.Name)
-		sup := process.Supervisor{RunDir: filepath.Join(nodeDir, "run"), LogDir: filepath.Join(nodeDir, "logs")}
+		keeper := process.Keeper{RunDir: filepath.Join(nodeDir, "run"), LogDir: filepath.Join(nodeDir, "logs")}
 		containerID := pod.Status.ContainerStatuses[0].ContainerID
 		killed := map[string]int{}
 		for _, name := range []string{binaries.Kubelet, binaries.Containerd} {
-			pid, running := sup.Running(name)
+			pid, running := keeper.Running(name)
 			g.Expect(running).To(BeTrue(), name)
 			g.Expect(syscall.Kill(pid, syscall.SIGKILL)).To(Succeed())
 			killed[name] = pid
@@ -281,7 +281,7 @@ func testRealNodes(t *testing.T, f *fleet) {
 		start := time.Now()
 		g.Eventually(func(g Gomega) {
 			for name, old := range killed {
-				pid, running := sup.Running(name)
+				pid, running := keeper.Running(name)
 				g.Expect(running).To(BeTrue(), "%s runs again", name)
 				g.Expect(pid).NotTo(Equal(old))
 			}

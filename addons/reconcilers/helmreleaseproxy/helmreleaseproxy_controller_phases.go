@@ -9,7 +9,6 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/Masterminds/semver/v3"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -26,6 +25,7 @@ import (
 	addonsv1 "github.com/flotilla-dev/flotilla/api/addons/v1alpha1"
 	flotillav1 "github.com/flotilla-dev/flotilla/api/cluster/v1alpha1"
 	"github.com/flotilla-dev/flotilla/pkg/background"
+	"github.com/flotilla-dev/flotilla/pkg/helm"
 	"github.com/flotilla-dev/flotilla/pkg/objectpatch"
 	"github.com/flotilla-dev/flotilla/pkg/predelete"
 )
@@ -94,7 +94,7 @@ func (r *Reconciler) reconcileNormal(ctx context.Context, s *scope) (ctrl.Result
 		}
 	}
 
-	if hrp.Status.Installed != nil && (installOnce(hrp) || (applied == hrp.Status.AppliedHash && exactVersion(hrp.Spec.Version))) {
+	if hrp.Status.Installed != nil && (installOnce(hrp) || (applied == hrp.Status.AppliedHash && helm.ExactVersion(hrp.Spec.Version))) {
 		upToDate, err := r.observe(ctx, s, cfg)
 		if err != nil {
 			return ctrl.Result{}, err
@@ -409,12 +409,6 @@ func appliedHash(hrp *addonsv1.HelmReleaseProxy, valuesHash string) string {
 	}{identity(hrp), hrp.Spec.Version, hrp.Spec.Options, valuesHash})
 	sum := sha256.Sum256(b)
 	return "sha256:" + hex.EncodeToString(sum[:])
-}
-
-// exactVersion reports whether version names one chart version (not a range, not "latest").
-func exactVersion(version string) bool {
-	_, err := semver.StrictNewVersion(version)
-	return err == nil
 }
 
 // retrying reports whether the last install or upgrade of the current generation failed.

@@ -10,14 +10,6 @@ import (
 	addonsv1 "github.com/flotilla-dev/flotilla/api/addons/v1alpha1"
 )
 
-func TestExactVersion(t *testing.T) {
-	for version, want := range map[string]bool{
-		"1.2.3": true, "1.2.3-rc.1": true, "": false, "1.2": false, "^1.2.0": false, ">=1.0.0 <2.0.0": false, "1.x": false,
-	} {
-		NewWithT(t).Expect(exactVersion(version)).To(Equal(want), version)
-	}
-}
-
 func TestAppliedHashChangesWithWhatAReleaseIsMadeOf(t *testing.T) {
 	g := NewWithT(t)
 	base := &addonsv1.HelmReleaseProxy{Spec: addonsv1.HelmReleaseProxySpec{ClusterName: "w1", ReleaseName: "r",

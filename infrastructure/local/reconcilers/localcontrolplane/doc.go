@@ -1,6 +1,6 @@
 // Package localcontrolplane reconciles LocalControlPlane, the CAPI control plane of the local
 // provider: a hosted control plane whose etcd, kube-apiserver, kube-controller-manager,
-// kube-scheduler and kwok run as processes on the manager's host, supervised by package
+// kube-scheduler and kwok run as processes on the manager's host, started by package
 // pkg/controlplane under $FLOTILLA_HOME/clusters/<cluster>.
 //
 // # Reconciling

@@ -32,12 +32,12 @@ func lookPath(t *testing.T, name string) string {
 	return abs
 }
 
-// newSupervisor returns a supervisor in a fresh directory that stops what it started when the
+// newKeeper returns a Keeper of a fresh directory that stops what it started when the
 // test ends.
-func newSupervisor(t *testing.T) Supervisor {
+func newKeeper(t *testing.T) Keeper {
 	t.Helper()
 	dir := t.TempDir()
-	s := Supervisor{RunDir: filepath.Join(dir, "run"), LogDir: filepath.Join(dir, "logs")}
+	s := Keeper{RunDir: filepath.Join(dir, "run"), LogDir: filepath.Join(dir, "logs")}
 	t.Cleanup(func() { _ = s.StopAll(ctrl.LoggerInto(context.Background(), logr.Discard()), time.Second) })
 	return s
 }
@@ -46,10 +46,10 @@ func sleepSpec(t *testing.T, name string) Spec {
 	return Spec{Name: name, Path: lookPath(t, "sleep"), Args: []string{"1000"}}
 }
 
-func TestEnsureStartsAProcessThatAFreshSupervisorAdopts(t *testing.T) {
+func TestEnsureStartsAProcessThatAFreshKeeperAdopts(t *testing.T) {
 	g := NewWithT(t)
 	ctx := testContext(t)
-	s := newSupervisor(t)
+	s := newKeeper(t)
 	spec := sleepSpec(t, "sleeper")
 
 	started, err := s.Ensure(ctx, spec)
@@ -73,7 +73,7 @@ func TestEnsureStartsAProcessThatAFreshSupervisorAdopts(t *testing.T) {
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(sid).To(Equal(started.PID))
 
-	fresh := Supervisor{RunDir: s.RunDir, LogDir: s.LogDir}
+	fresh := Keeper{RunDir: s.RunDir, LogDir: s.LogDir}
 	_, why := fresh.check("sleeper")
 	g.Expect(why).To(BeEmpty())
 	adopted, err := fresh.Ensure(ctx, spec)
@@ -90,12 +90,12 @@ func TestEnsureStartsAProcessThatAFreshSupervisorAdopts(t *testing.T) {
 }
 
 // starterEnv, when set to a directory, makes the test binary act as a short-lived program that
-// starts a sleep under a supervisor of that directory and exits.
+// starts a sleep under the Keeper of that directory and exits.
 const starterEnv = "FLOTILLA_PROCESS_TEST_STARTER"
 
 func TestMain(m *testing.M) {
 	if dir := os.Getenv(starterEnv); dir != "" {
-		s := Supervisor{RunDir: filepath.Join(dir, "run"), LogDir: filepath.Join(dir, "logs")}
+		s := Keeper{RunDir: filepath.Join(dir, "run"), LogDir: filepath.Join(dir, "logs")}
 		sleep, err := exec.LookPath("sleep")
 		if err == nil {
 			_, err = s.Ensure(ctrl.LoggerInto(context.Background(), logr.Discard()), Spec{Name: "sleeper", Path: sleep, Args: []string{"1000"}})
@@ -112,7 +112,7 @@ func TestMain(m *testing.M) {
 func TestAProcessOutlivesTheProgramThatStartedIt(t *testing.T) {
 	g := NewWithT(t)
 	ctx := testContext(t)
-	s := newSupervisor(t)
+	s := newKeeper(t)
 	dir := filepath.Dir(s.RunDir)
 
 	starter := exec.Command(os.Args[0], "-test.run=^$")
@@ -131,7 +131,7 @@ func TestAProcessOutlivesTheProgramThatStartedIt(t *testing.T) {
 func TestEnsureRestartsWhenTheCommandLineChanged(t *testing.T) {
 	g := NewWithT(t)
 	ctx := testContext(t)
-	s := newSupervisor(t)
+	s := newKeeper(t)
 	spec := sleepSpec(t, "sleeper")
 
 	first, err := s.Ensure(ctx, spec)
@@ -149,7 +149,7 @@ func TestEnsureRestartsWhenTheCommandLineChanged(t *testing.T) {
 func TestDiffersTellsWhatEnsureWouldRestart(t *testing.T) {
 	g := NewWithT(t)
 	ctx := testContext(t)
-	s := newSupervisor(t)
+	s := newKeeper(t)
 	spec := sleepSpec(t, "sleeper")
 	g.Expect(s.Differs(spec)).To(BeFalse(), "nothing runs: Ensure would start, not restart")
 
@@ -168,7 +168,7 @@ func TestDiffersTellsWhatEnsureWouldRestart(t *testing.T) {
 func TestEnsureRestartsADeadProcessThatHadRunAWhileAtOnce(t *testing.T) {
 	g := NewWithT(t)
 	ctx := testContext(t)
-	s := newSupervisor(t)
+	s := newKeeper(t)
 	spec := sleepSpec(t, "sleeper")
 
 	first, err := s.Ensure(ctx, spec)
@@ -206,7 +206,7 @@ func TestAStalePIDFileIsNeverSignalled(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			g := NewWithT(t)
 			ctx := testContext(t)
-			s := newSupervisor(t)
+			s := newKeeper(t)
 			spec := sleepSpec(t, "sleeper")
 			pid := tt.pid(t)
 			// A record that claims the pid with our command line, as after a reboot.
@@ -229,7 +229,7 @@ func TestAStalePIDFileIsNeverSignalled(t *testing.T) {
 func TestAZombieCountsAsDead(t *testing.T) {
 	g := NewWithT(t)
 	ctx := testContext(t)
-	s := newSupervisor(t)
+	s := newKeeper(t)
 	spec := sleepSpec(t, "sleeper")
 
 	// A child that nobody waits for becomes a zombie when it exits.
@@ -259,7 +259,7 @@ func TestAZombieCountsAsDead(t *testing.T) {
 func TestStopKillsAProcessThatIgnoresSIGTERM(t *testing.T) {
 	g := NewWithT(t)
 	ctx := testContext(t)
-	s := newSupervisor(t)
+	s := newKeeper(t)
 	spec := Spec{Name: "stubborn", Path: lookPath(t, "sh"), Args: []string{"-c", `trap "" TERM; echo "ignoring" "TERM"; while :; do sleep 0.1; done`}}
 
 	p, err := s.Ensure(ctx, spec)
@@ -275,7 +275,7 @@ func TestStopKillsAProcessThatIgnoresSIGTERM(t *testing.T) {
 func TestAProcessGetsAFixedEnvironmentAndItsLog(t *testing.T) {
 	g := NewWithT(t)
 	ctx := testContext(t)
-	s := newSupervisor(t)
+	s := newKeeper(t)
 	t.Setenv("KUBECONFIG", "/from/the/starter")
 	spec := Spec{Name: "env", Path: lookPath(t, "sh"), Args: []string{"-c", `echo "flavour=$FLAVOUR kubeconfig=$KUBECONFIG"; sleep 1000`}, Env: []string{"FLAVOUR=plain"}}
 
@@ -301,7 +301,7 @@ func TestSpecsAreValidated(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			g := NewWithT(t)
-			_, err := newSupervisor(t).Ensure(testContext(t), tt.spec)
+			_, err := newKeeper(t).Ensure(testContext(t), tt.spec)
 			g.Expect(err).To(MatchError(ContainSubstring(tt.wantErr)))
 		})
 	}
@@ -346,7 +346,7 @@ func getsid(pid int) (int, error) {
 func TestAStartWhoseRecordWasNeverWrittenIsAdoptedNotDuplicated(t *testing.T) {
 	g := NewWithT(t)
 	ctx := testContext(t)
-	s := newSupervisor(t)
+	s := newKeeper(t)
 	spec := sleepSpec(t, "sleeper")
 	g.Expect(os.MkdirAll(s.RunDir, 0o700)).To(Succeed())
 
@@ -374,8 +374,8 @@ func TestAStartWhoseRecordWasNeverWrittenIsAdoptedNotDuplicated(t *testing.T) {
 	g.Expect(p.Adopted).To(BeTrue())
 	g.Expect(Alive(other)).To(BeTrue(), "a marked process with another command line is left alone")
 
-	// It is recorded now: a fresh supervisor adopts it through its record, and Stop stops it.
-	fresh := Supervisor{RunDir: s.RunDir, LogDir: s.LogDir}
+	// It is recorded now: a fresh Keeper adopts it through its record, and Stop stops it.
+	fresh := Keeper{RunDir: s.RunDir, LogDir: s.LogDir}
 	again, err := fresh.Ensure(ctx, spec)
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(again.PID).To(Equal(orphan))
