@@ -182,7 +182,7 @@ func apiserverSpec(cfg Config, l layout, st state) process.Spec {
 		)
 	}
 	return process.Spec{Name: binaries.KubeAPIServer, Path: cfg.Binaries.Path(binaries.KubeAPIServer), Dir: string(l),
-		Ports: []string{hostPort(st.Host, st.APIServerPort)}, Args: args}
+		Ports: []string{hostPort(st.Host, st.APIServerPort)}, Args: args, Cgroup: cfg.apiserverCgroup}
 }
 
 // nodeGateway is the gateway of a node network: where nodes and Pods reach kube-apiserver.

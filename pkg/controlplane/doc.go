@@ -99,6 +99,12 @@
 // lose the member: use it for simulated workload clusters, the ephemeral bootstrap cluster and
 // tests, not for a management cluster whose state matters.
 //
+// kube-apiserver starts in a cgroup v2 group of its own whose connections the host lets through
+// to this machine's addresses and the cluster's node network only (package nodenet, Egress):
+// a Service proxy, webhook or APIService that a cluster's owner points at the LAN fails at once.
+// Ensure makes the group and rules; Prepare puts them back after a restart of the machine (the
+// supervisor of the home runs it before starting processes again); Delete removes them.
+//
 // kube-apiserver: --authorization-mode=RBAC (no kubelets here, so no Node authorizer, whose graph
 // would also cost start time); --enable-priority-and-fairness=false (the max-in-flight limits
 // are enough for one local client set, and ready comes sooner without the APF bootstrap);
