@@ -404,7 +404,8 @@ func (m *Manager) Run(ctx context.Context) error {
 	for _, c := range m.components {
 		names = append(names, c.Name)
 	}
-	log.Info("Starting manager", "id", m.id, "version", m.version, "components", names, "webhookURL", m.webhookURL)
+	log.Info("Starting manager", "id", m.id, "version", m.version, "components", names, "webhookURL", m.webhookURL,
+		"probes", m.ProbeAddress(), "metrics", m.MetricsAddress())
 	if err := m.mgr.Start(ctx); err != nil {
 		return fmt.Errorf("running manager: %w", err)
 	}
