@@ -2,11 +2,10 @@ package bench
 
 import (
 	"bufio"
-	"encoding/json"
+	"bytes"
+	"io"
 	"net/http"
 	"net/url"
-	"os"
-	"path/filepath"
 	"regexp"
 	"strconv"
 	"testing"
@@ -15,6 +14,9 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/cluster-api/util/secret"
 	ctrlclient "sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/flotilla-dev/flotilla/cli/client"
+	"github.com/flotilla-dev/flotilla/pkg/binaries"
 )
 
 // requestCounts are the manager's client requests so far, by API server host and HTTP method.
@@ -38,26 +40,19 @@ var sample = regexp.MustCompile(`^(\w+)\{([^}]*)\} ([0-9.e+-]+)$`)
 
 var label = regexp.MustCompile(`(\w+)="([^"]*)"`)
 
-// managerMetrics scrapes the metrics endpoint of mgmt's manager, as recorded in manager.json.
+// managerMetrics scrapes the metrics endpoint of mgmt's manager, as the CLI reads it.
 func managerMetrics(b *testing.B, home string) metricsScrape {
 	b.Helper()
-	data, err := os.ReadFile(filepath.Join(home, "clusters", "mgmt", "manager.json"))
+	c, err := client.New(home, binaries.DefaultRoot(), io.Discard)
 	if err != nil {
 		b.Fatal(err)
 	}
-	var endpoints struct {
-		Metrics string `json:"metrics"`
-	}
-	if err := json.Unmarshal(data, &endpoints); err != nil {
-		b.Fatal(err)
-	}
-	resp, err := http.Get("http://" + endpoints.Metrics + "/metrics")
+	data, err := c.ManagerMetrics(b.Context(), "mgmt")
 	if err != nil {
 		b.Fatal(err)
 	}
-	defer func() { _ = resp.Body.Close() }()
 	m := metricsScrape{requests: requestCounts{}, engine: map[string]float64{}, added: map[string]float64{}}
-	sc := bufio.NewScanner(resp.Body)
+	sc := bufio.NewScanner(bytes.NewReader(data))
 	sc.Buffer(make([]byte, 1<<20), 1<<20)
 	for sc.Scan() {
 		s := sample.FindStringSubmatch(sc.Text())

@@ -5,8 +5,9 @@
 //
 //   - Cluster API's cluster cache (controllers/clustercache), the only way components reach
 //     workload clusters, and Cluster API's default field indexes;
-//   - health (/healthz) and readiness (/readyz) probes, and a Prometheus metrics endpoint, both
-//     bound to loopback by default;
+//   - health (/healthz) and readiness (/readyz) probes, and a Prometheus metrics endpoint served
+//     over HTTPS to clients the API server authorizes to get /metrics, both on 127.0.0.1 with a
+//     port the kernel picks by default (ProbeAddress, MetricsAddress; serving.go);
 //   - leader election with a Lease in flotilla-system, named after the components it runs, so
 //     that managers running different components do not compete;
 //   - an admission webhook server on 127.0.0.1 with a self-signed certificate generated at start.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"net/http"
 	"os"
 	"sync/atomic"
@@ -47,12 +48,6 @@ const Namespace = flotillav1.SystemNamespace
 // fieldOwner is the server-side apply field manager of what the manager applies.
 const fieldOwner = "flotilla-manager"
 
-// Defaults of Options.
-const (
-	DefaultHealthProbeBindAddress = "127.0.0.1:9440"
-	DefaultMetricsBindAddress     = "127.0.0.1:8080"
-)
-
 // Settings of the manager's caches and clients.
 const (
 	syncPeriod = 10 * time.Minute
@@ -65,11 +60,12 @@ const (
 type Options struct {
 	// Components names the components to run; empty or "all" runs every one of Components().
 	Components []string
-	// HealthProbeBindAddress serves /healthz and /readyz; DefaultHealthProbeBindAddress when
-	// empty, "0" disables.
+	// HealthProbeBindAddress serves /healthz and /readyz; DefaultHealthProbeBindAddress (a port
+	// the kernel picks: ProbeAddress) when empty, "0" disables.
 	HealthProbeBindAddress string
-	// MetricsBindAddress serves Prometheus metrics at /metrics; DefaultMetricsBindAddress when
-	// empty, "0" disables.
+	// MetricsBindAddress serves Prometheus metrics at https://<address>/metrics to clients the
+	// API server authorizes (serving.go); DefaultMetricsBindAddress (a port the kernel picks:
+	// MetricsAddress) when empty, "0" disables.
 	MetricsBindAddress string
 	// WebhookPort is the port of the webhook server on 127.0.0.1; 0 picks a free one at start.
 	WebhookPort int
@@ -152,6 +148,10 @@ type Manager struct {
 	directClient ctrlclient.Client
 	// readyChecks are the checks of the readiness probe (/readyz), which Ready runs too.
 	readyChecks []healthz.Checker
+	// probeListener and metricsListener are where the probes and metrics are served (nil:
+	// disabled), opened in New (serving.go).
+	probeListener   net.Listener
+	metricsListener net.Listener
 	// stopped ends when the manager has stopped (cleanup): the components' cluster sources
 	// read until then (clusterSources).
 	stopped     context.Context
@@ -177,6 +177,9 @@ func New(ctx context.Context, identities Identities, opts Options) (_ *Manager, 
 			m.cleanup()
 		}
 	}()
+	if err := m.listenProbesAndMetrics(opts); err != nil {
+		return nil, err
+	}
 	deps := newDeps(opts)
 	s, err := newScheme()
 	if err != nil {
@@ -200,6 +203,9 @@ func New(ctx context.Context, identities Identities, opts Options) (_ *Manager, 
 	}
 	m.registrar = &webhookRegistrar{client: m.directClient, server: server, name: m.id, baseURL: m.webhookURL, caBundle: caBundle}
 	if err := m.setup(ctx); err != nil {
+		return nil, err
+	}
+	if err := m.serveMetrics(ctx, restConfig); err != nil {
 		return nil, err
 	}
 	deps.ClusterCache = clusterSources{ClusterCache: m.clusterCache, stopped: m.stopped}
@@ -323,8 +329,9 @@ func managerOptions(opts Options, id string, s *runtime.Scheme, server webhook.S
 		Controller: ctrlconfig.Controller{
 			SkipNameValidation: ptr.To(opts.SkipControllerNameValidation),
 		},
-		HealthProbeBindAddress:        orDefault(opts.HealthProbeBindAddress, DefaultHealthProbeBindAddress),
-		Metrics:                       metricsserver.Options{BindAddress: orDefault(opts.MetricsBindAddress, DefaultMetricsBindAddress)},
+		// The manager serves its probes and metrics itself (serving.go).
+		HealthProbeBindAddress:        "0",
+		Metrics:                       metricsserver.Options{BindAddress: "0"},
 		LeaderElection:                opts.LeaderElection,
 		LeaderElectionID:              id,
 		LeaderElectionNamespace:       Namespace,
@@ -334,30 +341,24 @@ func managerOptions(opts Options, id string, s *runtime.Scheme, server webhook.S
 	}
 }
 
-// setup adds probes, the cluster cache, the endpoint gate and the webhook registrar to the
+// setup adds the probes, the cluster cache, the endpoint gate and the webhook registrar to the
 // manager of ManagerIdentity.
 func (m *Manager) setup(ctx context.Context) error {
 	mgr := m.mgr
-	checks := []struct {
-		name    string
-		ready   bool
-		checker healthz.Checker
-	}{
-		{"ping", false, healthz.Ping},
-		{"webhook-server", false, mgr.GetWebhookServer().StartedChecker()},
-		{"webhook-server", true, mgr.GetWebhookServer().StartedChecker()},
-		{"webhook-configuration", true, m.registrar.checker},
-		{"components", true, func(*http.Request) error { return m.componentsSynced() }},
+	healthChecks := []check{
+		{"ping", healthz.Ping},
+		{"webhook-server", mgr.GetWebhookServer().StartedChecker()},
 	}
-	for _, c := range checks {
-		add := mgr.AddHealthzCheck
-		if c.ready {
-			add = mgr.AddReadyzCheck
-			m.readyChecks = append(m.readyChecks, c.checker)
-		}
-		if err := add(c.name, c.checker); err != nil {
-			return fmt.Errorf("adding %s check: %w", c.name, err)
-		}
+	readyChecks := []check{
+		{"webhook-server", mgr.GetWebhookServer().StartedChecker()},
+		{"webhook-configuration", m.registrar.checker},
+		{"components", func(*http.Request) error { return m.componentsSynced() }},
+	}
+	for _, c := range readyChecks {
+		m.readyChecks = append(m.readyChecks, c.checker)
+	}
+	if err := m.serveProbes(healthChecks, readyChecks); err != nil {
+		return fmt.Errorf("adding the probes: %w", err)
 	}
 
 	secretCachingClient, err := setup.CreateSecretCachingClient(mgr)
@@ -403,7 +404,8 @@ func (m *Manager) Run(ctx context.Context) error {
 	for _, c := range m.components {
 		names = append(names, c.Name)
 	}
-	log.Info("Starting manager", "id", m.id, "version", m.version, "components", names, "webhookURL", m.webhookURL)
+	log.Info("Starting manager", "id", m.id, "version", m.version, "components", names, "webhookURL", m.webhookURL,
+		"probes", m.ProbeAddress(), "metrics", m.MetricsAddress())
 	if err := m.mgr.Start(ctx); err != nil {
 		return fmt.Errorf("running manager: %w", err)
 	}
@@ -479,6 +481,11 @@ func (m *Manager) WebhookURL() string { return m.webhookURL }
 // manager generated.
 func (m *Manager) cleanup() {
 	m.markStopped()
+	for _, l := range []net.Listener{m.probeListener, m.metricsListener} {
+		if l != nil {
+			_ = l.Close() // closed already when served
+		}
+	}
 	if m.removeCerts && m.certDir != "" {
 		_ = os.RemoveAll(m.certDir)
 	}

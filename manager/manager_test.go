@@ -2,6 +2,7 @@ package manager_test
 
 import (
 	"context"
+	"crypto/tls"
 	"fmt"
 	"io"
 	"net"
@@ -12,9 +13,12 @@ import (
 
 	. "github.com/onsi/gomega"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	authenticationv1 "k8s.io/api/authentication/v1"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/klog/v2/textlogger"
 	"k8s.io/utils/ptr"
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
@@ -32,24 +36,61 @@ func TestMain(m *testing.M) {
 	os.Exit(testenv.Run(m, testenv.Options{}, func(e *testenv.Environment) { env = e }))
 }
 
-func freeAddr(t *testing.T) string {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatalf("finding a free port: %v", err)
-	}
-	defer func() { _ = l.Close() }()
-	return l.Addr().String()
-}
-
 func get(url string) (int, string, error) {
 	resp, err := http.Get(url) //nolint:gosec,noctx // a loopback test endpoint
+	return readResponse(resp, err)
+}
+
+// getWithToken asks url over HTTPS, not verifying the manager's self-signed certificate, with
+// token as bearer token unless empty.
+func getWithToken(url, token string) (int, string, error) {
+	req, err := http.NewRequest(http.MethodGet, url, nil) //nolint:noctx // a loopback test endpoint
+	if err != nil {
+		return 0, "", err
+	}
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	client := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}} //nolint:gosec // the test checks authorization, not the certificate
+	return readResponse(client.Do(req))
+}
+
+func readResponse(resp *http.Response, err error) (int, string, error) {
 	if err != nil {
 		return 0, "", err
 	}
 	defer func() { _ = resp.Body.Close() }()
 	body, err := io.ReadAll(resp.Body)
 	return resp.StatusCode, string(body), err
+}
+
+// serviceAccountToken returns a token of a new ServiceAccount name in namespace ns, allowed to
+// get the non-resource URL /metrics when metricsReader.
+func serviceAccountToken(ctx context.Context, t *testing.T, ns, name string, metricsReader bool) string {
+	t.Helper()
+	g := NewWithT(t)
+	sa := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}}
+	g.Expect(env.Client.Create(ctx, sa)).To(Succeed())
+	if metricsReader {
+		role := &rbacv1.ClusterRole{
+			ObjectMeta: metav1.ObjectMeta{Name: ns + "-" + name},
+			Rules:      []rbacv1.PolicyRule{{NonResourceURLs: []string{"/metrics"}, Verbs: []string{"get"}}},
+		}
+		binding := &rbacv1.ClusterRoleBinding{
+			ObjectMeta: metav1.ObjectMeta{Name: ns + "-" + name},
+			RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: role.Name},
+			Subjects:   []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Namespace: ns, Name: name}},
+		}
+		for _, obj := range []ctrlclient.Object{role, binding} {
+			g.Expect(env.Client.Create(ctx, obj)).To(Succeed())
+			t.Cleanup(func() { _ = env.Client.Delete(context.Background(), obj) })
+		}
+	}
+	clientset, err := kubernetes.NewForConfig(env.Config)
+	g.Expect(err).NotTo(HaveOccurred())
+	token, err := clientset.CoreV1().ServiceAccounts(ns).CreateToken(ctx, name, &authenticationv1.TokenRequest{}, metav1.CreateOptions{})
+	g.Expect(err).NotTo(HaveOccurred())
+	return token.Status.Token
 }
 
 // TestManagerRunsClusterAPIAndServesWebhooksOnLoopback starts the manager with every component
@@ -61,13 +102,17 @@ func TestManagerRunsClusterAPIAndServesWebhooksOnLoopback(t *testing.T) {
 	ctx, cancel := context.WithCancel(ctrl.LoggerInto(context.Background(), log))
 	defer cancel()
 
-	healthAddr, metricsAddr := freeAddr(t), freeAddr(t)
+	// Another user of the machine holds the ports the manager's probes and metrics once had:
+	// the manager takes others.
+	for _, addr := range []string{"127.0.0.1:9440", "127.0.0.1:8080"} {
+		if l, err := net.Listen("tcp", addr); err == nil { // else someone holds it already
+			defer func() { _ = l.Close() }()
+		}
+	}
 	identities, err := env.ManagerIdentities(ctx)
 	g.Expect(err).NotTo(HaveOccurred())
 	m, err := manager.New(ctx, identities, manager.Options{
 		Components:                   []string{"capi"},
-		HealthProbeBindAddress:       healthAddr,
-		MetricsBindAddress:           metricsAddr,
 		LeaderElection:               true,
 		Home:                         t.TempDir(),
 		Version:                      "v0.0.0-test",
@@ -75,6 +120,10 @@ func TestManagerRunsClusterAPIAndServesWebhooksOnLoopback(t *testing.T) {
 	})
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(m.ID()).To(Equal("flotilla-manager-capi"))
+	healthAddr, metricsAddr := m.ProbeAddress(), m.MetricsAddress()
+	g.Expect(healthAddr).To(HavePrefix("127.0.0.1:"))
+	g.Expect(metricsAddr).To(HavePrefix("127.0.0.1:"))
+	g.Expect([]string{healthAddr, metricsAddr}).NotTo(ContainElements("127.0.0.1:9440", "127.0.0.1:8080"))
 	g.Expect(m.Ready()).To(MatchError(ContainSubstring("not been started")), "not ready before it runs")
 	_, stop, err := testenv.RunManager(ctx, m.Manager(), m.Run, testenv.Readiness{Checks: []func() error{m.Ready}})
 	g.Expect(err).NotTo(HaveOccurred())
@@ -173,11 +222,25 @@ func TestManagerRunsClusterAPIAndServesWebhooksOnLoopback(t *testing.T) {
 		}, 30*time.Second, 200*time.Millisecond).Should(Succeed())
 	})
 
-	t.Run("the metrics endpoint answers on loopback", func(t *testing.T) {
+	t.Run("the metrics endpoint answers over HTTPS only those the API server authorizes", func(t *testing.T) {
 		g := NewWithT(t)
-		code, body, err := get(fmt.Sprintf("http://%s/metrics", metricsAddr))
+		url := fmt.Sprintf("https://%s/metrics", metricsAddr)
+		code, _, err := getWithToken(url, "")
 		g.Expect(err).NotTo(HaveOccurred())
-		g.Expect(code).To(Equal(http.StatusOK))
+		g.Expect(code).To(Equal(http.StatusUnauthorized), "no credentials")
+		code, _, err = get(fmt.Sprintf("http://%s/metrics", metricsAddr))
+		g.Expect(err).NotTo(HaveOccurred())
+		g.Expect(code).To(Equal(http.StatusBadRequest), "plain HTTP")
+
+		stranger := serviceAccountToken(ctx, t, ns, "stranger", false)
+		code, _, err = getWithToken(url, stranger)
+		g.Expect(err).NotTo(HaveOccurred())
+		g.Expect(code).To(Equal(http.StatusForbidden), "a user who may not get /metrics")
+
+		scraper := serviceAccountToken(ctx, t, ns, "scraper", true)
+		code, body, err := getWithToken(url, scraper)
+		g.Expect(err).NotTo(HaveOccurred())
+		g.Expect(code).To(Equal(http.StatusOK), body)
 		g.Expect(body).To(ContainSubstring(`controller_runtime_reconcile_total{controller="cluster"`))
 	})
 

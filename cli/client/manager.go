@@ -27,12 +27,52 @@ import (
 // managerProcess is the name of the manager's process in its cluster's process.Keeper.
 const managerProcess = "manager"
 
-// managerEndpoints are the loopback addresses a local manager process serves on, recorded in
-// <cluster dir>/manager.json so that later commands can check its health.
+// managerEndpoints is the webhook port a local manager process serves on, recorded in
+// <cluster dir>/manager.json so that a restart keeps it. The manager's probes and metrics take
+// ports the kernel picks, which it records itself (ManagerServing).
 type managerEndpoints struct {
-	Health  string `json:"health"`
-	Metrics string `json:"metrics"`
-	Webhook int    `json:"webhookPort"`
+	Webhook int `json:"webhookPort"`
+}
+
+// ManagerServing is where a manager serves its probes and metrics (host:port, "" when off), as
+// `flotilla manager --endpoints-file` records it.
+type ManagerServing struct {
+	Health  string `json:"health,omitempty"`
+	Metrics string `json:"metrics,omitempty"`
+}
+
+// WriteManagerServing records serving at path (0600).
+func WriteManagerServing(path string, serving ManagerServing) error {
+	data, err := json.Marshal(serving)
+	if err != nil {
+		return fmt.Errorf("encoding the manager's addresses: %w", err)
+	}
+	return atomicfile.Write(path, data)
+}
+
+// managerCertDir holds the serving certificate the manager of local cluster name makes at start,
+// for its webhooks and metrics.
+func (c *Client) managerCertDir(name string) string {
+	return filepath.Join(c.clusterDir(name), "manager", "certs")
+}
+
+// managerServingPath is the file the manager of local cluster name records its ManagerServing
+// in.
+func (c *Client) managerServingPath(name string) string {
+	return filepath.Join(c.clusterDir(name), "manager", "serving.json")
+}
+
+// managerServing reads where the manager of local cluster name serves its probes and metrics.
+func (c *Client) managerServing(name string) (ManagerServing, error) {
+	var serving ManagerServing
+	data, err := os.ReadFile(c.managerServingPath(name))
+	if err != nil {
+		return serving, fmt.Errorf("reading the manager's addresses (it records them once it listens): %w", err)
+	}
+	if err := json.Unmarshal(data, &serving); err != nil {
+		return serving, fmt.Errorf("reading %s: %w", c.managerServingPath(name), err)
+	}
+	return serving, nil
 }
 
 func (c *Client) keeper(name string) process.Keeper {
@@ -83,7 +123,14 @@ func (c *Client) ensureManagerProcess(ctx context.Context, name string) (process
 	}
 	defer unlock()
 	ep, err := c.managerEndpoints(name)
-	if _, running := keeper.Running(managerProcess); err != nil || (!running && !ep.free()) {
+	_, running := keeper.Running(managerProcess)
+	if !running {
+		// A manager about to start records where it serves; until then there is no answer.
+		if err := os.Remove(c.managerServingPath(name)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return process.Process{}, err
+		}
+	}
+	if err != nil || ep.Webhook == 0 || (!running && !ep.free()) {
 		if ep, err = newManagerEndpoints(); err != nil {
 			return process.Process{}, err
 		}
@@ -173,36 +220,36 @@ func (c *Client) managerSpec(name string, ep managerEndpoints, proxy *flotillav1
 			"--renew-identities-from", c.clusterDir(name),
 			"--home", c.Home,
 			"--bin-dir", c.BinRoot,
-			"--health-addr", ep.Health,
-			"--metrics-addr", ep.Metrics,
+			// Probes and metrics on ports the kernel picks, recorded for probeManager.
+			"--endpoints-file", c.managerServingPath(name),
 			"--webhook-port", strconv.Itoa(ep.Webhook),
-			"--webhook-cert-dir", filepath.Join(c.clusterDir(name), "manager", "certs"),
+			"--webhook-cert-dir", c.managerCertDir(name),
 			// It starts the supervisor of the home again should that one stop.
 			"--keep-supervisor",
 			// No leader election: the supervisor already runs one manager per cluster, and a
 			// local manager that missed a lease renewal on a busy machine would exit. (In a
 			// real cluster, replicas elect a leader.)
 		},
-		Ports: []string{ep.Health, ep.Metrics, net.JoinHostPort("127.0.0.1", strconv.Itoa(ep.Webhook))},
+		Ports: []string{ep.webhookAddress()},
 	}
 }
 
-// newManagerEndpoints picks free loopback ports for a manager.
+// newManagerEndpoints picks a free loopback port for a manager's webhooks.
 func newManagerEndpoints() (managerEndpoints, error) {
-	ports, err := freePorts(3)
+	port, err := controlplane.PickPort("127.0.0.1")
 	if err != nil {
 		return managerEndpoints{}, err
 	}
-	return managerEndpoints{
-		Health:  net.JoinHostPort("127.0.0.1", strconv.Itoa(ports[0])),
-		Metrics: net.JoinHostPort("127.0.0.1", strconv.Itoa(ports[1])),
-		Webhook: ports[2],
-	}, nil
+	return managerEndpoints{Webhook: int(port)}, nil
 }
 
-// free reports whether every port of ep is free.
+// free reports whether the port of ep is free.
 func (ep managerEndpoints) free() bool {
-	return process.PortFree(ep.Health) && process.PortFree(ep.Metrics) && process.PortFree(net.JoinHostPort("127.0.0.1", strconv.Itoa(ep.Webhook)))
+	return process.PortFree(ep.webhookAddress())
+}
+
+func (ep managerEndpoints) webhookAddress() string {
+	return net.JoinHostPort("127.0.0.1", strconv.Itoa(ep.Webhook))
 }
 
 // managerEndpoints reads the endpoints the manager of name was last started with.
@@ -225,11 +272,14 @@ func (c *Client) ManagerReady(ctx context.Context, name string) error {
 
 // probeManager asks the manager of local cluster name for one of its probes, /healthz or /readyz.
 func (c *Client) probeManager(ctx context.Context, name, path string) error {
-	ep, err := c.managerEndpoints(name)
+	serving, err := c.managerServing(name)
 	if err != nil {
 		return err
 	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+ep.Health+path, nil)
+	if serving.Health == "" {
+		return fmt.Errorf("manager %s: the manager serves no probes", path)
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+serving.Health+path, nil)
 	if err != nil {
 		return err
 	}
@@ -254,17 +304,4 @@ func (c *Client) stopManager(ctx context.Context, name string) error {
 		return fmt.Errorf("stopping the manager of %s: %w", name, err)
 	}
 	return nil
-}
-
-// freePorts returns n distinct free TCP ports on the loopback interface.
-func freePorts(n int) ([]int, error) {
-	ports := make([]int, 0, n)
-	for range n {
-		port, err := controlplane.PickPort("127.0.0.1")
-		if err != nil {
-			return nil, err
-		}
-		ports = append(ports, int(port))
-	}
-	return ports, nil
 }

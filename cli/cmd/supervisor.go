@@ -14,6 +14,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 
 	"github.com/flotilla-dev/flotilla/cli/client"
+	"github.com/flotilla-dev/flotilla/pkg/controlplane"
 	"github.com/flotilla-dev/flotilla/pkg/supervisor"
 )
 
@@ -66,5 +67,5 @@ func (o *SupervisorOptions) Run(ctx context.Context) error {
 	if idle == 0 {
 		idle = -1
 	}
-	return supervisor.Run(ctx, supervisor.Options{Home: o.global.Home, Dirs: client.SupervisedDirs(o.global.Home), IdleExit: idle})
+	return supervisor.Run(ctx, supervisor.Options{Home: o.global.Home, Dirs: client.SupervisedDirs(o.global.Home), Prepare: controlplane.Prepare, IdleExit: idle})
 }

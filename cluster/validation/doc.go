@@ -61,7 +61,10 @@
 // namespace is named after its name), and an API server holds one management cluster at most.
 // ValidateClusterRequest: only an admin creates a management cluster, names a management
 // cluster other than the API server's or changes it, or binds a local control plane to a host
-// that is not a loopback address. See docs/security.md.
+// that is not a loopback address. ValidateLocalDatacenterConfigRequest: only an admin forwards
+// another loopback port than the embedded registry's into the nodes' network (imageMirror), or
+// names a nodeNetwork outside nodenet.DefaultPool (a range the machine reaches, its LAN behind
+// the default route say, would be routed to the cluster's bridge). See docs/security.md.
 //
 // # A Cluster of a ClusterClass
 //

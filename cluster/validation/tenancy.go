@@ -2,6 +2,7 @@ package validation
 
 import (
 	"fmt"
+	"net/netip"
 
 	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/util/validation/field"
@@ -127,10 +128,37 @@ const onlyAdmins = "only an admin may %s (a user or group the manager trusts as 
 // reaches its mirror's port at 127.0.0.1 through its gateway, so the port is a door from the
 // nodes, and from the Pods of the cluster's owner, to this machine's loopback, where other
 // clusters' API servers and etcds listen too. The management cluster's mirror (the ConfigMap
-// flotilla-system/registry-mirror) is an admin's already.
+// flotilla-system/registry-mirror) is an admin's already. And a nodeNetwork outside
+// nodenet.DefaultPool, set or changed: the machine routes a node network to the cluster's
+// bridge, so a range it reached before (through any route, its default route included: a LAN
+// beyond its gateway) would be taken from every program on it, and its traffic handed to the
+// tenant's nodes.
 func ValidateLocalDatacenterConfigRequest(oldDC, newDC *infrav1.LocalDatacenterConfig, who Request) field.ErrorList {
-	mirror := newDC.Spec.ImageMirror
-	if who.Admin || mirror == "" || (oldDC != nil && oldDC.Spec.ImageMirror == mirror) {
+	if who.Admin {
+		return nil
+	}
+	var old infrav1.LocalDatacenterConfigSpec
+	if oldDC != nil {
+		old = oldDC.Spec
+	}
+	return append(validateTenantImageMirror(old.ImageMirror, newDC.Spec.ImageMirror),
+		validateTenantNodeNetwork(old.NodeNetwork, newDC.Spec.NodeNetwork)...)
+}
+
+// validateTenantNodeNetwork: a tenant's nodeNetwork, set or changed, lies in nodenet.DefaultPool.
+func validateTenantNodeNetwork(old, network string) field.ErrorList {
+	prefix, err := netip.ParsePrefix(network)
+	if network == "" || network == old || err != nil || nodenet.InPool(prefix) {
+		return nil // ValidateLocalDatacenterConfig refuses what is not a range
+	}
+	return field.ErrorList{field.Forbidden(spec.Child("nodeNetwork"), fmt.Sprintf(onlyAdmins,
+		fmt.Sprintf("name a node network outside %s (%s: this machine would route it to the cluster's nodes instead of where it reaches it now, through its default route if no other)", nodenet.DefaultPool, network),
+		fmt.Sprintf("leave nodeNetwork out to get a free /%d of %s, or name a range inside it", nodenet.NetworkBits, nodenet.DefaultPool)))}
+}
+
+// validateTenantImageMirror: a tenant's imageMirror, set or changed, is the embedded registry.
+func validateTenantImageMirror(old, mirror string) field.ErrorList {
+	if mirror == "" || old == mirror {
 		return nil
 	}
 	port, err := nodenet.LoopbackPort(mirror)

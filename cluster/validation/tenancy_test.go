@@ -153,7 +153,11 @@ func TestValidateLocalDatacenterConfigRequest(t *testing.T) {
 	mirrored := func(mirror string) *infrav1.LocalDatacenterConfig {
 		return &infrav1.LocalDatacenterConfig{Spec: infrav1.LocalDatacenterConfigSpec{ImageMirror: mirror}}
 	}
+	networked := func(network string) *infrav1.LocalDatacenterConfig {
+		return &infrav1.LocalDatacenterConfig{Spec: infrav1.LocalDatacenterConfigSpec{NodeNetwork: network}}
+	}
 	const onlyAdmins = `only an admin may forward another port of this machine ("127.0.0.1:6443") into the nodes' network`
+	const outsidePool = "only an admin may name a node network outside 10.200.0.0/16 (192.168.1.0/24: this machine would route it to the cluster's nodes"
 	tests := []struct {
 		name       string
 		old        *infrav1.LocalDatacenterConfig // nil: a create
@@ -176,6 +180,24 @@ func TestValidateLocalDatacenterConfigRequest(t *testing.T) {
 		{name: "an admin names another port", new: mirrored("127.0.0.1:6443"), who: Request{Admin: true}},
 		{name: "a tenant changes other fields of an admin's mirrored config", old: mirrored("127.0.0.1:6443"), new: mirrored("127.0.0.1:6443"), who: Request{}},
 		{name: "what is not a loopback port is left to ValidateLocalDatacenterConfig", new: mirrored("registry.example.com:5000"), who: Request{}},
+		{name: "a tenant leaves the node network out", new: networked(""), who: Request{}},
+		{name: "a tenant names a node network in the pool", new: networked("10.200.7.0/24"), who: Request{}},
+		{name: "a tenant names the whole pool", new: networked("10.200.0.0/16"), who: Request{}},
+		{
+			name: "a tenant may not name a LAN the machine reaches through its default route", new: networked("192.168.1.0/24"), who: Request{},
+			wantFields: []string{"spec.nodeNetwork"}, wantText: outsidePool,
+		},
+		{
+			name: "nor a range that holds the pool", new: networked("10.0.0.0/8"), who: Request{},
+			wantFields: []string{"spec.nodeNetwork"}, wantText: "only an admin may name a node network outside 10.200.0.0/16 (10.0.0.0/8",
+		},
+		{
+			name: "nor change her node network to one outside the pool", old: networked("10.200.1.0/24"), new: networked("192.168.1.0/24"), who: Request{},
+			wantFields: []string{"spec.nodeNetwork"}, wantText: outsidePool,
+		},
+		{name: "an admin names a range outside the pool", new: networked("192.168.1.0/24"), who: Request{Admin: true}},
+		{name: "a tenant changes other fields of an admin's config outside the pool", old: networked("192.168.1.0/24"), new: networked("192.168.1.0/24"), who: Request{}},
+		{name: "what is not a range is left to ValidateLocalDatacenterConfig", new: networked("lan"), who: Request{}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

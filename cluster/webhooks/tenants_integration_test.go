@@ -262,6 +262,42 @@ func TestATenantCannotForwardAnotherLoopbackPortIntoHerNodes(t *testing.T) {
 	})
 }
 
+// A tenant cannot take a range this machine reaches, its LAN beyond the default route say, for
+// her node network: the machine would route it to her bridge, and every program of the machine
+// would send her nodes what it meant for the LAN. She picks inside nodenet.DefaultPool.
+func TestATenantCannotRouteTheMachinesLANToHerNodes(t *testing.T) {
+	ctx := context.Background()
+	tenantNS, adminNS := env.NewNamespace(t), env.NewNamespace(t)
+	tenant := creator(t, tenantNS, "tenant-network")
+	datacenter := func(ns, name, network string) *infrav1.LocalDatacenterConfig {
+		return &infrav1.LocalDatacenterConfig{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
+			Spec: infrav1.LocalDatacenterConfigSpec{NodeNetwork: network}}
+	}
+	const outsidePool = "only an admin may name a node network outside 10.200.0.0/16 (192.168.1.0/24"
+
+	t.Run("a range the machine routes through its default route is refused, naming the field", func(t *testing.T) {
+		g := NewWithT(t)
+		refused(g, tenant.client.Create(ctx, datacenter(tenantNS, "lan", "192.168.1.0/24"), ctrlclient.DryRunAll), "spec.nodeNetwork", outsidePool)
+		refused(g, tenant.client.Create(ctx, datacenter(tenantNS, "wide", "10.0.0.0/8"), ctrlclient.DryRunAll), "spec.nodeNetwork", "only an admin may")
+	})
+
+	t.Run("nor can she change her node network to it", func(t *testing.T) {
+		g := NewWithT(t)
+		dc := datacenter(tenantNS, "later", "10.200.9.0/24")
+		g.Expect(tenant.client.Create(ctx, dc)).To(Succeed())
+		dc.Spec.NodeNetwork = "192.168.1.0/24"
+		refused(g, tenant.client.Update(ctx, dc), "spec.nodeNetwork", outsidePool)
+		g.Expect(env.Client.Get(ctx, ctrlclient.ObjectKeyFromObject(dc), dc)).To(Succeed())
+		g.Expect(dc.Spec.NodeNetwork).To(Equal("10.200.9.0/24"))
+	})
+
+	t.Run("the pool is hers to pick from; other ranges an admin's", func(t *testing.T) {
+		g := NewWithT(t)
+		g.Expect(tenant.client.Create(ctx, datacenter(tenantNS, "pool", "10.200.10.0/24"), ctrlclient.DryRunAll)).To(Succeed())
+		g.Expect(env.Client.Create(ctx, datacenter(adminNS, "admins-lan", "192.168.1.0/24"), ctrlclient.DryRunAll)).To(Succeed())
+	})
+}
+
 // Attack 3, at the API server: a tenant can neither choose where a Metal API key is sent nor
 // which Secret holds it, nor name an identity that does not allow her namespace. Her own server
 // never hears from anyone. infrastructure/packet/tenants_test.go shows the provider itself

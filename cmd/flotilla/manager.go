@@ -37,6 +37,7 @@ type managerOptions struct {
 	components     []string
 	healthAddr     string
 	metricsAddr    string
+	endpointsFile  string
 	webhookPort    int
 	webhookCertDir string
 	leaderElect    bool
@@ -73,7 +74,10 @@ allowed what all of them are.
 
 Webhooks are served on 127.0.0.1 with a certificate generated at start and registered with the
 management cluster by URL, so the manager runs on the machine of the cluster's API server.
-Probes answer at http://<health-addr>/healthz and /readyz, metrics at http://<metrics-addr>/metrics.
+Probes answer at http://<health-addr>/healthz and /readyz, metrics at https://<metrics-addr>/metrics
+to clients the management cluster authorizes to get the non-resource URL /metrics (a bearer
+token, as Prometheus sends). Both take a port the kernel picks unless told otherwise; with
+--endpoints-file the manager records where, once it listens.
 For a local management cluster the CLI starts the manager itself; run it by hand to debug.`,
 		Example: `  # Run every component against a local management cluster, as the CLI does
   flotilla manager --identities ~/.flotilla/clusters/mgmt/manager/identities
@@ -93,7 +97,8 @@ For a local management cluster the CLI starts the manager itself; run it by hand
 	f.StringSliceVar(&o.components, "components", []string{manager.AllComponents},
 		fmt.Sprintf("components to run, comma separated: %s, or %q", strings.Join(known, ", "), manager.AllComponents))
 	f.StringVar(&o.healthAddr, "health-addr", manager.DefaultHealthProbeBindAddress, "address of the /healthz and /readyz probes (\"0\" disables)")
-	f.StringVar(&o.metricsAddr, "metrics-addr", manager.DefaultMetricsBindAddress, "address of the /metrics endpoint (\"0\" disables)")
+	f.StringVar(&o.metricsAddr, "metrics-addr", manager.DefaultMetricsBindAddress, "address of the HTTPS /metrics endpoint (\"0\" disables)")
+	f.StringVar(&o.endpointsFile, "endpoints-file", "", "file to record the addresses of the probes and metrics in (JSON: health, metrics), once the manager listens")
 	f.IntVar(&o.webhookPort, "webhook-port", 0, "port of the webhook server on 127.0.0.1 (0 picks a free port)")
 	f.StringVar(&o.webhookCertDir, "webhook-cert-dir", "", "directory for the webhook serving certificate generated at start (default: a temporary directory)")
 	f.BoolVar(&o.leaderElect, "leader-elect", false, "take a Lease in "+manager.Namespace+" before running controllers, so one replica is active")
@@ -174,6 +179,11 @@ func (o *managerOptions) Run(ctx context.Context) error {
 	})
 	if err != nil {
 		return err
+	}
+	if o.endpointsFile != "" {
+		if err := client.WriteManagerServing(o.endpointsFile, client.ManagerServing{Health: m.ProbeAddress(), Metrics: m.MetricsAddress()}); err != nil {
+			return err
+		}
 	}
 	if o.keepSupervisor {
 		go o.keepSupervisorRunning(ctx)

@@ -56,10 +56,10 @@ const apiserverStopGrace = 2 * time.Second
 // components lists the processes of a control plane in start order; Stop goes backwards.
 var components = []component{
 	{name: binaries.Etcd, spec: etcdSpec, inputs: func(l layout) []string {
-		return []string{l.pki(caCert), l.pki(etcdServerCert), l.pki(etcdServerKey)}
+		return []string{l.pki(etcdCACert), l.pki(etcdServerCert), l.pki(etcdServerKey), l.pki(etcdPeerCert), l.pki(etcdPeerKey)}
 	}},
 	{name: binaries.KubeAPIServer, spec: apiserverSpec, stopGrace: apiserverStopGrace, inputs: func(l layout) []string {
-		inputs := []string{l.pki(caCert), l.pki(apiserverCert), l.pki(apiserverKey), l.pki(etcdClientCert), l.pki(etcdClientKey), l.pki(saKey), l.pki(saPub)}
+		inputs := []string{l.pki(caCert), l.pki(apiserverCert), l.pki(apiserverKey), l.pki(etcdCACert), l.pki(etcdClientCert), l.pki(etcdClientKey), l.pki(saKey), l.pki(saPub)}
 		if _, err := os.Stat(l.pki(kubeletClientCert)); err == nil {
 			inputs = append(inputs, l.pki(kubeletClientCert), l.pki(kubeletClientKey))
 		}
@@ -119,7 +119,7 @@ func hostPort(host string, port int32) string {
 }
 
 func etcdClientURL(st state) string { return "https://" + hostPort("127.0.0.1", st.EtcdClientPort) }
-func etcdPeerURL(st state) string   { return "http://" + hostPort("127.0.0.1", st.EtcdPeerPort) }
+func etcdPeerURL(st state) string   { return "https://" + hostPort("127.0.0.1", st.EtcdPeerPort) }
 
 func etcdSpec(cfg Config, l layout, st state) process.Spec {
 	args := []string{
@@ -133,8 +133,12 @@ func etcdSpec(cfg Config, l layout, st state) process.Spec {
 		"--initial-cluster-state=new",
 		"--cert-file=" + l.pki(etcdServerCert),
 		"--key-file=" + l.pki(etcdServerKey),
-		"--trusted-ca-file=" + l.pki(caCert),
+		"--trusted-ca-file=" + l.pki(etcdCACert),
 		"--client-cert-auth=true",
+		"--peer-cert-file=" + l.pki(etcdPeerCert),
+		"--peer-key-file=" + l.pki(etcdPeerKey),
+		"--peer-trusted-ca-file=" + l.pki(etcdCACert),
+		"--peer-client-cert-auth=true",
 		"--log-level=warn",
 	}
 	if cfg.UnsafeNoFsync {
@@ -154,7 +158,7 @@ func apiserverSpec(cfg Config, l layout, st state) process.Spec {
 		"--cert-dir=" + l.path("pki"),
 		"--client-ca-file=" + l.pki(caCert),
 		"--etcd-servers=" + etcdClientURL(st),
-		"--etcd-cafile=" + l.pki(caCert),
+		"--etcd-cafile=" + l.pki(etcdCACert),
 		"--etcd-certfile=" + l.pki(etcdClientCert),
 		"--etcd-keyfile=" + l.pki(etcdClientKey),
 		"--service-cluster-ip-range=" + cfg.ServiceClusterIPRange,
@@ -178,7 +182,7 @@ func apiserverSpec(cfg Config, l layout, st state) process.Spec {
 		)
 	}
 	return process.Spec{Name: binaries.KubeAPIServer, Path: cfg.Binaries.Path(binaries.KubeAPIServer), Dir: string(l),
-		Ports: []string{hostPort(st.Host, st.APIServerPort)}, Args: args}
+		Ports: []string{hostPort(st.Host, st.APIServerPort)}, Args: args, Cgroup: cfg.apiserverCgroup}
 }
 
 // nodeGateway is the gateway of a node network: where nodes and Pods reach kube-apiserver.

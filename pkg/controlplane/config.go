@@ -67,6 +67,9 @@ type Config struct {
 	// recent writes (or the whole member) if the machine crashes. For tests and throw-away
 	// clusters; a management cluster should leave it off.
 	UnsafeNoFsync bool
+
+	// apiserverCgroup is the cgroup v2 directory kube-apiserver starts in (ensureEgress).
+	apiserverCgroup string
 }
 
 // RealNodes is what a control plane needs to know about its cluster's real nodes.

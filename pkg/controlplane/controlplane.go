@@ -112,6 +112,9 @@ func Ensure(ctx context.Context, cfg Config) (*Status, error) {
 		}
 	}
 	st = desired
+	if cfg, err = ensureEgress(ctx, cfg, l, st); err != nil {
+		return nil, err
+	}
 
 	server := "https://" + hostPort(st.Host, st.APIServerPort)
 	ca, err := ensurePKI(cfg, l, st, server)
@@ -425,6 +428,9 @@ func Delete(ctx context.Context, dir string) error {
 		return err
 	}
 	if err := deleteNodeNetwork(ctx, l); err != nil {
+		return err
+	}
+	if err := deleteEgress(ctx, l); err != nil {
 		return err
 	}
 	if err := os.RemoveAll(dir); err != nil {

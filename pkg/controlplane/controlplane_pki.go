@@ -24,6 +24,13 @@ func ensurePKI(cfg Config, l layout, st state, server string) (*pki.KeyPair, err
 	if err != nil {
 		return nil, fmt.Errorf("ensuring the CA: %w", err)
 	}
+	// etcd trusts a CA of its own, which signs nothing but etcd's certificates and kube-apiserver's
+	// etcd client: the cluster's CA also signs the certificates of users (manager identities,
+	// kubelets), none of whom may talk to etcd.
+	etcdCA, _, err := pki.EnsureCA(l.pki(etcdCACert), l.pki(etcdCAKey), "flotilla-"+cfg.Name+"-etcd-ca", nil)
+	if err != nil {
+		return nil, fmt.Errorf("ensuring etcd's CA: %w", err)
+	}
 	dns, ips, err := pki.APIServerSANs(cfg.Host, cfg.ServiceClusterIPRange)
 	if err != nil {
 		return nil, err
@@ -38,28 +45,37 @@ func ensurePKI(cfg Config, l layout, st state, server string) (*pki.KeyPair, err
 	serving := []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}
 	client := []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth}
 	certs := []struct {
+		// signer is the CA that signs the certificate: ca unless set.
+		signer    *pki.KeyPair
 		cert, key string
 		req       pki.CertRequest
 		// kubeconfig names the user whose kubeconfig embeds this certificate, if any.
 		kubeconfig string
 	}{
-		{apiserverCert, apiserverKey, pki.CertRequest{CommonName: "kube-apiserver", DNSNames: dns, IPs: ips, Usages: serving}, ""},
-		// etcd dials itself (its gRPC gateway) with its serving certificate: it needs both usages.
-		{etcdServerCert, etcdServerKey, pki.CertRequest{CommonName: "etcd", DNSNames: []string{"localhost"}, IPs: loopback, Usages: append(serving, x509.ExtKeyUsageClientAuth)}, ""},
-		{etcdClientCert, etcdClientKey, pki.CertRequest{CommonName: "kube-apiserver-etcd-client", Usages: client}, ""},
-		{adminCert, adminKey, pki.CertRequest{CommonName: adminCommonName, Organizations: []string{mastersGroup}, Usages: client}, adminUser},
-		{controllerMgrCert, controllerMgrKey, pki.CertRequest{CommonName: controllerMgrUser, Usages: client}, "kube-controller-manager"},
-		{schedulerCert, schedulerKey, pki.CertRequest{CommonName: schedulerUser, Usages: client}, "kube-scheduler"},
+		{nil, apiserverCert, apiserverKey, pki.CertRequest{CommonName: "kube-apiserver", DNSNames: dns, IPs: ips, Usages: serving}, ""},
+		// etcd dials itself (its gRPC gateway) with its serving certificate, and its peer
+		// certificate serves the peer port and dials it: both need both usages.
+		{etcdCA, etcdServerCert, etcdServerKey, pki.CertRequest{CommonName: "etcd", DNSNames: []string{"localhost"}, IPs: loopback, Usages: append(serving, x509.ExtKeyUsageClientAuth)}, ""},
+		{etcdCA, etcdPeerCert, etcdPeerKey, pki.CertRequest{CommonName: "etcd-peer", DNSNames: []string{"localhost"}, IPs: loopback, Usages: append(serving, x509.ExtKeyUsageClientAuth)}, ""},
+		{etcdCA, etcdClientCert, etcdClientKey, pki.CertRequest{CommonName: "kube-apiserver-etcd-client", Usages: client}, ""},
+		{nil, adminCert, adminKey, pki.CertRequest{CommonName: adminCommonName, Organizations: []string{mastersGroup}, Usages: client}, adminUser},
+		{nil, controllerMgrCert, controllerMgrKey, pki.CertRequest{CommonName: controllerMgrUser, Usages: client}, "kube-controller-manager"},
+		{nil, schedulerCert, schedulerKey, pki.CertRequest{CommonName: schedulerUser, Usages: client}, "kube-scheduler"},
 	}
 	if realNodes {
 		certs = append(certs, struct {
+			signer     *pki.KeyPair
 			cert, key  string
 			req        pki.CertRequest
 			kubeconfig string
-		}{kubeletClientCert, kubeletClientKey, pki.CertRequest{CommonName: KubeletClientUser, Usages: client}, ""})
+		}{nil, kubeletClientCert, kubeletClientKey, pki.CertRequest{CommonName: KubeletClientUser, Usages: client}, ""})
 	}
 	for _, c := range certs {
-		kp, _, err := pki.EnsureCert(ca, l.pki(c.cert), l.pki(c.key), c.req)
+		signer := ca
+		if c.signer != nil {
+			signer = c.signer
+		}
+		kp, _, err := pki.EnsureCert(signer, l.pki(c.cert), l.pki(c.key), c.req)
 		if err != nil {
 			return nil, fmt.Errorf("ensuring %s: %w", c.cert, err)
 		}

@@ -265,6 +265,7 @@ func TestEnsureRefusesAnAPIServerPortInUse(t *testing.T) {
 		Binaries:      fakeBinaries(t),
 		APIServerPort: int32(port),
 	}
+	t.Cleanup(func() { _ = controlplane.Delete(quietContext(), cfg.Dir) }) // its egress rules
 
 	_, err = controlplane.Ensure(testContext(t), cfg)
 	g.Expect(err).To(MatchError(ContainSubstring("127.0.0.1:" + strconv.Itoa(port) + " is in use by another program")))

@@ -26,7 +26,8 @@
 //   - creates the PKI when missing (package pki): a CA, kube-apiserver's serving certificate for
 //     localhost, kubernetes, kubernetes.default, kubernetes.default.svc,
 //     kubernetes.default.svc.cluster.local, 127.0.0.1, ::1, Config.Host and the first address of
-//     the service range; etcd's serving certificate and kube-apiserver's etcd client certificate;
+//     the service range; a CA of etcd's own, and from it etcd's serving and peer certificates and
+//     kube-apiserver's etcd client certificate;
 //     client certificates and kubeconfigs for the admin (O=system:masters),
 //     system:kube-controller-manager and system:kube-scheduler; the service account key pair.
 //     Files are 0600 in 0700 directories. Config.CA replaces the CA (after a move), and the
@@ -67,7 +68,8 @@
 // # Directory layout
 //
 //	<Dir>/state.json                 host, ports, Kubernetes version, managed by
-//	<Dir>/pki/                       ca.crt/key, apiserver.crt/key, etcd-server.crt/key,
+//	<Dir>/pki/                       ca.crt/key, apiserver.crt/key, etcd-ca.crt/key,
+//	                                 etcd-server.crt/key, etcd-peer.crt/key,
 //	                                 apiserver-etcd-client.crt/key, admin.crt/key,
 //	                                 kube-controller-manager.crt/key, kube-scheduler.crt/key,
 //	                                 sa.key/pub, admin.kubeconfig,
@@ -80,15 +82,28 @@
 //
 // # Flags, and why
 //
-// etcd listens on 127.0.0.1 only, with TLS and client certificate authentication
-// (--client-cert-auth, --trusted-ca-file): other users of the machine cannot read the cluster's
-// Secrets through it. Peer traffic (there is one member) is plain HTTP on 127.0.0.1.
+// etcd listens on 127.0.0.1 only, with TLS and client certificate authentication on both of its
+// ports: the client port (--client-cert-auth, --trusted-ca-file) and the raft peer port
+// (--peer-client-cert-auth, --peer-trusted-ca-file, https peer URLs; there is one member, which
+// etcd dials with its peer certificate). Both trust etcd's own CA (pki/etcd-ca.crt), not the
+// cluster's, which signs the certificates of the cluster's users too (manager identities,
+// kubelets): other users of the machine can neither read the cluster's Secrets through etcd nor
+// talk raft to it (make the member step down, send it a snapshot). A directory made by an older
+// version gets etcd's CA and peer certificate at its next Ensure, which reissues the etcd
+// certificates the cluster's CA signed and restarts etcd and kube-apiserver; its member keeps
+// the http:// peer URL it recorded at creation, which nothing dials (etcd answers https only).
 // --unsafe-no-fsync is set only with Config.UnsafeNoFsync. Bootstrapping kube-apiserver writes a
 // few hundred objects, each followed by an fsync: on a quiet two-core machine Ensure -> ready
 // takes about 3.2 s either way, but while other programs write to the disk (builds, other
 // clusters) it takes 6.5-10 s with fsync and stays at 3-4 s without. A machine crash can then
 // lose the member: use it for simulated workload clusters, the ephemeral bootstrap cluster and
 // tests, not for a management cluster whose state matters.
+//
+// kube-apiserver starts in a cgroup v2 group of its own whose connections the host lets through
+// to this machine's addresses and the cluster's node network only (package nodenet, Egress):
+// a Service proxy, webhook or APIService that a cluster's owner points at the LAN fails at once.
+// Ensure makes the group and rules; Prepare puts them back after a restart of the machine (the
+// supervisor of the home runs it before starting processes again); Delete removes them.
 //
 // kube-apiserver: --authorization-mode=RBAC (no kubelets here, so no Node authorizer, whose graph
 // would also cost start time); --enable-priority-and-fairness=false (the max-in-flight limits

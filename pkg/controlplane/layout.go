@@ -9,8 +9,8 @@ import (
 // layout names the files of a control plane directory:
 //
 //	state.json                 ports and version, chosen once
-//	pki/                       CA, serving and client certificates, service account keys,
-//	                           kubeconfigs of the admin and of each component (all 0600)
+//	pki/                       CA, etcd's own CA, serving, peer and client certificates, service
+//	                           account keys, kubeconfigs of the admin and of each component (all 0600)
 //	etcd/                      etcd's data
 //	kwok/kwok.yaml             the Stages kwok plays
 //	nodes/<machine>/           the cluster's real nodes (package realnode)
@@ -43,8 +43,12 @@ const (
 	caKey             = "ca.key"
 	apiserverCert     = "apiserver.crt"
 	apiserverKey      = "apiserver.key"
+	etcdCACert        = "etcd-ca.crt"
+	etcdCAKey         = "etcd-ca.key"
 	etcdServerCert    = "etcd-server.crt"
 	etcdServerKey     = "etcd-server.key"
+	etcdPeerCert      = "etcd-peer.crt"
+	etcdPeerKey       = "etcd-peer.key"
 	etcdClientCert    = "apiserver-etcd-client.crt"
 	etcdClientKey     = "apiserver-etcd-client.key"
 	adminCert         = "admin.crt"

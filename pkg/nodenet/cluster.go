@@ -16,8 +16,17 @@ import (
 	"github.com/vishvananda/netlink"
 )
 
-// DefaultPool is the range ChooseNetwork picks a cluster's node network from.
+// DefaultPool is the range ChooseNetwork picks a cluster's node network from, and the only one
+// in which a tenant may name one (InPool). The host gives a node network's range to the
+// cluster's bridge: a range it reached before through another route, its default route
+// included (a LAN beyond the gateway), would be taken from every program of the machine. An
+// admin keeps DefaultPool for Flotilla: nothing the machine reaches lives in it.
 var DefaultPool = netip.MustParsePrefix("10.200.0.0/16")
+
+// InPool reports whether network lies inside DefaultPool.
+func InPool(network netip.Prefix) bool {
+	return network.IsValid() && network.Bits() >= DefaultPool.Bits() && DefaultPool.Contains(network.Addr())
+}
 
 // NetworkBits is the size of the node network ChooseNetwork picks: a /24, 253 nodes.
 const NetworkBits = 24

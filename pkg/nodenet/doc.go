@@ -27,6 +27,14 @@
 // removes the bridge and the rules. Names derive from the Cluster's ID (ClusterID hashes the
 // cluster's directory), so a restarted manager finds what an earlier one created.
 //
+// # The control plane side
+//
+// An Egress keeps a local control plane's kube-apiserver (root, in the host's network namespace)
+// on this machine: it starts in the cgroup v2 group flotilla/controlplane-<id>, whose sockets'
+// packets the host's OUTPUT chains (IPv4 and IPv6) send to FLOTILLA-<ID>-OUT, which lets through
+// the loopback interface and the cluster's bridge and rejects the rest ("network prohibited").
+// EnsureEgress and DeleteEgress make and remove the group and the rules.
+//
 // # The node side
 //
 // A Node lives in a network namespace (created by package realnode) that EnsureNode wires: a veth

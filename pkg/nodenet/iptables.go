@@ -20,9 +20,19 @@ import (
 // tableRules are the iptables rules of one table that Flotilla owns: chains of its own, with
 // their rules in order, and the rules in built-in chains that jump to them.
 type tableRules struct {
+	// ipv6 makes them ip6tables rules.
+	ipv6   bool
 	table  string
 	chains map[string][]string
 	jumps  []jump
+}
+
+// program is the iptables program of t's address family, with its -restore variant.
+func (t tableRules) program() (iptables, restore string) {
+	if t.ipv6 {
+		return "ip6tables", "ip6tables-restore"
+	}
+	return "iptables", "iptables-restore"
 }
 
 // jump is a rule of a built-in chain, without "-A <chain>".
@@ -37,7 +47,8 @@ type jump struct {
 func ensureRules(ctx context.Context, ns string, rules []tableRules) error {
 	return withNetNS(ns, func() error {
 		for _, t := range rules {
-			current, err := iptables(ctx, "-w", "-t", t.table, "-S")
+			program, restoreProgram := t.program()
+			current, err := run(ctx, program, "-w", "-t", t.table, "-S")
 			if err != nil {
 				return err
 			}
@@ -45,10 +56,10 @@ func ensureRules(ctx context.Context, ns string, rules []tableRules) error {
 			if restore == "" {
 				continue
 			}
-			cmd := exec.CommandContext(ctx, "iptables-restore", "-w", "--noflush")
+			cmd := exec.CommandContext(ctx, restoreProgram, "-w", "--noflush")
 			cmd.Stdin = strings.NewReader(restore)
 			if out, err := cmd.CombinedOutput(); err != nil {
-				return fmt.Errorf("iptables-restore of the %s table: %w: %s", t.table, err, bytes.TrimSpace(out))
+				return fmt.Errorf("%s of the %s table: %w: %s", restoreProgram, t.table, err, bytes.TrimSpace(out))
 			}
 		}
 		return nil
@@ -101,7 +112,8 @@ func (t tableRules) restore(current []string) string {
 // already gone is not an error.
 func deleteRules(ctx context.Context, ns string, t tableRules) error {
 	return withNetNS(ns, func() error {
-		current, err := iptables(ctx, "-w", "-t", t.table, "-S")
+		program, _ := t.program()
+		current, err := run(ctx, program, "-w", "-t", t.table, "-S")
 		if err != nil {
 			return err
 		}
@@ -112,7 +124,9 @@ func deleteRules(ctx context.Context, ns string, t tableRules) error {
 				if line != "-A "+j.chain+" "+j.rule {
 					continue
 				}
-				if _, err := iptables(ctx, append([]string{"-w", "-t", t.table, "-D", j.chain}, strings.Fields(j.rule)...)...); err != nil {
+				// iptables -S quotes some values (a cgroup's path), which its parser takes without.
+				args := strings.Fields(strings.ReplaceAll(j.rule, `"`, ""))
+				if _, err := run(ctx, program, append([]string{"-w", "-t", t.table, "-D", j.chain}, args...)...); err != nil {
 					errs = append(errs, err)
 				}
 			}
@@ -121,10 +135,10 @@ func deleteRules(ctx context.Context, ns string, t tableRules) error {
 			if !slices.Contains(lines, "-N "+name) {
 				continue
 			}
-			if _, err := iptables(ctx, "-w", "-t", t.table, "-F", name); err != nil {
+			if _, err := run(ctx, program, "-w", "-t", t.table, "-F", name); err != nil {
 				errs = append(errs, err)
 			}
-			if _, err := iptables(ctx, "-w", "-t", t.table, "-X", name); err != nil {
+			if _, err := run(ctx, program, "-w", "-t", t.table, "-X", name); err != nil {
 				errs = append(errs, err)
 			}
 		}
@@ -132,14 +146,14 @@ func deleteRules(ctx context.Context, ns string, t tableRules) error {
 	})
 }
 
-// iptables runs the iptables program and returns its output.
-func iptables(ctx context.Context, args ...string) (string, error) {
-	out, err := exec.CommandContext(ctx, "iptables", args...).CombinedOutput()
+// run runs program, iptables or ip6tables, and returns its output.
+func run(ctx context.Context, program string, args ...string) (string, error) {
+	out, err := exec.CommandContext(ctx, program, args...).CombinedOutput()
 	if err != nil {
 		if errors.Is(err, exec.ErrNotFound) {
-			return "", fmt.Errorf("iptables is not installed: install Debian's iptables package (apt-get install iptables)")
+			return "", fmt.Errorf("%s is not installed: install Debian's iptables package (apt-get install iptables)", program)
 		}
-		return "", fmt.Errorf("iptables %s: %w: %s", strings.Join(args, " "), err, bytes.TrimSpace(out))
+		return "", fmt.Errorf("%s %s: %w: %s", program, strings.Join(args, " "), err, bytes.TrimSpace(out))
 	}
 	return string(out), nil
 }

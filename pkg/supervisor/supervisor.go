@@ -34,6 +34,10 @@ type Options struct {
 	Dirs []string
 	// Interval is how often every recorded process is looked at; DefaultInterval when 0.
 	Interval time.Duration
+	// Prepare, when set, runs under a directory's lock before processes of it are started again:
+	// it restores what they need that a restart of the machine removed (a control plane's
+	// cgroup and egress rules: controlplane.Prepare). When it fails, none is started.
+	Prepare func(ctx context.Context, dir string) error
 	// IdleExit is how long the supervisor runs with no process recorded before it exits;
 	// negative never exits, 0 means DefaultIdleExit.
 	IdleExit time.Duration
@@ -274,6 +278,12 @@ func (d *daemon) keep(ctx context.Context, keeper process.Keeper, down []string)
 	}
 	defer unlock()
 	dir := filepath.Dir(keeper.RunDir)
+	if d.o.Prepare != nil {
+		if err := d.o.Prepare(ctx, dir); err != nil {
+			d.log.Error(err, "Preparing to start processes again failed", "dir", dir)
+			return
+		}
+	}
 	for _, name := range slices.Sorted(slices.Values(down)) {
 		p, err := keeper.Keep(ctx, name)
 		log := d.log.WithValues("dir", dir, "process", name)

@@ -121,8 +121,9 @@ spec:
   controllerManager: true
   # scheduler: run kube-scheduler, which places Pods on the Nodes.
   scheduler: true
-  # nodeNetwork: the host-side network of the cluster's real nodes, a private IPv4 range this
-  # machine does not use; leave it out and a free /24 of 10.200.0.0/16 is chosen.
+  # nodeNetwork: the host-side network of the cluster's real nodes, a range of 10.200.0.0/16 this
+  # machine does not use; leave it out and a free /24 of it is chosen. A range outside it is an
+  # admin's to set.
   # nodeNetwork: 10.200.0.0/24
   # imageMirror: the registry real nodes pull every image from (as the mirror of docker.io,
   # registry.k8s.io and ghcr.io), a loopback host:port: the embedded registry by default, filled
