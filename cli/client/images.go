@@ -55,7 +55,11 @@ func (c *Client) BuildImages(ctx context.Context, o BuildImagesOptions) ([]Built
 	if err != nil {
 		return nil, err
 	}
-	opts, err := bundle.RemoteOptions(o.Connection)
+	conn, err := c.withPushCredential(o.Connection, o.Registry)
+	if err != nil {
+		return nil, err
+	}
+	opts, err := bundle.RemoteOptions(conn)
 	if err != nil {
 		return nil, err
 	}

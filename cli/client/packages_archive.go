@@ -61,6 +61,11 @@ func (c *Client) ExportPackages(ctx context.Context, o ExportPackagesOptions) ([
 // prefix (o.Registry is host[:port][/prefix]), which then serves as the management cluster's
 // registry mirror.
 func (c *Client) ImportPackages(ctx context.Context, o archive.ImportOptions) ([]archive.Artifact, error) {
+	conn, err := c.withPushCredential(o.Connection, o.Registry)
+	if err != nil {
+		return nil, err
+	}
+	o.Connection = conn
 	res, err := archive.Import(ctx, o)
 	return res, withLoginHint(err, o.Registry)
 }

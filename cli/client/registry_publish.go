@@ -63,6 +63,9 @@ func (c *Client) Publish(ctx context.Context, o PublishOptions) (PublishResult, 
 	if err != nil {
 		return PublishResult{}, err
 	}
+	if o.Connection, err = c.withPushCredential(o.Connection, o.Registry); err != nil {
+		return PublishResult{}, err
+	}
 	res, err := publish.Publish(ctx, publish.Options{
 		ChartsDir:        o.ChartsDir,
 		Registry:         o.Registry,

@@ -46,7 +46,7 @@ const (
 // serve`, whose names the errors use.
 type Options struct {
 	// Listen is the address to serve on, such as 127.0.0.1:5001. Off loopback, TLS is
-	// required too.
+	// required too, and AnonymousPull is refused.
 	Listen string
 	// Dir keeps blobs and manifests. It is created (0700) when missing.
 	Dir string
@@ -98,8 +98,8 @@ func (o Options) withDefaults() Options {
 	return o
 }
 
-// Validate checks the options of Serve: a registry off loopback (reachable from other machines)
-// must serve TLS and authenticate its users.
+// Validate checks the options of Serve: a registry authenticates every write, and one off
+// loopback (reachable from other machines) serves TLS and authenticates every request.
 func (o Options) Validate() error {
 	var errs []error
 	if o.Listen == "" {
@@ -108,18 +108,28 @@ func (o Options) Validate() error {
 	if o.Dir == "" {
 		errs = append(errs, errors.New("--dir is required"))
 	}
-	if o.HTPasswdFile == "" {
-		errs = append(errs, errors.New("--htpasswd is required: the registry authenticates every push and delete ('flotilla registry serve' and 'start' use the push credential of $FLOTILLA_HOME/registry when --htpasswd is not given)"))
-	}
 	if (o.TLSCertFile == "") != (o.TLSKeyFile == "") {
 		errs = append(errs, errors.New("--tls-cert-file and --tls-key-file go together"))
 	}
 	errs = append(errs, o.checkLimits())
-	if o.Listen != "" && !netaddr.IsLoopback(o.Listen) {
+	switch {
+	case o.Listen != "" && !netaddr.IsLoopback(o.Listen):
+		var missing []string
 		if o.TLSCertFile == "" || o.TLSKeyFile == "" {
-			errs = append(errs, fmt.Errorf("--listen %s is not a loopback address, so other machines could reach the registry: add TLS (--tls-cert-file and --tls-key-file: a certificate for the names clients use), or listen on 127.0.0.1",
-				o.Listen))
+			missing = append(missing, "TLS (--tls-cert-file and --tls-key-file: a certificate for the names clients use)")
 		}
+		if o.HTPasswdFile == "" {
+			missing = append(missing, "authentication (--htpasswd FILE of user:bcrypt-hash lines; add users with 'flotilla registry htpasswd USER --file FILE')")
+		}
+		if len(missing) > 0 {
+			errs = append(errs, fmt.Errorf("--listen %s is not a loopback address, so other machines could reach the registry: add %s, or listen on 127.0.0.1",
+				o.Listen, strings.Join(missing, " and ")))
+		}
+		if o.AnonymousPull {
+			errs = append(errs, fmt.Errorf("--anonymous-pull is for a registry on loopback (real nodes pull through their gateway's forward): --listen %s reaches other machines, whose clients authenticate", o.Listen))
+		}
+	case o.HTPasswdFile == "":
+		errs = append(errs, errors.New("--htpasswd is required: the registry authenticates every push and delete ('flotilla registry serve' and 'start' on loopback use the push credential of $FLOTILLA_HOME/registry when --htpasswd is not given)"))
 	}
 	return errors.Join(errs...)
 }
@@ -273,8 +283,8 @@ type handler struct {
 	pullOnly map[string]bool
 	// anonymousPull lets requests without credentials read (Options.AnonymousPull).
 	anonymousPull bool
-	log      *log.Logger
-	now      func() time.Time
+	log           *log.Logger
+	now           func() time.Time
 	// stallTimeout bounds how long reading a request body may make no progress.
 	stallTimeout time.Duration
 }

@@ -90,7 +90,9 @@ func TestServeStopsWithItsContextAndLocksItsDirectory(t *testing.T) {
 
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
-	go func() { done <- ociregistry.Serve(ctx, ociregistry.Options{Listen: addr, Dir: dir, HTPasswdFile: htpasswd(t), AnonymousPull: true}) }()
+	go func() {
+		done <- ociregistry.Serve(ctx, ociregistry.Options{Listen: addr, Dir: dir, HTPasswdFile: htpasswd(t), AnonymousPull: true})
+	}()
 	g.Eventually(func() error {
 		_, err := remote.List(mustRef(g, addr+"/nothing:x").Context())
 		if err != nil && strings.Contains(err.Error(), "connection refused") {
