@@ -66,6 +66,11 @@ func (c *Client) ImportPackages(ctx context.Context, o archive.ImportOptions) ([
 		return nil, err
 	}
 	o.Connection = conn
+	if o.PublicKey == nil {
+		if o.PublicKey, err = c.PublicKey(""); err != nil {
+			return nil, err
+		}
+	}
 	res, err := archive.Import(ctx, o)
 	return res, withLoginHint(err, o.Registry)
 }
