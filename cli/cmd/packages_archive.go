@@ -144,8 +144,9 @@ archive that names any other repository, or another digest, pushes nothing. Then
 registry the management cluster's mirror:
 
   kubectl -n flotilla-system create configmap registry-mirror --from-literal=registry=HOST[:PORT][/PREFIX]`,
-		Example: `  flotilla registry serve --listen 127.0.0.1:5002 --dir ./mirror &
-  flotilla packages import flotilla-packages.tar --registry 127.0.0.1:5002`,
+		Example: `  # Into the embedded registry of this machine, with its push credential
+  flotilla registry start
+  flotilla packages import flotilla-packages.tar --registry 127.0.0.1:5001 --public-key signing-key.pub.pem`,
 		Args: exactlyOneArg("the archive file"),
 		RunE: RunE(o),
 	}

@@ -61,7 +61,7 @@ func bundleImages(ctx context.Context, b bundle.Bundle, imageRegistry string, co
 		}
 		desc, err := remote.Head(r, append(opts, remote.WithContext(ctx))...)
 		if err != nil {
-			return nil, fmt.Errorf("image %s, which %s runs, is not in the image registry as %s: push it there ('flotilla image build' pushes Flotilla's own images), or publish without images: %w",
+			return nil, fmt.Errorf("image %s, which %s runs, is not in the image registry as %s: push it there ('flotilla image build' pushes Flotilla's own images), or publish without images ('flotilla registry publish --skip-images'): %w",
 				image, by, ref, err)
 		}
 		images = append(images, bundle.Image{Name: image, Digest: desc.Digest.String()})
