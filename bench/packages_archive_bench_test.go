@@ -42,10 +42,10 @@ func BenchmarkPackagesArchive(b *testing.B) {
 	}
 	original := serve(b.TempDir())
 	plain := registryconn.Config{PlainHTTP: true}
-	if _, err := c.Publish(ctx, client.PublishOptions{Registry: original, Connection: plain}); err != nil {
+	if _, err := c.BuildImages(ctx, client.BuildImagesOptions{Registry: original, Connection: plain}); err != nil {
 		b.Fatal(err)
 	}
-	if _, err := c.BuildImages(ctx, client.BuildImagesOptions{Registry: original, Connection: plain}); err != nil {
+	if _, err := c.Publish(ctx, client.PublishOptions{Registry: original, Connection: plain, ImageRegistry: original}); err != nil {
 		b.Fatal(err)
 	}
 	path := filepath.Join(home, "flotilla-packages.tar")

@@ -100,6 +100,9 @@ func bundleSpec(b bundle.Bundle) packagesv1.PackageBundleSpec {
 		}
 		spec.Packages = append(spec.Packages, bp)
 	}
+	for _, i := range b.Images {
+		spec.Images = append(spec.Images, packagesv1.BundleImage{Name: i.Name, Digest: i.Digest})
+	}
 	return spec
 }
 
@@ -119,6 +122,9 @@ func bundleOf(b *packagesv1.PackageBundle) bundle.Bundle {
 			})
 		}
 		out.Packages = append(out.Packages, bp)
+	}
+	for _, i := range b.Spec.Images {
+		out.Images = append(out.Images, bundle.Image{Name: i.Name, Digest: i.Digest})
 	}
 	return out
 }

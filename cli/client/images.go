@@ -2,9 +2,12 @@ package client
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"path/filepath"
 	"strings"
+
+	"github.com/google/go-containerregistry/pkg/v1/remote"
 
 	"github.com/flotilla-dev/flotilla/packages/bundle"
 	"github.com/flotilla-dev/flotilla/pkg/binaries"
@@ -34,8 +37,9 @@ type BuiltImage struct {
 }
 
 // BuildImages builds Flotilla's images from the programs of the binary cache (`flotilla
-// binaries build --nodes`) and pushes each to its mirror path in the registry (see package
-// ociimage), where the containerd of real nodes finds it.
+// binaries build --nodes`), pushes each to its mirror path in the registry (see package
+// ociimage), where the containerd of real nodes finds it, and records its digest in the home
+// (ociimage.RecordPath), by which real nodes pull it.
 func (c *Client) BuildImages(ctx context.Context, o BuildImagesOptions) ([]BuiltImage, error) {
 	if o.Registry == "" {
 		o.Registry = DefaultRegistryAddress
@@ -55,30 +59,57 @@ func (c *Client) BuildImages(ctx context.Context, o BuildImagesOptions) ([]Built
 	if err != nil {
 		return nil, err
 	}
-	opts, err := bundle.RemoteOptions(o.Connection)
+	conn, err := c.withPushCredential(o.Connection, o.Registry)
+	if err != nil {
+		return nil, err
+	}
+	opts, err := bundle.RemoteOptions(conn)
 	if err != nil {
 		return nil, err
 	}
 	built := make([]BuiltImage, 0, len(images))
 	for _, img := range images {
-		image, err := ociimage.Build(img, set.Path(img.Program), "")
+		b, err := buildImage(ctx, img, set.Path(img.Program), o.Registry, opts)
 		if err != nil {
-			return built, err
+			return built, errors.Join(err, c.recordImages(built))
 		}
-		ref, err := ociimage.MirrorReference(o.Registry, img.Name)
-		if err != nil {
-			return built, err
-		}
-		if err := ociimage.Push(ctx, ref, image, opts...); err != nil {
-			return built, withLoginHint(err, o.Registry)
-		}
-		digest, err := image.Digest()
-		if err != nil {
-			return built, fmt.Errorf("digest of %s: %w", img.Name, err)
-		}
-		built = append(built, BuiltImage{Name: img.Name, Reference: ref, Digest: digest.String()})
+		built = append(built, b)
 	}
-	return built, nil
+	return built, c.recordImages(built)
+}
+
+// buildImage builds img from the program at programPath and pushes it to its mirror path in
+// registry.
+func buildImage(ctx context.Context, img ociimage.Image, programPath, registry string, opts []remote.Option) (BuiltImage, error) {
+	image, err := ociimage.Build(img, programPath, "")
+	if err != nil {
+		return BuiltImage{}, err
+	}
+	ref, err := ociimage.MirrorReference(registry, img.Name)
+	if err != nil {
+		return BuiltImage{}, err
+	}
+	if err := ociimage.Push(ctx, ref, image, opts...); err != nil {
+		return BuiltImage{}, withLoginHint(err, registry)
+	}
+	digest, err := image.Digest()
+	if err != nil {
+		return BuiltImage{}, fmt.Errorf("digest of %s: %w", img.Name, err)
+	}
+	return BuiltImage{Name: img.Name, Reference: ref, Digest: digest.String()}, nil
+}
+
+// recordImages records the digests of the images built in the home, where the manager finds
+// them to pin the images of real nodes (ociimage.Record).
+func (c *Client) recordImages(built []BuiltImage) error {
+	if len(built) == 0 {
+		return nil
+	}
+	r := ociimage.Record{}
+	for _, b := range built {
+		r[b.Name] = b.Digest
+	}
+	return ociimage.RecordDigests(ociimage.RecordPath(c.Home), r)
 }
 
 // imagePrograms returns the set of the newest supported version whose directory holds the

@@ -7,6 +7,8 @@ import (
 	"github.com/flotilla-dev/flotilla/packages/bundle/archive"
 	"github.com/flotilla-dev/flotilla/packages/bundle/publish"
 	"github.com/flotilla-dev/flotilla/pkg/kubeversion"
+	"github.com/flotilla-dev/flotilla/pkg/ociimage"
+	"github.com/flotilla-dev/flotilla/pkg/realnode"
 	"github.com/flotilla-dev/flotilla/pkg/registryconn"
 )
 
@@ -59,8 +61,45 @@ func (c *Client) ExportPackages(ctx context.Context, o ExportPackagesOptions) ([
 
 // ImportPackages pushes an archive of ExportPackages into a registry, below an optional path
 // prefix (o.Registry is host[:port][/prefix]), which then serves as the management cluster's
-// registry mirror.
+// registry mirror, once the archive verifies against its bundles (archive.Verify; o.PublicKey
+// is the home's signing public key when nil), and records the digests of the real nodes' images
+// the bundles pin in the home, where the manager pins them from (ociimage.Record).
 func (c *Client) ImportPackages(ctx context.Context, o archive.ImportOptions) ([]archive.Artifact, error) {
+	conn, err := c.withPushCredential(o.Connection, o.Registry)
+	if err != nil {
+		return nil, err
+	}
+	o.Connection = conn
+	if o.PublicKey == nil {
+		if o.PublicKey, err = c.PublicKey(""); err != nil {
+			return nil, err
+		}
+	}
 	res, err := archive.Import(ctx, o)
-	return res, withLoginHint(err, o.Registry)
+	if err != nil {
+		return res, withLoginHint(err, o.Registry)
+	}
+	return res, c.recordNodeImages(res)
+}
+
+// recordNodeImages records in the home the digests of the images every real node runs among
+// imported, as 'flotilla image build' does: the import pushed them because a bundle signed for
+// the trusted key pins them, so real nodes of this machine may pull them by those digests.
+func (c *Client) recordNodeImages(imported []archive.Artifact) error {
+	r := ociimage.Record{}
+	for _, upstream := range realnode.Images {
+		repository, tag, _, err := ociimage.MirrorPath(upstream)
+		if err != nil {
+			return err
+		}
+		for _, a := range imported {
+			if a.Kind == archive.KindImage && a.Repository == repository && a.Tag == tag {
+				r[upstream] = a.Digest
+			}
+		}
+	}
+	if len(r) == 0 {
+		return nil
+	}
+	return ociimage.RecordDigests(ociimage.RecordPath(c.Home), r)
 }

@@ -7,10 +7,12 @@ import (
 	"io"
 	"net/http"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
 
+	"github.com/flotilla-dev/flotilla/pkg/netaddr"
 	"github.com/flotilla-dev/flotilla/pkg/ociregistry"
 	"github.com/flotilla-dev/flotilla/pkg/process"
 )
@@ -44,16 +46,18 @@ func (c *Client) registryKeeper() process.Keeper {
 // RegistryOptions say where and how the embedded registry runs: the flags of `flotilla registry
 // serve` (see ociregistry.Options, which they become).
 type RegistryOptions struct {
-	// Listen is the address, DefaultRegistryAddress when empty. Off loopback, TLS and
-	// HTPasswdFile are required.
+	// Listen is the address, DefaultRegistryAddress when empty. Off loopback, TLS is required.
 	Listen string
 	// Dir keeps its blobs and manifests, DefaultRegistryDataDir when empty.
 	Dir string
 	// TLSCertFile and TLSKeyFile make it serve HTTPS.
 	TLSCertFile, TLSKeyFile string
 	// HTPasswdFile holds its users (DefaultRegistryHTPasswdPath is where SetRegistryUser writes
-	// by default); without it, it does not authenticate.
+	// by default). When empty, RegistryDefaults sets the push credential's (PushCredentialPath)
+	// and AnonymousPull: the CLI pushes, everyone pulls.
 	HTPasswdFile string
+	// AnonymousPull lets clients without credentials pull, and nothing more.
+	AnonymousPull bool
 	// PullOnlyUsers are users of HTPasswdFile who may only pull.
 	PullOnlyUsers []string
 	// MaxBlobSize, UploadTimeout and MaxUploads are its limits; 0 takes ociregistry's defaults.
@@ -71,7 +75,7 @@ func (o RegistryOptions) Validate() error {
 func (o RegistryOptions) serveOptions(log io.Writer) ociregistry.Options {
 	return ociregistry.Options{
 		Listen: o.Listen, Dir: o.Dir, TLSCertFile: o.TLSCertFile, TLSKeyFile: o.TLSKeyFile, HTPasswdFile: o.HTPasswdFile,
-		PullOnlyUsers: o.PullOnlyUsers, MaxBlobSize: o.MaxBlobSize, UploadTimeout: o.UploadTimeout, MaxUploads: o.MaxUploads, Log: log,
+		AnonymousPull: o.AnonymousPull, PullOnlyUsers: o.PullOnlyUsers, MaxBlobSize: o.MaxBlobSize, UploadTimeout: o.UploadTimeout, MaxUploads: o.MaxUploads, Log: log,
 	}
 }
 
@@ -86,6 +90,9 @@ func (o RegistryOptions) serveArgs() []string {
 		if f.value != "" {
 			args = append(args, f.flag, f.value)
 		}
+	}
+	if o.AnonymousPull {
+		args = append(args, "--anonymous-pull")
 	}
 	if len(o.PullOnlyUsers) > 0 {
 		args = append(args, "--pull-only-users", strings.Join(o.PullOnlyUsers, ","))
@@ -103,13 +110,21 @@ func (o RegistryOptions) serveArgs() []string {
 }
 
 // RegistryDefaults fills in the default address and data directory, and makes the paths
-// absolute, so that the background process finds them whatever its directory.
+// absolute, so that the background process finds them whatever its directory. On loopback
+// without HTPasswdFile, the registry takes pushes and deletes from the push credential only
+// (generated into the home unless it is there) and pulls from anyone.
 func (c *Client) RegistryDefaults(o RegistryOptions) (RegistryOptions, error) {
 	if o.Listen == "" {
 		o.Listen = DefaultRegistryAddress
 	}
 	if o.Dir == "" {
 		o.Dir = c.DefaultRegistryDataDir()
+	}
+	if o.HTPasswdFile == "" && netaddr.IsLoopback(o.Listen) {
+		if err := c.ensurePushCredential(); err != nil {
+			return o, err
+		}
+		o.HTPasswdFile, o.AnonymousPull = c.pushHTPasswdPath(), true
 	}
 	for _, p := range []*string{&o.Dir, &o.TLSCertFile, &o.TLSKeyFile, &o.HTPasswdFile} {
 		if *p == "" {
@@ -136,9 +151,11 @@ type RegistryInfo struct {
 	Dir     string `json:"dir"`
 	PID     int    `json:"pid"`
 	Log     string `json:"log"`
-	// TLS is true when it serves HTTPS, Authenticated when it requires a user and password.
+	// TLS is true when it serves HTTPS, Authenticated when it requires a user and password
+	// (for every write, and for reads too unless AnonymousPull).
 	TLS           bool `json:"tls"`
 	Authenticated bool `json:"authenticated"`
+	AnonymousPull bool `json:"anonymousPull"`
 	// Started is false when the registry already ran with these options.
 	Started bool `json:"started"`
 }
@@ -166,7 +183,7 @@ func (c *Client) EnsureRegistry(ctx context.Context, o RegistryOptions) (Registr
 	}
 	info := RegistryInfo{
 		Address: o.Listen, Dir: o.Dir, PID: p.PID, Log: keeper.LogPath(registryProcess),
-		TLS: o.TLSCertFile != "", Authenticated: o.HTPasswdFile != "", Started: !p.Adopted,
+		TLS: o.TLSCertFile != "", Authenticated: o.HTPasswdFile != "", AnonymousPull: o.AnonymousPull, Started: !p.Adopted,
 	}
 	err = waitProcess(ctx, keeper, registryProcess, "the registry", 30*time.Second, 100*time.Millisecond, func(ctx context.Context) error {
 		return RegistryReady(ctx, o.Listen, info.TLS)
@@ -218,6 +235,7 @@ func registryServing(argv []string) RegistryInfo {
 			info.Authenticated = true
 		}
 	}
+	info.AnonymousPull = slices.Contains(argv, "--anonymous-pull")
 	return info
 }
 

@@ -40,7 +40,8 @@ type RegistryConnectionOptions struct {
 // RegistryConnection returns the connection settings of o, with the stored credentials looked
 // up when o has none, so that charts (Helm's client) and bundles (go-containerregistry) are
 // pushed and pulled with the same ones. Credentials go over plain HTTP to loopback registries
-// only.
+// only. (What pushes to this home's embedded registry without credentials adds its push
+// credential: Client.withPushCredential.)
 func RegistryConnection(ctx context.Context, o RegistryConnectionOptions) (registryconn.Config, error) {
 	if o.Registry == "" || strings.Contains(o.Registry, "://") || strings.Contains(o.Registry, "/") {
 		return registryconn.Config{}, fmt.Errorf("--registry %q: give the host[:port] only, such as %s", o.Registry, DefaultRegistryAddress)
@@ -115,7 +116,7 @@ func withLoginHint(err error, host string) error {
 	if errors.Is(err, auth.ErrBasicCredentialNotFound) ||
 		(errors.As(err, &ggcrErr) && ggcrErr.StatusCode == http.StatusUnauthorized) ||
 		(errors.As(err, &orasErr) && orasErr.StatusCode == http.StatusUnauthorized) {
-		return fmt.Errorf("%w\nThe registry %s wants a user and password: pass --username and --password, or log in with 'helm registry login %s'", err, host, host)
+		return fmt.Errorf("%w\nThe registry %s wants a user and password: pass --username and --password, or log in with 'helm registry login %s' (Flotilla's embedded registry takes pushes with the push credential it generated into $FLOTILLA_HOME/registry/push-credentials, which the CLI sends to it while it runs at that address: 'flotilla registry start')", err, host, host)
 	}
 	return err
 }

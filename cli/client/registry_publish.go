@@ -32,6 +32,9 @@ type PublishOptions struct {
 	// Connection says how to reach the registry. Set PlainHTTP for loopback registries (the
 	// command does so unless told otherwise).
 	Connection registryconn.Config
+	// ImageRegistry, when set, holds the images the charts and real nodes run (mirror layout),
+	// and the bundles record them pinned by their digests there (publish.Options.ImageRegistry).
+	ImageRegistry string
 }
 
 // PublishResult is what Publish pushed, and the key that verifies it.
@@ -63,6 +66,9 @@ func (c *Client) Publish(ctx context.Context, o PublishOptions) (PublishResult, 
 	if err != nil {
 		return PublishResult{}, err
 	}
+	if o.Connection, err = c.withPushCredential(o.Connection, o.Registry); err != nil {
+		return PublishResult{}, err
+	}
 	res, err := publish.Publish(ctx, publish.Options{
 		ChartsDir:        o.ChartsDir,
 		Registry:         o.Registry,
@@ -70,6 +76,7 @@ func (c *Client) Publish(ctx context.Context, o PublishOptions) (PublishResult, 
 		KubernetesMinors: o.KubernetesMinors,
 		Key:              key,
 		Connection:       o.Connection,
+		ImageRegistry:    o.ImageRegistry,
 	})
 	out := PublishResult{Result: res, Registry: o.Registry, Repository: o.Repository, PublicKey: pubPath, KeyCreated: created}
 	if err != nil {
@@ -144,6 +151,21 @@ type BundleListing struct {
 	Verified string `json:"verified"`
 }
 
+// PublicKey reads the PEM public key file path that verifies bundles; the public key of
+// DefaultSigningKeyPath when empty.
+func (c *Client) PublicKey(path string) (*ecdsa.PublicKey, error) {
+	keyPath := cmp.Or(path, publicKeyPath(c.DefaultSigningKeyPath()))
+	keyPEM, err := os.ReadFile(keyPath) //nolint:gosec // the key file the user names or Flotilla's own
+	if err != nil {
+		return nil, fmt.Errorf("reading the public key that verifies the bundles: %w (pass --public-key)", err)
+	}
+	pub, err := bundle.ParsePublicKey(keyPEM)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", keyPath, err)
+	}
+	return pub, nil
+}
+
 // ListBundles lists the bundles of each Kubernetes minor in the repository, oldest first, with
 // the packages each lists, and checks each signature with the public key. A bundle that does
 // not pull or verify is listed with the reason in Verified.
@@ -153,14 +175,9 @@ func (c *Client) ListBundles(ctx context.Context, o ListBundlesOptions) ([]Bundl
 	if len(o.KubernetesMinors) == 0 {
 		o.KubernetesMinors = publish.DefaultKubernetesMinors
 	}
-	keyPath := cmp.Or(o.PublicKey, publicKeyPath(c.DefaultSigningKeyPath()))
-	keyPEM, err := os.ReadFile(keyPath) //nolint:gosec // the key file the user names or Flotilla's own
+	pub, err := c.PublicKey(o.PublicKey)
 	if err != nil {
-		return nil, fmt.Errorf("reading the public key: %w (pass --public-key)", err)
-	}
-	pub, err := bundle.ParsePublicKey(keyPEM)
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", keyPath, err)
+		return nil, err
 	}
 	remoteOpts, err := bundle.RemoteOptions(o.Connection)
 	if err != nil {

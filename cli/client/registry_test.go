@@ -4,14 +4,21 @@ import (
 	"bytes"
 	"context"
 	"encoding/base64"
+	"encoding/json"
 	"io"
 	"net"
+	"net/http"
+	"net/http/httptest"
 	"os"
+	"os/exec"
 	"os/signal"
 	"path/filepath"
 	"syscall"
 	"testing"
 
+	"github.com/google/go-containerregistry/pkg/name"
+	"github.com/google/go-containerregistry/pkg/v1/random"
+	"github.com/google/go-containerregistry/pkg/v1/remote"
 	. "github.com/onsi/gomega"
 	"helm.sh/helm/v4/pkg/registry"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
@@ -20,6 +27,7 @@ import (
 	"github.com/flotilla-dev/flotilla/cli/client"
 	"github.com/flotilla-dev/flotilla/cli/cmd"
 	"github.com/flotilla-dev/flotilla/packages/bundle"
+	"github.com/flotilla-dev/flotilla/pkg/ociimage"
 	"github.com/flotilla-dev/flotilla/pkg/pki"
 	"github.com/flotilla-dev/flotilla/pkg/registryconn"
 	"github.com/flotilla-dev/flotilla/pkg/supervisor"
@@ -74,7 +82,9 @@ func TestTheBackgroundRegistryOutlivesItsStarterAndKeepsItsData(t *testing.T) {
 	g.Expect(err).NotTo(HaveOccurred())
 	remoteOpts, err := bundle.RemoteOptions(registryconn.Config{PlainHTTP: true})
 	g.Expect(err).NotTo(HaveOccurred())
-	g.Expect(bundle.Push(ctx, addr+"/flotilla", s, remoteOpts...)).To(Succeed())
+	g.Expect(bundle.Push(ctx, addr+"/flotilla", s, remoteOpts...)).To(MatchError(ContainSubstring("UNAUTHORIZED")), "no credential, no push")
+	_, err = c.Publish(ctx, client.PublishOptions{Registry: addr, KubernetesMinors: []string{"1.36"}, Connection: registryconn.Config{PlainHTTP: true}})
+	g.Expect(err).NotTo(HaveOccurred(), "the CLI pushes with the push credential")
 
 	g.Expect(c.StopRegistry(ctx)).To(Succeed())
 	_, running = c.RegistryStatus()
@@ -84,9 +94,10 @@ func TestTheBackgroundRegistryOutlivesItsStarterAndKeepsItsData(t *testing.T) {
 	restarted, err := c.EnsureRegistry(ctx, opts)
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(restarted.Started).To(BeTrue())
-	pulled, err := bundle.Pull(ctx, addr+"/flotilla:v1-36-1", remoteOpts...)
-	g.Expect(err).NotTo(HaveOccurred(), "what was pushed before the restart is still there")
-	g.Expect(bundle.Verify(pulled, &key.PublicKey)).To(Succeed())
+	listing, err := c.ListBundles(ctx, client.ListBundlesOptions{Registry: addr, KubernetesMinors: []string{"1.36"}, Connection: registryconn.Config{PlainHTTP: true}})
+	g.Expect(err).NotTo(HaveOccurred(), "what was pushed before the restart is still there, and anyone pulls it")
+	g.Expect(listing).To(HaveLen(1))
+	g.Expect(listing[0].Verified).To(Equal("ok"))
 
 	other := &client.Client{Home: t.TempDir(), Executable: exe, Out: &progress}
 	_, err = other.EnsureRegistry(ctx, opts)
@@ -94,6 +105,114 @@ func TestTheBackgroundRegistryOutlivesItsStarterAndKeepsItsData(t *testing.T) {
 		"a registry that cannot listen says why, and is not started")
 	_, running = other.RegistryStatus()
 	g.Expect(running).To(BeFalse())
+}
+
+// The attack of issue 21: another user of the machine replaces the images real nodes pull from
+// the embedded registry. It only pulls; the CLI pushes with the credential of its 0700 home,
+// which it sends to the registry only while the registry runs (never to whatever listens on the
+// address while it does not).
+func TestAnotherLocalUserCanNeitherPushNorDeleteWhileTheCLIPushes(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	exe, err := os.Executable()
+	g.Expect(err).NotTo(HaveOccurred())
+	t.Setenv("DOCKER_CONFIG", t.TempDir())
+	t.Setenv("HELM_REGISTRY_CONFIG", filepath.Join(t.TempDir(), "registry.json"))
+	var progress bytes.Buffer
+	c := &client.Client{Home: filepath.Join(t.TempDir(), "home"), Executable: exe, Out: &progress}
+	t.Cleanup(func() { _ = supervisor.Stop(context.Background(), c.Home) })
+	addr := freeAddr(g)
+	t.Cleanup(func() { _ = c.StopRegistry(context.Background()) })
+	info, err := c.EnsureRegistry(ctx, client.RegistryOptions{Listen: addr})
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(info.Authenticated && info.AnonymousPull).To(BeTrue(), "pushes authenticate, pulls do not")
+
+	for path, mode := range map[string]os.FileMode{c.Home: 0o700, c.RegistryHome(): 0o700, c.PushCredentialPath(): 0o600} {
+		fi, err := os.Stat(path)
+		g.Expect(err).NotTo(HaveOccurred())
+		g.Expect(fi.Mode().Perm()).To(Equal(mode), path)
+	}
+	// The home's parent (a test directory) is left open, so that nobody's refusal below is the
+	// credential's own modes.
+	g.Expect(os.Chmod(filepath.Dir(c.Home), 0o755)).To(Succeed())
+	g.Expect(os.Chmod(filepath.Dir(filepath.Dir(c.Home)), 0o755)).To(Succeed())
+
+	plain := registryconn.Config{PlainHTTP: true}
+	_, err = c.Publish(ctx, client.PublishOptions{Registry: addr, KubernetesMinors: []string{"1.36"}, Connection: plain})
+	g.Expect(err).NotTo(HaveOccurred(), "the CLI pushes with the push credential")
+	var cred client.PushCredential
+	g.Expect(json.Unmarshal(must(os.ReadFile(c.PushCredentialPath())), &cred)).To(Succeed())
+	opts, err := bundle.RemoteOptions(registryconn.Config{PlainHTTP: true, Username: cred.Username, Password: cred.Password})
+	g.Expect(err).NotTo(HaveOccurred())
+	img, err := random.Image(256, 1)
+	g.Expect(err).NotTo(HaveOccurred())
+	ref := addr + "/registry.k8s.io/pause:3.10"
+	g.Expect(ociimage.Push(ctx, ref, img, opts...)).To(Succeed(), "the push credential pushes images")
+	digest := must(img.Digest()).String()
+	manifest, err := img.RawManifest()
+	g.Expect(err).NotTo(HaveOccurred())
+	manifestFile := filepath.Join(filepath.Dir(c.Home), "manifest.json")
+	g.Expect(os.WriteFile(manifestFile, manifest, 0o644)).To(Succeed())
+
+	// As nobody, with curl.
+	asNobody := func(args ...string) (string, error) {
+		out, err := exec.CommandContext(ctx, "runuser", append([]string{"-u", "nobody", "--"}, args...)...).CombinedOutput()
+		return string(out), err
+	}
+	curl := func(method, path string, extra ...string) string {
+		out, err := asNobody(append([]string{"curl", "-sS", "-o", "/dev/null", "-w", "%{http_code}", "-X", method, "http://" + addr + path}, extra...)...)
+		g.Expect(err).NotTo(HaveOccurred(), out)
+		return out
+	}
+	g.Expect(curl(http.MethodGet, "/v2/registry.k8s.io/pause/manifests/3.10")).To(Equal("200"), "nobody pulls, as real nodes do")
+	for _, write := range []struct {
+		method, path string
+		extra        []string
+	}{
+		{http.MethodPut, "/v2/registry.k8s.io/pause/manifests/3.10", []string{"-H", "Content-Type: application/vnd.oci.image.manifest.v1+json", "--data-binary", "@" + manifestFile}},
+		{http.MethodPost, "/v2/registry.k8s.io/pause/blobs/uploads/", nil},
+		{http.MethodDelete, "/v2/registry.k8s.io/pause/manifests/" + digest, nil},
+		{http.MethodDelete, "/v2/registry.k8s.io/pause/blobs/" + must(img.ConfigName()).String(), nil},
+		{http.MethodPut, "/v2/registry.k8s.io/pause/manifests/3.10", []string{"-u", "flotilla-push:guess", "--data-binary", "@" + manifestFile}},
+	} {
+		g.Expect(curl(write.method, write.path, write.extra...)).To(Equal("401"), "%s %s by nobody", write.method, write.path)
+	}
+	out, err := asNobody("cat", c.PushCredentialPath())
+	g.Expect(err).To(HaveOccurred(), "nobody reads the push credential: %s", out)
+	g.Expect(out).To(ContainSubstring("Permission denied"))
+	pulled, err := remote.Image(mustRef(g, ref))
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(pulled.Digest()).To(Equal(must(img.Digest())), "nothing nobody tried changed the image")
+
+	// With the registry stopped, whatever listens on its address gets no credential.
+	g.Expect(c.StopRegistry(ctx)).To(Succeed())
+	squatter := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Header.Get("Authorization") != "" {
+			t.Errorf("the CLI sent credentials to a program that is not its registry: %s %s", r.Method, r.URL)
+		}
+		w.Header().Set("WWW-Authenticate", `Basic realm="squatter"`) // asking for them
+		w.WriteHeader(http.StatusUnauthorized)
+	}))
+	l, err := net.Listen("tcp", addr)
+	g.Expect(err).NotTo(HaveOccurred())
+	squatter.Listener = l
+	squatter.Start()
+	defer squatter.Close()
+	_, err = c.Publish(ctx, client.PublishOptions{Registry: addr, KubernetesMinors: []string{"1.36"}, Connection: plain})
+	g.Expect(err).To(HaveOccurred(), "the registry does not run: no push, and no credential sent")
+}
+
+func must[T any](v T, err error) T {
+	if err != nil {
+		panic(err)
+	}
+	return v
+}
+
+func mustRef(g Gomega, s string) name.Reference {
+	ref, err := name.ParseReference(s)
+	g.Expect(err).NotTo(HaveOccurred())
+	return ref
 }
 
 func TestSigningKeyIsGeneratedOnceWithItsPublicKeyNextToIt(t *testing.T) {

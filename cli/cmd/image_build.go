@@ -43,7 +43,10 @@ build VERSION --nodes) over a minimal base layer with Debian's CA certificates, 
 the registry under its upstream name: registry.k8s.io/pause:3.10 goes to
 <registry>/registry.k8s.io/pause:3.10, where the containerd of every real node looks for it.
 Without arguments every image is built: ` + strings.Join(names, ", ") + `.
-Building again gives the same digests, so nothing new is pushed.`,
+Building again gives the same digests, so nothing new is pushed. The digests are recorded in
+$FLOTILLA_HOME/registry/images.json: real nodes pull the sandbox's pause and CoreDNS by them
+(name@sha256:...), so an image pushed under the same tag later is not pulled. Pushes to the
+embedded registry use its push credential.`,
 		Example: `  # Into the embedded registry (flotilla registry start)
   flotilla image build
 

@@ -14,12 +14,14 @@ import (
 
 	"github.com/flotilla-dev/flotilla/cli/client"
 	"github.com/flotilla-dev/flotilla/pkg/binaries"
+	"github.com/flotilla-dev/flotilla/pkg/ociimage"
 	"github.com/flotilla-dev/flotilla/pkg/ociregistry"
 )
 
 func TestImageBuildPushesEveryImageToItsMirrorPath(t *testing.T) {
 	g := NewWithT(t)
-	t.Setenv("FLOTILLA_HOME", t.TempDir())
+	home := t.TempDir()
+	t.Setenv("FLOTILLA_HOME", home)
 	handler, err := ociregistry.NewHandler(ociregistry.Options{Dir: t.TempDir()})
 	g.Expect(err).NotTo(HaveOccurred())
 	srv := httptest.NewServer(handler)
@@ -47,6 +49,11 @@ func TestImageBuildPushesEveryImageToItsMirrorPath(t *testing.T) {
 		desc, err := remote.Head(ref)
 		g.Expect(err).NotTo(HaveOccurred(), "%s is in the registry", b.Reference)
 		g.Expect(desc.Digest.String()).To(Equal(b.Digest))
+	}
+	record, err := ociimage.ReadRecord(ociimage.RecordPath(home))
+	g.Expect(err).NotTo(HaveOccurred())
+	for _, b := range built {
+		g.Expect(record).To(HaveKeyWithValue(b.Name, b.Digest), "the digest real nodes pull %s by is recorded in the home", b.Name)
 	}
 
 	_, _, err = run("image", "build", "nginx", "--bin-dir", root, "--registry", registry)

@@ -125,8 +125,9 @@ func (o *PackagesExportOptions) Run(ctx context.Context) error {
 type PackagesImportOptions struct {
 	clientOptions
 
-	remote registryRemote
-	Path   string
+	remote    registryRemote
+	Path      string
+	PublicKey string
 }
 
 // NewPackagesImportCmd returns `flotilla packages import`.
@@ -137,17 +138,22 @@ func NewPackagesImportCmd(streams genericiooptions.IOStreams, global *GlobalOpti
 		Short: "Push an archive of 'flotilla packages export' into a registry that serves as a mirror",
 		Long: `Push every bundle, chart and image of FILE into --registry, below its optional path prefix,
 at the repository path and tag each had in its original registry, unchanged (digests and
-signatures hold). Then make that registry the management cluster's mirror:
+signatures hold). First every bundle must verify with --public-key, and every chart and image
+must be one a bundle names, in the repository, at the tag and with the digest it names: an
+archive that names any other repository, or another digest, pushes nothing. Then make that
+registry the management cluster's mirror:
 
   kubectl -n flotilla-system create configmap registry-mirror --from-literal=registry=HOST[:PORT][/PREFIX]`,
-		Example: `  flotilla registry serve --listen 127.0.0.1:5002 --dir ./mirror &
-  flotilla packages import flotilla-packages.tar --registry 127.0.0.1:5002`,
+		Example: `  # Into the embedded registry of this machine, with its push credential
+  flotilla registry start
+  flotilla packages import flotilla-packages.tar --registry 127.0.0.1:5001 --public-key signing-key.pub.pem`,
 		Args: exactlyOneArg("the archive file"),
 		RunE: RunE(o),
 	}
 	fs := cmd.Flags()
 	fs.StringVar(&o.remote.Registry, "registry", "", "the mirror: host[:port] with an optional path prefix, such as 127.0.0.1:5002 or mirror.example.com/flotilla")
 	_ = cmd.MarkFlagRequired("registry")
+	fs.StringVar(&o.PublicKey, "public-key", "", "PEM public key the archive's bundles are signed for (default $FLOTILLA_HOME/registry/signing-key.pub.pem)")
 	o.remote.addConnection(fs)
 	return cmd
 }
@@ -156,7 +162,7 @@ signatures hold). Then make that registry the management cluster's mirror:
 // paths absolute and builds the client.
 func (o *PackagesImportOptions) Complete(cmd *cobra.Command, args []string) error {
 	o.Path = args[0]
-	if err := o.remote.complete(cmd, &o.Path); err != nil {
+	if err := o.remote.complete(cmd, &o.Path, &o.PublicKey); err != nil {
 		return err
 	}
 	return o.clientOptions.Complete(cmd, args)
@@ -179,8 +185,12 @@ func (o *PackagesImportOptions) Run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	pub, err := o.client.PublicKey(o.PublicKey)
+	if err != nil {
+		return err
+	}
 	start := time.Now()
-	res, err := o.client.ImportPackages(ctx, archive.ImportOptions{Path: o.Path, Registry: o.remote.Registry, Connection: conn})
+	res, err := o.client.ImportPackages(ctx, archive.ImportOptions{Path: o.Path, Registry: o.remote.Registry, Connection: conn, PublicKey: pub})
 	if err != nil {
 		return err
 	}

@@ -22,8 +22,11 @@ func NewRegistryCmd(streams genericiooptions.IOStreams, global *GlobalOptions) *
 'flotilla registry start' runs Flotilla's embedded registry in the background (data under
 $FLOTILLA_HOME/registry/data, kept across restarts); 'flotilla registry publish' pushes the
 curated charts (or your own) and a signed bundle per Kubernetes minor to it, or to any OCI
-registry you already run. Off loopback the embedded registry serves TLS and authenticates its
-users ('flotilla registry htpasswd'). See docs/packages-registry.md.`
+registry you already run. The embedded registry authenticates every push and delete: on
+loopback by default with the push credential it generates into $FLOTILLA_HOME/registry
+(0600), which the CLI sends to it, while anyone may pull; off loopback it serves TLS and
+authenticates every request of its users ('flotilla registry htpasswd').
+See docs/packages-registry.md.`
 	cmd.AddCommand(
 		NewRegistryServeCmd(streams, global),
 		NewRegistryStartCmd(streams, global),
@@ -40,10 +43,11 @@ users ('flotilla registry htpasswd'). See docs/packages-registry.md.`
 // shared by serve and start.
 func addRegistryServeFlags(fs *pflag.FlagSet, o *client.RegistryOptions) {
 	fs.StringVar(&o.Listen, "listen", client.DefaultRegistryAddress, "address to serve on; off loopback, --tls-cert-file, --tls-key-file and --htpasswd are required")
+	fs.BoolVar(&o.AnonymousPull, "anonymous-pull", false, "let clients without credentials pull, and nothing more (on loopback only; set when --htpasswd is not given)")
 	fs.StringVar(&o.Dir, "dir", "", "directory for blobs and manifests (default $FLOTILLA_HOME/registry/data)")
 	fs.StringVar(&o.TLSCertFile, "tls-cert-file", "", "serve HTTPS with this certificate (PEM)")
 	fs.StringVar(&o.TLSKeyFile, "tls-key-file", "", "private key of --tls-cert-file (PEM)")
-	fs.StringVar(&o.HTPasswdFile, "htpasswd", "", "require HTTP basic authentication by the users of this file (user:bcrypt-hash lines; 'flotilla registry htpasswd' writes them)")
+	fs.StringVar(&o.HTPasswdFile, "htpasswd", "", "require HTTP basic authentication by the users of this file (user:bcrypt-hash lines; 'flotilla registry htpasswd' writes them); default on loopback: the push credential generated into $FLOTILLA_HOME/registry/push-credentials, with --anonymous-pull")
 	fs.StringSliceVar(&o.PullOnlyUsers, "pull-only-users", nil, "users of --htpasswd who may pull and nothing more (comma-separated), such as the user a management cluster's mirror gives every real node")
 	fs.Int64Var(&o.MaxBlobSize, "max-blob-size", 0, "largest blob accepted, in bytes (default 512 MiB)")
 	fs.DurationVar(&o.UploadTimeout, "upload-timeout", 0, "an unfinished upload that sees no request for this long is deleted (default 10m)")

@@ -1,7 +1,9 @@
 package cmd
 
 import (
+	"cmp"
 	"context"
+	"errors"
 	"fmt"
 	"text/tabwriter"
 
@@ -19,6 +21,8 @@ type RegistryPublishOptions struct {
 	ChartsDir        string
 	KubernetesMinors []string
 	SigningKey       string
+	ImageRegistry    string
+	SkipImages       bool
 }
 
 // NewRegistryPublishCmd returns `flotilla registry publish`.
@@ -36,6 +40,12 @@ lists every chart with its digest, config schema and dependencies, signed with E
 The build is one more than the newest bundle of that minor in the registry; when that bundle
 already lists the same charts, nothing new is pushed. Charts are packaged reproducibly, so
 publishing the same charts again changes nothing.
+
+Each bundle also records, signed, the images its charts run (with their default values, in a
+cluster of its minor) and those every real node runs, pinned by their digests in
+--image-registry (default: --registry; the mirror layout 'flotilla image build' pushes to):
+'flotilla packages export' and 'import' carry these images only, with these digests. Every image
+must be there, unless --skip-images.
 
 The signing key is $FLOTILLA_HOME/registry/signing-key.pem, generated on first use, or
 --signing-key. Its public key is written next to it (signing-key.pub.pem): give that file to
@@ -56,6 +66,8 @@ The signing key is $FLOTILLA_HOME/registry/signing-key.pem, generated on first u
 	f := cmd.Flags()
 	f.StringVar(&o.ChartsDir, "charts", "", "directory with one chart per subdirectory (default: the curated catalog built into flotilla)")
 	f.StringSliceVar(&o.KubernetesMinors, "kubernetes-minor", []string{"1.35", "1.36"}, "Kubernetes minors to build a bundle for (repeat or comma separate)")
+	f.StringVar(&o.ImageRegistry, "image-registry", "", "registry holding the images the charts and real nodes run, in the mirror layout of 'flotilla image build' (host[:port][/prefix]; default --registry)")
+	f.BoolVar(&o.SkipImages, "skip-images", false, "record no images in the bundles ('flotilla packages export' then carries none)")
 	f.StringVar(&o.SigningKey, "signing-key", "", "PEM ECDSA P-256 private key that signs the bundles (default $FLOTILLA_HOME/registry/signing-key.pem, generated when missing)")
 	return cmd
 }
@@ -68,14 +80,23 @@ func (o *RegistryPublishOptions) Complete(cmd *cobra.Command, args []string) err
 	return o.clientOptions.Complete(cmd, args)
 }
 
-// Validate checks -o.
-func (o *RegistryPublishOptions) Validate() error { return o.remote.Validate() }
+// Validate checks -o and the image flags.
+func (o *RegistryPublishOptions) Validate() error {
+	if o.SkipImages && o.ImageRegistry != "" {
+		return errors.New("--skip-images records no images: drop --image-registry, or --skip-images")
+	}
+	return o.remote.Validate()
+}
 
 // Run publishes.
 func (o *RegistryPublishOptions) Run(ctx context.Context) error {
 	conn, err := client.RegistryConnection(ctx, o.remote.RegistryConnectionOptions)
 	if err != nil {
 		return err
+	}
+	imageRegistry := cmp.Or(o.ImageRegistry, o.remote.Registry)
+	if o.SkipImages {
+		imageRegistry = ""
 	}
 	res, err := o.client.Publish(ctx, client.PublishOptions{
 		Registry:         o.remote.Registry,
@@ -84,6 +105,7 @@ func (o *RegistryPublishOptions) Run(ctx context.Context) error {
 		KubernetesMinors: o.KubernetesMinors,
 		SigningKey:       o.SigningKey,
 		Connection:       conn,
+		ImageRegistry:    imageRegistry,
 	})
 	if err != nil {
 		return o.remote.explain(err)

@@ -31,10 +31,13 @@ func NewRegistryServeCmd(streams genericiooptions.IOStreams, global *GlobalOptio
 		Long: `Serve an OCI registry (go-containerregistry's, with blobs, manifests and unfinished uploads
 kept on disk) until interrupted. Every request is logged to the error stream unless --quiet.
 
-On a loopback address (the default) it may serve plain HTTP to anyone on this machine. Any
-other --listen address needs TLS (--tls-cert-file, --tls-key-file) and authentication
-(--htpasswd, users with bcrypt passwords: 'flotilla registry htpasswd'); clients log in with
-HTTP basic auth, as 'helm registry login', 'docker login', oras and containerd do.
+Every push and delete authenticates. On a loopback address (the default) it serves plain HTTP,
+and without --htpasswd it takes writes from the push credential it generates into
+$FLOTILLA_HOME/registry/push-credentials (mode 0600; the flotilla CLI sends it) and pulls from
+anyone on this machine, real nodes included. Any other --listen address needs TLS
+(--tls-cert-file, --tls-key-file) and authentication of every request (--htpasswd, users with
+bcrypt passwords: 'flotilla registry htpasswd'); clients log in with HTTP basic auth, as 'helm
+registry login', 'docker login', oras and containerd do.
 'flotilla registry start' runs it in the background instead.`,
 		Example: `  flotilla registry serve
   flotilla registry serve --listen 127.0.0.1:5001 --dir /tmp/registry
@@ -74,12 +77,12 @@ func (o *RegistryServeOptions) Run(ctx context.Context) error {
 	if !o.Quiet {
 		log = o.ErrOut
 	}
-	scheme, auth := "http", "no authentication"
+	scheme, auth := "http", "the users of "+o.Registry.HTPasswdFile
 	if o.Registry.TLSCertFile != "" {
 		scheme = "https"
 	}
-	if o.Registry.HTPasswdFile != "" {
-		auth = "the users of " + o.Registry.HTPasswdFile
+	if o.Registry.AnonymousPull {
+		auth = "anyone to pull and the users of " + o.Registry.HTPasswdFile + " to push"
 	}
 	_, _ = fmt.Fprintf(o.ErrOut, "Serving an OCI registry at %s://%s for %s, with data in %s\n", scheme, o.Registry.Listen, auth, o.Registry.Dir)
 	return client.ServeRegistry(ctx, o.Registry, log)

@@ -27,7 +27,9 @@ func NewRegistryStartCmd(streams genericiooptions.IOStreams, global *GlobalOptio
 		Long: `Run 'flotilla registry serve' as a background process that outlives this command, and wait
 until it answers. Its pid file and log are under $FLOTILLA_HOME/registry/{run,logs}.
 A registry already running with the same flags is left alone; with other flags it is restarted.
-It takes the flags of 'flotilla registry serve': off loopback, TLS and --htpasswd are required.`,
+It takes the flags of 'flotilla registry serve': pushes and deletes authenticate (by default
+with the push credential generated into $FLOTILLA_HOME/registry/push-credentials, which the
+CLI uses); off loopback, TLS and --htpasswd are required.`,
 		Example: `  flotilla registry start
   flotilla registry start --listen 127.0.0.1:5002 --dir /tmp/registry
   flotilla registry start --listen 0.0.0.0:5001 --tls-cert-file tls.crt --tls-key-file tls.key --htpasswd registry.htpasswd`,
@@ -81,7 +83,10 @@ func registryURL(info client.RegistryInfo) string {
 	if info.TLS {
 		url = "https://" + info.Address
 	}
-	if info.Authenticated {
+	switch {
+	case info.AnonymousPull:
+		url += ", pushes by its users only"
+	case info.Authenticated:
 		url += ", users only"
 	}
 	return url

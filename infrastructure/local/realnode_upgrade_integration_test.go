@@ -37,6 +37,7 @@ func TestARealNodeIsReplacedWhenItsClusterIsUpgraded(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
 	home := newHome(t)
+	realnodetest.RecordImages(t, home, realnodetest.Binaries(t, to))
 	startManager(t, home)
 	namespace := env.NewNamespace(t)
 	dumpOnFailure(t, namespace)

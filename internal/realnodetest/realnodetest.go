@@ -101,6 +101,38 @@ func pushImages(t testing.TB, set binaries.Set, m registryconn.Mirror) {
 	}
 }
 
+// RecordImages records in home, as `flotilla image build` does, the digests of Flotilla's
+// images built from the programs of set (those Mirror and SecureMirror push: the same programs
+// give the same digests), and returns the node images pinned by them.
+func RecordImages(t testing.TB, home string, set binaries.Set) realnode.NodeImages {
+	t.Helper()
+	record := ociimage.Record{}
+	for _, img := range ociimage.Flotilla {
+		image, err := ociimage.Build(img, set.Path(img.Program), "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		digest, err := image.Digest()
+		if err != nil {
+			t.Fatal(err)
+		}
+		record[img.Name] = digest.String()
+	}
+	path := ociimage.RecordPath(home)
+	if err := ociimage.RecordDigests(path, record); err != nil {
+		t.Fatal(err)
+	}
+	read, err := ociimage.ReadRecord(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	images, err := realnode.PinnedImages(read)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return images
+}
+
 // HostTraces lists what the real node name of the cluster in clusterDir has on this host: its
 // processes (those with its directory in their command line), network namespace (which holds
 // its iptables rules), mounts, veth and cgroups.

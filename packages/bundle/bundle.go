@@ -23,6 +23,30 @@ type Bundle struct {
 	Build int `json:"build"`
 	// Packages are sorted by name.
 	Packages []Package `json:"packages"`
+	// Images are the container images the chart versions of the bundle run with their default
+	// values in a cluster of its minor, and those every real node runs, each pinned by the digest
+	// it had in the image registry when the bundle was published, sorted by name. `flotilla
+	// packages export` and `import` carry these images only, and only with these digests.
+	Images []Image `json:"images,omitempty"`
+}
+
+// Image is one container image a bundle names.
+type Image struct {
+	// Name is the image as charts and nodes name it, such as
+	// ghcr.io/flotilla-dev/hello-flotilla:0.1.0 (a tag, or a digest when the chart pins one).
+	Name string `json:"name"`
+	// Digest is its manifest's (or image index's) digest, "sha256:...".
+	Digest string `json:"digest"`
+}
+
+// Image returns the image called name and true, or false when the bundle names none.
+func (b Bundle) Image(name string) (Image, bool) {
+	for _, i := range b.Images {
+		if i.Name == name {
+			return i, true
+		}
+	}
+	return Image{}, false
 }
 
 // Package is one curated package: a Helm chart in an OCI registry.
@@ -98,6 +122,9 @@ func Decode(data []byte) (Bundle, error) {
 	return b, nil
 }
 
+// digestRE is a sha256 digest.
+var digestRE = regexp.MustCompile(`^sha256:[0-9a-f]{64}$`)
+
 var nameRE = regexp.MustCompile(`^v(0|[1-9][0-9]*)-(0|[1-9][0-9]*)-(0|[1-9][0-9]*)$`)
 
 // Name is the name of build build of the bundle for Kubernetes minor ("1.36", or "v1.36.3"
@@ -157,6 +184,13 @@ func (b Bundle) Validate() error {
 			}
 		}
 	}
+	seenImages := map[string]bool{}
+	for i, img := range b.Images {
+		if img.Name == "" || seenImages[img.Name] || !digestRE.MatchString(img.Digest) {
+			return fmt.Errorf("bundle %s: images[%d] (%q) needs a name of its own and a sha256 digest", b.Name, i, img.Name)
+		}
+		seenImages[img.Name] = true
+	}
 	for _, p := range b.Packages {
 		for _, v := range p.Versions {
 			for _, d := range v.Dependencies {
@@ -169,11 +203,11 @@ func (b Bundle) Validate() error {
 	return nil
 }
 
-// SameContent is true when a and b list the same packages, whatever their names and builds:
-// publishing b after a would change nothing.
+// SameContent is true when a and b list the same packages and images, whatever their names and
+// builds: publishing b after a would change nothing.
 func SameContent(a, b Bundle) bool {
-	ca, errA := json.Marshal(a.Packages)
-	cb, errB := json.Marshal(b.Packages)
+	ca, errA := json.Marshal([]any{a.Packages, a.Images})
+	cb, errB := json.Marshal([]any{b.Packages, b.Images})
 	return errA == nil && errB == nil && a.KubernetesMinor == b.KubernetesMinor && string(ca) == string(cb)
 }
 

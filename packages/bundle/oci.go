@@ -185,15 +185,65 @@ func Pull(ctx context.Context, ref string, opts ...remote.Option) (Signed, error
 	if err != nil {
 		return Signed{}, fmt.Errorf("bundle %s: fetching the content: %w", ref, err)
 	}
+	tag := ""
+	if t, ok := r.(name.Tag); ok {
+		tag = t.TagStr()
+	}
+	return signedFrom(m, content, desc.Digest.String(), ref, tag)
+}
+
+// FromImage reads the bundle of the artifact img (from an OCI image layout, say) as Pull reads
+// one from a registry: its shape, its content's digest and, when tag is not empty, that the
+// bundle has that name (ErrNameMismatch). It does not verify the signature.
+func FromImage(img v1.Image, tag string) (Signed, error) {
+	digest, err := img.Digest()
+	if err != nil {
+		return Signed{}, fmt.Errorf("reading a bundle: %w", err)
+	}
+	raw, err := img.RawManifest()
+	if err != nil {
+		return Signed{}, fmt.Errorf("bundle %s: %w", digest, err)
+	}
+	var m v1.Manifest
+	if err := json.Unmarshal(raw, &m); err != nil {
+		return Signed{}, fmt.Errorf("bundle %s: reading the manifest: %w", digest, err)
+	}
+	layer, err := contentLayer(m)
+	if err != nil {
+		return Signed{}, fmt.Errorf("bundle %s: %w", digest, err)
+	}
+	blob, err := img.LayerByDigest(layer.Digest)
+	if err != nil {
+		return Signed{}, fmt.Errorf("bundle %s: %w", digest, err)
+	}
+	rc, err := blob.Compressed()
+	if err != nil {
+		return Signed{}, fmt.Errorf("bundle %s: reading the content: %w", digest, err)
+	}
+	defer func() { _ = rc.Close() }()
+	content, err := io.ReadAll(io.LimitReader(rc, maxContentSize+1))
+	if err != nil {
+		return Signed{}, fmt.Errorf("bundle %s: reading the content: %w", digest, err)
+	}
+	if sum := sha256.Sum256(content); int64(len(content)) != layer.Size || "sha256:"+hex.EncodeToString(sum[:]) != layer.Digest.String() {
+		return Signed{}, fmt.Errorf("bundle %s: the content is not the %d bytes of digest %s its manifest names", digest, layer.Size, layer.Digest)
+	}
+	return signedFrom(m, content, digest.String(), digest.String(), tag)
+}
+
+// signedFrom decodes the bundle of manifest m with content, whose manifest has digest and was
+// read from ref; tag, when not empty, must be the bundle's name.
+func signedFrom(m v1.Manifest, content []byte, digest, ref, tag string) (Signed, error) {
 	b, err := Decode(content)
 	if err != nil {
 		return Signed{}, fmt.Errorf("bundle %s: %w", ref, err)
 	}
-	if tag, ok := r.(name.Tag); ok && tag.TagStr() != b.Name {
+	if tag != "" && tag != b.Name {
 		return Signed{}, fmt.Errorf("%w: %s holds bundle %s", ErrNameMismatch, ref, b.Name)
 	}
-	s := Signed{Bundle: b, Digest: desc.Digest.String()}
+	s := Signed{Bundle: b, Digest: digest}
 	if enc, ok := m.Annotations[SignatureAnnotation]; ok {
+		var err error
 		if s.Signature, err = base64.StdEncoding.DecodeString(enc); err != nil || len(s.Signature) == 0 {
 			return Signed{}, fmt.Errorf("%w: bundle %s: the signature annotation is not base64", ErrBadSignature, ref)
 		}

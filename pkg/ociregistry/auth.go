@@ -139,10 +139,10 @@ func SetHTPasswdUser(path, user, password string) error {
 	return atomicfile.Write(path, []byte(strings.Join(out, "\n")+"\n"))
 }
 
-// challenge answers a request without valid credentials.
-func challenge(w http.ResponseWriter) {
+// challenge answers a request without valid credentials, saying why in message.
+func challenge(w http.ResponseWriter, message string) {
 	w.Header().Set("WWW-Authenticate", `Basic realm="`+realm+`", charset="UTF-8"`)
-	writeError(w, http.StatusUnauthorized, "UNAUTHORIZED", "authentication required: log in with the registry's user name and password")
+	writeError(w, http.StatusUnauthorized, "UNAUTHORIZED", message)
 }
 
 // allow returns the user req authenticates as, and whether its basic credentials are valid.

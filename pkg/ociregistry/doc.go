@@ -63,18 +63,25 @@
 //
 // # Security
 //
-// On a loopback address (the default setup) the registry may serve plain HTTP to anyone on the
-// machine. Options.Validate, which Serve calls, refuses any other address unless the registry
-// serves TLS (TLSCertFile, TLSKeyFile) and authenticates (HTPasswdFile). Authentication is HTTP
-// basic auth, the scheme Docker, Helm (helm registry login), ORAS and containerd speak: every
-// request without valid credentials gets 401 with a Basic challenge. Users are the lines
-// user:bcrypt-hash of an htpasswd file (ParseHTPasswd refuses other hashes; SetHTPasswdUser
-// writes them). Checks run at most NumCPU/2 bcrypt comparisons at once, a request naming an
-// unknown user costs as much as a known one, and a verified user and password are remembered
-// for 5 minutes under a salted hash. Every user may read and write every repository, except
-// Options.PullOnlyUsers, who may only read (GET and HEAD; 403 DENIED otherwise). A registry
-// that does not authenticate takes writes only from its machine's loopback: real nodes reach it
-// through their gateway's forward, from their node network's addresses, and may only read.
+// The registry authenticates every write: Options.Validate, which Serve calls, requires an
+// htpasswd file (HTPasswdFile), and off a loopback address (reachable from other machines) TLS
+// too (TLSCertFile, TLSKeyFile). Authentication is HTTP basic auth, the scheme Docker, Helm (helm
+// registry login), ORAS and containerd speak: a request without valid credentials gets 401 with
+// a Basic challenge and a message saying what to do. With Options.AnonymousPull, requests
+// without credentials may read (GET and HEAD) and nothing more; a request with wrong credentials
+// is refused whatever it does. Users are the lines user:bcrypt-hash of an htpasswd file
+// (ParseHTPasswd refuses other hashes; SetHTPasswdUser writes them). Checks run at most
+// NumCPU/2 bcrypt comparisons at once, a request naming an unknown user costs as much as a
+// known one, and a verified user and password are remembered for 5 minutes under a salted hash.
+// Every user may read and write every repository, except Options.PullOnlyUsers, who may only
+// read (GET and HEAD; 403 DENIED otherwise).
+//
+// The default setup (`flotilla registry start`) serves on 127.0.0.1:5001 with anonymous pull,
+// for real nodes, and one user, the push credential Flotilla generates into its 0700 home, for
+// the CLI: other users of the machine may pull but neither push nor delete.
+//
+// A handler without HTPasswdFile (NewHandler, for tests that serve it in their own process)
+// takes writes from its machine's loopback without credentials, and reads from anywhere.
 //
 // Each request is logged as one line with its method, path and query, status, user name and
 // duration; never its headers, so never its credentials.

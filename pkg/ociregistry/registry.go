@@ -45,17 +45,23 @@ const (
 // Options configure Serve and NewHandler. The fields are the flags of `flotilla registry
 // serve`, whose names the errors use.
 type Options struct {
-	// Listen is the address to serve on, such as 127.0.0.1:5001. Off loopback, TLS and
-	// HTPasswdFile are required.
+	// Listen is the address to serve on, such as 127.0.0.1:5001. Off loopback, TLS is
+	// required too, and AnonymousPull is refused.
 	Listen string
 	// Dir keeps blobs and manifests. It is created (0700) when missing.
 	Dir string
 	// TLSCertFile and TLSKeyFile, when both set, make the registry serve HTTPS with that
 	// certificate; otherwise it serves plain HTTP.
 	TLSCertFile, TLSKeyFile string
-	// HTPasswdFile, when set, holds the users (user:bcrypt-hash lines, see ParseHTPasswd), and
-	// every request must authenticate as one of them with HTTP basic auth.
+	// HTPasswdFile holds the users (user:bcrypt-hash lines, see ParseHTPasswd), and every
+	// request must authenticate as one of them with HTTP basic auth, reads too unless
+	// AnonymousPull. Serve requires it: the registry authenticates every write. A handler
+	// without it (NewHandler, for tests that serve it in their own process) takes writes from
+	// loopback clients without credentials.
 	HTPasswdFile string
+	// AnonymousPull lets requests without credentials read (GET and HEAD); writes still
+	// authenticate. Real nodes pull so from the default setup's registry.
+	AnonymousPull bool
 	// PullOnlyUsers are users of HTPasswdFile who may pull and nothing more, such as the user
 	// whose credentials a management cluster's mirror gives every real node.
 	PullOnlyUsers []string
@@ -92,8 +98,8 @@ func (o Options) withDefaults() Options {
 	return o
 }
 
-// Validate checks the options of Serve: a registry off loopback (reachable from other machines)
-// must serve TLS and authenticate its users.
+// Validate checks the options of Serve: a registry authenticates every write, and one off
+// loopback (reachable from other machines) serves TLS and authenticates every request.
 func (o Options) Validate() error {
 	var errs []error
 	if o.Listen == "" {
@@ -102,14 +108,12 @@ func (o Options) Validate() error {
 	if o.Dir == "" {
 		errs = append(errs, errors.New("--dir is required"))
 	}
-	if len(o.PullOnlyUsers) > 0 && o.HTPasswdFile == "" {
-		errs = append(errs, errors.New("--pull-only-users names users of --htpasswd, which is required with it"))
-	}
 	if (o.TLSCertFile == "") != (o.TLSKeyFile == "") {
 		errs = append(errs, errors.New("--tls-cert-file and --tls-key-file go together"))
 	}
 	errs = append(errs, o.checkLimits())
-	if o.Listen != "" && !netaddr.IsLoopback(o.Listen) {
+	switch {
+	case o.Listen != "" && !netaddr.IsLoopback(o.Listen):
 		var missing []string
 		if o.TLSCertFile == "" || o.TLSKeyFile == "" {
 			missing = append(missing, "TLS (--tls-cert-file and --tls-key-file: a certificate for the names clients use)")
@@ -121,6 +125,11 @@ func (o Options) Validate() error {
 			errs = append(errs, fmt.Errorf("--listen %s is not a loopback address, so other machines could reach the registry: add %s, or listen on 127.0.0.1",
 				o.Listen, strings.Join(missing, " and ")))
 		}
+		if o.AnonymousPull {
+			errs = append(errs, fmt.Errorf("--anonymous-pull is for a registry on loopback (real nodes pull through their gateway's forward): --listen %s reaches other machines, whose clients authenticate", o.Listen))
+		}
+	case o.HTPasswdFile == "":
+		errs = append(errs, errors.New("--htpasswd is required: the registry authenticates every push and delete ('flotilla registry serve' and 'start' on loopback use the push credential of $FLOTILLA_HOME/registry when --htpasswd is not given)"))
 	}
 	return errors.Join(errs...)
 }
@@ -235,7 +244,7 @@ func newHandler(opts Options) (*handler, error) {
 	if err != nil {
 		return nil, err
 	}
-	h := &handler{store: st, uploads: up, log: log.New(opts.Log, "", log.LstdFlags), now: opts.Now, stallTimeout: opts.UploadTimeout}
+	h := &handler{store: st, uploads: up, log: log.New(opts.Log, "", log.LstdFlags), now: opts.Now, stallTimeout: opts.UploadTimeout, anonymousPull: opts.AnonymousPull}
 	if opts.HTPasswdFile != "" {
 		if h.auth, err = newAuthenticator(opts.HTPasswdFile, opts.Now); err != nil {
 			return nil, err
@@ -272,8 +281,10 @@ type handler struct {
 	auth *authenticator
 	// pullOnly are the users who may only pull (Options.PullOnlyUsers).
 	pullOnly map[string]bool
-	log      *log.Logger
-	now      func() time.Time
+	// anonymousPull lets requests without credentials read (Options.AnonymousPull).
+	anonymousPull bool
+	log           *log.Logger
+	now           func() time.Time
 	// stallTimeout bounds how long reading a request body may make no progress.
 	stallTimeout time.Duration
 }
@@ -288,14 +299,22 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 	}()
 	sw.Header().Set("Docker-Distribution-API-Version", "registry/2.0")
 	var name string
-	if h.auth != nil {
+	_, _, sent := req.BasicAuth()
+	switch {
+	case h.auth == nil:
+	case !sent && h.anonymousPull && isRead(req):
+		user = "anonymous"
+	case !sent && h.anonymousPull:
+		challenge(sw, "pushing and deleting need credentials, anonymous clients may only pull: log in as a user of the registry (for Flotilla's embedded registry, the push credential in $FLOTILLA_HOME/registry/push-credentials, which the flotilla CLI uses itself)")
+		return
+	default:
 		var ok bool
 		name, ok = h.auth.allow(req)
 		if !ok {
 			if name != "" {
 				user = strconv.Quote(name) + "(refused)"
 			}
-			challenge(sw)
+			challenge(sw, "authentication required: log in with the registry's user name and password")
 			return
 		}
 		user = strconv.Quote(name)
@@ -337,7 +356,7 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 // nothing more. user is the authenticated user ("" when the registry does not authenticate).
 func (h *handler) mayWrite(req *http.Request, user string) error {
 	switch {
-	case req.Method == http.MethodGet || req.Method == http.MethodHead:
+	case isRead(req):
 		return nil
 	case h.auth != nil:
 		if h.pullOnly[user] {
@@ -350,6 +369,11 @@ func (h *handler) mayWrite(req *http.Request, user string) error {
 		return nil
 	}
 	return fmt.Errorf("this registry does not authenticate, so only clients on its machine's loopback may push or delete; %s may only pull", req.RemoteAddr)
+}
+
+// isRead says whether req only reads: GET and HEAD.
+func isRead(req *http.Request) bool {
+	return req.Method == http.MethodGet || req.Method == http.MethodHead
 }
 
 // deleteBlob deletes a blob: 202, or 404 when there is none (go-containerregistry answers 500).

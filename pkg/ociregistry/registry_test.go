@@ -90,7 +90,9 @@ func TestServeStopsWithItsContextAndLocksItsDirectory(t *testing.T) {
 
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
-	go func() { done <- ociregistry.Serve(ctx, ociregistry.Options{Listen: addr, Dir: dir}) }()
+	go func() {
+		done <- ociregistry.Serve(ctx, ociregistry.Options{Listen: addr, Dir: dir, HTPasswdFile: htpasswd(t), AnonymousPull: true})
+	}()
 	g.Eventually(func() error {
 		_, err := remote.List(mustRef(g, addr+"/nothing:x").Context())
 		if err != nil && strings.Contains(err.Error(), "connection refused") {
@@ -99,7 +101,7 @@ func TestServeStopsWithItsContextAndLocksItsDirectory(t *testing.T) {
 		return nil
 	}, 5*time.Second, 50*time.Millisecond).Should(Succeed())
 
-	err = ociregistry.Serve(context.Background(), ociregistry.Options{Listen: "127.0.0.1:0", Dir: dir})
+	err = ociregistry.Serve(context.Background(), ociregistry.Options{Listen: "127.0.0.1:0", Dir: dir, HTPasswdFile: htpasswd(t)})
 	g.Expect(err).To(MatchError(ContainSubstring("another registry already serves")))
 
 	cancel()

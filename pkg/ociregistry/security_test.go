@@ -157,9 +157,60 @@ func TestOnlyItsUsersPushAndPullWhenTheRegistryAuthenticates(t *testing.T) {
 	}
 }
 
-// A registry that does not authenticate trusts its machine's users: real nodes reach it through
-// their gateway's forward, from their node network's addresses, on behalf of a cluster's tenant,
-// and may pull but neither push nor delete what the other clusters' nodes pull.
+// The default setup's registry: anyone pulls (real nodes through their gateway's forward, with no
+// credentials), and only its users push and delete, whatever address they come from.
+func TestAnonymousClientsOnlyPullFromARegistryWithAnonymousPull(t *testing.T) {
+	g := NewWithT(t)
+	h, err := ociregistry.NewHandler(ociregistry.Options{Dir: t.TempDir(), HTPasswdFile: htpasswd(t), AnonymousPull: true})
+	g.Expect(err).NotTo(HaveOccurred())
+	srv := httptest.NewServer(h)
+	t.Cleanup(srv.Close)
+	host := strings.TrimPrefix(srv.URL, "http://")
+	img, err := random.Image(512, 1)
+	g.Expect(err).NotTo(HaveOccurred())
+	ref := mustRef(g, host+"/registry.k8s.io/pause:3.10")
+	noRetry := remote.WithRetryBackoff(remote.Backoff{Steps: 1})
+	pusher := remote.WithAuth(&authn.Basic{Username: user, Password: password})
+
+	err = remote.Write(ref, img, noRetry)
+	g.Expect(statusOf(err)).To(Equal(http.StatusUnauthorized), "an anonymous push from loopback is refused: %v", err)
+	g.Expect(err).To(MatchError(ContainSubstring("pushing and deleting need credentials, anonymous clients may only pull")))
+	g.Expect(remote.Write(ref, img, pusher, noRetry)).To(Succeed(), "a user pushes")
+	pulled, err := remote.Image(ref, noRetry)
+	g.Expect(err).NotTo(HaveOccurred(), "anyone pulls")
+	g.Expect(pulled.Digest()).To(Equal(must(img.Digest())))
+	_, err = remote.Image(ref, remote.WithAuth(&authn.Basic{Username: user, Password: "wrong"}), noRetry)
+	g.Expect(statusOf(err)).To(Equal(http.StatusUnauthorized), "wrong credentials are refused, even for a pull: %v", err)
+
+	digest := must(img.Digest()).String()
+	manifest, err := img.RawManifest()
+	g.Expect(err).NotTo(HaveOccurred())
+	for _, write := range []struct{ method, path string }{
+		{http.MethodPut, "/v2/registry.k8s.io/pause/manifests/3.10"},
+		{http.MethodPost, "/v2/registry.k8s.io/pause/blobs/uploads/"},
+		{http.MethodPatch, "/v2/registry.k8s.io/pause/blobs/uploads/0123456789abcdef0123456789abcdef"},
+		{http.MethodDelete, "/v2/registry.k8s.io/pause/manifests/" + digest},
+		{http.MethodDelete, "/v2/registry.k8s.io/pause/blobs/" + must(img.ConfigName()).String()},
+	} {
+		req, err := http.NewRequest(write.method, srv.URL+write.path, bytes.NewReader(manifest))
+		g.Expect(err).NotTo(HaveOccurred())
+		resp, err := http.DefaultClient.Do(req)
+		g.Expect(err).NotTo(HaveOccurred())
+		body, _ := io.ReadAll(resp.Body)
+		_ = resp.Body.Close()
+		g.Expect(resp.StatusCode).To(Equal(http.StatusUnauthorized), "%s %s", write.method, write.path)
+		g.Expect(resp.Header.Get("WWW-Authenticate")).To(HavePrefix(`Basic realm="flotilla registry"`))
+		g.Expect(string(body)).To(ContainSubstring("push-credentials"), "the refusal says where the credential is")
+	}
+	pulled, err = remote.Image(ref, noRetry)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(pulled.Digest()).To(Equal(must(img.Digest())), "what the anonymous client tried changed nothing")
+	g.Expect(remote.Delete(mustRef(g, host+"/registry.k8s.io/pause@"+digest), pusher, noRetry)).To(Succeed(), "a user deletes")
+}
+
+// A handler that does not authenticate (tests only: Serve refuses it) trusts its machine's users:
+// what reaches it from another address (a real node through its gateway's forward) may pull but
+// neither push nor delete.
 func TestAnAnonymousRegistryTakesWritesFromLoopbackOnly(t *testing.T) {
 	g := NewWithT(t)
 	h, err := ociregistry.NewHandler(ociregistry.Options{Dir: t.TempDir()})
@@ -392,28 +443,28 @@ func TestUploadsFollowTheProtocol(t *testing.T) {
 	g.Expect(resp.body).To(Equal("hello"))
 }
 
-func TestARegistryOffLoopbackNeedsTLSAndAuthentication(t *testing.T) {
+func TestARegistryAuthenticatesWritesAndNeedsTLSOffLoopback(t *testing.T) {
 	tls := ociregistry.Options{TLSCertFile: "cert.pem", TLSKeyFile: "key.pem"}
 	for _, tc := range []struct {
 		name      string
 		opts      ociregistry.Options
 		wantError []string
 	}{
-		{name: "loopback without TLS or authentication is fine", opts: ociregistry.Options{Listen: "127.0.0.1:5001"}},
-		{name: "localhost is loopback", opts: ociregistry.Options{Listen: "localhost:5001"}},
-		{name: "every interface without either is refused", opts: ociregistry.Options{Listen: "0.0.0.0:5001"},
+		{name: "loopback with authentication and without TLS is fine", opts: ociregistry.Options{Listen: "127.0.0.1:5001", HTPasswdFile: "users"}},
+		{name: "localhost is loopback", opts: ociregistry.Options{Listen: "localhost:5001", HTPasswdFile: "users", AnonymousPull: true}},
+		{name: "a registry without users is refused, loopback or not", opts: ociregistry.Options{Listen: "127.0.0.1:5001"},
+			wantError: []string{"--htpasswd is required: the registry authenticates every push and delete"}},
+		{name: "every interface without TLS and users is refused", opts: ociregistry.Options{Listen: "0.0.0.0:5001"},
 			wantError: []string{"--listen 0.0.0.0:5001 is not a loopback address", "--tls-cert-file", "--htpasswd", "listen on 127.0.0.1"}},
-		{name: "an empty host is every interface", opts: ociregistry.Options{Listen: ":5001"},
-			wantError: []string{"--listen :5001 is not a loopback address"}},
+		{name: "an empty host is every interface", opts: ociregistry.Options{Listen: ":5001", HTPasswdFile: "users"},
+			wantError: []string{"--listen :5001 is not a loopback address", "add TLS"}},
 		{name: "TLS without authentication is refused", opts: ociregistry.Options{Listen: "10.0.0.1:5001", TLSCertFile: tls.TLSCertFile, TLSKeyFile: tls.TLSKeyFile},
 			wantError: []string{"add authentication (--htpasswd FILE"}},
-		{name: "authentication without TLS is refused", opts: ociregistry.Options{Listen: "[::]:5001", HTPasswdFile: "users"},
-			wantError: []string{"add TLS (--tls-cert-file and --tls-key-file"}},
+		{name: "anonymous pulls are for loopback", opts: ociregistry.Options{Listen: "10.0.0.1:5001", TLSCertFile: tls.TLSCertFile, TLSKeyFile: tls.TLSKeyFile, HTPasswdFile: "users", AnonymousPull: true},
+			wantError: []string{"--anonymous-pull is for a registry on loopback"}},
 		{name: "TLS and authentication may serve every interface", opts: ociregistry.Options{Listen: "0.0.0.0:5001", TLSCertFile: tls.TLSCertFile, TLSKeyFile: tls.TLSKeyFile, HTPasswdFile: "users"}},
-		{name: "a certificate needs its key", opts: ociregistry.Options{Listen: "127.0.0.1:5001", TLSCertFile: tls.TLSCertFile},
+		{name: "a certificate needs its key", opts: ociregistry.Options{Listen: "127.0.0.1:5001", HTPasswdFile: "users", TLSCertFile: tls.TLSCertFile},
 			wantError: []string{"--tls-cert-file and --tls-key-file go together"}},
-		{name: "pull-only users are users of --htpasswd", opts: ociregistry.Options{Listen: "127.0.0.1:5001", PullOnlyUsers: []string{"puller"}},
-			wantError: []string{"--pull-only-users names users of --htpasswd, which is required with it"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			g := NewWithT(t)

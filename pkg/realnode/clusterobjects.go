@@ -102,8 +102,8 @@ func kubeletAPIAdmin() *rbacv1.ClusterRoleBinding {
 // ClusterObjects returns what a cluster needs for real nodes: the RBAC of TLS bootstrap (the
 // tokens' group may create certificate signing requests, kube-controller-manager approves those
 // of new kubelets and those that renew a kubelet's certificate), kube-proxy's RBAC for the group
-// of nodes, and CoreDNS at dnsIP (see CoreDNS).
-func ClusterObjects(dnsIP netip.Addr) []ctrlclient.Object {
+// of nodes, and CoreDNS at dnsIP running images.DNS (see CoreDNS).
+func ClusterObjects(dnsIP netip.Addr, images NodeImages) []ctrlclient.Object {
 	objects := []ctrlclient.Object{
 		clusterRoleBinding("flotilla:kubelet-bootstrap", "system:node-bootstrapper", BootstrapGroup),
 		clusterRoleBinding("flotilla:node-autoapprove-bootstrap", "system:certificates.k8s.io:certificatesigningrequests:nodeclient", BootstrapGroup),
@@ -111,7 +111,7 @@ func ClusterObjects(dnsIP netip.Addr) []ctrlclient.Object {
 		clusterRoleBinding("flotilla:node-proxier", "system:node-proxier", "system:nodes"),
 		kubeletAPIAdmin(),
 	}
-	return append(objects, CoreDNS(dnsIP)...)
+	return append(objects, CoreDNS(dnsIP, images.DNS)...)
 }
 
 // DNSServiceIP returns the address of the cluster DNS Service: the tenth of the Service range,
@@ -152,10 +152,10 @@ const corefile = ClusterDomain + ` in-addr.arpa ip6.arpa {
 }
 `
 
-// CoreDNS returns the cluster DNS: CoreDNS (DNSImage) as the Deployment
-// coredns in kube-system, on real nodes only, behind the Service kube-dns at dnsIP, with the
-// RBAC its kubernetes plugin needs.
-func CoreDNS(dnsIP netip.Addr) []ctrlclient.Object {
+// CoreDNS returns the cluster DNS: CoreDNS (image, DNSImage pinned by digest: NodeImages.DNS)
+// as the Deployment coredns in kube-system, on real nodes only, behind the Service kube-dns at
+// dnsIP, with the RBAC its kubernetes plugin needs.
+func CoreDNS(dnsIP netip.Addr, image string) []ctrlclient.Object {
 	labels := map[string]string{"k8s-app": "kube-dns"}
 	meta := func(kind, name string) (metav1.TypeMeta, metav1.ObjectMeta) {
 		apiVersion := "v1"
@@ -207,7 +207,7 @@ func CoreDNS(dnsIP netip.Addr) []ctrlclient.Object {
 				NodeSelector: map[string]string{SimulatedLabel: "false"},
 				Containers: []corev1.Container{{
 					Name:  "coredns",
-					Image: DNSImage,
+					Image: image,
 					Args:  []string{"-conf", "/etc/coredns/Corefile"},
 					Ports: []corev1.ContainerPort{
 						{Name: "dns", ContainerPort: 53, Protocol: corev1.ProtocolUDP},

@@ -35,6 +35,8 @@ type Config struct {
 	// localhost (nodenet.LoopbackPort): the node's programs reach it at that address, which the
 	// node network forwards to the host's loopback. MirrorOf says which registry it is.
 	Mirror registryconn.Mirror
+	// Images are the sandbox's and the cluster DNS's images, pinned by digest (PinnedImages).
+	Images NodeImages
 	// CACert is the cluster CA's certificate (PEM): kubelet and kube-proxy trust it for
 	// kube-apiserver, and kubelet authenticates the clients of its API with it.
 	CACert []byte
@@ -78,6 +80,9 @@ func (cfg Config) validate() error {
 		return errors.New("node config: kube-apiserver's port is required")
 	}
 	if _, err := cfg.mirrorPort(); err != nil {
+		return err
+	}
+	if err := cfg.Images.validate(); err != nil {
 		return err
 	}
 	if _, err := netip.ParsePrefix(cfg.PodCIDR); err != nil {

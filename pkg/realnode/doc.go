@@ -46,7 +46,9 @@
 //
 // containerd resolves docker.io, registry.k8s.io and ghcr.io through the image mirror only
 // (certs.d/<registry>/hosts.toml: the mirror is the server, there is no fallback), under the
-// layout of package ociimage. Its sandbox image is ociimage.Pause. OOM score adjustments are
+// layout of package ociimage. Its sandbox image is ociimage.Pause, and CoreDNS's is
+// ociimage.CoreDNS, both pinned by the digests `flotilla image build` recorded (Config.Images,
+// PinnedImages): whoever pushes another image under their tags to the mirror is not pulled. OOM score adjustments are
 // clamped to containerd's own (restrict_oom_score_adj): a host that withholds CAP_SYS_RESOURCE
 // (as this one does) cannot lower them.
 //

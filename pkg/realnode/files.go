@@ -3,6 +3,7 @@ package realnode
 import (
 	"encoding/base64"
 	"encoding/json"
+	"fmt"
 	"net"
 	"net/netip"
 	"path/filepath"
@@ -11,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/google/go-containerregistry/pkg/name"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
@@ -32,11 +34,44 @@ import (
 // from there (package ociimage's layout: <mirror>/<registry>/<repository>).
 var MirroredRegistries = []string{"docker.io", "registry.k8s.io", "ghcr.io"}
 
-// SandboxImage is the image of every Pod sandbox.
+// SandboxImage is the image of every Pod sandbox, which nodes pull pinned by digest
+// (NodeImages).
 var SandboxImage = ociimage.Pause.Name
 
-// DNSImage is the image of the cluster DNS that clusters with real nodes run (CoreDNS).
+// DNSImage is the image of the cluster DNS that clusters with real nodes run (CoreDNS), which
+// nodes pull pinned by digest (NodeImages).
 var DNSImage = ociimage.CoreDNS.Name
+
+// NodeImages are the references of SandboxImage and DNSImage pinned by digest
+// (<name>:<tag>@sha256:...), the way every real node pulls them: an image replaced under the
+// same tag in the mirror is not pulled.
+type NodeImages struct {
+	Sandbox, DNS string
+}
+
+// PinnedImages pins SandboxImage and DNSImage by the digests of record, which `flotilla image
+// build` writes (ociimage.Record).
+func PinnedImages(record ociimage.Record) (NodeImages, error) {
+	sandbox, err := record.Pin(SandboxImage)
+	if err != nil {
+		return NodeImages{}, err
+	}
+	dns, err := record.Pin(DNSImage)
+	if err != nil {
+		return NodeImages{}, err
+	}
+	return NodeImages{Sandbox: sandbox, DNS: dns}, nil
+}
+
+// validate checks that both images are pinned by a digest.
+func (i NodeImages) validate() error {
+	for _, ref := range []struct{ field, value string }{{"Sandbox", i.Sandbox}, {"DNS", i.DNS}} {
+		if _, err := name.NewDigest(ref.value, name.StrictValidation); err != nil {
+			return fmt.Errorf("node config: Images.%s %q is not pinned by a digest (<name>@sha256:...; PinnedImages): %w", ref.field, ref.value, err)
+		}
+	}
+	return nil
+}
 
 // Images are the images every cluster with real nodes pulls, whatever it installs: the Pod
 // sandbox and the cluster DNS. An air-gapped mirror needs them (package archive exports them).
@@ -92,7 +127,7 @@ imports = []
     snapshotter = 'overlayfs'
 
     [plugins.'io.containerd.cri.v1.images'.pinned_images]
-      sandbox = ` + q(SandboxImage) + `
+      sandbox = ` + q(cfg.Images.Sandbox) + `
 
     [plugins.'io.containerd.cri.v1.images'.registry]
       config_path = ` + q(l.certsDir()) + `

@@ -31,6 +31,10 @@ func testConfig() (Config, layout) {
 		ProviderID:     "local://default/w1-real-abc",
 		Labels:         map[string]string{SimulatedLabel: "false", "example.com/tier": "web"},
 		PodCIDR:        "192.168.0.0/16", ClusterDNS: "10.96.0.10",
+		Images: NodeImages{
+			Sandbox: SandboxImage + "@sha256:" + strings.Repeat("1", 64),
+			DNS:     DNSImage + "@sha256:" + strings.Repeat("2", 64),
+		},
 	}, newLayout(dir)
 }
 
@@ -58,8 +62,9 @@ func TestContainerdConfigKeepsEverythingInTheNodesDirectories(t *testing.T) {
 	g.Expect(get("plugins", "io.containerd.nri.v1.nri", "disable")).To(BeTrue(), "NRI's socket is host-wide")
 	g.Expect(get("plugins", "io.containerd.internal.v1.opt", "path")).To(HavePrefix(l.dir))
 	g.Expect(get("plugins", "io.containerd.cri.v1.images", "registry", "config_path")).To(Equal(l.certsDir()))
+	g.Expect(get("plugins", "io.containerd.cri.v1.images", "pinned_images", "sandbox")).To(Equal("registry.k8s.io/pause:3.10@sha256:"+strings.Repeat("1", 64)),
+		"the sandbox image is pulled by digest")
 	g.Expect(get("plugins", "io.containerd.transfer.v1.local", "config_path")).To(Equal(l.certsDir()))
-	g.Expect(get("plugins", "io.containerd.cri.v1.images", "pinned_images", "sandbox")).To(Equal("registry.k8s.io/pause:3.10"))
 	runtime := "io.containerd.cri.v1.runtime"
 	g.Expect(get("plugins", runtime, "netns_mounts_under_state_dir")).To(BeTrue())
 	g.Expect(get("plugins", runtime, "restrict_oom_score_adj")).To(BeTrue())
@@ -209,4 +214,12 @@ func TestKernelSettingsAreCoveredByFilesOfTheNode(t *testing.T) {
 		g.Expect(strings.Contains(filepath.Base(l.sysctlFile(name)), "/")).To(BeFalse())
 	}
 	g.Expect(kernelSettings).To(HaveKeyWithValue("kernel/panic_on_oops", "1"), "kubelet's wish, kept from the host")
+}
+
+func TestANodeConfigWithImagesByTagIsRefused(t *testing.T) {
+	g := NewWithT(t)
+	cfg, _ := testConfig()
+	g.Expect(cfg.Images.validate()).To(Succeed())
+	cfg.Images.DNS = DNSImage
+	g.Expect(cfg.Images.validate()).To(MatchError(ContainSubstring(`Images.DNS "registry.k8s.io/coredns/coredns:v1.14.7" is not pinned by a digest`)))
 }

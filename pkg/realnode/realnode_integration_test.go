@@ -44,6 +44,7 @@ type testCluster struct {
 	ca     []byte
 	dns    netip.Addr
 	mirror registryconn.Mirror
+	images realnode.NodeImages
 }
 
 // startCluster starts a control plane with real nodes that is deleted when t ends, whose nodes
@@ -79,14 +80,15 @@ func startCluster(t *testing.T, newMirror func(testing.TB, binaries.Set) registr
 
 	dns, err := realnode.DNSServiceIP("10.96.0.0/12")
 	g.Expect(err).NotTo(HaveOccurred())
-	for _, obj := range realnode.ClusterObjects(dns) {
+	images := realnodetest.RecordImages(t, t.TempDir(), set)
+	for _, obj := range realnode.ClusterObjects(dns, images) {
 		apply(g, c, obj)
 	}
 	// The Pods of the tests run as the namespace's ServiceAccount.
 	g.Expect(c.Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "default", Namespace: "default"}})).To(Or(Succeed(), MatchError(ContainSubstring("already exists"))))
 	ca, err := os.ReadFile(filepath.Join(clusterDir, "pki", "ca.crt"))
 	g.Expect(err).NotTo(HaveOccurred())
-	return &testCluster{set: set, dir: clusterDir, status: status, c: c, ca: ca, dns: dns, mirror: mirror}
+	return &testCluster{set: set, dir: clusterDir, status: status, c: c, ca: ca, dns: dns, mirror: mirror, images: images}
 }
 
 // joinNode runs the real node name with a bootstrap token of the cluster until its Node is Ready
@@ -102,7 +104,7 @@ func (tc *testCluster) joinNode(t *testing.T, name string) (realnode.Config, *re
 	g.Expect(tc.c.Create(ctx, secret)).To(Succeed())
 	nodeDir := filepath.Join(realnode.NodesDir(tc.dir), name)
 	node := realnode.Config{
-		Name: name, Dir: nodeDir, Binaries: tc.set, Network: tc.status.NodeNetwork, APIServerPort: tc.status.Port, Mirror: tc.mirror,
+		Name: name, Dir: nodeDir, Binaries: tc.set, Network: tc.status.NodeNetwork, APIServerPort: tc.status.Port, Mirror: tc.mirror, Images: tc.images,
 		CACert: tc.ca, BootstrapToken: token, ProviderID: "local://test/" + name, Labels: map[string]string{realnode.SimulatedLabel: "false"},
 		PodCIDR: "192.168.0.0/16", ClusterDNS: tc.dns.String(),
 	}

@@ -80,7 +80,7 @@ func testRealNodes(t *testing.T, f *fleet) {
 	t.Cleanup(func() { _ = c.StopRegistry(context.Background()) })
 	_, err = c.BuildImages(ctx, client.BuildImagesOptions{Registry: addr, Connection: registryconn.Config{PlainHTTP: true}})
 	g.Expect(err).NotTo(HaveOccurred())
-	published, err := c.Publish(ctx, client.PublishOptions{Registry: addr, Connection: registryconn.Config{PlainHTTP: true}})
+	published, err := c.Publish(ctx, client.PublishOptions{Registry: addr, Connection: registryconn.Config{PlainHTTP: true}, ImageRegistry: addr})
 	g.Expect(err).NotTo(HaveOccurred())
 	publicKey, err := os.ReadFile(published.PublicKey)
 	g.Expect(err).NotTo(HaveOccurred())

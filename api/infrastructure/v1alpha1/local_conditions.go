@@ -39,8 +39,9 @@ const (
 	// says why.
 	NodeStartFailedReason = "NodeStartFailed"
 	// ImageMirrorUnusableReason: the image mirror the node would pull from (the management
-	// cluster's registry mirror, realnode.MirrorOf) cannot be used; the message says why and
-	// what to change.
+	// cluster's registry mirror, realnode.MirrorOf) cannot be used, or the digests its images
+	// are pinned by are not recorded (`flotilla image build`); the message says why and what to
+	// change.
 	ImageMirrorUnusableReason = "ImageMirrorUnusable"
 	// JoiningReason: the node's processes run and kubelet has not registered its Node yet.
 	JoiningReason = "Joining"

@@ -42,6 +42,14 @@ type PackageVersion struct {
 	Dependencies []string `json:"dependencies,omitempty"`
 }
 
+// BundleImage is one container image a bundle pins.
+type BundleImage struct {
+	// name is the image as charts and nodes name it, e.g. ghcr.io/flotilla-dev/hello-flotilla:0.1.0.
+	Name string `json:"name"`
+	// digest is the sha256:... of its manifest or image index.
+	Digest string `json:"digest"`
+}
+
 // BundlePackage is one package of a bundle.
 type BundlePackage struct {
 	// name is the package's name, e.g. hello-flotilla.
@@ -67,8 +75,13 @@ type PackageBundleSpec struct {
 	// packages are the curated packages.
 	// +optional
 	Packages []BundlePackage `json:"packages,omitempty"`
+	// images are the container images the bundle's chart versions and real nodes run, each
+	// pinned by its digest, sorted by name (as the publisher recorded them).
+	// +optional
+	// +kubebuilder:validation:MaxItems=1000
+	Images []BundleImage `json:"images,omitempty"`
 	// signature is the publisher's ECDSA P-256 signature (ASN.1 DER) of the bundle's canonical
-	// content: its name, kubernetesMinor, build and packages. The controller verifies it with the
+	// content: its name, kubernetesMinor, build, packages and images. The controller verifies it with the
 	// public key in the package-defaults ConfigMap, here in the API server as well as when the
 	// bundle is read from the registry, so an edited bundle or a rotated key invalidates it.
 	// +optional

@@ -4,6 +4,9 @@ import (
 	"archive/tar"
 	"cmp"
 	"context"
+	"crypto/ecdsa"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -21,9 +24,7 @@ import (
 
 	"github.com/flotilla-dev/flotilla/packages/bundle"
 	"github.com/flotilla-dev/flotilla/pkg/atomicfile"
-	"github.com/flotilla-dev/flotilla/pkg/helm"
 	"github.com/flotilla-dev/flotilla/pkg/ociimage"
-	"github.com/flotilla-dev/flotilla/pkg/realnode"
 	"github.com/flotilla-dev/flotilla/pkg/registryconn"
 )
 
@@ -101,17 +102,20 @@ func Export(ctx context.Context, o ExportOptions) ([]Artifact, error) {
 		return nil, fmt.Errorf("writing the image layout: %w", err)
 	}
 	e := &exporter{layout: l, opts: append(opts, remote.WithContext(ctx)), seen: map[string]bool{}}
-	var charts []chartVersion
+	var bundles []bundle.Bundle
 	for _, minor := range o.KubernetesMinors {
-		exported, err := e.exportNewest(ctx, o.Registry, o.Repository, minor)
+		b, err := e.exportNewest(ctx, o.Registry, o.Repository, minor)
 		if err != nil {
 			return nil, err
 		}
-		charts = append(charts, exported...)
+		bundles = append(bundles, b)
 	}
 	if !o.SkipImages {
-		eng := &helm.Engine{ChartCache: filepath.Join(tmp, "charts")}
-		if err := e.exportImages(ctx, eng, cmp.Or(o.ImageRegistry, o.Registry), o.Connection, charts); err != nil {
+		imageRegistry := cmp.Or(o.ImageRegistry, o.Registry)
+		if _, _, err := registryconn.SplitRegistry(imageRegistry); err != nil {
+			return nil, fmt.Errorf("image registry: %w", err)
+		}
+		if err := e.exportImages(imageRegistry, bundles); err != nil {
 			return nil, err
 		}
 	}
@@ -129,80 +133,55 @@ type exporter struct {
 	written []Artifact
 }
 
-// chartVersion is a chart version a bundle of a Kubernetes minor names.
-type chartVersion struct {
-	minor   string
-	source  bundle.Source
-	version bundle.Version
-}
-
 // exportNewest writes the newest bundle of minor in registry/repository and its charts, and
-// returns the charts.
-func (e *exporter) exportNewest(ctx context.Context, registry, repository, minor string) ([]chartVersion, error) {
+// returns the bundle.
+func (e *exporter) exportNewest(ctx context.Context, registry, repository, minor string) (bundle.Bundle, error) {
 	names, err := bundle.List(ctx, registry, repository, minor, e.opts...)
 	if err != nil {
-		return nil, err
+		return bundle.Bundle{}, err
 	}
 	if len(names) == 0 {
-		return nil, fmt.Errorf("%s/%s holds no bundle for Kubernetes %s: publish one (flotilla registry publish --kubernetes-minor %s)", registry, repository, minor, minor)
+		return bundle.Bundle{}, fmt.Errorf("%s/%s holds no bundle for Kubernetes %s: publish one (flotilla registry publish --kubernetes-minor %s)", registry, repository, minor, minor)
 	}
 	newest := names[len(names)-1]
 	ref := registry + "/" + repository + ":" + newest
 	s, err := bundle.Pull(ctx, ref, e.opts...)
 	if err != nil {
-		return nil, err
+		return bundle.Bundle{}, err
 	}
 	if err := e.add(KindBundle, registry, repository, newest, ref+"@"+s.Digest); err != nil {
-		return nil, err
+		return bundle.Bundle{}, err
 	}
-	var charts []chartVersion
 	for _, p := range s.Bundle.Packages {
 		for _, v := range p.Versions {
 			chartRef := p.Source.Registry + "/" + p.Source.Repository + "@" + v.Digest
 			if err := e.add(KindChart, p.Source.Registry, p.Source.Repository, v.Version, chartRef); err != nil {
-				return nil, err
+				return bundle.Bundle{}, err
 			}
-			charts = append(charts, chartVersion{minor: minor, source: p.Source, version: v})
 		}
 	}
-	return charts, nil
+	return s.Bundle, nil
 }
 
-// exportImages writes the images that charts run with their default values in a cluster of
-// their bundle's minor (helm.Engine.Images) and those every real node runs (realnode.Images),
-// each read from its mirror path in imageRegistry.
-func (e *exporter) exportImages(ctx context.Context, eng *helm.Engine, imageRegistry string, conn registryconn.Config, charts []chartVersion) error {
-	runBy := map[string]string{}
-	var images []string
-	for _, c := range charts {
-		chart := helm.OCIChart(c.source.Registry, c.source.Repository, c.version.Version, c.version.Digest)
-		found, err := eng.Images(ctx, helm.Release{Chart: chart, Registry: conn}, "v"+c.minor+".0")
-		if err != nil {
-			return fmt.Errorf("finding the images of chart %s %s: %w", c.source.Repository, c.version.Version, err)
+// exportImages writes the images the signed bundles name (bundle.Images: those their charts and
+// real nodes run), each read by its recorded digest from its mirror path in imageRegistry, so
+// that what the archive carries is what the bundle's signer pinned.
+func (e *exporter) exportImages(imageRegistry string, bundles []bundle.Bundle) error {
+	for _, b := range bundles {
+		if len(b.Images) == 0 {
+			return fmt.Errorf("bundle %s records no images, so their digests are unknown: publish the bundles again with the images in the registry ('flotilla image build', then 'flotilla registry publish'), or export without images (--skip-images)", b.Name)
 		}
-		for _, image := range found {
-			if _, ok := runBy[image]; !ok {
-				runBy[image] = "chart " + c.source.Repository + " " + c.version.Version
-				images = append(images, image)
+		for _, image := range b.Images {
+			repository, tag, _, err := ociimage.MirrorPath(image.Name)
+			if err != nil {
+				return fmt.Errorf("image of bundle %s: %w", b.Name, err)
 			}
-		}
-	}
-	for _, image := range realnode.Images {
-		if _, ok := runBy[image]; !ok {
-			runBy[image] = "every real node"
-			images = append(images, image)
-		}
-	}
-	for _, image := range images {
-		repository, tag, _, err := ociimage.MirrorPath(image)
-		if err != nil {
-			return fmt.Errorf("image of %s: %w", runBy[image], err)
-		}
-		ref, _ := ociimage.MirrorReference(imageRegistry, image) // parsed by MirrorPath
-		host, _, _ := strings.Cut(imageRegistry, "/")
-		if err := e.add(KindImage, host, repository, tag, ref); err != nil {
-			return fmt.Errorf("image %s, which %s runs, cannot be read from the image registry as %s: push it there (`flotilla image build` pushes Flotilla's own images), or export without images (--skip-images): %w",
-				image, runBy[image], ref, err)
+			host, prefix, _ := registryconn.SplitRegistry(imageRegistry) // checked by the caller
+			ref := host + "/" + strings.Trim(prefix+"/"+repository, "/") + "@" + image.Digest
+			if err := e.add(KindImage, host, repository, tag, ref); err != nil {
+				return fmt.Errorf("image %s, which bundle %s pins at %s, cannot be read from the image registry as %s: push it there (`flotilla image build` pushes Flotilla's own images), or export without images (--skip-images): %w",
+					image.Name, b.Name, image.Digest, ref, err)
+			}
 		}
 	}
 	return nil
@@ -295,6 +274,8 @@ type ImportOptions struct {
 	Registry string
 	// Connection reaches the registry.
 	Connection registryconn.Config
+	// PublicKey verifies the archive's bundles; only what they name is pushed (see Verify).
+	PublicKey *ecdsa.PublicKey
 }
 
 // layoutFile matches the files an archive may hold.
@@ -303,12 +284,16 @@ var layoutFile = regexp.MustCompile(`^(oci-layout|index\.json|blobs/sha256/[0-9a
 // maxArchiveFile bounds one file of an archive (a chart or bundle blob, the index).
 const maxArchiveFile = 1 << 30
 
-// Import pushes every artifact of the archive o.Path to o.Registry, at <prefix>/<repository>:<tag>
-// (see the package doc), and returns them.
+// Import checks the archive o.Path against its bundles signed for o.PublicKey (Verify), then
+// pushes every artifact to o.Registry, at <prefix>/<repository>:<tag> (see the package doc),
+// and returns them. An archive that does not verify pushes nothing.
 func Import(ctx context.Context, o ImportOptions) ([]Artifact, error) {
 	host, prefix, err := registryconn.SplitRegistry(o.Registry)
 	if err != nil {
 		return nil, err
+	}
+	if o.PublicKey == nil {
+		return nil, errors.New("importing an archive needs the public key its bundles are signed for")
 	}
 	opts, err := bundle.RemoteOptions(o.Connection)
 	if err != nil {
@@ -335,6 +320,9 @@ func Import(ctx context.Context, o ImportOptions) ([]Artifact, error) {
 	if err != nil {
 		return nil, fmt.Errorf("reading %s: %w", o.Path, err)
 	}
+	if err := Verify(l, manifest.Manifests, o.PublicKey); err != nil {
+		return nil, fmt.Errorf("%s: %w; nothing was pushed", o.Path, err)
+	}
 	var pushed []Artifact
 	for _, desc := range manifest.Manifests {
 		a, err := importOne(l, desc, host, prefix, opts)
@@ -344,6 +332,124 @@ func Import(ctx context.Context, o ImportOptions) ([]Artifact, error) {
 		pushed = append(pushed, a)
 	}
 	return pushed, nil
+}
+
+// Verify checks the manifests of an archive's layout l against its bundles: every bundle is
+// signed for pub; every chart is a chart version a bundle names, at that version, with that
+// digest, in that repository; every image is an image a bundle names (bundle.Images), at its
+// mirror path and tag, with that digest; every manifest's bytes have its digest. So an archive
+// pushes nothing but what the bundles' signer published, and only into the repositories the
+// bundles name (and the bundles' own). The error names the first artifact that fails.
+func Verify(l layout.Path, manifests []v1.Descriptor, pub *ecdsa.PublicKey) error {
+	charts, images := map[string]string{}, map[string]string{} // <repository>@<digest> -> tag
+	bundleRepos := map[string]bool{}
+	for _, desc := range manifests {
+		if desc.Annotations[KindAnnotation] != KindBundle {
+			continue
+		}
+		repo, tag := desc.Annotations[RepositoryAnnotation], desc.Annotations[RefNameAnnotation]
+		img, err := l.Image(desc.Digest)
+		if err != nil {
+			return fmt.Errorf("bundle %s %s: %w", repo, tag, err)
+		}
+		if err := checkDigest(img, desc.Digest); err != nil {
+			return fmt.Errorf("bundle %s %s: %w", repo, tag, err)
+		}
+		s, err := bundle.FromImage(img, tag)
+		if err == nil {
+			err = bundle.Verify(s, pub)
+		}
+		if err == nil {
+			err = s.Bundle.Validate()
+		}
+		if err != nil {
+			return fmt.Errorf("bundle %s %s: %w", repo, tag, err)
+		}
+		bundleRepos[repo] = true
+		for _, p := range s.Bundle.Packages {
+			for _, v := range p.Versions {
+				charts[p.Source.Repository+"@"+v.Digest] = v.Version
+			}
+		}
+		for _, image := range s.Bundle.Images {
+			repository, imageTag, _, err := ociimage.MirrorPath(image.Name)
+			if err != nil {
+				return fmt.Errorf("bundle %s: %w", s.Bundle.Name, err)
+			}
+			images[repository+"@"+image.Digest] = imageTag
+		}
+	}
+	if len(bundleRepos) == 0 {
+		return errors.New("the archive holds no bundle: was it written by 'flotilla packages export'?")
+	}
+	for _, desc := range manifests {
+		kind, repo, tag := desc.Annotations[KindAnnotation], desc.Annotations[RepositoryAnnotation], desc.Annotations[RefNameAnnotation]
+		var named map[string]string
+		switch kind {
+		case KindBundle:
+			if isNamedRepository(charts, repo) || isNamedRepository(images, repo) {
+				return fmt.Errorf("bundle %s would go to repository %s, which holds a chart or image the bundles name: refusing to overwrite it", tag, repo)
+			}
+			continue
+		case KindChart:
+			named = charts
+		case KindImage:
+			named = images
+		default:
+			return fmt.Errorf("manifest %s of the archive is of kind %q, not bundle, chart or image", desc.Digest, kind)
+		}
+		want, ok := named[repo+"@"+desc.Digest.String()]
+		if !ok || want != tag {
+			return fmt.Errorf("the archive would push %s %s:%s (%s), which no bundle signed for the key names: refusing to write repository %s", kind, repo, tag, desc.Digest, repo)
+		}
+		if err := checkManifest(l, desc); err != nil {
+			return fmt.Errorf("%s %s:%s: %w", kind, repo, tag, err)
+		}
+	}
+	return nil
+}
+
+// isNamedRepository says whether one of the keys (<repository>@<digest>) of named is in repo.
+func isNamedRepository(named map[string]string, repo string) bool {
+	for key := range named {
+		if r, _, _ := strings.Cut(key, "@"); r == repo {
+			return true
+		}
+	}
+	return false
+}
+
+// checkManifest checks that the manifest or index desc of l has desc's digest.
+func checkManifest(l layout.Path, desc v1.Descriptor) error {
+	if desc.MediaType.IsIndex() {
+		idx, err := l.ImageIndex()
+		if err == nil {
+			idx, err = idx.ImageIndex(desc.Digest)
+		}
+		if err != nil {
+			return err
+		}
+		return checkDigest(idx, desc.Digest)
+	}
+	img, err := l.Image(desc.Digest)
+	if err != nil {
+		return err
+	}
+	return checkDigest(img, desc.Digest)
+}
+
+// checkDigest checks that the bytes of a manifest are those of digest (a layout's files are not
+// checked when they are read).
+func checkDigest(m interface{ RawManifest() ([]byte, error) }, digest v1.Hash) error {
+	raw, err := m.RawManifest()
+	if err != nil {
+		return err
+	}
+	sum := sha256.Sum256(raw)
+	if got := "sha256:" + hex.EncodeToString(sum[:]); got != digest.String() {
+		return fmt.Errorf("the manifest's bytes have digest %s, not %s", got, digest)
+	}
+	return nil
 }
 
 // importOne pushes the manifest or image index desc of l to host, below prefix.

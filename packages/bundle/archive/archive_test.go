@@ -15,6 +15,7 @@ import (
 
 	"github.com/google/go-containerregistry/pkg/name"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
+	"github.com/google/go-containerregistry/pkg/v1/layout"
 	"github.com/google/go-containerregistry/pkg/v1/random"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 	. "github.com/onsi/gomega"
@@ -38,9 +39,8 @@ func TestTheCatalogTravelsToAMirrorWithTheOriginalGone(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
 	original, stopOriginal := charttest.StartRegistry()
-	key, published := publishCatalog(t, original)
-
 	images := pushImages(t, original)
+	key, published := publishCatalog(t, original, original)
 
 	path := filepath.Join(t.TempDir(), "flotilla-packages.tar")
 	start := time.Now()
@@ -59,7 +59,7 @@ func TestTheCatalogTravelsToAMirrorWithTheOriginalGone(t *testing.T) {
 	defer mirror.Close()
 	conn := registryconn.Config{Username: mirror.Username, Password: mirror.Password, CAData: mirror.CAPEM}
 	start = time.Now()
-	imported, err := Import(ctx, ImportOptions{Path: path, Registry: mirror.Host + "/copies", Connection: conn})
+	imported, err := Import(ctx, ImportOptions{Path: path, Registry: mirror.Host + "/copies", Connection: conn, PublicKey: &key.PublicKey})
 	g.Expect(err).NotTo(HaveOccurred())
 	t.Logf("imported %d artifacts in %s", len(imported), time.Since(start))
 	g.Expect(imported).To(HaveLen(len(exported)))
@@ -74,6 +74,10 @@ func TestTheCatalogTravelsToAMirrorWithTheOriginalGone(t *testing.T) {
 	s, err := bundle.Pull(ctx, host+"/"+repo+":"+names[0], opts...)
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(bundle.Verify(s, &key.PublicKey)).To(Succeed(), "the signature holds in the mirror")
+	g.Expect(s.Bundle.Images).To(HaveLen(len(images)), "the signed bundle pins every image")
+	for _, image := range s.Bundle.Images {
+		g.Expect(image.Digest).To(Equal(images[image.Name].digest), image.Name)
+	}
 	for _, p := range s.Bundle.Packages {
 		for _, v := range p.Versions {
 			host, repo, _ := routed.Route(p.Source.Registry, p.Source.Repository)
@@ -97,14 +101,15 @@ func TestTheCatalogTravelsToAMirrorWithTheOriginalGone(t *testing.T) {
 var plain = registryconn.Config{PlainHTTP: true}
 
 // publishCatalog publishes the curated catalog's 1.36 bundle to registry (plain HTTP), signed
-// with a new key.
-func publishCatalog(t *testing.T, registry string) (*ecdsa.PrivateKey, publish.Result) {
+// with a new key, with the images of imageRegistry (none when empty).
+func publishCatalog(t testing.TB, registry, imageRegistry string) (*ecdsa.PrivateKey, publish.Result) {
 	t.Helper()
 	key, err := bundle.GenerateKey()
 	if err != nil {
 		t.Fatal(err)
 	}
-	published, err := publish.Publish(context.Background(), publish.Options{Registry: registry, Repository: "flotilla", KubernetesMinors: []string{"1.36"}, Key: key, Connection: plain})
+	published, err := publish.Publish(context.Background(), publish.Options{Registry: registry, Repository: "flotilla", KubernetesMinors: []string{"1.36"}, Key: key, Connection: plain,
+		ImageRegistry: imageRegistry})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -190,22 +195,26 @@ func readImage(t *testing.T, ref string, opts ...remote.Option) storedImage {
 	return s
 }
 
-// An image a chart runs that is not in the image registry fails the export, naming the image,
-// the chart and the fixes, and writes no archive; without images, the bundles and charts are
-// exported alone.
-func TestExportNamesAMissingImage(t *testing.T) {
+// An image a chart runs that is not in the image registry fails the publish of a bundle that
+// records images, naming the image, the chart and the fixes; a bundle that records none cannot
+// export images (their digests are unknown), and exports its charts alone.
+func TestAMissingImageIsNamedAndABundleWithoutImagesExportsNone(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
 	original, stop := charttest.StartRegistry()
 	defer stop()
-	_, published := publishCatalog(t, original)
-
-	path := filepath.Join(t.TempDir(), "flotilla-packages.tar")
-	_, err := Export(ctx, ExportOptions{Registry: original, Repository: "flotilla", KubernetesMinors: []string{"1.36"}, Connection: plain, Path: path})
+	key, err := bundle.GenerateKey()
+	g.Expect(err).NotTo(HaveOccurred())
+	_, err = publish.Publish(ctx, publish.Options{Registry: original, Repository: "flotilla", KubernetesMinors: []string{"1.36"}, Key: key, Connection: plain, ImageRegistry: original})
 	g.Expect(err).To(MatchError(And(
 		ContainSubstring("image ghcr.io/flotilla-dev/hello-flotilla:0.1.0, which chart flotilla/hello-flotilla 0.1.0 runs"),
 		ContainSubstring(original+"/ghcr.io/flotilla-dev/hello-flotilla:0.1.0"),
-		ContainSubstring("flotilla image build"), ContainSubstring("--skip-images"))))
+		ContainSubstring("flotilla image build"))))
+	_, published := publishCatalog(t, original, "")
+
+	path := filepath.Join(t.TempDir(), "flotilla-packages.tar")
+	_, err = Export(ctx, ExportOptions{Registry: original, Repository: "flotilla", KubernetesMinors: []string{"1.36"}, Connection: plain, Path: path})
+	g.Expect(err).To(MatchError(And(ContainSubstring("bundle "+published.Bundles[0].Name+" records no images"), ContainSubstring("--skip-images"))))
 	_, err = os.Stat(path)
 	g.Expect(os.IsNotExist(err)).To(BeTrue(), "no archive is written")
 
@@ -228,11 +237,80 @@ func TestImportRefusesWhatIsNotAnExport(t *testing.T) {
 	g.Expect(tw.Close()).To(Succeed())
 	g.Expect(f.Close()).To(Succeed())
 
-	_, err = Import(context.Background(), ImportOptions{Path: path, Registry: "127.0.0.1:1"})
+	key, err := bundle.GenerateKey()
+	g.Expect(err).NotTo(HaveOccurred())
+	_, err = Import(context.Background(), ImportOptions{Path: path, Registry: "127.0.0.1:1", PublicKey: &key.PublicKey})
 	g.Expect(err).To(MatchError(ContainSubstring(`holds "../../etc/evil", which is not a file of an OCI image layout`)))
 	_, err = os.Stat(filepath.Join(dir, "..", "..", "etc", "evil"))
 	g.Expect(os.IsNotExist(err)).To(BeTrue())
 
-	_, err = Import(context.Background(), ImportOptions{Path: path, Registry: "https://m.example"})
+	_, err = Import(context.Background(), ImportOptions{Path: path, Registry: "https://m.example", PublicKey: &key.PublicKey})
 	g.Expect(err).To(MatchError(ContainSubstring("without a scheme")))
+}
+
+// An archive decides nothing: what it carries beyond what its bundles, signed for the trusted
+// key, name (another image under the pause repository, a chart in a repository no bundle
+// names), or bundles signed with another key, make the import push nothing at all.
+func TestImportPushesOnlyWhatTheSignedBundlesName(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	original, stop := charttest.StartRegistry()
+	defer stop()
+	pushImages(t, original)
+	key, _ := publishCatalog(t, original, original)
+	path := filepath.Join(t.TempDir(), "flotilla-packages.tar")
+	_, err := Export(ctx, ExportOptions{Registry: original, Repository: "flotilla", KubernetesMinors: []string{"1.36"}, Connection: plain, Path: path})
+	g.Expect(err).NotTo(HaveOccurred())
+
+	// with returns a copy of the archive with img added under kind, repository and tag.
+	with := func(img v1.Image, kind, repository, tag string) string {
+		dir := t.TempDir()
+		g.Expect(extract(path, dir)).To(Succeed())
+		l, err := layout.FromPath(dir)
+		g.Expect(err).NotTo(HaveOccurred())
+		g.Expect(l.AppendImage(img, layout.WithAnnotations(map[string]string{
+			KindAnnotation: kind, RepositoryAnnotation: repository, RefNameAnnotation: tag, RegistryAnnotation: "registry.k8s.io",
+		}))).To(Succeed())
+		tampered := filepath.Join(t.TempDir(), "tampered.tar")
+		g.Expect(writeTar(dir, tampered)).To(Succeed())
+		return tampered
+	}
+	evil, err := random.Image(512, 1)
+	g.Expect(err).NotTo(HaveOccurred())
+	other, err := bundle.GenerateKey()
+	g.Expect(err).NotTo(HaveOccurred())
+	for _, tc := range []struct {
+		name    string
+		path    string
+		key     *ecdsa.PublicKey
+		wantErr string
+	}{
+		{name: "another pause image under the tag nodes pull", path: with(evil, KindImage, "registry.k8s.io/pause", "3.10"), key: &key.PublicKey,
+			wantErr: "the archive would push image registry.k8s.io/pause:3.10 (" + must(evil.Digest()).String() + "), which no bundle signed for the key names: refusing to write repository registry.k8s.io/pause"},
+		{name: "a chart in a repository no bundle names", path: with(evil, KindChart, "flotilla/evil", "1.0.0"), key: &key.PublicKey,
+			wantErr: "refusing to write repository flotilla/evil"},
+		{name: "a bundle over a chart's repository", path: with(evil, KindBundle, "flotilla/hello-flotilla", "v1-36-9"), key: &key.PublicKey,
+			wantErr: "bundle flotilla/hello-flotilla v1-36-9"},
+		{name: "bundles signed with another key", path: path, key: &other.PublicKey, wantErr: "signature does not match"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			g := NewWithT(t)
+			mirror, stop := charttest.StartRegistry()
+			defer stop()
+			_, err := Import(ctx, ImportOptions{Path: tc.path, Registry: mirror, Connection: plain, PublicKey: tc.key})
+			g.Expect(err).To(MatchError(And(ContainSubstring(tc.wantErr), ContainSubstring("nothing was pushed"))))
+			reg, err := name.NewRegistry(mirror)
+			g.Expect(err).NotTo(HaveOccurred())
+			repos, err := remote.Catalog(ctx, reg)
+			g.Expect(err).NotTo(HaveOccurred())
+			g.Expect(repos).To(BeEmpty(), "nothing was pushed")
+		})
+	}
+}
+
+func must[T any](v T, err error) T {
+	if err != nil {
+		panic(err)
+	}
+	return v
 }

@@ -45,6 +45,12 @@ type Options struct {
 	Key *ecdsa.PrivateKey
 	// Connection says how to reach the registry.
 	Connection registryconn.Config
+	// ImageRegistry, when set, holds the images the charts and real nodes run, in the mirror
+	// layout of package ociimage ("host[:port]" with an optional path prefix, reached with
+	// Connection), and every bundle records them pinned by their digests there (bundle.Images),
+	// signed: what `flotilla packages export` and `import` carry. Every image must be there.
+	// When empty, the bundles record no images.
+	ImageRegistry string
 }
 
 // Result says what Publish pushed.
@@ -146,6 +152,11 @@ func Publish(ctx context.Context, opts Options) (Result, error) {
 			return res, err
 		}
 		b := bundle.Bundle{KubernetesMinor: minor, Packages: packagesFor(pkgs, kubeVersions, minor)}
+		if opts.ImageRegistry != "" {
+			if b.Images, err = bundleImages(ctx, b, opts.ImageRegistry, opts.Connection, remoteOpts); err != nil {
+				return res, err
+			}
+		}
 		br, err := publishBundle(ctx, opts, b, remoteOpts)
 		if err != nil {
 			return res, err
@@ -165,6 +176,11 @@ func (o Options) validate() error {
 	}
 	if o.Key == nil {
 		errs = append(errs, errors.New("a signing key is required"))
+	}
+	if o.ImageRegistry != "" {
+		if _, _, err := registryconn.SplitRegistry(o.ImageRegistry); err != nil {
+			errs = append(errs, fmt.Errorf("image registry: %w", err))
+		}
 	}
 	return errors.Join(errs...)
 }

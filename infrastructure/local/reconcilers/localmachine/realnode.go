@@ -25,6 +25,7 @@ import (
 	"github.com/flotilla-dev/flotilla/pkg/binaries"
 	"github.com/flotilla-dev/flotilla/pkg/controlplane"
 	"github.com/flotilla-dev/flotilla/pkg/nodenet"
+	"github.com/flotilla-dev/flotilla/pkg/ociimage"
 	"github.com/flotilla-dev/flotilla/pkg/realnode"
 )
 
@@ -133,6 +134,16 @@ func (r *Reconciler) realNodeConfig(ctx context.Context, s *scope, facts *realNo
 		facts.reason, facts.err = infrav1.ImageMirrorUnusableReason, err
 		return nil, nil //nolint:nilerr // recorded in facts: a condition, not a reconcile error
 	}
+	record, err := ociimage.ReadRecord(ociimage.RecordPath(r.Home))
+	if err != nil {
+		facts.reason, facts.err = infrav1.ImageMirrorUnusableReason, err
+		return nil, nil //nolint:nilerr // recorded in facts: a condition, not a reconcile error
+	}
+	images, err := realnode.PinnedImages(record)
+	if err != nil {
+		facts.reason, facts.err = infrav1.ImageMirrorUnusableReason, err
+		return nil, nil //nolint:nilerr // recorded in facts: a condition, not a reconcile error
+	}
 	dns, err := realnode.DNSServiceIP(lcp.Spec.ServiceClusterIPRange)
 	if err != nil {
 		facts.reason, facts.err = infrav1.NodeStartFailedReason, err
@@ -146,6 +157,7 @@ func (r *Reconciler) realNodeConfig(ctx context.Context, s *scope, facts *realNo
 		Network:        network,
 		APIServerPort:  lcp.Spec.ControlPlaneEndpoint.Port,
 		Mirror:         mirror,
+		Images:         images,
 		CACert:         ca.Data[secret.TLSCrtDataName],
 		BootstrapToken: realnode.BootstrapToken(dir),
 		ProviderID:     ProviderID(s.machine),
@@ -162,7 +174,7 @@ func (r *Reconciler) prepareJoin(ctx context.Context, remote ctrlclient.Client, 
 	if err != nil {
 		return err
 	}
-	for _, obj := range realnode.ClusterObjects(dns) {
+	for _, obj := range realnode.ClusterObjects(dns, cfg.Images) {
 		if err := apply(ctx, remote, obj); err != nil {
 			return err
 		}
