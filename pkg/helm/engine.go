@@ -10,7 +10,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/flotilla-dev/flotilla/pkg/postrender"
 	"github.com/go-logr/logr"
 	"helm.sh/helm/v4/pkg/action"
 	ci "helm.sh/helm/v4/pkg/chart"
@@ -21,12 +20,16 @@ import (
 	rcommon "helm.sh/helm/v4/pkg/release/common"
 	release "helm.sh/helm/v4/pkg/release/v1"
 	releaseutil "helm.sh/helm/v4/pkg/release/v1/util"
+	"helm.sh/helm/v4/pkg/storage"
 	"helm.sh/helm/v4/pkg/storage/driver"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/yaml"
+
+	"github.com/flotilla-dev/flotilla/pkg/helm/releasestore"
+	"github.com/flotilla-dev/flotilla/pkg/postrender"
 )
 
 // InstallOrUpgrade makes the release r in the cluster cfg what r asks for. It installs an absent
@@ -229,6 +232,10 @@ func (e *Engine) Uninstall(ctx context.Context, cfg *rest.Config, name, namespac
 	if err != nil {
 		return err
 	}
+	// Helm's uninstall, told to ignore a missing release, ignores every error reading it too.
+	if _, err := lastRelease(ac, name); err != nil {
+		return fmt.Errorf("uninstalling release %s/%s: %w", namespace, name, err)
+	}
 	un := action.NewUninstall(ac)
 	un.IgnoreNotFound = true
 	un.WaitStrategy = kube.HookOnlyStrategy
@@ -320,7 +327,7 @@ func (e *Engine) Rollback(ctx context.Context, cfg *rest.Config, name, namespace
 }
 
 // actionConfig is a Helm action configuration for namespace of the cluster cfg, storing
-// releases as Secrets in that namespace.
+// releases as Secrets in that namespace, as Helm does, and reading them with bounds.
 func (e *Engine) actionConfig(ctx context.Context, cfg *rest.Config, namespace string) (*action.Configuration, error) {
 	clients, err := e.clients.clientsFor(cfg)
 	if err != nil {
@@ -334,6 +341,10 @@ func (e *Engine) actionConfig(ctx context.Context, cfg *rest.Config, namespace s
 		kc.Namespace = namespace
 		kc.Factory = serverValidated{kc.Factory}
 	}
+	// Helm's own driver would read records unbounded (see releasestore).
+	records := releasestore.New(clients.core, namespace)
+	records.SetLogger(ac.Logger().Handler())
+	ac.Releases = storage.Init(records)
 	return ac, nil
 }
 
