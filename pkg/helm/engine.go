@@ -13,6 +13,7 @@ import (
 	"github.com/go-logr/logr"
 	"helm.sh/helm/v4/pkg/action"
 	ci "helm.sh/helm/v4/pkg/chart"
+	"helm.sh/helm/v4/pkg/chart/common"
 	chart "helm.sh/helm/v4/pkg/chart/v2"
 	"helm.sh/helm/v4/pkg/kube"
 	"helm.sh/helm/v4/pkg/postrenderer"
@@ -81,7 +82,7 @@ func (e *Engine) InstallOrUpgrade(ctx context.Context, cfg *rest.Config, r Relea
 		return resultOf(ActionUnchanged, last, clients)
 	}
 
-	ch, err := e.load(src)
+	ch, archive, err := e.load(src)
 	if err != nil {
 		return Result{}, err
 	}
@@ -101,6 +102,14 @@ func (e *Engine) InstallOrUpgrade(ctx context.Context, cfg *rest.Config, r Relea
 	// Helm would discover the cluster again (after the CRDs, so their kinds are known).
 	if ac.Capabilities, err = clients.capabilities(); err != nil {
 		return Result{}, err
+	}
+	// The revision and .Release.IsUpgrade Helm's install or upgrade below gives the templates.
+	opts := common.ReleaseOptions{Name: r.Name, Namespace: r.Namespace, Revision: 1, IsInstall: true}
+	if last != nil {
+		opts = common.ReleaseOptions{Name: r.Name, Namespace: r.Namespace, Revision: last.Version + 1, IsUpgrade: true}
+	}
+	if err := e.prerender(ctx, ch, archive, values, opts, ac.Capabilities); err != nil {
+		return Result{}, fmt.Errorf("release %s/%s: %w", r.Namespace, r.Name, err)
 	}
 
 	if last == nil {
