@@ -16,6 +16,7 @@ import (
 	"k8s.io/client-go/rest"
 	ctrlclient "sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/flotilla-dev/flotilla/addons/values"
 	"github.com/flotilla-dev/flotilla/internal/testenv"
 	"github.com/flotilla-dev/flotilla/pkg/helm"
 )
@@ -63,7 +64,7 @@ func useWorkloadClusters(tb testing.TB, ns string, names ...string) []*testenv.E
 		}
 		workloads.cache = cache
 		router.mu.Lock()
-		router.real = &helm.Engine{ChartCache: cache}
+		router.real = &helm.Engine{ChartCache: cache, Renderer: values.ChartRenderer{}} // as the manager's
 		router.hosts = map[string]bool{}
 		router.mu.Unlock()
 	}

@@ -32,6 +32,7 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 	"sigs.k8s.io/controller-runtime/pkg/webhook"
 
+	"github.com/flotilla-dev/flotilla/addons/values"
 	flotillav1 "github.com/flotilla-dev/flotilla/api/cluster/v1alpha1"
 	clusterwebhooks "github.com/flotilla-dev/flotilla/cluster/webhooks"
 	"github.com/flotilla-dev/flotilla/pkg/binaries"
@@ -238,7 +239,8 @@ func newDeps(opts Options) Deps {
 	if deps.BinRoot == "" {
 		deps.BinRoot = binaries.DefaultRoot()
 	}
-	deps.Helm = &helm.Engine{ChartCache: helm.ChartCacheDir(deps.Home)}
+	// Charts' templates render in bounded workers, as values templates do.
+	deps.Helm = &helm.Engine{ChartCache: helm.ChartCacheDir(deps.Home), Renderer: values.ChartRenderer{}}
 	reportEngine(deps.Helm)
 	return deps
 }

@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/flotilla-dev/flotilla/addons/values"
+
 	. "github.com/onsi/gomega"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	authenticationv1 "k8s.io/api/authentication/v1"
@@ -33,6 +35,7 @@ import (
 var env *testenv.Environment
 
 func TestMain(m *testing.M) {
+	values.RunWorkerIfRequested() // the manager renders templates in workers: this program run again
 	os.Exit(testenv.Run(m, testenv.Options{}, func(e *testenv.Environment) { env = e }))
 }
 

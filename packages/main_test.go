@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/flotilla-dev/flotilla/addons/values"
+
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/rest"
@@ -134,6 +136,7 @@ func (r *restConfigs) drop(key ctrlclient.ObjectKey) {
 }
 
 func TestMain(m *testing.M) {
+	values.RunWorkerIfRequested() // the manager renders templates in workers: this program run again
 	if killtest.Child() {
 		os.Exit(killedManagerMain())
 	}

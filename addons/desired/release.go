@@ -74,7 +74,7 @@ func Release(ctx context.Context, c ctrlclient.Reader, hrp *addonsv1.HelmRelease
 	rel := engine.Release{
 		Name:            hrp.Spec.ReleaseName,
 		Namespace:       ReleaseNamespace(hrp),
-		Chart:           engine.Chart{RepoURL: hrp.Spec.RepoURL, Name: hrp.Spec.ChartName, Version: hrp.Spec.Version},
+		Chart:           engine.Chart{RepoURL: hrp.Spec.RepoURL, Name: hrp.Spec.ChartName, Version: hrp.Spec.Version, Digest: hrp.Spec.ChartDigest},
 		Registry:        registry,
 		Values:          merged,
 		CreateNamespace: ptr.Deref(o.CreateNamespace, true),

@@ -8,8 +8,14 @@ import (
 	"github.com/flotilla-dev/flotilla/pkg/helm"
 )
 
-// ErrReleaseNotFound is wrapped by Get's error when the release is not installed.
-var ErrReleaseNotFound = helm.ErrReleaseNotFound
+// Errors of the engine, which callers tell apart.
+var (
+	// ErrReleaseNotFound is wrapped by Get's error when the release is not installed.
+	ErrReleaseNotFound = helm.ErrReleaseNotFound
+	// ErrDigestMismatch is wrapped by the error of a call whose chart does not have the digest
+	// it is pinned to (Chart.Digest).
+	ErrDigestMismatch = helm.ErrDigestMismatch
+)
 
 // Engine installs, reads and removes Helm releases in a cluster.
 type Engine interface {

@@ -41,6 +41,10 @@
 // then (RenderAgain), and the caller renders it again later.
 // docs/proposals/2026-11-25-bounded-values-templates.md records why.
 //
+// The same workers render the templates of charts (ChartRenderer, which the manager gives its
+// Helm engine as helm.Engine.Renderer): a pool of its own, with ChartRenderTimeLimit and
+// ChartRenderMemoryLimit, whose errors name the chart's templates.
+//
 // The valuesFrom sources (ConfigMaps and Secrets) are read by FromSources and merged in order;
 // Merge lays the rendered template over them. The digest a release records to tell whether its
 // values changed is the Helm engine's (pkg/helm's ValuesHash).

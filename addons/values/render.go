@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -48,15 +49,37 @@ var (
 )
 
 // RenderAgain reports whether err is that of a render which did not run to its end for a reason
-// outside the template (ErrRenderStarved, ErrRenderWorkerFailed): nothing is known about the
-// template, and rendering it again later may well succeed.
+// outside the template (ErrRenderStarved, ErrRenderWorkerFailed, or the same of a chart):
+// nothing is known about the template, and rendering it again later may well succeed.
 func RenderAgain(err error) bool {
-	return errors.Is(err, ErrRenderStarved) || errors.Is(err, ErrRenderWorkerFailed)
+	return errors.Is(err, ErrRenderStarved) || errors.Is(err, ErrRenderWorkerFailed) ||
+		errors.Is(err, ErrChartRenderStarved) || errors.Is(err, ErrChartRenderWorkerFailed)
 }
 
-// starvedCPU is the CPU time under which a render stopped at RenderTimeLimit was starved rather
+// limits are the bounds of the renders of a pool, and the errors of a render stopped at one.
+type limits struct {
+	// subject is what the pool renders, as errors name it.
+	subject string
+	// time is how long one render may take, from the moment its worker receives it.
+	time time.Duration
+	// memory is how much memory a worker may take beyond what it holds when it starts.
+	memory int64
+	// The errors of a render stopped at the time limit, the memory limit, the stack limit; of a
+	// render starved of CPU, and of one whose worker failed otherwise (wrapped).
+	errTime, errMemory, errRecursion, errStarved, errFailed error
+}
+
+// starvedCPU is the CPU time under which a render stopped at its time limit was starved rather
 // than running away.
-const starvedCPU = RenderTimeLimit / 20
+func (l limits) starvedCPU() time.Duration { return l.time / 20 }
+
+// valuesLimits bound the renders of values templates.
+var valuesLimits = limits{
+	subject: "the valuesTemplate",
+	time:    RenderTimeLimit, memory: RenderMemoryLimit,
+	errTime: ErrRenderTimeLimit, errMemory: ErrRenderMemoryLimit, errRecursion: ErrRenderRecursion,
+	errStarved: ErrRenderStarved, errFailed: ErrRenderWorkerFailed,
+}
 
 // Render renders a values template with data and returns the values as canonical YAML (sorted
 // keys; "" when the template renders no values). Its errors say on which line of the template
@@ -76,34 +99,41 @@ func RenderText(ctx context.Context, text string, data Data) (string, error) {
 	return workers.render(ctx, request{Template: text, Data: data, Text: true})
 }
 
-// workers runs every render of this process.
-var workers = &pool{size: renderWorkers}
+// workers runs every render of a values template of this process.
+var workers = &pool{size: renderWorkers, limits: valuesLimits}
 
 // pool runs renders in at most size worker processes at once, keeping the idle ones for the
 // next renders: starting a worker costs far more than a render.
 type pool struct {
-	size  int
-	once  sync.Once
-	slots chan struct{}
+	size   int
+	limits limits
+	once   sync.Once
+	slots  chan struct{}
 
 	mu   sync.Mutex
 	idle []*worker
 }
 
 func (p *pool) render(ctx context.Context, req request) (string, error) {
+	resp, err := p.do(ctx, req)
+	return resp.Values, err
+}
+
+// do has a worker answer req.
+func (p *pool) do(ctx context.Context, req request) (response, error) {
 	p.once.Do(func() { p.slots = make(chan struct{}, p.size) })
 	select {
 	case p.slots <- struct{}{}:
 	case <-ctx.Done():
-		return "", fmt.Errorf("waiting for a render worker: %w", ctx.Err())
+		return response{}, fmt.Errorf("waiting for a render worker: %w", ctx.Err())
 	}
 	defer func() { <-p.slots }()
 
 	w := p.take()
 	if w == nil {
 		var err error
-		if w, err = startWorker(ctx); err != nil {
-			return "", err
+		if w, err = startWorker(ctx, p.limits); err != nil {
+			return response{}, err
 		}
 	}
 	resp, err := w.exchange(ctx, req)
@@ -111,7 +141,7 @@ func (p *pool) render(ctx context.Context, req request) (string, error) {
 		// The worker is gone: its successor starts now rather than delay the next render (it
 		// outlives this render, hence not ctx's cancellation).
 		go p.replace(context.WithoutCancel(ctx))
-		return "", err
+		return response{}, err
 	}
 	if resp.Retire {
 		w.stop()
@@ -119,14 +149,14 @@ func (p *pool) render(ctx context.Context, req request) (string, error) {
 		p.put(w)
 	}
 	if resp.Error != "" {
-		return "", errors.New(resp.Error)
+		return response{}, errors.New(resp.Error)
 	}
-	return resp.Values, nil
+	return resp, nil
 }
 
 // replace starts a worker and keeps it idle, unless size workers are idle already.
 func (p *pool) replace(ctx context.Context) {
-	w, err := startWorker(ctx)
+	w, err := startWorker(ctx, p.limits)
 	if err != nil {
 		return // the next render starts one, and reports why it cannot
 	}
@@ -163,32 +193,33 @@ type worker struct {
 	responses *os.File // and of the responses pipe
 	codec     *codec
 	stderr    *headBuffer
+	limits    limits
 	exited    chan struct{} // closed once the process has exited and been waited for
 	// cpu is the CPU time the worker had used when it last answered.
 	cpu time.Duration
 }
 
-// startWorker starts a worker (this program run again, see worker.go) and waits until it is
-// ready: its limits set, its first message sent.
-func startWorker(ctx context.Context) (*worker, error) {
+// startWorker starts a worker (this program run again, see worker.go) with the memory limit of
+// l and waits until it is ready: its limits set, its first message sent.
+func startWorker(ctx context.Context, l limits) (*worker, error) {
 	if !canServe.Load() {
-		return nil, fmt.Errorf("%w to start: %w", ErrRenderWorkerFailed, errNoWorker)
+		return nil, fmt.Errorf("%w to start: %w", l.errFailed, errNoWorker)
 	}
 	reqR, reqW, err := os.Pipe()
 	if err != nil {
-		return nil, fmt.Errorf("%w to start: %w", ErrRenderWorkerFailed, err)
+		return nil, fmt.Errorf("%w to start: %w", l.errFailed, err)
 	}
 	respR, respW, err := os.Pipe()
 	if err != nil {
 		closeAll(reqR, reqW)
-		return nil, fmt.Errorf("%w to start: %w", ErrRenderWorkerFailed, err)
+		return nil, fmt.Errorf("%w to start: %w", l.errFailed, err)
 	}
 	cmd := exec.Command(selfExecutable(), workerArg)
 	// Only what the worker needs: nothing of this process's environment (credentials) reaches it.
-	cmd.Env = []string{workerEnv + "=" + workerArg, "GOMAXPROCS=1", "GOTRACEBACK=single"}
+	cmd.Env = []string{workerEnv + "=" + workerArg, workerMemoryEnv + "=" + strconv.FormatInt(l.memory, 10), "GOMAXPROCS=1", "GOTRACEBACK=single"}
 	cmd.Dir = "/"
 	cmd.ExtraFiles = []*os.File{reqR, respW} // fds 3 and 4 of the worker
-	w := &worker{cmd: cmd, requests: reqW, responses: respR, stderr: &headBuffer{max: 4096}, exited: make(chan struct{})}
+	w := &worker{cmd: cmd, requests: reqW, responses: respR, stderr: &headBuffer{max: 4096}, limits: l, exited: make(chan struct{})}
 	cmd.Stderr = w.stderr
 	// The kernel kills a worker whose parent dies, so none outlives the manager; elsewhere than
 	// on Linux a worker ends when its requests pipe closes, which it does when this process exits.
@@ -196,7 +227,7 @@ func startWorker(ctx context.Context) (*worker, error) {
 	closeAll(reqR, respW) // the worker's ends
 	if err != nil {
 		closeAll(reqW, respR)
-		return nil, fmt.Errorf("%w to start: %w", ErrRenderWorkerFailed, err)
+		return nil, fmt.Errorf("%w to start: %w", l.errFailed, err)
 	}
 	go func() {
 		_ = cmd.Wait()
@@ -216,20 +247,20 @@ func startWorker(ctx context.Context) (*worker, error) {
 	case err = <-ready:
 	case <-timer.C:
 		w.kill()
-		return nil, fmt.Errorf("%w: a render worker did not start within %s", ErrRenderStarved, workerStartLimit)
+		return nil, fmt.Errorf("%w: a render worker did not start within %s", l.errStarved, workerStartLimit)
 	case <-ctx.Done():
 		w.kill()
 		return nil, fmt.Errorf("waiting for a render worker to start: %w", ctx.Err())
 	}
 	if err != nil {
 		w.kill()
-		return nil, fmt.Errorf("%w to start: %w%s", ErrRenderWorkerFailed, err, w.stderr.firstLine(": "))
+		return nil, fmt.Errorf("%w to start: %w%s", l.errFailed, err, w.stderr.firstLine(": "))
 	}
 	return w, nil
 }
 
 // exchange sends req and returns the worker's response. When the response does not come within
-// RenderTimeLimit, or ctx ends first, or the worker dies, the worker is killed and the error
+// the time limit, or ctx ends first, or the worker dies, the worker is killed and the error
 // says why; the worker must not be used again then.
 func (w *worker) exchange(ctx context.Context, req request) (response, error) {
 	type result struct {
@@ -244,7 +275,7 @@ func (w *worker) exchange(ctx context.Context, req request) (response, error) {
 		}
 		done <- r
 	}()
-	timer := time.NewTimer(RenderTimeLimit)
+	timer := time.NewTimer(w.limits.time)
 	defer timer.Stop()
 	select {
 	case r := <-done:
@@ -257,15 +288,15 @@ func (w *worker) exchange(ctx context.Context, req request) (response, error) {
 	case <-timer.C:
 		w.kill()
 		<-done
-		if cpu := w.renderCPU(); cpu < starvedCPU {
+		if cpu := w.renderCPU(); cpu < w.limits.starvedCPU() {
 			return response{}, fmt.Errorf("%w: rendering was stopped after %s having had %s of CPU time",
-				ErrRenderStarved, RenderTimeLimit, cpu.Round(time.Millisecond))
+				w.limits.errStarved, w.limits.time, cpu.Round(time.Millisecond))
 		}
-		return response{}, ErrRenderTimeLimit
+		return response{}, w.limits.errTime
 	case <-ctx.Done():
 		w.kill()
 		<-done
-		return response{}, fmt.Errorf("rendering the valuesTemplate: %w", ctx.Err())
+		return response{}, fmt.Errorf("rendering %s: %w", w.limits.subject, ctx.Err())
 	}
 }
 
@@ -274,20 +305,20 @@ func (w *worker) death(err error) error {
 	head := w.stderr.String()
 	switch {
 	case strings.Contains(head, "out of memory"):
-		return ErrRenderMemoryLimit
+		return w.limits.errMemory
 	case strings.Contains(head, "stack exceeds"), strings.Contains(head, "stack overflow"):
-		return ErrRenderRecursion
+		return w.limits.errRecursion
 	case w.cmd.ProcessState != nil && exceededCPU(w.cmd.ProcessState):
-		return ErrRenderTimeLimit
+		return w.limits.errTime
 	}
-	return fmt.Errorf("%w: it stopped unexpectedly (%w)%s", ErrRenderWorkerFailed, err, w.stderr.firstLine(": "))
+	return fmt.Errorf("%w: it stopped unexpectedly (%w)%s", w.limits.errFailed, err, w.stderr.firstLine(": "))
 }
 
 // renderCPU is the CPU time a killed worker spent on its last render.
 func (w *worker) renderCPU() time.Duration {
 	u, ok := w.cmd.ProcessState.SysUsage().(*syscall.Rusage)
 	if !ok {
-		return RenderTimeLimit // unknown: count the render as having run
+		return w.limits.time // unknown: count the render as having run
 	}
 	return time.Duration(u.Utime.Nano()+u.Stime.Nano()) - w.cpu
 }

@@ -217,7 +217,7 @@ func TestAProgramThatDidNotCallRunWorkerIfRequestedStartsNoWorker(t *testing.T) 
 	g := NewWithT(t)
 	canServe.Store(false)
 	defer canServe.Store(true)
-	_, err := startWorker(t.Context())
+	_, err := startWorker(t.Context(), valuesLimits)
 	g.Expect(err).To(MatchError(errNoWorker))
 	g.Expect(err).To(MatchError(ErrRenderWorkerFailed))
 }

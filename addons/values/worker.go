@@ -8,10 +8,13 @@ import (
 	"io"
 	"os"
 	"runtime/debug"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"syscall"
 	"time"
+
+	"github.com/flotilla-dev/flotilla/pkg/helm"
 )
 
 // A render worker is the program that renders run again, with workerArg as its only argument and
@@ -23,6 +26,8 @@ import (
 const (
 	workerArg = "__flotilla-values-render-worker"
 	workerEnv = "FLOTILLA_VALUES_RENDER_WORKER"
+	// workerMemoryEnv is the worker's memory limit in bytes (limits.memory of its pool).
+	workerMemoryEnv = "FLOTILLA_RENDER_WORKER_MEMORY"
 )
 
 // Limits a worker sets on itself, on top of the memory limit.
@@ -38,17 +43,21 @@ const (
 	workerRetireCPU = workerCPULimit / 2
 )
 
-// request asks a worker to render Template with Data.
+// request asks a worker to render Template with Data, or Chart.
 type request struct {
 	Template string
 	Data     Data
 	// Text asks for the rendered text as it is, not parsed as values (RenderText).
 	Text bool
+	// Chart asks for a chart's templates rendered (RenderChart).
+	Chart *helm.ChartRender
 }
 
-// response is a worker's answer: the values, or the template's error as users read it.
+// response is a worker's answer: the values (or a chart's rendered templates), or the
+// template's error as users read it.
 type response struct {
 	Values string
+	Files  map[string]string
 	Error  string
 	// CPU is the CPU time the worker has used so far.
 	CPU time.Duration
@@ -86,12 +95,16 @@ var registerTypes = sync.OnceFunc(func() {
 
 // serveWorker sets the worker's limits and renders the requests from in until it closes.
 func serveWorker(in io.Reader, out io.Writer) int {
-	if err := limitWorker(RenderMemoryLimit, workerCPULimit); err != nil {
+	memory, err := strconv.ParseInt(os.Getenv(workerMemoryEnv), 10, 64)
+	if err != nil || memory <= 0 {
+		memory = RenderMemoryLimit
+	}
+	if err := limitWorker(memory, workerCPULimit); err != nil {
 		fmt.Fprintf(os.Stderr, "render worker: %v\n", err)
 		return 1
 	}
 	debug.SetMaxStack(workerMaxStack)
-	debug.SetMemoryLimit(RenderMemoryLimit) // the GC works harder before the hard limit
+	debug.SetMemoryLimit(memory) // the GC works harder before the hard limit
 	c := newCodec(in, out)
 	if err := c.send(response{CPU: cpuTime()}); err != nil {
 		return 1
@@ -105,13 +118,9 @@ func serveWorker(in io.Reader, out io.Writer) int {
 			fmt.Fprintf(os.Stderr, "render worker: reading a request: %v\n", err)
 			return 1
 		}
-		run := execute
-		if req.Text {
-			run = executeText
-		}
-		values, err := run(req.Template, req.Data)
+		resp, err := serve(req)
 		cpu := cpuTime()
-		resp := response{Values: values, CPU: cpu, Retire: cpu > workerRetireCPU}
+		resp.CPU, resp.Retire = cpu, cpu > workerRetireCPU
 		if err != nil {
 			resp.Error = err.Error()
 		}
@@ -122,6 +131,20 @@ func serveWorker(in io.Reader, out io.Writer) int {
 			return 0
 		}
 	}
+}
+
+// serve answers one request.
+func serve(req request) (response, error) {
+	if req.Chart != nil {
+		files, err := helm.RenderChart(*req.Chart)
+		return response{Files: files}, err
+	}
+	run := execute
+	if req.Text {
+		run = executeText
+	}
+	values, err := run(req.Template, req.Data)
+	return response{Values: values}, err
 }
 
 // limitWorker limits this process's memory (see limitAddressSpace) and its CPU time to cpu

@@ -12,6 +12,7 @@ import (
 
 	"github.com/flotilla-dev/flotilla/addons/desired"
 	"github.com/flotilla-dev/flotilla/addons/engine"
+	"github.com/flotilla-dev/flotilla/addons/values"
 	addonsv1 "github.com/flotilla-dev/flotilla/api/addons/v1alpha1"
 	"github.com/flotilla-dev/flotilla/pkg/helm"
 )
@@ -80,7 +81,8 @@ func (c *Client) DiffAddon(ctx context.Context, kubeconfig, namespace, name stri
 		return nil, fmt.Errorf("listing Clusters: %w", err)
 	}
 	sort.Slice(clusters.Items, func(i, j int) bool { return clusters.Items[i].Name < clusters.Items[j].Name })
-	eng := &helm.Engine{ChartCache: helm.ChartCacheDir(c.Home)}
+	// The charts' templates render in bounded workers, as in the manager.
+	eng := &helm.Engine{ChartCache: helm.ChartCacheDir(c.Home), Renderer: values.ChartRenderer{}}
 	diffs := make([]ClusterDiff, 0, len(clusters.Items))
 	for i := range clusters.Items {
 		cluster := &clusters.Items[i]

@@ -16,6 +16,8 @@ import (
 	"syscall"
 	"testing"
 
+	"github.com/flotilla-dev/flotilla/addons/values"
+
 	"github.com/google/go-containerregistry/pkg/name"
 	"github.com/google/go-containerregistry/pkg/v1/random"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
@@ -37,6 +39,7 @@ import (
 // `<test binary> registry serve ...` or `<test binary> supervisor ...`, it runs that command of
 // the real CLI.
 func TestMain(m *testing.M) {
+	values.RunWorkerIfRequested() // the manager renders templates in workers: this program run again
 	if len(os.Args) > 2 && (os.Args[1] == "registry" && os.Args[2] == "serve" || os.Args[1] == "supervisor") {
 		ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 		root := cmd.NewRootCmd(genericiooptions.IOStreams{In: os.Stdin, Out: os.Stdout, ErrOut: os.Stderr})

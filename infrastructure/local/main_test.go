@@ -5,6 +5,8 @@ import (
 	"os"
 	"testing"
 
+	"github.com/flotilla-dev/flotilla/addons/values"
+
 	"github.com/go-logr/logr"
 	"github.com/go-logr/logr/funcr"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -17,6 +19,7 @@ import (
 var env *testenv.Environment
 
 func TestMain(m *testing.M) {
+	values.RunWorkerIfRequested() // the manager renders templates in workers: this program run again
 	// The managers' logs go to stderr with FLOTILLA_TEST_LOG=1 (verbosity: its value minus one).
 	logger := logr.Discard()
 	if v := os.Getenv("FLOTILLA_TEST_LOG"); v != "" {

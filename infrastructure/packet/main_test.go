@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/flotilla-dev/flotilla/addons/values"
+
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -36,6 +38,7 @@ const (
 )
 
 func TestMain(m *testing.M) {
+	values.RunWorkerIfRequested() // the manager renders templates in workers: this program run again
 	os.Exit(run(m))
 }
 

@@ -17,5 +17,8 @@
 //	url := charttest.Repository{Charts: []charttest.Chart{charttest.Hello("1.0.0")}}.Serve(t)
 //	// a classic repository at url holding hello-1.0.0.tgz
 //
+// GzipBombRecord and ReleaseRecordSecret forge Helm release records, as a hostile workload
+// cluster may hold them.
+//
 // Every helper fails the test (t.Fatal) when something goes wrong, and cleans up after it.
 package charttest

@@ -54,6 +54,16 @@
 // declares is refused. A cancelled context stops the preparation of a call, never a Helm action
 // halfway: that runs to its end, bounded by Timeout.
 //
+// A chart's templates are code its publisher wrote. The engine renders them first, with
+// RenderChart, through Engine.Renderer (a ChartRenderer bounding time and memory, such as the
+// manager's render workers; in this process when nil), and hands Helm the chart with every
+// template replaced by what it rendered, escaped, so that Helm's own render only copies text
+// and what is installed is what rendered. Templates see no cluster: lookup finds nothing, as in
+// `helm template`.
+//
+// Release records are read with bounds (package releasestore): a record of a workload cluster
+// is untrusted input, and a gzip bomb in one is refused naming its Secret.
+//
 // Diff renders with the cluster's version and APIs and compares with the latest revision's
 // manifest; Template renders without a cluster and describes the chart (ChartInfo, with its
 // values.schema.json). Neither writes anything.

@@ -10,10 +10,10 @@ import (
 	"strings"
 	"time"
 
-	"github.com/flotilla-dev/flotilla/pkg/postrender"
 	"github.com/go-logr/logr"
 	"helm.sh/helm/v4/pkg/action"
 	ci "helm.sh/helm/v4/pkg/chart"
+	"helm.sh/helm/v4/pkg/chart/common"
 	chart "helm.sh/helm/v4/pkg/chart/v2"
 	"helm.sh/helm/v4/pkg/kube"
 	"helm.sh/helm/v4/pkg/postrenderer"
@@ -21,12 +21,16 @@ import (
 	rcommon "helm.sh/helm/v4/pkg/release/common"
 	release "helm.sh/helm/v4/pkg/release/v1"
 	releaseutil "helm.sh/helm/v4/pkg/release/v1/util"
+	"helm.sh/helm/v4/pkg/storage"
 	"helm.sh/helm/v4/pkg/storage/driver"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/yaml"
+
+	"github.com/flotilla-dev/flotilla/pkg/helm/releasestore"
+	"github.com/flotilla-dev/flotilla/pkg/postrender"
 )
 
 // InstallOrUpgrade makes the release r in the cluster cfg what r asks for. It installs an absent
@@ -78,7 +82,7 @@ func (e *Engine) InstallOrUpgrade(ctx context.Context, cfg *rest.Config, r Relea
 		return resultOf(ActionUnchanged, last, clients)
 	}
 
-	ch, err := e.load(src)
+	ch, archive, err := e.load(src)
 	if err != nil {
 		return Result{}, err
 	}
@@ -98,6 +102,14 @@ func (e *Engine) InstallOrUpgrade(ctx context.Context, cfg *rest.Config, r Relea
 	// Helm would discover the cluster again (after the CRDs, so their kinds are known).
 	if ac.Capabilities, err = clients.capabilities(); err != nil {
 		return Result{}, err
+	}
+	// The revision and .Release.IsUpgrade Helm's install or upgrade below gives the templates.
+	opts := common.ReleaseOptions{Name: r.Name, Namespace: r.Namespace, Revision: 1, IsInstall: true}
+	if last != nil {
+		opts = common.ReleaseOptions{Name: r.Name, Namespace: r.Namespace, Revision: last.Version + 1, IsUpgrade: true}
+	}
+	if err := e.prerender(ctx, ch, archive, values, opts, ac.Capabilities); err != nil {
+		return Result{}, fmt.Errorf("release %s/%s: %w", r.Namespace, r.Name, err)
 	}
 
 	if last == nil {
@@ -229,6 +241,10 @@ func (e *Engine) Uninstall(ctx context.Context, cfg *rest.Config, name, namespac
 	if err != nil {
 		return err
 	}
+	// Helm's uninstall, told to ignore a missing release, ignores every error reading it too.
+	if _, err := lastRelease(ac, name); err != nil {
+		return fmt.Errorf("uninstalling release %s/%s: %w", namespace, name, err)
+	}
 	un := action.NewUninstall(ac)
 	un.IgnoreNotFound = true
 	un.WaitStrategy = kube.HookOnlyStrategy
@@ -320,7 +336,7 @@ func (e *Engine) Rollback(ctx context.Context, cfg *rest.Config, name, namespace
 }
 
 // actionConfig is a Helm action configuration for namespace of the cluster cfg, storing
-// releases as Secrets in that namespace.
+// releases as Secrets in that namespace, as Helm does, and reading them with bounds.
 func (e *Engine) actionConfig(ctx context.Context, cfg *rest.Config, namespace string) (*action.Configuration, error) {
 	clients, err := e.clients.clientsFor(cfg)
 	if err != nil {
@@ -334,6 +350,10 @@ func (e *Engine) actionConfig(ctx context.Context, cfg *rest.Config, namespace s
 		kc.Namespace = namespace
 		kc.Factory = serverValidated{kc.Factory}
 	}
+	// Helm's own driver would read records unbounded (see releasestore).
+	records := releasestore.New(clients.core, namespace)
+	records.SetLogger(ac.Logger().Handler())
+	ac.Releases = storage.Init(records)
 	return ac, nil
 }
 

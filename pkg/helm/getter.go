@@ -14,6 +14,7 @@ import (
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/discovery/cached/memory"
+	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/restmapper"
 	"k8s.io/client-go/tools/clientcmd"
@@ -34,6 +35,8 @@ type clusterClients struct {
 	config    *rest.Config
 	discovery discovery.CachedDiscoveryInterface
 	mapper    meta.ResettableRESTMapper
+	// core reads and writes release records.
+	core corev1client.CoreV1Interface
 
 	// mu guards caps, which were discovered at discoveredAt; nil when they must be discovered.
 	mu           sync.Mutex
@@ -110,11 +113,16 @@ func (c *clientCache) clientsFor(cfg *rest.Config) (*clusterClients, error) {
 	if err != nil {
 		return nil, fmt.Errorf("creating a discovery client for %s: %w", config.Host, err)
 	}
+	core, err := corev1client.NewForConfig(config)
+	if err != nil {
+		return nil, fmt.Errorf("creating a client for %s: %w", config.Host, err)
+	}
 	cached := memory.NewMemCacheClient(dc)
 	cl := &clusterClients{
 		config:    config,
 		discovery: cached,
 		mapper:    restmapper.NewDeferredDiscoveryRESTMapper(cached),
+		core:      core,
 	}
 	if c.clients == nil || len(c.clients) >= maxCachedClusters {
 		c.clients = map[string]*clusterClients{}

@@ -41,7 +41,7 @@ func (e *Engine) Diff(ctx context.Context, cfg *rest.Config, r Release) (string,
 	if err != nil {
 		return "", fmt.Errorf("reading release %s/%s: %w", r.Namespace, r.Name, err)
 	}
-	ch, err := e.load(src)
+	ch, archive, err := e.load(src)
 	if err != nil {
 		return "", err
 	}
@@ -56,7 +56,7 @@ func (e *Engine) Diff(ctx context.Context, cfg *rest.Config, r Release) (string,
 	if err != nil {
 		return "", err
 	}
-	rendered, err := render(ctx, ch, r.Name, r.Namespace, values, r.PostRender, caps, last != nil)
+	rendered, err := e.render(ctx, ch, archive, r.Name, r.Namespace, values, r.PostRender, caps, last != nil)
 	if err != nil {
 		return "", err
 	}
@@ -126,7 +126,7 @@ func (e *Engine) template(ctx context.Context, r Release, caps *common.Capabilit
 	if err != nil {
 		return nil, nil, err
 	}
-	ch, err := e.load(src)
+	ch, archive, err := e.load(src)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -134,7 +134,7 @@ func (e *Engine) template(ctx context.Context, r Release, caps *common.Capabilit
 	if err := checkDependencies(ch); err != nil {
 		return nil, info, fmt.Errorf("chart %s %s: %w", ch.Name(), ch.Metadata.Version, err)
 	}
-	rel, err := render(ctx, ch, name, namespace, values, r.PostRender, caps, false)
+	rel, err := e.render(ctx, ch, archive, name, namespace, values, r.PostRender, caps, false)
 	if err != nil {
 		return nil, info, err
 	}
@@ -148,7 +148,7 @@ func (e *Engine) ChartInfo(ctx context.Context, ref ChartRef, reg registryconn.C
 	if err != nil {
 		return nil, err
 	}
-	ch, err := e.load(src)
+	ch, _, err := e.load(src)
 	if err != nil {
 		return nil, err
 	}
@@ -171,10 +171,22 @@ func chartInfo(ch *chart.Chart, digest string) *ChartInfo {
 	return info
 }
 
-// render renders ch as Helm would install it (post is applied), without touching a cluster, into
-// a release whose Manifest is what would be applied and whose Hooks are the hooks.
-// With caps nil, Helm's default capabilities apply.
-func render(ctx context.Context, ch *chart.Chart, name, namespace string, values map[string]any, post postrender.Spec, caps *common.Capabilities, isUpgrade bool) (*release.Release, error) {
+// render renders ch, loaded from archive, as Helm would install it (post is applied), without
+// touching a cluster, into a release whose Manifest is what would be applied and whose Hooks
+// are the hooks. With caps nil, Helm's default capabilities apply. The templates are rendered
+// as InstallOrUpgrade renders them (prerender).
+func (e *Engine) render(ctx context.Context, ch *chart.Chart, archive []byte, name, namespace string, values map[string]any, post postrender.Spec, caps *common.Capabilities, isUpgrade bool) (*release.Release, error) {
+	// Helm renders a dry run as revision 1, an install unless isUpgrade.
+	opts := common.ReleaseOptions{Name: name, Namespace: namespace, Revision: 1, IsInstall: !isUpgrade, IsUpgrade: isUpgrade}
+	// The capabilities of Helm's dry run below: its defaults, with caps' version and APIs.
+	effective := common.DefaultCapabilities.Copy()
+	if caps != nil {
+		effective.KubeVersion = caps.KubeVersion
+		effective.APIVersions = append(effective.APIVersions, caps.APIVersions...)
+	}
+	if err := e.prerender(ctx, ch, archive, values, opts, effective); err != nil {
+		return nil, err
+	}
 	ac := action.NewConfiguration(action.ConfigurationSetLogger(logr.ToSlogHandler(log.FromContext(ctx))))
 	in := action.NewInstall(ac)
 	in.DryRunStrategy = action.DryRunClient

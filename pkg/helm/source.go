@@ -335,27 +335,27 @@ func (e *Engine) store(digest string, archive []byte, ref ChartRef) (*localChart
 }
 
 // load reads a cached chart, checking the archive against its record.
-func (e *Engine) load(c *localChart) (*chart.Chart, error) {
+func (e *Engine) load(c *localChart) (*chart.Chart, []byte, error) {
 	archive, err := readCacheFile(c.path)
 	if err != nil {
-		return nil, fmt.Errorf("reading cached chart %s: %w", c.Digest, err)
+		return nil, nil, fmt.Errorf("reading cached chart %s: %w", c.Digest, err)
 	}
 	_, recordPath := e.cachePaths(c.Digest)
 	data, err := readCacheFile(recordPath)
 	if err != nil {
-		return nil, fmt.Errorf("reading cached chart %s: %w", c.Digest, err)
+		return nil, nil, fmt.Errorf("reading cached chart %s: %w", c.Digest, err)
 	}
 	var rec cacheRecord
 	if err := json.Unmarshal(data, &rec); err != nil || rec.ArchiveDigest != sha256Digest(archive) {
 		// Corrupt on disk: drop it, so the next call pulls it again.
 		_ = os.Remove(recordPath)
-		return nil, fmt.Errorf("cached chart %s is corrupt and was removed; it is pulled again on the next attempt", c.Digest)
+		return nil, nil, fmt.Errorf("cached chart %s is corrupt and was removed; it is pulled again on the next attempt", c.Digest)
 	}
 	ch, err := loader.LoadArchive(bytes.NewReader(archive))
 	if err != nil {
-		return nil, fmt.Errorf("loading chart %s: %w", c.Digest, err)
+		return nil, nil, fmt.Errorf("loading chart %s: %w", c.Digest, err)
 	}
-	return ch, nil
+	return ch, archive, nil
 }
 
 // registryClient is a Helm registry client for reg's credentials and transport. Credentials come

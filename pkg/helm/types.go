@@ -42,6 +42,9 @@ type Engine struct {
 	// ChartCache is a directory where pulled charts are kept by digest (content-addressed); a
 	// cached chart is never pulled again.
 	ChartCache string
+	// Renderer renders charts' templates where their time and memory are bounded; nil renders
+	// them in this process.
+	Renderer ChartRenderer
 
 	mu          sync.Mutex
 	httpClients map[string]*http.Client

@@ -94,7 +94,7 @@ func (r *Reconciler) reconcileNormal(ctx context.Context, s *scope) (ctrl.Result
 		}
 	}
 
-	if hrp.Status.Installed != nil && (installOnce(hrp) || (applied == hrp.Status.AppliedHash && helm.ExactVersion(hrp.Spec.Version))) {
+	if hrp.Status.Installed != nil && (installOnce(hrp) || (applied == hrp.Status.AppliedHash && pinned(hrp))) {
 		upToDate, err := r.observe(ctx, s, cfg)
 		if err != nil {
 			return ctrl.Result{}, err
@@ -143,9 +143,9 @@ func (r *Reconciler) install(ctx context.Context, s *scope, cfg *rest.Config, re
 		countAction("install-or-upgrade", err)
 	}
 	if err != nil {
-		s.fail(addonsv1.InstallFailedReason, "%v", err)
+		s.fail(addonsv1.InstallFailedReason, "%s", installError(err))
 		r.Recorder.Eventf(hrp, nil, corev1.EventTypeWarning, installFailedEvent, "Install",
-			"Installing release %s/%s (chart %s %s): %v", release.Namespace, release.Name, release.Chart.Name, release.Chart.Version, err)
+			"Installing release %s/%s (chart %s %s): %s", release.Namespace, release.Name, release.Chart.Name, release.Chart.Version, installError(err))
 		retry := r.calls.RetryAfter(ctrlclient.ObjectKeyFromObject(hrp))
 		ctrl.LoggerFrom(ctx).Error(err, "Installing release failed", "release", release.Namespace+"/"+release.Name, "retryAfter", retry)
 		return ctrl.Result{RequeueAfter: retry}, nil
@@ -194,7 +194,7 @@ func (r *Reconciler) dryRun(ctx context.Context, s *scope, cfg *rest.Config, rel
 	hrp := s.hrp
 	diff, err := r.Engine.Diff(ctx, cfg, release)
 	if err != nil {
-		s.fail(addonsv1.InstallFailedReason, "dry run: %v", err)
+		s.fail(addonsv1.InstallFailedReason, "dry run: %s", installError(err))
 		return ctrl.Result{}, fmt.Errorf("diffing release %s/%s of cluster %s: %w", release.Namespace, release.Name, hrp.Spec.ClusterName, err)
 	}
 	if len(diff) > maxDryRunDiff {
@@ -406,9 +406,26 @@ func appliedHash(hrp *addonsv1.HelmReleaseProxy, valuesHash string) string {
 		Version    string
 		Options    addonsv1.HelmOptions
 		ValuesHash string
-	}{identity(hrp), hrp.Spec.Version, hrp.Spec.Options, valuesHash})
+		// ChartDigest is left out when empty, so that hashes from before the field stay valid.
+		ChartDigest string `json:",omitempty"`
+	}{identity(hrp), hrp.Spec.Version, hrp.Spec.Options, valuesHash, hrp.Spec.ChartDigest})
 	sum := sha256.Sum256(b)
 	return "sha256:" + hex.EncodeToString(sum[:])
+}
+
+// installError is the message of an install, upgrade or diff that failed with err: the
+// engine's error, naming the field to fix when the chart is not the one spec.chartDigest pins.
+func installError(err error) string {
+	if errors.Is(err, engine.ErrDigestMismatch) {
+		return fmt.Sprintf("spec.chartDigest: %v: the chart was not installed; set spec.chartDigest to the digest of the chart you mean to run, "+
+			"or find out who changed the chart in its repository", err)
+	}
+	return err.Error()
+}
+
+// pinned reports whether the spec names one chart: by digest, or by an exact version.
+func pinned(hrp *addonsv1.HelmReleaseProxy) bool {
+	return hrp.Spec.ChartDigest != "" || helm.ExactVersion(hrp.Spec.Version)
 }
 
 // retrying reports whether the last install or upgrade of the current generation failed.

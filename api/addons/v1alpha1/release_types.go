@@ -195,6 +195,15 @@ type ReleaseSpec struct {
 	// +optional
 	Version string `json:"version,omitempty"`
 
+	// chartDigest pins the chart by its content, as sha256:<64 hex digits>: for an OCI
+	// registry the chart's manifest digest (what `helm push` prints), for a classic repository
+	// the SHA-256 of the chart archive (its index.yaml entry's digest). The chart is pulled by
+	// that digest and installed only when its content matches it (and its version matches an
+	// exact version); a tag or index entry moved to other content is never installed.
+	// +kubebuilder:validation:Pattern=`^sha256:[a-f0-9]{64}$`
+	// +optional
+	ChartDigest string `json:"chartDigest,omitempty"`
+
 	// namespace the release is installed in; "default" when empty.
 	// +optional
 	Namespace string `json:"namespace,omitempty"`

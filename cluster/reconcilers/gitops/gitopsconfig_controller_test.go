@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/flotilla-dev/flotilla/addons/values"
+
 	"github.com/go-git/go-git/v5"
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/object"
@@ -48,6 +50,7 @@ const (
 )
 
 func TestMain(m *testing.M) {
+	values.RunWorkerIfRequested() // the manager renders templates in workers: this program run again
 	os.Exit(run(m))
 }
 
