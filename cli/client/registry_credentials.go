@@ -50,7 +50,7 @@ func (c *Client) ensurePushCredential() error {
 			return fmt.Errorf("generating the registry's push credential: %w", err)
 		}
 		cred = PushCredential{Username: pushUser, Password: base64.RawURLEncoding.EncodeToString(secret)}
-		data, _ := json.Marshal(cred)
+		data, _ := json.Marshal(cred) //nolint:gosec // the password belongs in this file: 0600, in the 0700 home
 		if err := atomicfile.Write(c.PushCredentialPath(), append(data, '\n')); err != nil {
 			return fmt.Errorf("writing the registry's push credential: %w", err)
 		}

@@ -165,24 +165,10 @@ func (b Bundle) Validate() error {
 	}
 	seen := map[string]bool{}
 	for i, p := range b.Packages {
-		if p.Name == "" {
-			return fmt.Errorf("bundle %s: packages[%d] has no name", b.Name, i)
-		}
-		if seen[p.Name] {
-			return fmt.Errorf("bundle %s: package %s is listed twice", b.Name, p.Name)
+		if err := p.validate(i, seen); err != nil {
+			return fmt.Errorf("bundle %s: %w", b.Name, err)
 		}
 		seen[p.Name] = true
-		if p.Source.Registry == "" || p.Source.Repository == "" {
-			return fmt.Errorf("bundle %s: package %s has no source registry and repository", b.Name, p.Name)
-		}
-		if len(p.Versions) == 0 {
-			return fmt.Errorf("bundle %s: package %s has no versions", b.Name, p.Name)
-		}
-		for j, v := range p.Versions {
-			if v.Version == "" || !strings.HasPrefix(v.Digest, "sha256:") {
-				return fmt.Errorf("bundle %s: package %s versions[%d] needs a version and a sha256 digest", b.Name, p.Name, j)
-			}
-		}
 	}
 	seenImages := map[string]bool{}
 	for i, img := range b.Images {
@@ -198,6 +184,26 @@ func (b Bundle) Validate() error {
 					return fmt.Errorf("bundle %s: package %s %s depends on %s, which the bundle does not list", b.Name, p.Name, v.Version, d)
 				}
 			}
+		}
+	}
+	return nil
+}
+
+// validate checks package i of a bundle, seen holding the names of those before it.
+func (p Package) validate(i int, seen map[string]bool) error {
+	switch {
+	case p.Name == "":
+		return fmt.Errorf("packages[%d] has no name", i)
+	case seen[p.Name]:
+		return fmt.Errorf("package %s is listed twice", p.Name)
+	case p.Source.Registry == "" || p.Source.Repository == "":
+		return fmt.Errorf("package %s has no source registry and repository", p.Name)
+	case len(p.Versions) == 0:
+		return fmt.Errorf("package %s has no versions", p.Name)
+	}
+	for j, v := range p.Versions {
+		if v.Version == "" || !strings.HasPrefix(v.Digest, "sha256:") {
+			return fmt.Errorf("package %s versions[%d] needs a version and a sha256 digest", p.Name, j)
 		}
 	}
 	return nil

@@ -10,7 +10,7 @@ import (
 	"strings"
 
 	"helm.sh/helm/v4/pkg/chart/common"
-	"helm.sh/helm/v4/pkg/chart/common/util"
+	commonutil "helm.sh/helm/v4/pkg/chart/common/util"
 	chart "helm.sh/helm/v4/pkg/chart/v2"
 	"helm.sh/helm/v4/pkg/chart/v2/loader"
 	chartutil "helm.sh/helm/v4/pkg/chart/v2/util"
@@ -66,7 +66,7 @@ func RenderChart(r ChartRender) (map[string]string, error) {
 		return nil, fmt.Errorf("chart dependencies processing failed: %w", err)
 	}
 	caps := r.Capabilities
-	toRender, err := util.ToRenderValuesWithSchemaValidation(ch, values, r.Release, &caps, false)
+	toRender, err := commonutil.ToRenderValuesWithSchemaValidation(ch, values, r.Release, &caps, false)
 	if err != nil {
 		return nil, err
 	}

@@ -74,16 +74,16 @@ type Uninstall struct {
 type Action int
 
 const (
-	// UninstallNow: try the uninstall (again).
+	// UninstallNow says to try the uninstall (again).
 	UninstallNow Action = iota
-	// Uninstalled: the uninstall succeeded; let the object go.
+	// Uninstalled says the uninstall succeeded: let the object go.
 	Uninstalled
-	// LeaveWithCluster: let the object go without an uninstall; the release goes with its
+	// LeaveWithCluster says to let the object go without an uninstall; the release goes with its
 	// cluster (Event ReasonLeftWithCluster).
 	LeaveWithCluster
-	// Retry: the uninstall failed; try it again within Decision.Remaining (when not 0).
+	// Retry says the uninstall failed: try it again within Decision.Remaining (when not 0).
 	Retry
-	// GiveUp: the uninstall failed and no more tries are due; let the object go and leave the
+	// GiveUp says the uninstall failed and no more tries are due: let the object go and leave the
 	// release in the cluster (Event ReasonOrphaned).
 	GiveUp
 )

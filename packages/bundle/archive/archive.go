@@ -341,70 +341,103 @@ func Import(ctx context.Context, o ImportOptions) ([]Artifact, error) {
 // pushes nothing but what the bundles' signer published, and only into the repositories the
 // bundles name (and the bundles' own). The error names the first artifact that fails.
 func Verify(l layout.Path, manifests []v1.Descriptor, pub *ecdsa.PublicKey) error {
-	charts, images := map[string]string{}, map[string]string{} // <repository>@<digest> -> tag
-	bundleRepos := map[string]bool{}
+	named, err := signedContents(l, manifests, pub)
+	if err != nil {
+		return err
+	}
+	for _, desc := range manifests {
+		if err := named.check(l, desc); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// contents is what an archive's signed bundles name: their charts and images, each
+// <repository>@<digest> with its tag, and the bundles' own repositories.
+type contents struct {
+	charts, images map[string]string
+	bundleRepos    map[string]bool
+}
+
+// signedContents reads the bundles among manifests, verifies each for pub, and returns what they
+// name.
+func signedContents(l layout.Path, manifests []v1.Descriptor, pub *ecdsa.PublicKey) (contents, error) {
+	c := contents{charts: map[string]string{}, images: map[string]string{}, bundleRepos: map[string]bool{}}
 	for _, desc := range manifests {
 		if desc.Annotations[KindAnnotation] != KindBundle {
 			continue
 		}
 		repo, tag := desc.Annotations[RepositoryAnnotation], desc.Annotations[RefNameAnnotation]
-		img, err := l.Image(desc.Digest)
+		s, err := verifiedBundle(l, desc, tag, pub)
 		if err != nil {
-			return fmt.Errorf("bundle %s %s: %w", repo, tag, err)
+			return c, fmt.Errorf("bundle %s %s: %w", repo, tag, err)
 		}
-		if err := checkDigest(img, desc.Digest); err != nil {
-			return fmt.Errorf("bundle %s %s: %w", repo, tag, err)
-		}
-		s, err := bundle.FromImage(img, tag)
-		if err == nil {
-			err = bundle.Verify(s, pub)
-		}
-		if err == nil {
-			err = s.Bundle.Validate()
-		}
-		if err != nil {
-			return fmt.Errorf("bundle %s %s: %w", repo, tag, err)
-		}
-		bundleRepos[repo] = true
+		c.bundleRepos[repo] = true
 		for _, p := range s.Bundle.Packages {
 			for _, v := range p.Versions {
-				charts[p.Source.Repository+"@"+v.Digest] = v.Version
+				c.charts[p.Source.Repository+"@"+v.Digest] = v.Version
 			}
 		}
 		for _, image := range s.Bundle.Images {
 			repository, imageTag, _, err := ociimage.MirrorPath(image.Name)
 			if err != nil {
-				return fmt.Errorf("bundle %s: %w", s.Bundle.Name, err)
+				return c, fmt.Errorf("bundle %s: %w", s.Bundle.Name, err)
 			}
-			images[repository+"@"+image.Digest] = imageTag
+			c.images[repository+"@"+image.Digest] = imageTag
 		}
 	}
-	if len(bundleRepos) == 0 {
-		return errors.New("the archive holds no bundle: was it written by 'flotilla packages export'?")
+	if len(c.bundleRepos) == 0 {
+		return c, errors.New("the archive holds no bundle: was it written by 'flotilla packages export'?")
 	}
-	for _, desc := range manifests {
-		kind, repo, tag := desc.Annotations[KindAnnotation], desc.Annotations[RepositoryAnnotation], desc.Annotations[RefNameAnnotation]
-		var named map[string]string
-		switch kind {
-		case KindBundle:
-			if isNamedRepository(charts, repo) || isNamedRepository(images, repo) {
-				return fmt.Errorf("bundle %s would go to repository %s, which holds a chart or image the bundles name: refusing to overwrite it", tag, repo)
-			}
-			continue
-		case KindChart:
-			named = charts
-		case KindImage:
-			named = images
-		default:
-			return fmt.Errorf("manifest %s of the archive is of kind %q, not bundle, chart or image", desc.Digest, kind)
+	return c, nil
+}
+
+// verifiedBundle reads the bundle of desc from l, checks its digest, its signature for pub and
+// its content.
+func verifiedBundle(l layout.Path, desc v1.Descriptor, tag string, pub *ecdsa.PublicKey) (bundle.Signed, error) {
+	img, err := l.Image(desc.Digest)
+	if err != nil {
+		return bundle.Signed{}, err
+	}
+	if err := checkDigest(img, desc.Digest); err != nil {
+		return bundle.Signed{}, err
+	}
+	s, err := bundle.FromImage(img, tag)
+	if err != nil {
+		return bundle.Signed{}, err
+	}
+	if err := bundle.Verify(s, pub); err != nil {
+		return bundle.Signed{}, err
+	}
+	return s, s.Bundle.Validate()
+}
+
+// check fails for a manifest the bundles do not name, at its repository, tag and digest, or
+// whose bytes are not its digest's; a bundle may not go to a repository of a named chart or
+// image.
+func (c contents) check(l layout.Path, desc v1.Descriptor) error {
+	kind, repo, tag := desc.Annotations[KindAnnotation], desc.Annotations[RepositoryAnnotation], desc.Annotations[RefNameAnnotation]
+	var named map[string]string
+	switch kind {
+	case KindBundle:
+		if isNamedRepository(c.charts, repo) || isNamedRepository(c.images, repo) {
+			return fmt.Errorf("bundle %s would go to repository %s, which holds a chart or image the bundles name: refusing to overwrite it", tag, repo)
 		}
-		want, ok := named[repo+"@"+desc.Digest.String()]
-		if !ok || want != tag {
-			return fmt.Errorf("the archive would push %s %s:%s (%s), which no bundle signed for the key names: refusing to write repository %s", kind, repo, tag, desc.Digest, repo)
-		}
-		if err := checkManifest(l, desc); err != nil {
-			return fmt.Errorf("%s %s:%s: %w", kind, repo, tag, err)
-		}
+		return nil
+	case KindChart:
+		named = c.charts
+	case KindImage:
+		named = c.images
+	default:
+		return fmt.Errorf("manifest %s of the archive is of kind %q, not bundle, chart or image", desc.Digest, kind)
+	}
+	want, ok := named[repo+"@"+desc.Digest.String()]
+	if !ok || want != tag {
+		return fmt.Errorf("the archive would push %s %s:%s (%s), which no bundle signed for the key names: refusing to write repository %s", kind, repo, tag, desc.Digest, repo)
+	}
+	if err := checkManifest(l, desc); err != nil {
+		return fmt.Errorf("%s %s:%s: %w", kind, repo, tag, err)
 	}
 	return nil
 }

@@ -76,7 +76,7 @@ func conditionOwners(g Gomega, c *flotillav1.Cluster) map[string][]string {
 				Conditions map[string]any `json:"f:conditions"`
 			} `json:"f:status"`
 		}
-		g.Expect(json.Unmarshal(f.FieldsV1.Raw, &fields)).To(Succeed())
+		g.Expect(json.Unmarshal(f.FieldsV1.GetRawBytes(), &fields)).To(Succeed())
 		for k := range fields.Status.Conditions {
 			entry, ok := strings.CutPrefix(k, "k:")
 			if !ok {

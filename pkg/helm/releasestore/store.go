@@ -11,8 +11,8 @@ import (
 	"io"
 	"strings"
 
-	"helm.sh/helm/v4/pkg/release"
-	rspb "helm.sh/helm/v4/pkg/release/v1"
+	ri "helm.sh/helm/v4/pkg/release"
+	release "helm.sh/helm/v4/pkg/release/v1"
 	"helm.sh/helm/v4/pkg/storage/driver"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -62,7 +62,7 @@ func New(client corev1client.CoreV1Interface, namespace string) *Secrets {
 }
 
 // Get returns the release record in the Secret key.
-func (s *Secrets) Get(key string) (release.Releaser, error) {
+func (s *Secrets) Get(key string) (ri.Releaser, error) {
 	obj, err := s.secrets.Get(context.Background(), key, metav1.GetOptions{})
 	if apierrors.IsNotFound(err) {
 		return nil, driver.ErrReleaseNotFound
@@ -79,12 +79,12 @@ func (s *Secrets) Get(key string) (release.Releaser, error) {
 }
 
 // List returns the namespace's releases that filter keeps.
-func (s *Secrets) List(filter func(release.Releaser) bool) ([]release.Releaser, error) {
+func (s *Secrets) List(filter func(ri.Releaser) bool) ([]ri.Releaser, error) {
 	return s.read(labels.Set{"owner": "helm"}, filter)
 }
 
 // Query returns the releases whose labels match, or driver.ErrReleaseNotFound when none does.
-func (s *Secrets) Query(match map[string]string) ([]release.Releaser, error) {
+func (s *Secrets) Query(match map[string]string) ([]ri.Releaser, error) {
 	set := labels.Set{}
 	for k, v := range match {
 		if errs := validation.IsValidLabelValue(v); len(errs) != 0 {
@@ -103,7 +103,7 @@ func (s *Secrets) Query(match map[string]string) ([]release.Releaser, error) {
 }
 
 // Delete removes the release record in the Secret key and returns it.
-func (s *Secrets) Delete(key string) (release.Releaser, error) {
+func (s *Secrets) Delete(key string) (ri.Releaser, error) {
 	r, err := s.Get(key)
 	if err != nil {
 		return nil, err
@@ -117,9 +117,9 @@ func (s *Secrets) Delete(key string) (release.Releaser, error) {
 // read lists the Secrets that match, page by page, and decodes their records (returning those
 // filter keeps, when it is not nil) within the bounds: every byte decoded counts, also of
 // records that turn out to be no release.
-func (s *Secrets) read(match labels.Set, filter func(release.Releaser) bool) ([]release.Releaser, error) {
+func (s *Secrets) read(match labels.Set, filter func(ri.Releaser) bool) ([]ri.Releaser, error) {
 	opts := metav1.ListOptions{LabelSelector: match.AsSelector().String(), Limit: releaseListPage}
-	var results []release.Releaser
+	var results []ri.Releaser
 	seen, total := 0, 0
 	for {
 		list, err := s.secrets.List(context.Background(), opts)
@@ -167,7 +167,7 @@ func (s *Secrets) decodeError(key string, err error) error {
 
 // decodedRelease is a release record and the size of its JSON.
 type decodedRelease struct {
-	*rspb.Release
+	*release.Release
 	// size is how many bytes were decoded, also when they turned out to be no release.
 	size int
 }
@@ -177,7 +177,7 @@ type decodedRelease struct {
 // decodes to more is an error wrapping ErrReleaseRecordTooLarge, found before more than limit
 // bytes are held.
 func decodeRelease(data []byte, limit int) (decodedRelease, error) {
-	var r io.Reader = base64.NewDecoder(base64.StdEncoding, bytes.NewReader(data))
+	r := io.Reader(base64.NewDecoder(base64.StdEncoding, bytes.NewReader(data)))
 	if gzipped(data) {
 		zr, err := gzip.NewReader(r)
 		if err != nil {
@@ -193,7 +193,7 @@ func decodeRelease(data []byte, limit int) (decodedRelease, error) {
 	if len(raw) > limit {
 		return decodedRelease{}, fmt.Errorf("%w: it decodes to more than %s", ErrReleaseRecordTooLarge, mib(limit))
 	}
-	var rel rspb.Release
+	var rel release.Release
 	if err := json.Unmarshal(raw, &rel); err != nil {
 		return decodedRelease{size: len(raw)}, err
 	}

@@ -9,7 +9,7 @@ import (
 	"testing"
 
 	. "github.com/onsi/gomega"
-	releasei "helm.sh/helm/v4/pkg/release"
+	ri "helm.sh/helm/v4/pkg/release"
 	rcommon "helm.sh/helm/v4/pkg/release/common"
 	release "helm.sh/helm/v4/pkg/release/v1"
 	"helm.sh/helm/v4/pkg/storage/driver"
@@ -134,7 +134,7 @@ func TestReadsAreBounded(t *testing.T) {
 			store := New(client.CoreV1(), "apps")
 			allocated := allocatedBy(func() {
 				q, qErr := store.Query(web)
-				l, lErr := store.List(func(releasei.Releaser) bool { return true })
+				l, lErr := store.List(func(ri.Releaser) bool { return true })
 				if tt.wantErr == "" {
 					g.Expect(qErr).NotTo(HaveOccurred())
 					g.Expect(lErr).NotTo(HaveOccurred())
