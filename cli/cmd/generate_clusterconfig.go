@@ -12,27 +12,16 @@ import (
 	"github.com/flotilla-dev/flotilla/pkg/binaries"
 )
 
-// GenerateClusterConfigOptions are the options of `flotilla generate clusterconfig`.
+// GenerateClusterConfigOptions are the options of `flotilla generate clusterconfig`: the name
+// (the argument) and spec.Generate's inputs, each a flag.
 type GenerateClusterConfigOptions struct {
 	genericiooptions.IOStreams
-
-	// Name is the cluster's name (the argument).
-	Name string
-	// Provider is the infrastructure provider.
-	Provider string
-	// Management makes the spec a management cluster's.
-	Management bool
-	// KubernetesVersion is the minor version; empty is the newest supported.
-	KubernetesVersion string
-	// Workers is the number of workers.
-	Workers int32
-	// RealWorkers is the number of workers in a group of real nodes.
-	RealWorkers int32
+	spec.GenerateOptions
 }
 
 // NewGenerateClusterConfigCmd returns `flotilla generate clusterconfig`.
 func NewGenerateClusterConfigCmd(streams genericiooptions.IOStreams) *cobra.Command {
-	o := &GenerateClusterConfigOptions{IOStreams: streams, Provider: spec.ProviderLocal, Workers: 2}
+	o := &GenerateClusterConfigOptions{IOStreams: streams, GenerateOptions: spec.GenerateOptions{Provider: spec.ProviderLocal, Workers: 2}}
 	cmd := &cobra.Command{
 		Use:   "clusterconfig NAME",
 		Short: "Print a complete, commented cluster spec to edit and create",
@@ -87,14 +76,7 @@ func (o *GenerateClusterConfigOptions) Validate() error {
 
 // Run prints the spec.
 func (o *GenerateClusterConfigOptions) Run(context.Context) error {
-	out, err := spec.Generate(spec.GenerateOptions{
-		Name:              o.Name,
-		Provider:          o.Provider,
-		Management:        o.Management,
-		KubernetesVersion: o.KubernetesVersion,
-		Workers:           o.Workers,
-		RealWorkers:       o.RealWorkers,
-	})
+	out, err := spec.Generate(o.GenerateOptions)
 	if err != nil {
 		return err
 	}
