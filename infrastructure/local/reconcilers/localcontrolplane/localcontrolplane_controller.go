@@ -22,7 +22,6 @@ import (
 
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 	"sigs.k8s.io/cluster-api/util"
-	"sigs.k8s.io/cluster-api/util/paused"
 	"sigs.k8s.io/cluster-api/util/predicates"
 
 	controlplanev1 "github.com/flotilla-dev/flotilla/api/controlplane/v1alpha1"
@@ -134,13 +133,10 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 
 	// Add the finalizer first to avoid racing a delete against starting processes.
 	patch := objectpatch.New(r.Client, lcp)
-	if added, err := patch.EnsureFinalizer(ctx, controlplanev1.LocalControlPlaneFinalizer); err != nil || added {
-		return objectpatch.RequeueOnConflict(err, objectpatch.ConflictRetry)
+	if stop, res, err := objectpatch.Begin(ctx, patch, lcp, controlplanev1.LocalControlPlaneFinalizer, cluster); stop {
+		return res, err
 	}
 	if cluster != nil {
-		if isPaused, requeue, err := paused.EnsurePausedCondition(ctx, r.Client, cluster, lcp); err != nil || isPaused || requeue {
-			return ctrl.Result{}, err
-		}
 		// Like the finalizer, the endpoint is written on its own before anything starts; the
 		// update brings the next reconcile.
 		if endpointChosen, err := r.ensureEndpoint(ctx, patch, lcp); err != nil || endpointChosen {

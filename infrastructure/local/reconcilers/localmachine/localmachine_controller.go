@@ -25,7 +25,6 @@ import (
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 	"sigs.k8s.io/cluster-api/controllers/clustercache"
 	"sigs.k8s.io/cluster-api/util"
-	"sigs.k8s.io/cluster-api/util/paused"
 	"sigs.k8s.io/cluster-api/util/predicates"
 
 	infrav1 "github.com/flotilla-dev/flotilla/api/infrastructure/v1alpha1"
@@ -133,13 +132,8 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 
 	// Add the finalizer first to avoid racing a delete against creating the Node.
 	patch := objectpatch.New(r.Client, localMachine)
-	if added, err := patch.EnsureFinalizer(ctx, infrav1.LocalMachineFinalizer); err != nil || added {
-		return objectpatch.RequeueOnConflict(err, objectpatch.ConflictRetry)
-	}
-	if cluster != nil {
-		if isPaused, requeue, err := paused.EnsurePausedCondition(ctx, r.Client, cluster, localMachine); err != nil || isPaused || requeue {
-			return ctrl.Result{}, err
-		}
+	if stop, res, err := objectpatch.Begin(ctx, patch, localMachine, infrav1.LocalMachineFinalizer, cluster); stop {
+		return res, err
 	}
 
 	s := &scope{localMachine: localMachine, machine: machine, cluster: cluster}

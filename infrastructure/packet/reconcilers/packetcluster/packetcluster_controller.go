@@ -18,7 +18,6 @@ import (
 
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 	"sigs.k8s.io/cluster-api/util"
-	"sigs.k8s.io/cluster-api/util/paused"
 	"sigs.k8s.io/cluster-api/util/predicates"
 
 	infrav1 "github.com/flotilla-dev/flotilla/api/infrastructure/v1alpha1"
@@ -99,13 +98,8 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 	}
 
 	patch := objectpatch.New(r.Client, pc)
-	if added, err := patch.EnsureFinalizer(ctx, infrav1.PacketClusterFinalizer); err != nil || added {
-		return objectpatch.RequeueOnConflict(err, objectpatch.ConflictRetry)
-	}
-	if cluster != nil {
-		if isPaused, requeue, err := paused.EnsurePausedCondition(ctx, r.Client, cluster, pc); err != nil || isPaused || requeue {
-			return ctrl.Result{}, err
-		}
+	if stop, res, err := objectpatch.Begin(ctx, patch, pc, infrav1.PacketClusterFinalizer, cluster); stop {
+		return res, err
 	}
 
 	s := &scope{packetCluster: pc, cluster: cluster}

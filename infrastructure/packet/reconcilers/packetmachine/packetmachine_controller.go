@@ -17,7 +17,6 @@ import (
 
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 	"sigs.k8s.io/cluster-api/util"
-	"sigs.k8s.io/cluster-api/util/paused"
 	"sigs.k8s.io/cluster-api/util/predicates"
 
 	infrav1 "github.com/flotilla-dev/flotilla/api/infrastructure/v1alpha1"
@@ -110,13 +109,8 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 	}
 
 	patch := objectpatch.New(r.Client, pm)
-	if added, err := patch.EnsureFinalizer(ctx, infrav1.PacketMachineFinalizer); err != nil || added {
-		return objectpatch.RequeueOnConflict(err, objectpatch.ConflictRetry)
-	}
-	if s.cluster != nil {
-		if isPaused, requeue, err := paused.EnsurePausedCondition(ctx, r.Client, s.cluster, pm); err != nil || isPaused || requeue {
-			return ctrl.Result{}, err
-		}
+	if stop, res, err := objectpatch.Begin(ctx, patch, pm, infrav1.PacketMachineFinalizer, s.cluster); stop {
+		return res, err
 	}
 	defer func() {
 		setStatus(s)
