@@ -50,12 +50,13 @@ type Spec struct {
 	// them to be free and otherwise fails with a PortInUseError, so that a port another program
 	// took is reported as such rather than as a crash.
 	Ports []string
-	// NetNS and MountNS are the paths of a network and a mount namespace (files such as
-	// /run/netns/<name>) the process runs in; empty: this program's.
-	NetNS, MountNS string
+	// Namespaces are the paths of namespaces the process runs in (files such as
+	// /run/netns/<name> that keep a namespace, of any type but user); for each type not
+	// among them, this program's.
+	Namespaces []string
 	// Cgroup is the directory of a cgroup v2 group the process starts in (see Cgroup2Root), so
 	// that it and everything it starts can be found and killed together; empty: this
-	// program's. Changing NetNS, MountNS or Cgroup restarts the process.
+	// program's. Changing Namespaces or Cgroup restarts the process.
 	Cgroup string
 }
 
@@ -103,30 +104,29 @@ func InDir(dir string) Supervisor {
 // record is what the supervisor remembers about a process it started, in <name>.json. It stays
 // after the process exits, until Stop: it is what Keep starts again.
 type record struct {
-	PID       int      `json:"pid"`
-	Argv      []string `json:"argv"`
-	Env       []string `json:"env,omitempty"`
-	Dir       string   `json:"dir,omitempty"`
-	Ports     []string `json:"ports,omitempty"`
-	NetNS     string   `json:"netns,omitempty"`
-	MountNS   string   `json:"mountns,omitempty"`
-	Cgroup    string   `json:"cgroup,omitempty"`
-	StartTime uint64   `json:"startTime"`
-	Started   string   `json:"started"`
-	History   History  `json:"history,omitzero"`
+	PID        int      `json:"pid"`
+	Argv       []string `json:"argv"`
+	Env        []string `json:"env,omitempty"`
+	Dir        string   `json:"dir,omitempty"`
+	Ports      []string `json:"ports,omitempty"`
+	Namespaces []string `json:"namespaces,omitempty"`
+	Cgroup     string   `json:"cgroup,omitempty"`
+	StartTime  uint64   `json:"startTime"`
+	Started    string   `json:"started"`
+	History    History  `json:"history,omitzero"`
 }
 
 // record is the record of spec's process pid, started at started (kernel start time startTime),
 // with history h.
 func (s Spec) record(pid int, startTime uint64, started time.Time, h History) record {
-	return record{PID: pid, Argv: s.argv(), Env: s.Env, Dir: s.Dir, Ports: s.Ports, NetNS: s.NetNS, MountNS: s.MountNS,
+	return record{PID: pid, Argv: s.argv(), Env: s.Env, Dir: s.Dir, Ports: s.Ports, Namespaces: s.Namespaces,
 		Cgroup: s.Cgroup, StartTime: startTime, Started: started.Format(time.RFC3339Nano), History: h}
 }
 
 // spec returns the Spec the record was started from.
 func (rec record) spec(name string) Spec {
 	return Spec{Name: name, Path: rec.Argv[0], Args: rec.Argv[1:], Env: rec.Env, Dir: rec.Dir, Ports: rec.Ports,
-		NetNS: rec.NetNS, MountNS: rec.MountNS, Cgroup: rec.Cgroup}
+		Namespaces: rec.Namespaces, Cgroup: rec.Cgroup}
 }
 
 // recorded reports whether rec is a readable record of a start.
@@ -276,7 +276,7 @@ func (s Supervisor) Differs(spec Spec) bool {
 // runs reports whether the recorded process was started as spec.
 func (rec record) runs(spec Spec) bool {
 	return slices.Equal(rec.Argv, spec.argv()) && slices.Equal(rec.Env, spec.Env) &&
-		rec.NetNS == spec.NetNS && rec.MountNS == spec.MountNS && rec.Cgroup == spec.Cgroup
+		slices.Equal(rec.Namespaces, spec.Namespaces) && rec.Cgroup == spec.Cgroup
 }
 
 // Start starts spec unconditionally, detached from the caller (see the package documentation),

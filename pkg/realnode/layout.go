@@ -77,6 +77,11 @@ func (l layout) containerdState() string  { return filepath.Join(l.runtimeDir(),
 func (l layout) containerdSocket() string { return filepath.Join(l.runtimeDir(), "containerd.sock") }
 func (l layout) shimSockets() string      { return filepath.Join(l.runtimeDir(), "s") }
 func (l layout) runcRoot() string         { return filepath.Join(l.runtimeDir(), "runc") }
+func (l layout) initPID() string          { return filepath.Join(l.runtimeDir(), "init.pid") }
+
+// rootfs is where the node's init mounts the node's root file system before it makes it its root;
+// on the host it is an empty directory.
+func (l layout) rootfs() string { return filepath.Join(l.runtimeDir(), "rootfs") }
 
 // kubeletRootMount is where the node's mount namespace shows kubeletRoot, and what kubelet is
 // told its root directory is: kubelet makes Unix sockets there, whose paths must stay short.
@@ -85,7 +90,11 @@ func (l layout) kubeletRootMount() string { return filepath.Join(l.runtimeDir(),
 // netNSName is the node's network namespace as `ip netns` names it.
 func (l layout) netNSName() string { return "flotilla-" + l.id }
 func (l layout) netNS() string     { return filepath.Join("/run/netns", l.netNSName()) }
-func (l layout) mountNS() string   { return filepath.Join(mountNSDir, l.id+".mnt") }
+func (l layout) mountNS() string   { return l.namespace("mnt") }
+
+// namespace is the file that keeps the node's namespace ns (named as in /proc/<pid>/ns), but its
+// network namespace (netNS).
+func (l layout) namespace(ns string) string { return filepath.Join(mountNSDir, l.id+"."+ns) }
 
 // cgroup is the node's cgroup, relative to a hierarchy's root; kubelet's cgroupRoot is its
 // "pods" child, the node's processes are in its "system" child.
@@ -95,7 +104,7 @@ func (l layout) supervisor() process.Supervisor {
 	return process.Supervisor{RunDir: l.path("run"), LogDir: l.path("logs")}
 }
 
-// mountNSDir holds the files that keep the nodes' mount namespaces; it is a mount point of its
-// own with private propagation, so that a namespace file mounted there does not propagate into
-// the namespace it keeps.
+// mountNSDir holds the files that keep the nodes' namespaces but their network namespaces; it is
+// a mount point of its own with private propagation, so that a mount namespace's file mounted
+// there does not propagate into the namespace it keeps.
 var mountNSDir = filepath.Join(RuntimeRoot, "ns")

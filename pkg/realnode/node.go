@@ -118,7 +118,11 @@ func Ensure(ctx context.Context, cfg Config) (*Status, error) {
 	if err := ensureNetNS(l); err != nil {
 		return nil, err
 	}
-	if err := ensureMountNS(l); err != nil {
+	cgroup, err := ensureCgroups(l)
+	if err != nil {
+		return nil, err
+	}
+	if err := ensureInit(cfg, l, cgroup); err != nil {
 		return nil, err
 	}
 	mirrorPort, err := cfg.mirrorPort()
@@ -130,10 +134,6 @@ func Ensure(ctx context.Context, cfg Config) (*Status, error) {
 		LoopbackForwards: []uint16{mirrorPort},
 	}
 	if err := nodenet.EnsureNode(ctx, node, l.netNS()); err != nil {
-		return nil, err
-	}
-	cgroup, err := ensureCgroups(l)
-	if err != nil {
 		return nil, err
 	}
 	status := &Status{Address: addr, Bootstrapped: !NeedsBootstrap(l.dir)}
@@ -177,7 +177,7 @@ func ensureProcess(ctx context.Context, sup process.Supervisor, spec process.Spe
 func writeFiles(cfg Config, l layout) error {
 	for _, dir := range []string{l.path("pki"), l.path("containerd"), l.certsDir(), l.cniConfDir(), l.cniIPAMDir(),
 		l.kubeletDir(), l.kubeletCertDir(), l.kubeletRoot(), l.kubeletVolumePlugins(), l.podLogs(),
-		l.path("kube-proxy"), l.sysctlDir(), l.tmp(), l.runtimeDir(), l.kubeletRootMount()} {
+		l.path("kube-proxy"), l.sysctlDir(), l.tmp(), l.runtimeDir(), l.kubeletRootMount(), l.rootfs(), l.path("logs")} {
 		if err := os.MkdirAll(dir, 0o700); err != nil {
 			return fmt.Errorf("creating %s: %w", dir, err)
 		}
@@ -249,7 +249,7 @@ func writeIfChanged(path string, data []byte) error {
 func processSpecs(cfg Config, l layout, addr netip.Addr, cgroup string, bootstrapped bool) ([]process.Spec, error) {
 	path := "PATH=" + cfg.Binaries.Dir + ":/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 	in := func(spec process.Spec, inputs ...string) (process.Spec, error) {
-		spec.Dir, spec.NetNS, spec.MountNS, spec.Cgroup = l.dir, l.netNS(), l.mountNS(), cgroup
+		spec.Dir, spec.Namespaces, spec.Cgroup = l.dir, l.namespaces(), cgroup
 		digest, err := digestFiles(inputs)
 		if err != nil {
 			return spec, err
@@ -340,7 +340,7 @@ func Delete(ctx context.Context, dir string) error {
 	if statErr == nil {
 		errs = append(errs, l.supervisor().StopAll(ctx, time.Second)) // the records of processes now dead
 	}
-	errs = append(errs, releaseNamespaces(l))
+	errs = append(errs, releaseNamespaces(l.namespaces()...))
 	if link, err := netlink.LinkByName(nodenet.Node{ID: l.id}.HostVeth()); err == nil {
 		errs = append(errs, netlink.LinkDel(link)) // gone with the namespace, unless a process kept it
 	}
