@@ -173,6 +173,20 @@ func TestAPodOnARealNodeReadsNothingOfTheHost(t *testing.T) {
 		g.Expect(err).To(MatchError(syscall.ECONNREFUSED))
 	})
 
+	t.Run("a container that asks for no seccomp profile runs under the runtime's default one", func(t *testing.T) {
+		g := NewWithT(t)
+		plain := tc.runPod(t, &corev1.Pod{
+			ObjectMeta: metav1.ObjectMeta{Name: "plain", Namespace: "default"},
+			Spec: corev1.PodSpec{
+				NodeSelector: map[string]string{realnode.SimulatedLabel: "false"},
+				Containers:   []corev1.Container{{Name: "web", Image: ociimage.HelloFlotilla.Name}},
+			},
+		})
+		status, err := os.ReadFile("/proc/" + strconv.Itoa(containerPID(t, plain.Status.ContainerStatuses[0].ContainerID)) + "/status")
+		g.Expect(err).NotTo(HaveOccurred())
+		g.Expect(string(status)).To(MatchRegexp(`(?m)^Seccomp:\s+2$`), "filtered by seccomp")
+	})
+
 	t.Run("the hostPath / is the node's own root", func(t *testing.T) {
 		g := NewWithT(t)
 		var hostname []byte

@@ -77,7 +77,7 @@ func (l layout) containerdState() string  { return filepath.Join(l.runtimeDir(),
 func (l layout) containerdSocket() string { return filepath.Join(l.runtimeDir(), "containerd.sock") }
 func (l layout) shimSockets() string      { return filepath.Join(l.runtimeDir(), "s") }
 func (l layout) runcRoot() string         { return filepath.Join(l.runtimeDir(), "runc") }
-func (l layout) initPID() string          { return filepath.Join(l.runtimeDir(), "init.pid") }
+func (l layout) initRecord() string       { return filepath.Join(l.runtimeDir(), "init.json") }
 
 // rootfs is where the node's init mounts the node's root file system before it makes it its root;
 // on the host it is an empty directory.

@@ -308,22 +308,28 @@ func (l layout) namespaces() []string {
 	return paths
 }
 
-// initRuns reports whether the node's init runs: the process of its pid file is the first of the
-// PID namespace the node keeps.
-func initRuns(l layout) bool {
-	data, err := os.ReadFile(l.initPID())
+// initRecord is what the node's runtime directory records of its init.
+type initRecord struct {
+	PID    int        `json:"pid"`
+	Config initConfig `json:"config"`
+}
+
+// initRuns reports whether the node's init runs with config: the process its record names is
+// the first of the PID namespace the node keeps.
+func initRuns(l layout, config initConfig) bool {
+	data, err := os.ReadFile(l.initRecord())
 	if err != nil {
 		return false
 	}
-	pid, err := strconv.Atoi(strings.TrimSpace(string(data)))
-	if err != nil {
+	var rec initRecord
+	if json.Unmarshal(data, &rec) != nil || rec.Config != config {
 		return false
 	}
 	var kept, running unix.Stat_t
-	if unix.Stat(l.namespace("pid"), &kept) != nil || unix.Stat(fmt.Sprintf("/proc/%d/ns/pid", pid), &running) != nil {
+	if unix.Stat(l.namespace("pid"), &kept) != nil || unix.Stat(fmt.Sprintf("/proc/%d/ns/pid", rec.PID), &running) != nil {
 		return false
 	}
-	return kept.Dev == running.Dev && kept.Ino == running.Ino && nsPID(pid) == 1
+	return kept.Dev == running.Dev && kept.Ino == running.Ino && nsPID(rec.PID) == 1
 }
 
 // nsPID returns pid's number in its own PID namespace, 0 when unknown.
@@ -345,11 +351,13 @@ func nsPID(pid int) int {
 }
 
 // ensureInit makes the node's init run in the node's network namespace and cgroup, and keeps
-// its namespaces (nodeNamespaces) at their files, unless it runs. A node whose init is gone has
-// lost every process of its PID namespace with it; what is left of it (the processes of a node
-// made before nodes had inits, their mount namespace) goes first.
+// its namespaces (nodeNamespaces) at their files, unless it runs with the same root (the node's
+// name and programs). A node whose init is gone has lost every process of its PID namespace
+// with it; what is left of it (the processes of a node made before nodes had inits, their mount
+// namespace, or of the init of another root) goes first: its containers start again.
 func ensureInit(cfg Config, l layout, cgroup string) error {
-	if initRuns(l) {
+	config := initConfig{Dir: l.dir, Name: cfg.Name, Binaries: cfg.Binaries.Dir}
+	if initRuns(l, config) {
 		return nil
 	}
 	if err := killCgroups(l); err != nil {
@@ -361,7 +369,7 @@ func ensureInit(cfg Config, l layout, cgroup string) error {
 	if err := ensurePrivateMount(mountNSDir); err != nil {
 		return err
 	}
-	pid, err := startInit(cfg, l, cgroup)
+	pid, err := startInit(config, l, cgroup)
 	if err != nil {
 		return err
 	}
@@ -374,12 +382,16 @@ func ensureInit(cfg Config, l layout, cgroup string) error {
 			return fmt.Errorf("keeping the %s namespace of node %s at %s: %w", ns, l.dir, l.namespace(ns), err)
 		}
 	}
-	return writeIfChanged(l.initPID(), []byte(strconv.Itoa(pid)+"\n"))
+	rec, err := json.Marshal(initRecord{PID: pid, Config: config})
+	if err != nil {
+		return err
+	}
+	return writeIfChanged(l.initRecord(), rec)
 }
 
 // startInit starts the node's init and waits until it has made the node's root.
-func startInit(cfg Config, l layout, cgroup string) (int, error) {
-	config, err := json.Marshal(initConfig{Dir: l.dir, Name: cfg.Name, Binaries: cfg.Binaries.Dir})
+func startInit(cfg initConfig, l layout, cgroup string) (int, error) {
+	config, err := json.Marshal(cfg)
 	if err != nil {
 		return 0, err
 	}

@@ -1,0 +1,54 @@
+package realnode
+
+import (
+	"path/filepath"
+	"strings"
+	"testing"
+
+	. "github.com/onsi/gomega"
+)
+
+// TestANodesRootShowsOfTheHostOnlyItsProgramsAndItsOwnFiles reads the plan of a node's root: of
+// the host it binds /usr and the node's binaries read-only, a few files of /etc read-only, the
+// cgroup hierarchies and a few devices, and its own directory, runtime directory and kernel
+// settings; nothing else of the Flotilla home (its cluster's keys, other nodes) nor of the host.
+func TestANodesRootShowsOfTheHostOnlyItsProgramsAndItsOwnFiles(t *testing.T) {
+	g := NewWithT(t)
+	home := "/root/.flotilla"
+	cfg := initConfig{Dir: home + "/clusters/c1/nodes/n1", Name: "n1", Binaries: "/root/.cache/flotilla/bin/v1.36.3"}
+	l := newLayout(cfg.Dir)
+	steps, err := rootSteps(cfg, l)
+	g.Expect(err).NotTo(HaveOccurred())
+
+	readOnly := []string{"/usr", cfg.Binaries, "/etc/alternatives", "/etc/ld.so.cache"}
+	for _, name := range usrLinks {
+		readOnly = append(readOnly, "/"+name) // where the host's are directories
+	}
+	writable := []string{cfg.Dir, l.runtimeDir(), l.kubeletRoot(), "/sys/fs/cgroup"}
+	for _, name := range hostDevices {
+		writable = append(writable, "/dev/"+name)
+	}
+	for name := range kernelSettings {
+		writable = append(writable, l.sysctlFile(name))
+	}
+	var mounted []string
+	for _, s := range steps {
+		mounted = append(mounted, s.Target)
+		if s.Bind == "" {
+			continue
+		}
+		if s.ReadOnly {
+			g.Expect(readOnly).To(ContainElement(s.Bind), "%s is bound read-only", s.Bind)
+		} else {
+			g.Expect(writable).To(ContainElement(s.Bind), "%s is bound writable", s.Bind)
+		}
+		g.Expect(s.Bind == cfg.Dir || !strings.HasPrefix(s.Bind, home+"/") || strings.HasPrefix(s.Bind, cfg.Dir+"/")).
+			To(BeTrue(), "of the Flotilla home, %s shows only the node's own directory", s.Bind)
+		if s.Bind != l.kubeletRoot() && s.Bind != "/sys/fs/cgroup" && !strings.HasPrefix(s.Bind, l.sysctlDir()) {
+			g.Expect(s.Target).To(Equal(s.Bind), "%s is at the same path in the node's root", s.Bind)
+		}
+	}
+	g.Expect(mounted).To(ContainElements("/proc", "/sys", "/dev", "/etc/hostname", "/tmp", "/var/log", "/var/lib/cni"))
+	g.Expect(steps[len(steps)-1].Target).To(Equal(l.kubeletRootMount()), "kubelet's root is bound into the runtime directory, after it")
+	g.Expect(filepath.Dir(l.rootfs())).To(Equal(l.runtimeDir()))
+}
