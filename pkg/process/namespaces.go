@@ -60,6 +60,27 @@ func startIn(cmd *exec.Cmd, spec Spec) error {
 	slices.SortStableFunc(namespaces, func(a, b namespace) int {
 		return cmp.Compare(boolInt(a.kind == unix.CLONE_NEWNS), boolInt(b.kind == unix.CLONE_NEWNS))
 	})
+	if slices.ContainsFunc(namespaces, func(ns namespace) bool { return ns.kind == unix.CLONE_NEWUSER }) {
+		// A thread of a program with several cannot enter a user namespace: nsenter, which has
+		// one, enters them and runs the program in its place. The PID namespace is the thread's,
+		// for nsenter to be forked into; the working directory is the one of that name in the
+		// mount namespace (--wdns), never the host's.
+		nsenter, err := exec.LookPath("nsenter")
+		if err != nil {
+			return fmt.Errorf("%w: nsenter enters user namespaces: install Debian's util-linux package", err)
+		}
+		args := []string{"nsenter"}
+		var thread []namespace
+		for _, ns := range namespaces {
+			if ns.kind == unix.CLONE_NEWPID {
+				thread = append(thread, ns)
+				continue
+			}
+			args = append(args, "--"+nsenterFlags[ns.kind]+"="+ns.path)
+		}
+		args = append(append(args, "--wdns="+cmd.Dir, "--", cmd.Path), cmd.Args[1:]...)
+		cmd.Path, cmd.Args, cmd.Dir, namespaces = nsenter, args, "/", thread
+	}
 	return InThread(func() error {
 		for _, ns := range namespaces {
 			if ns.kind == unix.CLONE_NEWNS {
@@ -73,6 +94,13 @@ func startIn(cmd *exec.Cmd, spec Spec) error {
 		}
 		return cmd.Start()
 	})
+}
+
+// nsenterFlags are nsenter's options for the namespaces of each type.
+var nsenterFlags = map[int]string{
+	unix.CLONE_NEWUSER: "user", unix.CLONE_NEWNS: "mount", unix.CLONE_NEWNET: "net",
+	unix.CLONE_NEWUTS: "uts", unix.CLONE_NEWIPC: "ipc", unix.CLONE_NEWCGROUP: "cgroup",
+	unix.CLONE_NEWTIME: "time",
 }
 
 func boolInt(b bool) int {

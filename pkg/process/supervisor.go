@@ -51,8 +51,9 @@ type Spec struct {
 	// took is reported as such rather than as a crash.
 	Ports []string
 	// Namespaces are the paths of namespaces the process runs in (files such as
-	// /run/netns/<name> that keep a namespace, of any type but user); for each type not
-	// among them, this program's.
+	// /run/netns/<name> that keep a namespace, of any type); for each type not among them,
+	// this program's. A process in a user namespace is started through util-linux's nsenter,
+	// as the namespace's root.
 	Namespaces []string
 	// Cgroup is the directory of a cgroup v2 group the process starts in (see Cgroup2Root), so
 	// that it and everything it starts can be found and killed together; empty: this

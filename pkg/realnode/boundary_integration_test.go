@@ -187,6 +187,52 @@ func TestAPodOnARealNodeReadsNothingOfTheHost(t *testing.T) {
 		g.Expect(string(status)).To(MatchRegexp(`(?m)^Seccomp:\s+2$`), "filtered by seccomp")
 	})
 
+	t.Run("root in the container is an unprivileged user of the host", func(t *testing.T) {
+		g := NewWithT(t)
+		uidMap, err := os.ReadFile(filepath.Join(filepath.Dir(root), "uid_map"))
+		g.Expect(err).NotTo(HaveOccurred())
+		fields := strings.Fields(string(uidMap))
+		g.Expect(fields).To(HaveLen(3), "one range: %s", uidMap)
+		g.Expect(fields[0]).To(Equal("0"))
+		g.Expect(fields[1]).NotTo(Equal("0"), "the node's root is not the host's")
+		g.Expect(fields[2]).To(Equal("65536"))
+		status, err := os.ReadFile(filepath.Join(filepath.Dir(root), "status"))
+		g.Expect(err).NotTo(HaveOccurred())
+		g.Expect(string(status)).To(MatchRegexp(`(?m)^Uid:\s+`+fields[1]+`\s+`+fields[1]), "the container's root runs as host id %s", fields[1])
+	})
+
+	t.Run("the container's root, with the host's files in view, may do nothing the host's root may", func(t *testing.T) {
+		g := NewWithT(t)
+		// nsenter enters the container's user, PID, network, IPC and UTS namespaces, with every
+		// capability of its root there, and stays in the host's mount namespace: what a
+		// privileged container that escaped its node's root file system would hold.
+		pid := strconv.Itoa(containerPID(t, pod.Status.ContainerStatuses[0].ContainerID))
+		asNodeRoot := func(script string) (string, error) {
+			out, err := exec.Command("nsenter", "--target", pid, "--user", "--pid", "--net", "--ipc", "--uts", "--",
+				"/bin/sh", "-c", script).CombinedOutput()
+			return string(out), err
+		}
+		out, err := asNodeRoot("id -u; grep CapEff /proc/self/status")
+		g.Expect(err).NotTo(HaveOccurred(), out)
+		g.Expect(out).To(HavePrefix("0\n"), "root of the node")
+		g.Expect(out).To(MatchRegexp(`CapEff:\s+000001ffffffffff`), "with every capability")
+		for script, want := range map[string]string{
+			"cat " + secret: "Permission denied",
+			"cat " + caKey:  "Permission denied",
+			"echo pwned > " + filepath.Join(home, "planted"): "Permission denied",
+			"echo '|/pwned' > /proc/sys/kernel/core_pattern": "Permission denied",
+			"mknod /tmp/flotilla-disk-" + pid + " b 8 0":     "Operation not permitted",
+			"mount -t tmpfs none /mnt":                       "permission denied",
+			"kill -0 " + strconv.Itoa(sentinel.Process.Pid):  "",
+		} {
+			out, err := asNodeRoot(script)
+			g.Expect(err).To(HaveOccurred(), "%s: %s", script, out)
+			g.Expect(out).To(ContainSubstring(want), script)
+		}
+		g.Expect(filepath.Join(home, "planted")).NotTo(BeAnExistingFile())
+		g.Expect(os.ReadFile("/proc/sys/kernel/core_pattern")).NotTo(ContainSubstring("pwned"))
+	})
+
 	t.Run("the hostPath / is the node's own root", func(t *testing.T) {
 		g := NewWithT(t)
 		var hostname []byte

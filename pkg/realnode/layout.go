@@ -92,9 +92,14 @@ func (l layout) netNSName() string { return "flotilla-" + l.id }
 func (l layout) netNS() string     { return filepath.Join("/run/netns", l.netNSName()) }
 func (l layout) mountNS() string   { return l.namespace("mnt") }
 
-// namespace is the file that keeps the node's namespace ns (named as in /proc/<pid>/ns), but its
-// network namespace (netNS).
-func (l layout) namespace(ns string) string { return filepath.Join(mountNSDir, l.id+"."+ns) }
+// namespace is the file that keeps the node's namespace ns (named as in /proc/<pid>/ns): its
+// network namespace's is netNS, the others' are in mountNSDir.
+func (l layout) namespace(ns string) string {
+	if ns == "net" {
+		return l.netNS()
+	}
+	return filepath.Join(mountNSDir, l.id+"."+ns)
+}
 
 // cgroup is the node's cgroup, relative to a hierarchy's root; kubelet's cgroupRoot is its
 // "pods" child, the node's processes are in its "system" child.

@@ -10,15 +10,12 @@ import (
 	"strings"
 
 	"golang.org/x/sys/unix"
-
-	"github.com/flotilla-dev/flotilla/pkg/process"
 )
 
 // A node's namespaces are kept by files on which the namespace is bind-mounted (as `ip netns`
 // keeps network namespaces), so that they outlive the processes in them and a process started
-// later joins them (process.Spec.Namespaces). The network namespace is made first (by
-// ensureNetNS) and kept at /run/netns; the others are made by the node's init (ensureInit) and
-// kept under mountNSDir.
+// later joins them (process.Spec.Namespaces). The node's init makes them all (ensureInit); the
+// network namespace is kept at /run/netns (`ip netns` lists it), the others under mountNSDir.
 
 // createdRecord is where a host directory the nodes created is recorded, so that the last node
 // removes it.
@@ -30,29 +27,6 @@ func createdRecord(dir string) string {
 func kept(path string) bool {
 	var st unix.Statfs_t
 	return unix.Statfs(path, &st) == nil && st.Type == unix.NSFS_MAGIC
-}
-
-// ensureNetNS makes the node's network namespace, kept at l.netNS(), unless it exists.
-func ensureNetNS(l layout) error {
-	if kept(l.netNS()) {
-		return nil
-	}
-	if err := ensureHostDir(filepath.Dir(l.netNS()), 0o755); err != nil {
-		return err
-	}
-	if err := touch(l.netNS()); err != nil {
-		return err
-	}
-	err := process.InThread(func() error {
-		if err := unix.Unshare(unix.CLONE_NEWNET); err != nil {
-			return fmt.Errorf("making a network namespace: %w", err)
-		}
-		return unix.Mount("/proc/thread-self/ns/net", l.netNS(), "", unix.MS_BIND, "")
-	})
-	if err != nil {
-		return fmt.Errorf("making the network namespace %s: %w", l.netNS(), err)
-	}
-	return nil
 }
 
 // ensurePrivateMount makes dir a mount point of its own with private propagation.

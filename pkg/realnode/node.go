@@ -111,18 +111,18 @@ func Ensure(ctx context.Context, cfg Config) (*Status, error) {
 	if st, err = chooseAddress(ctx, cfg, l, st); err != nil {
 		return nil, err
 	}
+	if st, err = chooseIDs(ctx, l, st); err != nil {
+		return nil, err
+	}
 	addr, _ := netip.ParseAddr(st.Address)
-	if err := writeFiles(cfg, l); err != nil {
+	if err := writeFiles(cfg, l, st.IDBase); err != nil {
 		return nil, err
 	}
-	if err := ensureNetNS(l); err != nil {
-		return nil, err
-	}
-	cgroup, err := ensureCgroups(l)
+	cgroup, err := ensureCgroups(l, st.IDBase)
 	if err != nil {
 		return nil, err
 	}
-	if err := ensureInit(cfg, l, cgroup); err != nil {
+	if err := ensureInit(cfg, l, cgroup, st.IDBase); err != nil {
 		return nil, err
 	}
 	mirrorPort, err := cfg.mirrorPort()
@@ -173,13 +173,26 @@ func ensureProcess(ctx context.Context, sup process.Supervisor, spec process.Spe
 	return status, nil
 }
 
-// writeFiles writes the node's configuration files that changed.
-func writeFiles(cfg Config, l layout) error {
-	for _, dir := range []string{l.path("pki"), l.path("containerd"), l.certsDir(), l.cniConfDir(), l.cniIPAMDir(),
+// writeFiles writes the node's configuration files that changed, and gives them, its directory
+// and its runtime directory to the node's root (base).
+func writeFiles(cfg Config, l layout, base uint32) error {
+	dirs := []string{l.path("pki"), l.path("containerd"), l.certsDir(), l.cniConfDir(), l.cniIPAMDir(),
 		l.kubeletDir(), l.kubeletCertDir(), l.kubeletRoot(), l.kubeletVolumePlugins(), l.podLogs(),
-		l.path("kube-proxy"), l.sysctlDir(), l.tmp(), l.runtimeDir(), l.kubeletRootMount(), l.rootfs(), l.path("logs")} {
+		l.path("kube-proxy"), l.sysctlDir(), l.tmp(), l.runtimeDir(), l.kubeletRootMount(), l.rootfs(), l.path("logs")}
+	for _, dir := range dirs {
 		if err := os.MkdirAll(dir, 0o700); err != nil {
 			return fmt.Errorf("creating %s: %w", dir, err)
+		}
+	}
+	// Each node's root reaches its runtime directory (its init mounts its root file system
+	// there), and no other's: RuntimeRoot is only traversable by others.
+	if err := os.Chmod(RuntimeRoot, 0o711); err != nil { //nolint:gosec // traversable, not listable
+		return fmt.Errorf("opening %s to real nodes: %w", RuntimeRoot, err)
+	}
+	// Once, and for a node made before nodes had a user namespace: everything it has.
+	for _, dir := range []string{l.dir, l.runtimeDir()} {
+		if err := chownTree(base, dir); err != nil {
+			return err
 		}
 	}
 	runc, err := exec.LookPath("runc")
@@ -229,8 +242,9 @@ func writeFiles(cfg Config, l layout) error {
 		if err := writeIfChanged(path, data); err != nil {
 			return err
 		}
+		dirs = append(dirs, filepath.Dir(path), path)
 	}
-	return nil
+	return chown(base, dirs...)
 }
 
 // writeIfChanged writes data to path (0600) unless it already holds it.

@@ -17,7 +17,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/flotilla-dev/flotilla/pkg/process"
+	"github.com/flotilla-dev/flotilla/pkg/binaries"
 )
 
 // A node's init is the program that runs real nodes run again, with initArg as its only
@@ -41,6 +41,8 @@ type initConfig struct {
 	Name string `json:"name"`
 	// Binaries is the directory of the node's programs.
 	Binaries string `json:"binaries"`
+	// IDBase is the host id of the node's root, the first of its range (idRange).
+	IDBase uint32 `json:"idBase"`
 }
 
 // initTimeout bounds how long the init takes to make the node's root.
@@ -89,7 +91,7 @@ func runInit(config string, ready *os.File) int {
 type rootStep struct {
 	Target string
 	// Bind is the host's file or directory shown at Target (a bind mount); ReadOnly makes it
-	// so. Recursive binds the mounts below it too.
+	// (or the file system mounted) a read-only mount. Recursive binds the mounts below it too.
 	Bind                string
 	ReadOnly, Recursive bool
 	// FSType, Flags and Data mount a file system at Target (a directory).
@@ -118,9 +120,10 @@ var usrLinks = []string{"bin", "sbin", "lib", "lib32", "lib64", "libx32"}
 var hostEtc = []string{"alternatives", "ld.so.cache"}
 
 // rootSteps makes the node's root file system: a tmpfs of its own that shows, of the host, only
-// the programs and libraries the node runs (/usr, the node's binaries, read-only), its own
-// directory and runtime directory, the cgroup hierarchies, and a few devices; its /proc is its
-// PID namespace's, its /sys its network namespace's, its /etc its own.
+// the programs and libraries the node runs (/usr, the node's programs of its binaries, each
+// read-only at its path), its own directory and runtime directory, the cgroup hierarchies, and a
+// few devices; its /proc is its PID namespace's, its /sys its network namespace's, its /etc its
+// own.
 func rootSteps(cfg initConfig, l layout) ([]rootStep, error) {
 	steps := []rootStep{{Target: "/usr", Bind: "/usr", ReadOnly: true, Recursive: true}}
 	for _, name := range usrLinks {
@@ -165,7 +168,7 @@ func rootSteps(cfg initConfig, l layout) ([]rootStep, error) {
 		steps = append(steps, rootStep{Target: filepath.Join("/proc/sys", name), Bind: l.sysctlFile(name)})
 	}
 	steps = append(steps,
-		rootStep{Target: "/sys", FSType: "sysfs", Flags: unix.MS_NOSUID | unix.MS_NODEV | unix.MS_NOEXEC | unix.MS_RDONLY},
+		rootStep{Target: "/sys", FSType: "sysfs", Flags: unix.MS_NOSUID | unix.MS_NODEV | unix.MS_NOEXEC, ReadOnly: true},
 		rootStep{Target: "/sys/fs/cgroup", Bind: "/sys/fs/cgroup", Recursive: true},
 		rootStep{Target: "/dev", FSType: "tmpfs", Flags: unix.MS_NOSUID, Data: "mode=0755,size=1m"},
 	)
@@ -186,11 +189,14 @@ func rootSteps(cfg initConfig, l layout) ([]rootStep, error) {
 		rootStep{Target: "/var/run", Link: "../run"},
 		rootStep{Target: "/var/log", Dir: true, Mode: 0o755},
 		rootStep{Target: "/var/lib/cni", Dir: true, Mode: 0o700},
-		rootStep{Target: cfg.Binaries, Bind: cfg.Binaries, ReadOnly: true},
 		rootStep{Target: l.dir, Bind: l.dir},
 		rootStep{Target: l.runtimeDir(), Bind: l.runtimeDir()},
 		rootStep{Target: l.kubeletRootMount(), Bind: l.kubeletRoot()},
 	)
+	for _, name := range binaries.NodeNames {
+		path := filepath.Join(cfg.Binaries, name)
+		steps = append(steps, rootStep{Target: path, Bind: path, ReadOnly: true})
+	}
 	return steps, nil
 }
 
@@ -209,16 +215,44 @@ func makeRoot(cfg initConfig) error {
 	if err := unix.Mount("", "/", "", unix.MS_REC|unix.MS_PRIVATE, ""); err != nil {
 		return fmt.Errorf("making / private: %w", err)
 	}
-	root := l.rootfs()
-	if err := unix.Mount("tmpfs", root, "tmpfs", unix.MS_NOSUID|unix.MS_NODEV, "mode=0755,size="+rootSize); err != nil {
-		return fmt.Errorf("mounting the node's root on %s: %w", root, err)
-	}
 	steps, err := rootSteps(cfg, l)
 	if err != nil {
 		return err
 	}
+	// The init starts as the host's root without its privileges (its ids are not the
+	// namespace's), to reach the host's files it binds as their owner: it opens them, and
+	// becomes the node's root, who owns the files of the node's root file system.
+	sources := map[string]*os.File{}
+	defer func() {
+		for _, f := range sources {
+			_ = f.Close()
+		}
+	}()
 	for _, step := range steps {
-		if err := step.do(root); err != nil {
+		if step.Bind == "" || sources[step.Bind] != nil {
+			continue
+		}
+		f, err := os.OpenFile(step.Bind, unix.O_PATH|unix.O_CLOEXEC, 0)
+		if err != nil {
+			return fmt.Errorf("making the node's %s: %w", step.Target, err)
+		}
+		sources[step.Bind] = f
+	}
+	if err := unix.Setgroups(nil); err != nil {
+		return fmt.Errorf("dropping the host's groups: %w", err)
+	}
+	if err := unix.Setresgid(0, 0, 0); err != nil {
+		return fmt.Errorf("becoming the node's root group: %w", err)
+	}
+	if err := unix.Setresuid(0, 0, 0); err != nil {
+		return fmt.Errorf("becoming the node's root: %w", err)
+	}
+	root := l.rootfs()
+	if err := unix.Mount("tmpfs", root, "tmpfs", unix.MS_NOSUID|unix.MS_NODEV, "mode=0755,size="+rootSize); err != nil {
+		return fmt.Errorf("mounting the node's root on %s: %w", root, err)
+	}
+	for _, step := range steps {
+		if err := step.do(root, sources[step.Bind]); err != nil {
 			return fmt.Errorf("making the node's %s: %w", step.Target, err)
 		}
 	}
@@ -235,8 +269,8 @@ func makeRoot(cfg initConfig) error {
 	return os.Chdir("/")
 }
 
-// do takes the step in the root file system being made at root.
-func (s rootStep) do(root string) error {
+// do takes the step in the root file system being made at root; source is s.Bind, opened.
+func (s rootStep) do(root string, source *os.File) error {
 	target := filepath.Join(root, s.Target)
 	switch {
 	case s.Link != "":
@@ -258,9 +292,14 @@ func (s rootStep) do(root string) error {
 		if err := os.MkdirAll(target, 0o755); err != nil {
 			return err
 		}
-		return unix.Mount(s.FSType, target, s.FSType, s.Flags, s.Data)
+		if err := unix.Mount(s.FSType, target, s.FSType, s.Flags, s.Data); err != nil {
+			return err
+		}
+		// Read-only as a mount, not as a file system: a file system the node mounts again (a
+		// container's sysfs) is the same one, which must not be read-only.
+		return s.readOnly(target)
 	}
-	fi, err := os.Stat(s.Bind)
+	fi, err := source.Stat()
 	if err != nil {
 		return err
 	}
@@ -271,13 +310,18 @@ func (s rootStep) do(root string) error {
 	if s.Recursive {
 		flags |= unix.MS_REC
 	}
-	if err := unix.Mount(s.Bind, target, "", flags, ""); err != nil {
+	if err := unix.Mount(fmt.Sprintf("/proc/self/fd/%d", source.Fd()), target, "", flags, ""); err != nil {
 		return err
 	}
+	return s.readOnly(target)
+}
+
+// readOnly makes the mount at target read-only when the step says so.
+func (s rootStep) readOnly(target string) error {
 	if !s.ReadOnly {
 		return nil
 	}
-	return unix.Mount("", target, "", unix.MS_BIND|unix.MS_REMOUNT|unix.MS_RDONLY|unix.MS_NOSUID|unix.MS_NODEV, "")
+	return unix.Mount("", target, "", unix.MS_BIND|unix.MS_REMOUNT|unix.MS_RDONLY|unix.MS_NOSUID|unix.MS_NODEV|s.Flags, "")
 }
 
 // mountPoint makes target, a directory or an empty file, unless it exists.
@@ -294,14 +338,14 @@ func mountPoint(target string, dir bool) error {
 	return touch(target)
 }
 
-// nodeNamespaces are the namespaces of a node besides its network namespace, by the name
-// /proc/<pid>/ns gives them, in the order its processes enter them (the mount namespace last).
-var nodeNamespaces = []string{"pid", "uts", "ipc", "mnt"}
+// nodeNamespaces are the namespaces of a node, by the names /proc/<pid>/ns gives them; its
+// init makes them all.
+var nodeNamespaces = []string{"user", "net", "pid", "uts", "ipc", "mnt"}
 
-// namespaces are the files that keep the node's namespaces, the network namespace first and then
-// nodeNamespaces': its processes run in them (process.Spec.Namespaces).
+// namespaces are the files that keep the node's namespaces (nodeNamespaces): its processes run
+// in them (process.Spec.Namespaces).
 func (l layout) namespaces() []string {
-	paths := []string{l.netNS()}
+	var paths []string
 	for _, ns := range nodeNamespaces {
 		paths = append(paths, l.namespace(ns))
 	}
@@ -332,6 +376,15 @@ func initRuns(l layout, config initConfig) bool {
 	return kept.Dev == running.Dev && kept.Ino == running.Ino && nsPID(rec.PID) == 1
 }
 
+// allCapabilities lists every capability.
+func allCapabilities() []uintptr {
+	caps := make([]uintptr, 0, unix.CAP_LAST_CAP+1)
+	for c := range uintptr(unix.CAP_LAST_CAP + 1) {
+		caps = append(caps, c)
+	}
+	return caps
+}
+
 // nsPID returns pid's number in its own PID namespace, 0 when unknown.
 func nsPID(pid int) int {
 	status, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
@@ -355,18 +408,21 @@ func nsPID(pid int) int {
 // name and programs). A node whose init is gone has lost every process of its PID namespace
 // with it; what is left of it (the processes of a node made before nodes had inits, their mount
 // namespace, or of the init of another root) goes first: its containers start again.
-func ensureInit(cfg Config, l layout, cgroup string) error {
-	config := initConfig{Dir: l.dir, Name: cfg.Name, Binaries: cfg.Binaries.Dir}
+func ensureInit(cfg Config, l layout, cgroup string, base uint32) error {
+	config := initConfig{Dir: l.dir, Name: cfg.Name, Binaries: cfg.Binaries.Dir, IDBase: base}
 	if initRuns(l, config) {
 		return nil
 	}
 	if err := killCgroups(l); err != nil {
 		return err
 	}
-	if err := releaseNamespaces(l.namespaces()[1:]...); err != nil {
+	if err := releaseNamespaces(l.namespaces()...); err != nil {
 		return err
 	}
 	if err := ensurePrivateMount(mountNSDir); err != nil {
+		return err
+	}
+	if err := ensureHostDir(filepath.Dir(l.netNS()), 0o755); err != nil {
 		return err
 	}
 	pid, err := startInit(config, l, cgroup)
@@ -405,11 +461,6 @@ func startInit(cfg initConfig, l layout, cgroup string) (int, error) {
 		return 0, fmt.Errorf("opening cgroup %s: %w", cgroup, err)
 	}
 	defer func() { _ = group.Close() }()
-	netns, err := os.Open(l.netNS())
-	if err != nil {
-		return 0, fmt.Errorf("opening namespace %s: %w", l.netNS(), err)
-	}
-	defer func() { _ = netns.Close() }()
 	report, ready, err := os.Pipe()
 	if err != nil {
 		return 0, err
@@ -422,16 +473,19 @@ func startInit(cfg initConfig, l layout, cgroup string) (int, error) {
 	cmd.Stdout, cmd.Stderr = log, log
 	cmd.ExtraFiles = []*os.File{ready}
 	cmd.SysProcAttr = &syscall.SysProcAttr{
-		Setsid:      true,
-		Cloneflags:  unix.CLONE_NEWNS | unix.CLONE_NEWPID | unix.CLONE_NEWUTS | unix.CLONE_NEWIPC,
+		Setsid: true,
+		Cloneflags: unix.CLONE_NEWUSER | unix.CLONE_NEWNS | unix.CLONE_NEWPID | unix.CLONE_NEWUTS | unix.CLONE_NEWIPC |
+			unix.CLONE_NEWNET,
+		UidMappings:                []syscall.SysProcIDMap{{ContainerID: 0, HostID: int(cfg.IDBase), Size: idRange}},
+		GidMappings:                []syscall.SysProcIDMap{{ContainerID: 0, HostID: int(cfg.IDBase), Size: idRange}},
+		GidMappingsEnableSetgroups: true,
+		// It keeps the host's root's ids, which the namespace does not map, to reach the host's
+		// files it binds as their owner, and so needs its capabilities (in the namespace only)
+		// through exec(2) as ambient ones.
+		AmbientCaps: allCapabilities(),
 		UseCgroupFD: true, CgroupFD: int(group.Fd()),
 	}
-	err = process.InThread(func() error {
-		if err := unix.Setns(int(netns.Fd()), unix.CLONE_NEWNET); err != nil {
-			return fmt.Errorf("entering namespace %s: %w", l.netNS(), err)
-		}
-		return cmd.Start()
-	})
+	err = cmd.Start()
 	_ = ready.Close()
 	if err != nil {
 		return 0, fmt.Errorf("starting the init of node %s: %w", l.dir, err)

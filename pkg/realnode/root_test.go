@@ -6,6 +6,8 @@ import (
 	"testing"
 
 	. "github.com/onsi/gomega"
+
+	"github.com/flotilla-dev/flotilla/pkg/binaries"
 )
 
 // TestANodesRootShowsOfTheHostOnlyItsProgramsAndItsOwnFiles reads the plan of a node's root: of
@@ -20,7 +22,10 @@ func TestANodesRootShowsOfTheHostOnlyItsProgramsAndItsOwnFiles(t *testing.T) {
 	steps, err := rootSteps(cfg, l)
 	g.Expect(err).NotTo(HaveOccurred())
 
-	readOnly := []string{"/usr", cfg.Binaries, "/etc/alternatives", "/etc/ld.so.cache"}
+	readOnly := []string{"/usr", "/etc/alternatives", "/etc/ld.so.cache"}
+	for _, name := range binaries.NodeNames {
+		readOnly = append(readOnly, filepath.Join(cfg.Binaries, name))
+	}
 	for _, name := range usrLinks {
 		readOnly = append(readOnly, "/"+name) // where the host's are directories
 	}
@@ -49,6 +54,7 @@ func TestANodesRootShowsOfTheHostOnlyItsProgramsAndItsOwnFiles(t *testing.T) {
 		}
 	}
 	g.Expect(mounted).To(ContainElements("/proc", "/sys", "/dev", "/etc/hostname", "/tmp", "/var/log", "/var/lib/cni"))
-	g.Expect(steps[len(steps)-1].Target).To(Equal(l.kubeletRootMount()), "kubelet's root is bound into the runtime directory, after it")
+	g.Expect(mounted).To(ContainElement(filepath.Join(cfg.Binaries, "kubelet")))
+	g.Expect(mounted).NotTo(ContainElement(filepath.Join(cfg.Binaries, "kube-apiserver")), "the node's programs only")
 	g.Expect(filepath.Dir(l.rootfs())).To(Equal(l.runtimeDir()))
 }
