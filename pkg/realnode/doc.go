@@ -9,16 +9,20 @@
 // Ensure makes the node of a Config run and is idempotent, non-blocking and cheap when
 // everything runs, like controlplane.Ensure. A node is:
 //
-//   - a network namespace (/run/netns/flotilla-<id>, so `ip netns` lists it) wired by package
-//     nodenet to its cluster's node network: eth0 with the node's address, a default route
-//     that prohibits every address off the node network and the Pod ranges;
+//   - a network namespace (/run/netns/flotilla-<id>, so `ip netns` lists it; the init makes
+//     it) wired by package nodenet to its cluster's node network: eth0 with the node's
+//     address, a default route that prohibits every address off the node network and the Pod
+//     ranges;
 //     the gateway forwards kube-apiserver's port and the image mirror's to their loopback
 //     listeners. Pods get a bridge cni0 and an address of the Node's Pod range (from
 //     kube-controller-manager), from the CNI plugins bridge and host-local, without masquerade;
-//   - an init (root.go): this program run again, in new mount, PID, UTS and IPC namespaces
-//     (kept at /run/flotilla/ns/<id>.<ns>) and in the node's network namespace and cgroup. It
-//     makes the node's root file system, a tmpfs that shows of the host only /usr and the
-//     node's binaries (read-only), the node's directory and runtime directory, the cgroup
+//   - an init (root.go): this program run again, in new user, network, mount, PID, UTS and IPC
+//     namespaces (kept at /run/netns/flotilla-<id> and /run/flotilla/ns/<id>.<ns>) and in the
+//     node's cgroup. The user namespace maps the node's ids to a range of the host's of its own
+//     (ids.go): the node's root, and a privileged container's, is an unprivileged user of the
+//     host, who owns the node's directory, runtime directory and cgroups. The init makes the
+//     node's root file system, a tmpfs that shows of the host only /usr and the node's programs
+//     (read-only), the node's directory and runtime directory, the cgroup
 //     hierarchies and a few devices, with a /proc of the node's PID namespace (the kernel
 //     settings kubelet insists on, vm.overcommit_memory, kernel.panic ..., covered by files
 //     holding the values it wants, so that it does not change the host's), a /sys of its
@@ -32,7 +36,8 @@
 //     /flotilla/<id>/pods, in the cgroup v1 hierarchies on a hybrid host (kubelet runs with
 //     failCgroupV1: false there; Kubernetes 1.36 refuses cgroup v1 otherwise) or in the v2
 //     one on a unified host;
-//   - processes, in all of the node's namespaces, started and adopted through package
+//   - processes, in all of the node's namespaces (entered through nsenter: a thread of this
+//     program cannot enter a user namespace), started and adopted through package
 //     process (pid files, logs under the node's directory): containerd, kubelet, and
 //     kube-proxy once kubelet has its client certificate. The restart policy is package
 //     process's (StableAfter and the back-off constants); a process that fails
@@ -63,7 +68,8 @@
 // namespace's loopback, no read-only port, anonymous requests refused; cgroupfs driver;
 // resolvConf an empty file (Pods with dnsPolicy Default resolve nothing off the cluster);
 // evictions only on a nearly full disk (the host's disk is shared); node status every 5 s;
-// seccompDefault, so that a container that names no seccomp profile gets the runtime's default.
+// seccompDefault, so that a container that names no seccomp profile gets the runtime's default;
+// the KubeletInUserNamespace feature gate (it runs as root of the node's user namespace).
 // kube-proxy: iptables mode, servers on loopback, conntrack's host-wide settings left alone.
 //
 // # Deleting

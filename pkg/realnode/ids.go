@@ -26,8 +26,10 @@ const (
 )
 
 // chooseIDs returns st with the first host id of the node's range: the one recorded, or a range
-// no node of this host runs with (the owners of the nodes' cgroups), from one derived from the
-// node's id on, recorded in the node's state under a lock of this host's nodes.
+// no node of this host has (the owners of the nodes' cgroups), from one derived from the node's
+// id on, claimed by the node's cgroup and recorded in its state under a lock of this host's
+// nodes. A node whose cgroup is gone (the host restarted) keeps its range; a new node could take
+// it meanwhile only by choosing it among 32512.
 func chooseIDs(ctx context.Context, l layout, st state) (state, error) {
 	if st.IDBase >= firstIDRange*idRange {
 		return st, nil
@@ -55,6 +57,14 @@ func chooseIDs(ctx context.Context, l layout, st state) (state, error) {
 	for i := range uint32(idRanges) {
 		base := (firstIDRange + (first+i)%idRanges) * idRange
 		if !taken[base] {
+			// The node's cgroup, owned by its root, claims the range for the next choice.
+			group := filepath.Join(v2, l.cgroup())
+			if err := os.MkdirAll(group, 0o755); err != nil { //nolint:gosec // a cgroup's directory
+				return st, fmt.Errorf("creating cgroup %s: %w", group, err)
+			}
+			if err := chown(base, group); err != nil {
+				return st, err
+			}
 			st.IDBase = base
 			return st, saveState(l.state(), st)
 		}

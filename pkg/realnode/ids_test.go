@@ -43,7 +43,7 @@ func TestANodesFilesMoveIntoItsRangeOfIDsOnce(t *testing.T) {
 	g.Expect([]uint32{uid, gid}).To(Equal([]uint32{base + 65532, base + 65532}))
 	fi, err := os.Stat(layer)
 	g.Expect(err).NotTo(HaveOccurred())
-	g.Expect(fi.Mode() & os.ModeSetuid).NotTo(BeZero(), "the set-user-ID bit stays")
+	g.Expect(fi.Mode()&os.ModeSetuid).NotTo(BeZero(), "the set-user-ID bit stays")
 
 	g.Expect(chownTree(base, dir)).To(Succeed())
 	uid, _ = owner(g, layer)

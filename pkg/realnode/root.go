@@ -23,11 +23,12 @@ import (
 // A node's init is the program that runs real nodes run again, with initArg as its only
 // argument and initEnv set to its initConfig: this package's init turns such a process into
 // the node's init before its main (or any test) starts, so that every program that runs real
-// nodes serves as their init; there is no other program to install. It starts in new mount,
-// PID, UTS and IPC namespaces, and in the node's network namespace and cgroup; it makes the
-// node's root file system (rootSteps), makes it its root (pivot_root), reports on fd 3, and
-// then stays, as the PID namespace's init, reaping the orphans of the node (containerd's
-// shims). When it ends, the kernel kills every process of the namespace: the node goes.
+// nodes serves as their init; there is no other program to install. It starts in new user,
+// network, mount, PID, UTS and IPC namespaces and in the node's cgroup; it makes the node's root
+// file system (rootSteps), makes it its root (pivot_root), becomes the node's root (the first
+// id of its range, chooseIDs), reports on fd 3, and then stays, as the PID namespace's init,
+// reaping the orphans of the node (containerd's shims). When it ends, the kernel kills every
+// process of the namespace: the node goes.
 const (
 	initArg = "__flotilla-real-node-init"
 	initEnv = "FLOTILLA_REAL_NODE_INIT"
@@ -403,9 +404,9 @@ func nsPID(pid int) int {
 	return 0
 }
 
-// ensureInit makes the node's init run in the node's network namespace and cgroup, and keeps
-// its namespaces (nodeNamespaces) at their files, unless it runs with the same root (the node's
-// name and programs). A node whose init is gone has lost every process of its PID namespace
+// ensureInit makes the node's init run in the node's cgroup, and keeps its namespaces
+// (nodeNamespaces) at their files, unless it runs with the same root (the node's name, programs
+// and ids). A node whose init is gone has lost every process of its PID namespace
 // with it; what is left of it (the processes of a node made before nodes had inits, their mount
 // namespace, or of the init of another root) goes first: its containers start again.
 func ensureInit(cfg Config, l layout, cgroup string, base uint32) error {
