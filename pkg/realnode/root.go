@@ -60,7 +60,7 @@ func init() {
 func runInit(config string, ready *os.File) int {
 	// The init of a PID namespace gets only the signals it handles: the node's processes can
 	// signal it, and none of their signals ends it (the node would go with it).
-	signals := make(chan os.Signal, 16)
+	signals := make(chan os.Signal, 64)
 	signal.Notify(signals)
 	var cfg initConfig
 	err := json.Unmarshal([]byte(config), &cfg)
