@@ -12,6 +12,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -173,8 +174,8 @@ func ensureProcess(ctx context.Context, sup process.Supervisor, spec process.Spe
 	return status, nil
 }
 
-// writeFiles writes the node's configuration files that changed, and gives them, its directory
-// and its runtime directory to the node's root (base).
+// writeFiles writes the node's configuration files that changed, and gives them and the
+// directories it makes to the node's root (base).
 func writeFiles(cfg Config, l layout, base uint32) error {
 	dirs := []string{l.path("pki"), l.path("containerd"), l.certsDir(), l.cniConfDir(), l.cniIPAMDir(),
 		l.kubeletDir(), l.kubeletCertDir(), l.kubeletRoot(), l.kubeletVolumePlugins(), l.podLogs(),
@@ -189,12 +190,7 @@ func writeFiles(cfg Config, l layout, base uint32) error {
 	if err := os.Chmod(RuntimeRoot, 0o711); err != nil { //nolint:gosec // traversable, not listable
 		return fmt.Errorf("opening %s to real nodes: %w", RuntimeRoot, err)
 	}
-	// Once, and for a node made before nodes had a user namespace: everything it has.
-	for _, dir := range []string{l.dir, l.runtimeDir()} {
-		if err := chownTree(base, dir); err != nil {
-			return err
-		}
-	}
+
 	runc, err := exec.LookPath("runc")
 	if err != nil {
 		return fmt.Errorf("%w: runc: %v", ErrPrerequisite, err)
@@ -244,6 +240,9 @@ func writeFiles(cfg Config, l layout, base uint32) error {
 		}
 		dirs = append(dirs, filepath.Dir(path), path)
 	}
+	// The node's directory and runtime directory themselves are given with all they hold, once
+	// the processes of a node made before nodes had user namespaces are gone (ensureInit).
+	dirs = slices.DeleteFunc(dirs, func(dir string) bool { return dir == l.dir || dir == l.runtimeDir() })
 	return chown(base, dirs...)
 }
 

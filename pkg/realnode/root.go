@@ -420,6 +420,12 @@ func ensureInit(cfg Config, l layout, cgroup string, base uint32) error {
 	if err := releaseNamespaces(l.namespaces()...); err != nil {
 		return err
 	}
+	// Once for a node, and for a node made before nodes had user namespaces: everything it has.
+	for _, dir := range []string{l.dir, l.runtimeDir()} {
+		if err := chownTree(base, dir); err != nil {
+			return err
+		}
+	}
 	if err := ensurePrivateMount(mountNSDir); err != nil {
 		return err
 	}
