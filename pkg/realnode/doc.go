@@ -20,7 +20,8 @@
 //     namespaces (kept at /run/netns/flotilla-<id> and /run/flotilla/ns/<id>.<ns>) and in the
 //     node's cgroup. The user namespace maps the node's ids to a range of the host's of its own
 //     (ids.go): the node's root, and a privileged container's, is an unprivileged user of the
-//     host, who owns the node's directory, runtime directory and cgroups. The init makes the
+//     host, who owns what the node writes (layout.nodeOwned) and its cgroups; the node's
+//     directory and the files the manager writes stay the host root's. The init makes the
 //     node's root file system, a tmpfs that shows of the host only /usr and the node's programs
 //     (read-only), the node's directory and runtime directory, the cgroup
 //     hierarchies and a few devices, with a /proc of the node's PID namespace (the kernel

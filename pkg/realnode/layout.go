@@ -77,11 +77,21 @@ func (l layout) containerdState() string  { return filepath.Join(l.runtimeDir(),
 func (l layout) containerdSocket() string { return filepath.Join(l.runtimeDir(), "containerd.sock") }
 func (l layout) shimSockets() string      { return filepath.Join(l.runtimeDir(), "s") }
 func (l layout) runcRoot() string         { return filepath.Join(l.runtimeDir(), "runc") }
-func (l layout) initRecord() string       { return filepath.Join(l.runtimeDir(), "init.json") }
+func (l layout) initRecord() string       { return l.path("run", "init.json") }
 
 // rootfs is where the node's init mounts the node's root file system before it makes it its root;
 // on the host it is an empty directory.
 func (l layout) rootfs() string { return filepath.Join(l.runtimeDir(), "rootfs") }
+
+// nodeOwned are the directories the node's programs write in, which its root owns: kubelet's
+// (its kubeconfig, certificates and root directory), containerd's images and plugins, the CNI
+// configuration containerd writes and the addresses host-local gives out, the Pods' logs, the
+// temporary files, and the runtime directory. The manager writes nothing in them but what it
+// replaces whole (kubelet's configuration and bootstrap kubeconfig, by rename).
+func (l layout) nodeOwned() []string {
+	return []string{l.kubeletDir(), l.kubeletCertDir(), l.kubeletRoot(), l.kubeletVolumePlugins(), l.containerdRoot(),
+		l.path("containerd", "opt"), l.cniConfDir(), l.cniIPAMDir(), l.podLogs(), l.tmp(), l.runtimeDir()}
+}
 
 // kubeletRootMount is where the node's mount namespace shows kubeletRoot, and what kubelet is
 // told its root directory is: kubelet makes Unix sockets there, whose paths must stay short.

@@ -7,16 +7,17 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"net/netip"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"slices"
 	"strings"
 	"time"
 
 	"github.com/vishvananda/netlink"
+	"golang.org/x/sys/unix"
 	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/flotilla-dev/flotilla/pkg/atomicfile"
@@ -75,7 +76,17 @@ func NeedsBootstrap(dir string) bool {
 // BootstrapToken returns the bootstrap token the node in dir was last given, "" when it has
 // none (it never had one, or it has joined), so that the caller keeps using the same token.
 func BootstrapToken(dir string) string {
-	kc, err := clientcmd.LoadFromFile(newLayout(dir).bootstrapKubeconfig())
+	// kubelet's directory is the node's: a link there to a kubeconfig of the host is not read.
+	f, err := os.OpenFile(newLayout(dir).bootstrapKubeconfig(), os.O_RDONLY|unix.O_NOFOLLOW, 0)
+	if err != nil {
+		return ""
+	}
+	defer func() { _ = f.Close() }()
+	data, err := io.ReadAll(io.LimitReader(f, 1<<20))
+	if err != nil {
+		return ""
+	}
+	kc, err := clientcmd.Load(data)
 	if err != nil {
 		return ""
 	}
@@ -174,13 +185,28 @@ func ensureProcess(ctx context.Context, sup process.Supervisor, spec process.Spe
 	return status, nil
 }
 
-// writeFiles writes the node's configuration files that changed, and gives them and the
-// directories it makes to the node's root (base).
+// writeFiles makes the node's directories and writes its configuration files that changed,
+// which it gives to the node's root (base) to read.
 func writeFiles(cfg Config, l layout, base uint32) error {
-	dirs := []string{l.path("pki"), l.path("containerd"), l.certsDir(), l.cniConfDir(), l.cniIPAMDir(),
-		l.kubeletDir(), l.kubeletCertDir(), l.kubeletRoot(), l.kubeletVolumePlugins(), l.podLogs(),
-		l.path("kube-proxy"), l.sysctlDir(), l.tmp(), l.runtimeDir(), l.kubeletRootMount(), l.rootfs(), l.path("logs")}
-	for _, dir := range dirs {
+	// The node's directory, and those in it that the manager writes into, are the host root's,
+	// readable by the node; the node's root owns only what it writes (nodeOwned), so that
+	// nothing the manager writes or creates goes through a link the node made.
+	readable := []string{l.dir, l.path("pki"), l.path("containerd"), l.certsDir(), l.path("cni"), l.path("kube-proxy"), l.sysctlDir()}
+	for _, registry := range MirroredRegistries {
+		readable = append(readable, filepath.Join(l.certsDir(), registry))
+	}
+	for _, dir := range readable {
+		if err := os.MkdirAll(dir, 0o755); err != nil { //nolint:gosec // the node reads them
+			return fmt.Errorf("creating %s: %w", dir, err)
+		}
+		if err := os.Lchown(dir, 0, 0); err != nil {
+			return err
+		}
+		if err := os.Chmod(dir, 0o755); err != nil { //nolint:gosec // the node reads them
+			return err
+		}
+	}
+	for _, dir := range append(l.nodeOwned(), l.path("run"), l.path("logs"), l.kubeletRootMount(), l.rootfs()) {
 		if err := os.MkdirAll(dir, 0o700); err != nil {
 			return fmt.Errorf("creating %s: %w", dir, err)
 		}
@@ -234,16 +260,15 @@ func writeFiles(cfg Config, l layout, base uint32) error {
 	} else if err := os.Remove(l.bootstrapKubeconfig()); err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return fmt.Errorf("removing the bootstrap kubeconfig: %w", err)
 	}
+	var read []string
 	for path, data := range files {
 		if err := writeIfChanged(path, data); err != nil {
 			return err
 		}
-		dirs = append(dirs, filepath.Dir(path), path)
+		read = append(read, path)
 	}
-	// The node's directory and runtime directory themselves are given with all they hold, once
-	// the processes of a node made before nodes had user namespaces are gone (ensureInit).
-	dirs = slices.DeleteFunc(dirs, func(dir string) bool { return dir == l.dir || dir == l.runtimeDir() })
-	return chown(base, dirs...)
+	// The node's programs read them (a file is the node's root's, in a directory that is not).
+	return chown(base, read...)
 }
 
 // writeIfChanged writes data to path (0600) unless it already holds it.

@@ -233,7 +233,7 @@ func makeRoot(cfg initConfig) error {
 		if step.Bind == "" || sources[step.Bind] != nil {
 			continue
 		}
-		f, err := os.OpenFile(step.Bind, unix.O_PATH|unix.O_CLOEXEC, 0)
+		f, err := openNoFollow(step.Bind)
 		if err != nil {
 			return fmt.Errorf("making the node's %s: %w", step.Target, err)
 		}
@@ -268,6 +268,27 @@ func makeRoot(cfg initConfig) error {
 		return fmt.Errorf("unmounting the host's root: %w", err)
 	}
 	return os.Chdir("/")
+}
+
+// openNoFollow opens path (O_PATH) unless its last element is a symbolic link: a source in a
+// directory of the node (kubelet's root directory) is never a link the node made to a file of
+// the host. The directories above it are the host root's.
+func openNoFollow(path string) (*os.File, error) {
+	dir, err := os.OpenFile(filepath.Dir(path), unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return nil, err
+	}
+	defer func() { _ = dir.Close() }()
+	fd, err := unix.Openat(int(dir.Fd()), filepath.Base(path), unix.O_PATH|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return nil, &fs.PathError{Op: "open", Path: path, Err: err}
+	}
+	f := os.NewFile(uintptr(fd), path)
+	if fi, err := f.Stat(); err != nil || fi.Mode()&fs.ModeSymlink != 0 {
+		_ = f.Close()
+		return nil, fmt.Errorf("%s is a symbolic link: a node binds no link", path)
+	}
+	return f, nil
 }
 
 // do takes the step in the root file system being made at root; source is s.Bind, opened.
@@ -420,8 +441,8 @@ func ensureInit(cfg Config, l layout, cgroup string, base uint32) error {
 	if err := releaseNamespaces(l.namespaces()...); err != nil {
 		return err
 	}
-	// Once for a node, and for a node made before nodes had user namespaces: everything it has.
-	for _, dir := range []string{l.dir, l.runtimeDir()} {
+	// Once for a node, and for a node made before nodes had user namespaces: all it wrote.
+	for _, dir := range l.nodeOwned() {
 		if err := chownTree(base, dir); err != nil {
 			return err
 		}

@@ -1,6 +1,7 @@
 package realnode
 
 import (
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -57,4 +58,26 @@ func TestANodesRootShowsOfTheHostOnlyItsProgramsAndItsOwnFiles(t *testing.T) {
 	g.Expect(mounted).To(ContainElement(filepath.Join(cfg.Binaries, "kubelet")))
 	g.Expect(mounted).NotTo(ContainElement(filepath.Join(cfg.Binaries, "kube-apiserver")), "the node's programs only")
 	g.Expect(filepath.Dir(l.rootfs())).To(Equal(l.runtimeDir()))
+}
+
+// TestTheInitBindsNoLinkTheNodeMade replaces kubelet's root directory, which is the node's, by a
+// link to a folder of the host, as the node's root could: the init refuses to open it, and
+// opens the directory it should be.
+func TestTheInitBindsNoLinkTheNodeMade(t *testing.T) {
+	g := NewWithT(t)
+	dir := t.TempDir()
+	secrets := filepath.Join(dir, "home")
+	g.Expect(os.Mkdir(secrets, 0o700)).To(Succeed())
+	l := newLayout(filepath.Join(dir, "nodes", "n1"))
+	g.Expect(os.MkdirAll(l.kubeletDir(), 0o700)).To(Succeed())
+	g.Expect(os.Symlink(secrets, l.kubeletRoot())).To(Succeed())
+
+	_, err := openNoFollow(l.kubeletRoot())
+	g.Expect(err).To(HaveOccurred(), "a link is refused")
+
+	g.Expect(os.Remove(l.kubeletRoot())).To(Succeed())
+	g.Expect(os.Mkdir(l.kubeletRoot(), 0o700)).To(Succeed())
+	f, err := openNoFollow(l.kubeletRoot())
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(f.Close()).To(Succeed())
 }
