@@ -14,8 +14,9 @@ const RuntimeRoot = "/run/flotilla"
 
 // layout names the files of a node. Its directory (Config.Dir) holds what lasts:
 //
-//	state.json                 the node's address, chosen once
-//	run/, logs/                pid files, records and logs of its processes (package process)
+//	state.json                 the node's address and its range of ids, chosen once
+//	run/, logs/                pid files, records and logs of its processes (package process),
+//	                           and its init's (init.json, init.log)
 //	pki/ca.crt                 the cluster CA
 //	containerd/config.toml     containerd's configuration; containerd/root its images
 //	certs.d/<registry>/        hosts.toml: the image mirror of docker.io, registry.k8s.io, ghcr.io
@@ -28,10 +29,13 @@ const RuntimeRoot = "/run/flotilla"
 //	sysctl/                    the kernel settings kubelet reads in the node's mount namespace
 //	resolv.conf                the node's resolver configuration: no name servers
 //
-// The runtime directory, RuntimeRoot/<id>, holds containerd's state and sockets, the shims'
-// sockets and runc's state; in the node's mount namespace its kubelet/ shows kubelet/root of the
-// node's directory (kubelet makes sockets in its root directory, whose paths must be short). The network namespace is /run/netns/flotilla-<id> (`ip netns`
-// lists it), the mount namespace RuntimeRoot/ns/<id>.mnt, the cgroup <cgroup v2>/flotilla/<id>.
+// The directory and the files the manager writes are the host root's; what the node writes
+// (nodeOwned) is its root's. The runtime directory, RuntimeRoot/<id>, holds containerd's state
+// and sockets, the shims' sockets and runc's state, and rootfs/, where the init mounts the node's
+// root file system; in the node's mount namespace its kubelet/ shows kubelet/root of the node's
+// directory (kubelet makes sockets in its root directory, whose paths must be short). The
+// network namespace is /run/netns/flotilla-<id> (`ip netns` lists it), the others
+// RuntimeRoot/ns/<id>.<ns>, the cgroup <cgroup v2>/flotilla/<id>.
 type layout struct {
 	dir string
 	id  string
