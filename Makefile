@@ -32,12 +32,12 @@ controlplane-binaries: ## Build kube-apiserver, etcd, kwok... for K8S_VERSION in
 controlplane-binaries-all: ## Build the control plane binaries of every supported Kubernetes version.
 	go run ./cmd/flotilla binaries build --all
 
-# Real nodes run Debian's runc and iptables beside the programs `flotilla binaries build --nodes`
+# Real nodes run Debian's runc, iptables and nsenter beside the programs `flotilla binaries build --nodes`
 # makes. apt-get runs only for what is missing.
-NODE_PACKAGES := runc:runc iptables:iptables
+NODE_PACKAGES := runc:runc iptables:iptables nsenter:util-linux
 
 .PHONY: node-packages
-node-packages: ## Install Debian's runc and iptables, which real nodes run, when they are missing (as root).
+node-packages: ## Install Debian's runc, iptables and util-linux (nsenter), which real nodes run, when they are missing (as root).
 	@missing=""; for p in $(NODE_PACKAGES); do command -v $${p%%:*} >/dev/null || missing="$$missing $${p#*:}"; done; \
 	if [ -n "$$missing" ]; then echo "installing$$missing"; apt-get install -y --no-install-recommends $$missing; fi
 

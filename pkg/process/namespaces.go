@@ -1,22 +1,26 @@
 package process
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"os"
 	"os/exec"
 	"runtime"
+	"slices"
 
 	"golang.org/x/sys/unix"
 )
 
-// startIn starts cmd in spec's namespaces and cgroup (Spec.NetNS, Spec.MountNS, Spec.Cgroup).
+// startIn starts cmd in spec's namespaces and cgroup (Spec.Namespaces, Spec.Cgroup).
 //
 // Namespaces belong to threads: a thread of this program (InThread) enters them and forks the
-// process, which inherits them. Joining a mount namespace needs a thread that shares no file system attributes
-// (root, working directory) with the others, hence unshare(CLONE_FS) first. The cgroup is
-// entered at the fork itself (clone3 with CLONE_INTO_CGROUP, cgroup v2), so that nothing the
-// process starts can escape it.
+// process, which inherits them (a PID namespace is that of the thread's children). The mount
+// namespace is entered last: entering it changes the thread's root, under which the other
+// namespaces' files may not be. Joining a mount namespace needs a thread that shares no file
+// system attributes (root, working directory) with the others, hence unshare(CLONE_FS) first.
+// The cgroup is entered at the fork itself (clone3 with CLONE_INTO_CGROUP, cgroup v2), so that
+// nothing the process starts can escape it.
 func startIn(cmd *exec.Cmd, spec Spec) error {
 	if spec.Cgroup != "" {
 		dir, err := os.Open(spec.Cgroup)
@@ -27,50 +31,83 @@ func startIn(cmd *exec.Cmd, spec Spec) error {
 		cmd.SysProcAttr.UseCgroupFD = true
 		cmd.SysProcAttr.CgroupFD = int(dir.Fd())
 	}
-	if spec.NetNS == "" && spec.MountNS == "" {
+	if len(spec.Namespaces) == 0 {
 		return cmd.Start()
 	}
-	var files []*os.File
+	type namespace struct {
+		path string
+		f    *os.File
+		kind int
+	}
+	var namespaces []namespace
 	defer func() {
-		for _, f := range files {
-			_ = f.Close()
+		for _, ns := range namespaces {
+			_ = ns.f.Close()
 		}
 	}()
-	open := func(path string) (*os.File, error) {
-		if path == "" {
-			return nil, nil
-		}
+	for _, path := range spec.Namespaces {
 		f, err := os.Open(path)
 		if err != nil {
-			return nil, fmt.Errorf("opening namespace %s: %w", path, err)
+			return fmt.Errorf("opening namespace %s: %w", path, err)
 		}
-		files = append(files, f)
-		return f, nil
+		kind, err := unix.IoctlRetInt(int(f.Fd()), unix.NS_GET_NSTYPE)
+		if err != nil {
+			_ = f.Close()
+			return fmt.Errorf("namespace %s: %w", path, err)
+		}
+		namespaces = append(namespaces, namespace{path: path, f: f, kind: kind})
 	}
-	mnt, err := open(spec.MountNS)
-	if err != nil {
-		return err
-	}
-	net, err := open(spec.NetNS)
-	if err != nil {
-		return err
+	slices.SortStableFunc(namespaces, func(a, b namespace) int {
+		return cmp.Compare(boolInt(a.kind == unix.CLONE_NEWNS), boolInt(b.kind == unix.CLONE_NEWNS))
+	})
+	if slices.ContainsFunc(namespaces, func(ns namespace) bool { return ns.kind == unix.CLONE_NEWUSER }) {
+		// A thread of a program with several cannot enter a user namespace: nsenter, which has
+		// one, enters them and runs the program in its place. The PID namespace is the thread's,
+		// for nsenter to be forked into; the working directory is the one of that name in the
+		// mount namespace (--wdns), never the host's.
+		nsenter, err := exec.LookPath("nsenter")
+		if err != nil {
+			return fmt.Errorf("%w: nsenter enters user namespaces: install Debian's util-linux package", err)
+		}
+		args := []string{"nsenter"}
+		var thread []namespace
+		for _, ns := range namespaces {
+			if ns.kind == unix.CLONE_NEWPID {
+				thread = append(thread, ns)
+				continue
+			}
+			args = append(args, "--"+nsenterFlags[ns.kind]+"="+ns.path)
+		}
+		args = append(append(args, "--wdns="+cmd.Dir, "--", cmd.Path), cmd.Args[1:]...)
+		cmd.Path, cmd.Args, cmd.Dir, namespaces = nsenter, args, "/", thread
 	}
 	return InThread(func() error {
-		if mnt != nil {
-			if err := unix.Unshare(unix.CLONE_FS); err != nil {
-				return fmt.Errorf("unsharing file system attributes: %w", err)
+		for _, ns := range namespaces {
+			if ns.kind == unix.CLONE_NEWNS {
+				if err := unix.Unshare(unix.CLONE_FS); err != nil {
+					return fmt.Errorf("unsharing file system attributes: %w", err)
+				}
 			}
-			if err := unix.Setns(int(mnt.Fd()), unix.CLONE_NEWNS); err != nil {
-				return fmt.Errorf("entering mount namespace %s: %w", spec.MountNS, err)
-			}
-		}
-		if net != nil {
-			if err := unix.Setns(int(net.Fd()), unix.CLONE_NEWNET); err != nil {
-				return fmt.Errorf("entering network namespace %s: %w", spec.NetNS, err)
+			if err := unix.Setns(int(ns.f.Fd()), ns.kind); err != nil {
+				return fmt.Errorf("entering namespace %s: %w", ns.path, err)
 			}
 		}
 		return cmd.Start()
 	})
+}
+
+// nsenterFlags are nsenter's options for the namespaces of each type.
+var nsenterFlags = map[int]string{
+	unix.CLONE_NEWUSER: "user", unix.CLONE_NEWNS: "mount", unix.CLONE_NEWNET: "net",
+	unix.CLONE_NEWUTS: "uts", unix.CLONE_NEWIPC: "ipc", unix.CLONE_NEWCGROUP: "cgroup",
+	unix.CLONE_NEWTIME: "time",
+}
+
+func boolInt(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
 }
 
 // InThread runs fn on an OS thread of its own, which the Go runtime discards when fn returns:

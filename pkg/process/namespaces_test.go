@@ -49,7 +49,7 @@ func TestStartRunsTheProcessInItsNetworkNamespaceAndCgroup(t *testing.T) {
 	t.Cleanup(func() { _ = os.Remove(cgroup) })
 
 	spec := sleepSpec(t, "inside")
-	spec.NetNS, spec.Cgroup = ns, cgroup
+	spec.Namespaces, spec.Cgroup = []string{ns}, cgroup
 	p, err := s.Ensure(ctx, spec)
 	g.Expect(err).NotTo(HaveOccurred())
 	t.Cleanup(func() { _ = s.Stop(ctx, "inside", 0) })
@@ -70,6 +70,6 @@ func TestStartRunsTheProcessInItsNetworkNamespaceAndCgroup(t *testing.T) {
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(again.Adopted).To(BeTrue(), "the same namespace and cgroup adopt the process")
 	elsewhere := spec
-	elsewhere.NetNS = ""
+	elsewhere.Namespaces = nil
 	g.Expect(s.Differs(elsewhere)).To(BeTrue(), "another namespace restarts it")
 }

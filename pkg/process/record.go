@@ -19,30 +19,29 @@ import (
 // record is what the Keeper remembers about a process it started, in <name>.json. It stays
 // after the process exits, until Stop: it is what Keep starts again.
 type record struct {
-	PID       int      `json:"pid"`
-	Argv      []string `json:"argv"`
-	Env       []string `json:"env,omitempty"`
-	Dir       string   `json:"dir,omitempty"`
-	Ports     []string `json:"ports,omitempty"`
-	NetNS     string   `json:"netns,omitempty"`
-	MountNS   string   `json:"mountns,omitempty"`
-	Cgroup    string   `json:"cgroup,omitempty"`
-	StartTime uint64   `json:"startTime"`
-	Started   string   `json:"started"`
-	History   History  `json:"history,omitzero"`
+	PID        int      `json:"pid"`
+	Argv       []string `json:"argv"`
+	Env        []string `json:"env,omitempty"`
+	Dir        string   `json:"dir,omitempty"`
+	Ports      []string `json:"ports,omitempty"`
+	Namespaces []string `json:"namespaces,omitempty"`
+	Cgroup     string   `json:"cgroup,omitempty"`
+	StartTime  uint64   `json:"startTime"`
+	Started    string   `json:"started"`
+	History    History  `json:"history,omitzero"`
 }
 
 // record is the record of spec's process pid, started at started (kernel start time startTime),
 // with history h.
 func (s Spec) record(pid int, startTime uint64, started time.Time, h History) record {
-	return record{PID: pid, Argv: s.argv(), Env: s.Env, Dir: s.Dir, Ports: s.Ports, NetNS: s.NetNS, MountNS: s.MountNS,
+	return record{PID: pid, Argv: s.argv(), Env: s.Env, Dir: s.Dir, Ports: s.Ports, Namespaces: s.Namespaces,
 		Cgroup: s.Cgroup, StartTime: startTime, Started: started.Format(time.RFC3339Nano), History: h}
 }
 
 // spec returns the Spec the record was started from.
 func (rec record) spec(name string) Spec {
 	return Spec{Name: name, Path: rec.Argv[0], Args: rec.Argv[1:], Env: rec.Env, Dir: rec.Dir, Ports: rec.Ports,
-		NetNS: rec.NetNS, MountNS: rec.MountNS, Cgroup: rec.Cgroup}
+		Namespaces: rec.Namespaces, Cgroup: rec.Cgroup}
 }
 
 // recorded reports whether rec is a readable record of a start.
@@ -62,7 +61,7 @@ func (rec record) process(name string, adopted bool) Process {
 // runs reports whether the recorded process was started as spec.
 func (rec record) runs(spec Spec) bool {
 	return slices.Equal(rec.Argv, spec.argv()) && slices.Equal(rec.Env, spec.Env) &&
-		rec.NetNS == spec.NetNS && rec.MountNS == spec.MountNS && rec.Cgroup == spec.Cgroup
+		slices.Equal(rec.Namespaces, spec.Namespaces) && rec.Cgroup == spec.Cgroup
 }
 
 func (k Keeper) recordPath(name string) string { return filepath.Join(k.RunDir, name+".json") }

@@ -24,12 +24,14 @@ type Spec struct {
 	// them to be free and otherwise fails with a PortInUseError, so that a port another program
 	// took is reported as such rather than as a crash.
 	Ports []string
-	// NetNS and MountNS are the paths of a network and a mount namespace (files such as
-	// /run/netns/<name>) the process runs in; empty: this program's.
-	NetNS, MountNS string
+	// Namespaces are the paths of namespaces the process runs in (files such as
+	// /run/netns/<name> that keep a namespace, of any type); for each type not among them,
+	// this program's. A process in a user namespace is started through util-linux's nsenter,
+	// as the namespace's root.
+	Namespaces []string
 	// Cgroup is the directory of a cgroup v2 group the process starts in (see Cgroup2Root), so
 	// that it and everything it starts can be found and killed together; empty: this
-	// program's. Changing NetNS, MountNS or Cgroup restarts the process.
+	// program's. Changing Namespaces or Cgroup restarts the process.
 	Cgroup string
 }
 

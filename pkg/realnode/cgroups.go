@@ -45,8 +45,10 @@ func hierarchies() (v2 string, v1 []string, err error) {
 	return v2, v1, scanner.Err()
 }
 
-// ensureCgroups makes the node's cgroups and returns the v2 group its processes start in.
-func ensureCgroups(l layout) (string, error) {
+// ensureCgroups makes the node's cgroups, gives them to the node's root (base: the groups and
+// their files, in which it makes the groups of its Pods), and returns the v2 group its processes
+// start in.
+func ensureCgroups(l layout, base uint32) (string, error) {
 	v2, v1, err := hierarchies()
 	if err != nil {
 		return "", err
@@ -65,11 +67,19 @@ func ensureCgroups(l layout) (string, error) {
 		if err := os.MkdirAll(pods, 0o755); err != nil { //nolint:gosec // a cgroup's directory
 			return "", fmt.Errorf("creating cgroup %s: %w", pods, err)
 		}
-		return system, nil
 	}
+	groups := []string{filepath.Join(v2, l.cgroup()), system, filepath.Join(v2, l.cgroup(), "pods")}
 	for _, root := range v1 {
 		if err := mkdirCgroupV1(root, l.cgroup()+"/pods"); err != nil {
 			return "", err
+		}
+		groups = append(groups, filepath.Join(root, l.cgroup(), "pods"))
+	}
+	for _, group := range groups {
+		if _, err := os.Stat(group); err == nil {
+			if err := chownGroup(base, group); err != nil {
+				return "", err
+			}
 		}
 	}
 	return system, nil

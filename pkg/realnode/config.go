@@ -110,8 +110,9 @@ type HostProgram struct {
 }
 
 // HostPrograms are the programs real nodes need from the host: runc runs the containers,
-// iptables (with iptables-restore) holds the node network's rules and kube-proxy's Services.
-var HostPrograms = []HostProgram{{"runc", "runc"}, {"iptables", "iptables"}, {"iptables-restore", "iptables"}}
+// iptables (with iptables-restore) holds the node network's rules and kube-proxy's Services,
+// nsenter starts the node's programs in its user namespace.
+var HostPrograms = []HostProgram{{"runc", "runc"}, {"iptables", "iptables"}, {"iptables-restore", "iptables"}, {"nsenter", "util-linux"}}
 
 // ErrPrerequisite is wrapped by Prerequisites' error.
 var ErrPrerequisite = errors.New("a program real nodes need is not installed")

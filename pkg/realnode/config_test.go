@@ -35,6 +35,10 @@ func TestPrerequisitesNameTheDebianPackageOfWhatIsMissing(t *testing.T) {
 
 	fakeHost(t, "runc", "iptables", "iptables-restore")
 	err = Prerequisites()
+	g.Expect(err).To(MatchError(ContainSubstring("nsenter is not installed: install Debian's util-linux package")))
+
+	fakeHost(t, "runc", "iptables", "iptables-restore", "nsenter")
+	err = Prerequisites()
 	if os.Geteuid() == 0 {
 		g.Expect(err).NotTo(HaveOccurred())
 	} else {

@@ -249,7 +249,12 @@ func kubeletConfig(cfg Config, l layout) ([]byte, error) {
 		ServerTLSBootstrap:       false,
 		ProviderID:               cfg.ProviderID,
 		ProtectKernelDefaults:    false,
-		OOMScoreAdj:              ptr.To[int32](0),
+		// Containers that ask for no seccomp profile get the runtime's default one.
+		SeccompDefault: ptr.To(true),
+		// kubelet runs as root of the node's user namespace: what only the host's root may do
+		// (kernel settings, OOM score adjustments, /dev/kmsg) fails, and is let go.
+		FeatureGates: map[string]bool{"KubeletInUserNamespace": true},
+		OOMScoreAdj:  ptr.To[int32](0),
 		// The host's disk is shared: only a nearly full one evicts.
 		EvictionHard: map[string]string{"memory.available": "100Mi", "nodefs.available": "5%", "imagefs.available": "5%"},
 		// Ready as soon as possible after a start: the status is pushed every 5 s.

@@ -10,22 +10,15 @@ import (
 	"strings"
 
 	"golang.org/x/sys/unix"
-
-	"github.com/flotilla-dev/flotilla/pkg/process"
 )
 
 // A node's namespaces are kept by files on which the namespace is bind-mounted (as `ip netns`
 // keeps network namespaces), so that they outlive the processes in them and a process started
-// later joins them (process.Spec.NetNS, MountNS).
+// later joins them (process.Spec.Namespaces). The node's init makes them all (ensureInit); the
+// network namespace is kept at /run/netns (`ip netns` lists it), the others under mountNSDir.
 
-// hostDirs are directories of the host that the node's mount namespace covers with a tmpfs of
-// its own: kubelet's symbolic links to container logs (/var/log/containers, a path it does not
-// let be configured) and the CNI result cache (/var/lib/cni, likewise). A directory missing on
-// the host is created for the mount point, recorded under RuntimeRoot/created, and removed with
-// the last node.
-var hostDirs = []string{"/var/log", "/var/lib/cni"}
-
-// createdRecord is where a host directory the nodes created is recorded.
+// createdRecord is where a host directory the nodes created is recorded, so that the last node
+// removes it.
 func createdRecord(dir string) string {
 	return filepath.Join(RuntimeRoot, "created", strings.ReplaceAll(strings.Trim(dir, "/"), "/", "_"))
 }
@@ -34,101 +27,6 @@ func createdRecord(dir string) string {
 func kept(path string) bool {
 	var st unix.Statfs_t
 	return unix.Statfs(path, &st) == nil && st.Type == unix.NSFS_MAGIC
-}
-
-// ensureNetNS makes the node's network namespace, kept at l.netNS(), unless it exists.
-func ensureNetNS(l layout) error {
-	if kept(l.netNS()) {
-		return nil
-	}
-	if err := ensureHostDir(filepath.Dir(l.netNS()), 0o755); err != nil {
-		return err
-	}
-	if err := touch(l.netNS()); err != nil {
-		return err
-	}
-	err := process.InThread(func() error {
-		if err := unix.Unshare(unix.CLONE_NEWNET); err != nil {
-			return fmt.Errorf("making a network namespace: %w", err)
-		}
-		return unix.Mount("/proc/thread-self/ns/net", l.netNS(), "", unix.MS_BIND, "")
-	})
-	if err != nil {
-		return fmt.Errorf("making the network namespace %s: %w", l.netNS(), err)
-	}
-	return nil
-}
-
-// ensureMountNS makes the node's mount namespace, kept at l.mountNS(), unless it exists. It is a
-// copy of the host's in which mounts propagate from the host but not back (slave), with a tmpfs on
-// each of hostDirs, the files of l.sysctlDir() over the kernel settings kubelet reads
-// (kernelSettings), which Ensure writes first, and kubelet's root directory at its short path.
-func ensureMountNS(l layout) error {
-	if kept(l.mountNS()) {
-		return nil
-	}
-	if err := ensurePrivateMount(mountNSDir); err != nil {
-		return err
-	}
-	for _, dir := range hostDirs {
-		if err := ensureHostDir(dir, 0o755); err != nil {
-			return err
-		}
-	}
-	if err := touch(l.mountNS()); err != nil {
-		return err
-	}
-	// The namespace is made on a thread of its own, and bound to its file from this thread,
-	// which is in the host's namespace: bound from inside, the file would not be seen outside.
-	tids := make(chan int, 1)
-	release := make(chan struct{})
-	done := make(chan error, 1)
-	go func() {
-		done <- process.InThread(func() error {
-			if err := setUpMountNS(l); err != nil {
-				return err
-			}
-			tids <- unix.Gettid()
-			<-release
-			return nil
-		})
-	}()
-	select {
-	case err := <-done:
-		return fmt.Errorf("making the mount namespace of %s: %w", l.dir, err)
-	case tid := <-tids:
-		src := fmt.Sprintf("/proc/%d/task/%d/ns/mnt", os.Getpid(), tid)
-		err := unix.Mount(src, l.mountNS(), "", unix.MS_BIND, "")
-		close(release)
-		if err := errors.Join(err, <-done); err != nil {
-			return fmt.Errorf("keeping the mount namespace of %s at %s: %w", l.dir, l.mountNS(), err)
-		}
-		return nil
-	}
-}
-
-// setUpMountNS moves the calling thread into a new mount namespace and sets it up.
-func setUpMountNS(l layout) error {
-	if err := unix.Unshare(unix.CLONE_NEWNS); err != nil {
-		return fmt.Errorf("unsharing the mount namespace: %w", err)
-	}
-	if err := unix.Mount("", "/", "", unix.MS_REC|unix.MS_SLAVE, ""); err != nil {
-		return fmt.Errorf("making / a slave mount: %w", err)
-	}
-	for _, dir := range hostDirs {
-		if err := unix.Mount("tmpfs", dir, "tmpfs", unix.MS_NOSUID|unix.MS_NODEV, "mode=0755"); err != nil {
-			return fmt.Errorf("mounting a tmpfs on %s: %w", dir, err)
-		}
-	}
-	for name := range kernelSettings {
-		if err := unix.Mount(l.sysctlFile(name), filepath.Join("/proc/sys", name), "", unix.MS_BIND, ""); err != nil {
-			return fmt.Errorf("covering /proc/sys/%s: %w", name, err)
-		}
-	}
-	if err := unix.Mount(l.kubeletRoot(), l.kubeletRootMount(), "", unix.MS_BIND|unix.MS_REC, ""); err != nil {
-		return fmt.Errorf("showing %s at %s: %w", l.kubeletRoot(), l.kubeletRootMount(), err)
-	}
-	return nil
 }
 
 // ensurePrivateMount makes dir a mount point of its own with private propagation.
@@ -211,12 +109,12 @@ func touch(path string) error {
 	return f.Close()
 }
 
-// releaseNamespaces unmounts and removes the files that keep the node's namespaces. Once no
+// releaseNamespaces unmounts and removes the files that keep namespaces of a node. Once no
 // process is left in them, the kernel removes the namespaces with everything in them: mounts, the
 // Pods' network namespaces, interfaces (the host end of the node's veth pair goes with its peer).
-func releaseNamespaces(l layout) error {
+func releaseNamespaces(paths ...string) error {
 	var errs []error
-	for _, path := range []string{l.netNS(), l.mountNS()} {
+	for _, path := range paths {
 		if kept(path) {
 			if err := unix.Unmount(path, unix.MNT_DETACH); err != nil {
 				errs = append(errs, fmt.Errorf("unmounting %s: %w", path, err))
@@ -231,7 +129,7 @@ func releaseNamespaces(l layout) error {
 }
 
 // releaseHost removes what the nodes made on the host besides their own files, once no node
-// is left: the private mount of mountNSDir, and the host directories they created.
+// is left: the private mount of mountNSDir, and the host directory they created (/run/netns).
 func releaseHost() error {
 	entries, err := os.ReadDir(mountNSDir)
 	if err != nil && !errors.Is(err, fs.ErrNotExist) {
@@ -251,7 +149,7 @@ func releaseHost() error {
 	if err := os.Remove(mountNSDir); err != nil && !errors.Is(err, fs.ErrNotExist) {
 		errs = append(errs, fmt.Errorf("removing %s: %w", mountNSDir, err))
 	}
-	for _, dir := range append([]string{filepath.Dir(layout{}.netNS())}, hostDirs...) {
+	for _, dir := range []string{filepath.Dir(layout{}.netNS())} {
 		if _, err := os.Stat(createdRecord(dir)); err != nil {
 			continue
 		}

@@ -7,6 +7,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"net/netip"
 	"os"
@@ -16,6 +17,7 @@ import (
 	"time"
 
 	"github.com/vishvananda/netlink"
+	"golang.org/x/sys/unix"
 	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/flotilla-dev/flotilla/pkg/atomicfile"
@@ -74,7 +76,17 @@ func NeedsBootstrap(dir string) bool {
 // BootstrapToken returns the bootstrap token the node in dir was last given, "" when it has
 // none (it never had one, or it has joined), so that the caller keeps using the same token.
 func BootstrapToken(dir string) string {
-	kc, err := clientcmd.LoadFromFile(newLayout(dir).bootstrapKubeconfig())
+	// kubelet's directory is the node's: a link there to a kubeconfig of the host is not read.
+	f, err := os.OpenFile(newLayout(dir).bootstrapKubeconfig(), os.O_RDONLY|unix.O_NOFOLLOW, 0)
+	if err != nil {
+		return ""
+	}
+	defer func() { _ = f.Close() }()
+	data, err := io.ReadAll(io.LimitReader(f, 1<<20))
+	if err != nil {
+		return ""
+	}
+	kc, err := clientcmd.Load(data)
 	if err != nil {
 		return ""
 	}
@@ -111,14 +123,18 @@ func Ensure(ctx context.Context, cfg Config) (*Status, error) {
 	if st, err = chooseAddress(ctx, cfg, l, st); err != nil {
 		return nil, err
 	}
+	if st, err = chooseIDs(ctx, l, st); err != nil {
+		return nil, err
+	}
 	addr, _ := netip.ParseAddr(st.Address)
-	if err := writeFiles(cfg, l); err != nil {
+	if err := writeFiles(cfg, l, st.IDBase); err != nil {
 		return nil, err
 	}
-	if err := ensureNetNS(l); err != nil {
+	cgroup, err := ensureCgroups(l, st.IDBase)
+	if err != nil {
 		return nil, err
 	}
-	if err := ensureMountNS(l); err != nil {
+	if err := ensureInit(cfg, l, cgroup, st.IDBase); err != nil {
 		return nil, err
 	}
 	mirrorPort, err := cfg.mirrorPort()
@@ -130,10 +146,6 @@ func Ensure(ctx context.Context, cfg Config) (*Status, error) {
 		LoopbackForwards: []uint16{mirrorPort},
 	}
 	if err := nodenet.EnsureNode(ctx, node, l.netNS()); err != nil {
-		return nil, err
-	}
-	cgroup, err := ensureCgroups(l)
-	if err != nil {
 		return nil, err
 	}
 	status := &Status{Address: addr, Bootstrapped: !NeedsBootstrap(l.dir)}
@@ -173,15 +185,38 @@ func ensureProcess(ctx context.Context, keeper process.Keeper, spec process.Spec
 	return status, nil
 }
 
-// writeFiles writes the node's configuration files that changed.
-func writeFiles(cfg Config, l layout) error {
-	for _, dir := range []string{l.path("pki"), l.path("containerd"), l.certsDir(), l.cniConfDir(), l.cniIPAMDir(),
-		l.kubeletDir(), l.kubeletCertDir(), l.kubeletRoot(), l.kubeletVolumePlugins(), l.podLogs(),
-		l.path("kube-proxy"), l.sysctlDir(), l.tmp(), l.runtimeDir(), l.kubeletRootMount()} {
+// writeFiles makes the node's directories and writes its configuration files that changed,
+// which it gives to the node's root (base) to read.
+func writeFiles(cfg Config, l layout, base uint32) error {
+	// The node's directory, and those in it that the manager writes into, are the host root's,
+	// readable by the node; the node's root owns only what it writes (nodeOwned), so that
+	// nothing the manager writes or creates goes through a link the node made.
+	readable := []string{l.dir, l.path("pki"), l.path("containerd"), l.certsDir(), l.path("cni"), l.path("kube-proxy"), l.sysctlDir()}
+	for _, registry := range MirroredRegistries {
+		readable = append(readable, filepath.Join(l.certsDir(), registry))
+	}
+	for _, dir := range readable {
+		if err := os.MkdirAll(dir, 0o755); err != nil { //nolint:gosec // the node reads them
+			return fmt.Errorf("creating %s: %w", dir, err)
+		}
+		if err := os.Lchown(dir, 0, 0); err != nil {
+			return err
+		}
+		if err := os.Chmod(dir, 0o755); err != nil { //nolint:gosec // the node reads them
+			return err
+		}
+	}
+	for _, dir := range append(l.nodeOwned(), l.path("run"), l.path("logs"), l.kubeletRootMount(), l.rootfs()) {
 		if err := os.MkdirAll(dir, 0o700); err != nil {
 			return fmt.Errorf("creating %s: %w", dir, err)
 		}
 	}
+	// Each node's root reaches its runtime directory (its init mounts its root file system
+	// there), and no other's: RuntimeRoot is only traversable by others.
+	if err := os.Chmod(RuntimeRoot, 0o711); err != nil { //nolint:gosec // traversable, not listable
+		return fmt.Errorf("opening %s to real nodes: %w", RuntimeRoot, err)
+	}
+
 	runc, err := exec.LookPath("runc")
 	if err != nil {
 		return fmt.Errorf("%w: runc: %v", ErrPrerequisite, err)
@@ -225,12 +260,15 @@ func writeFiles(cfg Config, l layout) error {
 	} else if err := os.Remove(l.bootstrapKubeconfig()); err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return fmt.Errorf("removing the bootstrap kubeconfig: %w", err)
 	}
+	var read []string
 	for path, data := range files {
 		if err := writeIfChanged(path, data); err != nil {
 			return err
 		}
+		read = append(read, path)
 	}
-	return nil
+	// The node's programs read them (a file is the node's root's, in a directory that is not).
+	return chown(base, read...)
 }
 
 // writeIfChanged writes data to path (0600) unless it already holds it.
@@ -249,7 +287,7 @@ func writeIfChanged(path string, data []byte) error {
 func processSpecs(cfg Config, l layout, addr netip.Addr, cgroup string, bootstrapped bool) ([]process.Spec, error) {
 	path := "PATH=" + cfg.Binaries.Dir + ":/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 	in := func(spec process.Spec, inputs ...string) (process.Spec, error) {
-		spec.Dir, spec.NetNS, spec.MountNS, spec.Cgroup = l.dir, l.netNS(), l.mountNS(), cgroup
+		spec.Dir, spec.Namespaces, spec.Cgroup = l.dir, l.namespaces(), cgroup
 		digest, err := digestFiles(inputs)
 		if err != nil {
 			return spec, err
@@ -340,7 +378,7 @@ func Delete(ctx context.Context, dir string) error {
 	if statErr == nil {
 		errs = append(errs, l.keeper().StopAll(ctx, time.Second)) // the records of processes now dead
 	}
-	errs = append(errs, releaseNamespaces(l))
+	errs = append(errs, releaseNamespaces(l.namespaces()...))
 	if link, err := netlink.LinkByName(nodenet.Node{ID: l.id}.HostVeth()); err == nil {
 		errs = append(errs, netlink.LinkDel(link)) // gone with the namespace, unless a process kept it
 	}

@@ -18,6 +18,8 @@ import (
 type state struct {
 	// Address is the node's address in its cluster's node network, chosen once.
 	Address string `json:"address,omitempty"`
+	// IDBase is the host id of the node's root, the first of its range (chooseIDs), chosen once.
+	IDBase uint32 `json:"idBase,omitempty"`
 }
 
 func loadState(path string) (state, error) {
