@@ -65,19 +65,8 @@ func setReadyCondition(s *scope) {
 		} else {
 			condition.Message = fmt.Sprintf("Simulated Node %s exists", nodeName(s))
 		}
-	case s.real != nil && s.real.err != nil:
-		condition.Reason, condition.Message = s.real.reason, s.real.err.Error()
-	case s.real != nil && s.real.status != nil:
-		condition.Reason = infrav1.JoiningReason
-		condition.Message = fmt.Sprintf("The kubelet of real node %s is joining the cluster", s.machine.Name)
-	case s.machine == nil:
-		condition.Reason = infrav1.WaitingForMachineReason
-		condition.Message = "Waiting for a CAPI Machine to own this LocalMachine"
-	case s.cluster == nil:
-		condition.Reason = infrav1.WaitingForClusterReason
-		condition.Message = fmt.Sprintf("Waiting for Cluster %s", s.machine.Spec.ClusterName)
 	default:
-		condition.Reason, condition.Message = waitingForControlPlane(s)
+		condition.Reason, condition.Message = waitingForNode(s)
 	}
 	conditions.Set(lm, condition)
 }
@@ -113,21 +102,27 @@ func setNodeReadyCondition(s *scope) {
 		// The Node was there; while the workload cluster is unreachable nobody knows.
 		condition.Status = metav1.ConditionUnknown
 		condition.Reason, condition.Message = waitingForControlPlane(s)
-	case s.real != nil && s.real.err != nil:
-		condition.Reason, condition.Message = s.real.reason, s.real.err.Error()
-	case s.real != nil && s.real.status != nil:
-		condition.Reason = infrav1.JoiningReason
-		condition.Message = fmt.Sprintf("The kubelet of real node %s is joining the cluster", s.machine.Name)
-	case s.machine == nil:
-		condition.Reason = infrav1.WaitingForMachineReason
-		condition.Message = "Waiting for a CAPI Machine to own this LocalMachine"
-	case s.cluster == nil:
-		condition.Reason = infrav1.WaitingForClusterReason
-		condition.Message = fmt.Sprintf("Waiting for Cluster %s", s.machine.Spec.ClusterName)
 	default:
-		condition.Reason, condition.Message = waitingForControlPlane(s)
+		condition.Reason, condition.Message = waitingForNode(s)
 	}
 	conditions.Set(lm, condition)
+}
+
+// waitingForNode returns the reason and message of Provisioned and NodeReady while the Node is
+// not there yet: a real node's failure or its joining, or what it waits for.
+func waitingForNode(s *scope) (reason, message string) {
+	switch {
+	case s.real != nil && s.real.err != nil:
+		return s.real.reason, s.real.err.Error()
+	case s.real != nil && s.real.status != nil:
+		return infrav1.JoiningReason, fmt.Sprintf("The kubelet of real node %s is joining the cluster", s.machine.Name)
+	case s.machine == nil:
+		return infrav1.WaitingForMachineReason, "Waiting for a CAPI Machine to own this LocalMachine"
+	case s.cluster == nil:
+		return infrav1.WaitingForClusterReason, fmt.Sprintf("Waiting for Cluster %s", s.machine.Spec.ClusterName)
+	default:
+		return waitingForControlPlane(s)
+	}
 }
 
 // waitingForControlPlane returns the reason and message while the workload cluster cannot be
