@@ -232,15 +232,11 @@ func (e *Engine) recoverStuck(ctx context.Context, ac *action.Configuration, las
 
 // Uninstall removes the release and its history; nil when there is no such release.
 func (e *Engine) Uninstall(ctx context.Context, cfg *rest.Config, name, namespace string) error {
-	if err := validateName(name, namespace); err != nil {
-		return err
-	}
-	unlock := e.locks.lock(releaseKey(cfg, namespace, name))
-	defer unlock()
-	ac, err := e.actionConfig(ctx, cfg, namespace)
+	ac, unlock, err := e.lockedAction(ctx, cfg, name, namespace)
 	if err != nil {
 		return err
 	}
+	defer unlock()
 	// Helm's uninstall, told to ignore a missing release, ignores every error reading it too.
 	if _, err := lastRelease(ac, name); err != nil {
 		return fmt.Errorf("uninstalling release %s/%s: %w", namespace, name, err)
@@ -305,15 +301,11 @@ func (e *Engine) Get(ctx context.Context, cfg *rest.Config, name, namespace stri
 // Rollback rolls the release back to revision (0: the previous one), keeping at most
 // DefaultMaxHistory revisions.
 func (e *Engine) Rollback(ctx context.Context, cfg *rest.Config, name, namespace string, revision int) error {
-	if err := validateName(name, namespace); err != nil {
-		return err
-	}
-	unlock := e.locks.lock(releaseKey(cfg, namespace, name))
-	defer unlock()
-	ac, err := e.actionConfig(ctx, cfg, namespace)
+	ac, unlock, err := e.lockedAction(ctx, cfg, name, namespace)
 	if err != nil {
 		return err
 	}
+	defer unlock()
 	last, err := lastRelease(ac, name)
 	if err != nil {
 		return fmt.Errorf("reading release %s/%s: %w", namespace, name, err)
@@ -333,6 +325,21 @@ func (e *Engine) Rollback(ctx context.Context, cfg *rest.Config, name, namespace
 		return fmt.Errorf("rolling release %s/%s back to revision %d: %w", namespace, name, revision, err)
 	}
 	return nil
+}
+
+// lockedAction checks a release's name and namespace, takes the release's lock, and returns the
+// action configuration of its namespace; the caller calls unlock when done with the release.
+func (e *Engine) lockedAction(ctx context.Context, cfg *rest.Config, name, namespace string) (_ *action.Configuration, unlock func(), _ error) {
+	if err := validateName(name, namespace); err != nil {
+		return nil, nil, err
+	}
+	unlock = e.locks.lock(releaseKey(cfg, namespace, name))
+	ac, err := e.actionConfig(ctx, cfg, namespace)
+	if err != nil {
+		unlock()
+		return nil, nil, err
+	}
+	return ac, unlock, nil
 }
 
 // actionConfig is a Helm action configuration for namespace of the cluster cfg, storing
