@@ -16,6 +16,8 @@ import (
 	"github.com/flotilla-dev/flotilla/cluster/reconcilers/kubeconfigaccess"
 	clusterwebhooks "github.com/flotilla-dev/flotilla/cluster/webhooks"
 	"github.com/flotilla-dev/flotilla/infrastructure/inmemory"
+	"github.com/flotilla-dev/flotilla/infrastructure/local"
+	"github.com/flotilla-dev/flotilla/infrastructure/packet"
 	"github.com/flotilla-dev/flotilla/infrastructure/providers"
 	"github.com/flotilla-dev/flotilla/manager/capi"
 	"github.com/flotilla-dev/flotilla/manager/kubeadm"
@@ -74,9 +76,7 @@ func Components() []Component {
 		}},
 	}
 	for _, p := range providers.All() {
-		components = append(components, Component{Name: p.Name, Setup: func(ctx context.Context, mgr ctrl.Manager, deps Deps) error {
-			return p.Setup(ctx, mgr, providers.Deps{ClusterCache: deps.ClusterCache, Home: deps.Home, BinRoot: deps.BinRoot})
-		}})
+		components = append(components, Component{Name: p.Name, Setup: providerSetups[p.Name]})
 	}
 	return append(components,
 		// Cluster API's in-memory provider, a provider Flotilla did not write, as its own process.
@@ -102,6 +102,17 @@ func Components() []Component {
 			return kubeadm.Setup(ctx, mgr, kubeadm.Options{ClusterCache: deps.ClusterCache})
 		}},
 	)
+}
+
+// providerSetups registers the reconcilers of each provider of the registry, by its name
+// (TestEveryProviderOfTheRegistryIsAComponent checks that none is missing).
+var providerSetups = map[string]func(ctx context.Context, mgr ctrl.Manager, deps Deps) error{
+	providers.LocalName: func(ctx context.Context, mgr ctrl.Manager, deps Deps) error {
+		return local.Setup(ctx, mgr, local.Options{ClusterCache: deps.ClusterCache, Home: deps.Home, BinRoot: deps.BinRoot})
+	},
+	providers.PacketName: func(ctx context.Context, mgr ctrl.Manager, _ Deps) error {
+		return packet.Setup(ctx, mgr, packet.Options{})
+	},
 }
 
 // selectComponents returns the components of available named by names, in available's order.

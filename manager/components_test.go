@@ -86,5 +86,8 @@ func TestEveryProviderOfTheRegistryIsAComponent(t *testing.T) {
 		want = append(want, p.Name)
 	}
 	g.Expect(names[:len(want)]).To(Equal(want), "Cluster API's component, then one per provider, named after it")
+	for _, c := range Components() {
+		g.Expect(c.Setup).NotTo(BeNil(), "component %s has no Setup (a provider missing from providerSetups?)", c.Name)
+	}
 	g.Expect(names).To(HaveLen(len(want)+7), "and the seven others: inmemory, cluster, gitops, kubeconfigaccess, addons, packages, kubeadm")
 }

@@ -9,13 +9,14 @@
 //   - the Cluster reconciler (cluster/reconcilers/cluster) picks the provider of a Cluster with
 //     OfDatacenterKind, watches the configs of All, and applies what the provider's builders make;
 //   - the manager (manager/components.go) runs one component per provider, named after it, whose
-//     Setup registers the provider's reconcilers.
+//     Setup registers the provider's reconcilers (the registry holds no reconciler, so that the
+//     CLI, which reads it through cluster/spec, links none).
 //
 // A provider is one Provider value. What is its own lives in its folder of infrastructure/: the
 // kinds of its configs, their rules and defaults, its template and the pure builders of its
 // Cluster API objects in <provider>/clusterspec, its reconcilers and their Setup in <provider>.
-// Adding a provider means writing those, adding its value to All, and giving the Cluster
-// reconciler its part that reads the management cluster (the reconciler's tests fail until it
+// Adding a provider means writing those, adding its value to All, its Setup to the manager's
+// components, and giving the Cluster reconciler its part that reads the management cluster (the reconciler's tests fail until it
 // has one, and the webhook tests until its configs have webhooks).
 //
 // A Cluster of a Cluster API ClusterClass (spec.topology) has no provider here: any Cluster API

@@ -1,25 +1,21 @@
 package providers
 
 import (
-	"context"
 	"slices"
 
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/validation/field"
-	"sigs.k8s.io/cluster-api/controllers/clustercache"
-	ctrl "sigs.k8s.io/controller-runtime"
 	ctrlclient "sigs.k8s.io/controller-runtime/pkg/client"
 
 	infrav1 "github.com/flotilla-dev/flotilla/api/infrastructure/v1alpha1"
-	"github.com/flotilla-dev/flotilla/infrastructure/local"
 	localspec "github.com/flotilla-dev/flotilla/infrastructure/local/clusterspec"
-	"github.com/flotilla-dev/flotilla/infrastructure/packet"
 	packetspec "github.com/flotilla-dev/flotilla/infrastructure/packet/clusterspec"
 )
 
 // Provider is an infrastructure provider as Flotilla knows it: the configs a Cluster of it
-// names, the spec that `flotilla generate clusterconfig` writes for it, and the reconcilers
-// that make its machines.
+// names and the spec that `flotilla generate clusterconfig` writes for it. The reconcilers that
+// make its machines are the manager's component of the same name (manager.Components): the CLI
+// and the validation that read this registry link no reconciler.
 type Provider struct {
 	// Name is the provider's name, such as "local": what `flotilla generate clusterconfig
 	// --provider` takes, and the name of the manager component that runs its reconcilers.
@@ -31,8 +27,6 @@ type Provider struct {
 	// Template is the text/template of the provider's `flotilla generate clusterconfig` output
 	// (cluster/spec renders it).
 	Template string
-	// Setup registers the provider's reconcilers with mgr.
-	Setup func(ctx context.Context, mgr ctrl.Manager, deps Deps) error
 }
 
 // Config is the kind of one of a provider's configs, in infrastructure.flotilla.dev.
@@ -54,16 +48,6 @@ func (c Config) GroupVersionKind() schema.GroupVersionKind {
 	return infrav1.GroupVersion.WithKind(c.Kind)
 }
 
-// Deps are what the manager hands a provider's Setup.
-type Deps struct {
-	// ClusterCache gives clients of workload clusters.
-	ClusterCache clustercache.ClusterCache
-	// Home is Flotilla's state directory ($FLOTILLA_HOME).
-	Home string
-	// BinRoot is the control plane binary cache, holding one directory per Kubernetes version.
-	BinRoot string
-}
-
 // Names of the providers.
 const (
 	LocalName  = "local"
@@ -79,9 +63,6 @@ var Local = Provider{
 	MachineConfig: configOf(localspec.MachineConfigKind, func() *infrav1.LocalMachineConfig { return &infrav1.LocalMachineConfig{} },
 		localspec.ValidateMachineConfig, nil),
 	Template: localspec.Template,
-	Setup: func(ctx context.Context, mgr ctrl.Manager, deps Deps) error {
-		return local.Setup(ctx, mgr, local.Options{ClusterCache: deps.ClusterCache, Home: deps.Home, BinRoot: deps.BinRoot})
-	},
 }
 
 // Packet creates bare-metal devices through the Equinix Metal API and bootstraps them with
@@ -93,9 +74,6 @@ var Packet = Provider{
 	MachineConfig: configOf(packetspec.MachineConfigKind, func() *infrav1.PacketMachineConfig { return &infrav1.PacketMachineConfig{} },
 		packetspec.ValidateMachineConfig, packetspec.DefaultMachineConfig),
 	Template: packetspec.Template,
-	Setup: func(ctx context.Context, mgr ctrl.Manager, _ Deps) error {
-		return packet.Setup(ctx, mgr, packet.Options{})
-	},
 }
 
 // All lists the providers, in the order messages list them and the manager sets them up.
