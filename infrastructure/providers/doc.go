@@ -16,8 +16,9 @@
 // kinds of its configs, their rules and defaults, its template and the pure builders of its
 // Cluster API objects in <provider>/clusterspec, its reconcilers and their Setup in <provider>.
 // Adding a provider means writing those, adding its value to All, its Setup to the manager's
-// components, and giving the Cluster reconciler its part that reads the management cluster (the reconciler's tests fail until it
-// has one, and the webhook tests until its configs have webhooks).
+// components, and giving the Cluster reconciler its part that reads the management cluster (the
+// reconciler's and the manager's tests fail until it has them, and the webhook tests until its
+// configs have webhooks).
 //
 // A Cluster of a Cluster API ClusterClass (spec.topology) has no provider here: any Cluster API
 // provider serves it through its class (cluster/topology).
