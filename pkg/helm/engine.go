@@ -358,7 +358,11 @@ func (e *Engine) actionConfig(ctx context.Context, cfg *rest.Config, namespace s
 		kc.Factory = serverValidated{kc.Factory}
 	}
 	// Helm's own driver would read records unbounded (see releasestore).
-	records := releasestore.New(clients.core, namespace)
+	core, err := clients.recordsClient()
+	if err != nil {
+		return nil, err
+	}
+	records := releasestore.New(core, namespace)
 	records.SetLogger(ac.Logger().Handler())
 	ac.Releases = storage.Init(records)
 	return ac, nil

@@ -35,8 +35,6 @@ type clusterClients struct {
 	config    *rest.Config
 	discovery discovery.CachedDiscoveryInterface
 	mapper    meta.ResettableRESTMapper
-	// core reads and writes release records.
-	core corev1client.CoreV1Interface
 
 	// mu guards caps, which were discovered at discoveredAt; nil when they must be discovered.
 	mu           sync.Mutex
@@ -71,6 +69,19 @@ func (c *clusterClients) capabilities() (*common.Capabilities, error) {
 	}
 	c.discoveredAt = time.Now()
 	return c.caps.Copy(), nil
+}
+
+// recordsClient returns a client of the cluster's release records for one action. Each action
+// has its own, as with Helm's own driver, so that its client-side rate limit is the action's: one
+// shared by every release of a cluster throttled the releases of a busy cluster (each reconcile
+// reads its release's records), which held healthy releases back seconds behind a hanging one
+// (addons TestAHangingReleaseDelaysNoOther).
+func (c *clusterClients) recordsClient() (corev1client.CoreV1Interface, error) {
+	core, err := corev1client.NewForConfig(c.config)
+	if err != nil {
+		return nil, fmt.Errorf("creating a client for %s: %w", c.config.Host, err)
+	}
+	return core, nil
 }
 
 // invalidate makes the next capabilities discover the cluster again.
@@ -113,16 +124,11 @@ func (c *clientCache) clientsFor(cfg *rest.Config) (*clusterClients, error) {
 	if err != nil {
 		return nil, fmt.Errorf("creating a discovery client for %s: %w", config.Host, err)
 	}
-	core, err := corev1client.NewForConfig(config)
-	if err != nil {
-		return nil, fmt.Errorf("creating a client for %s: %w", config.Host, err)
-	}
 	cached := memory.NewMemCacheClient(dc)
 	cl := &clusterClients{
 		config:    config,
 		discovery: cached,
 		mapper:    restmapper.NewDeferredDiscoveryRESTMapper(cached),
-		core:      core,
 	}
 	if c.clients == nil || len(c.clients) >= maxCachedClusters {
 		c.clients = map[string]*clusterClients{}
