@@ -2,6 +2,7 @@ package validation
 
 import (
 	"fmt"
+	"slices"
 	"net/netip"
 
 	"k8s.io/apimachinery/pkg/api/equality"
@@ -117,6 +118,38 @@ func ValidateClusterDeleteRequest(c *flotillav1.Cluster, who Request) field.Erro
 	}
 	return field.ErrorList{field.Forbidden(spec.Child("management"), fmt.Sprintf(onlyAdmins,
 		"delete a management cluster", "ask an admin, who deletes it with `flotilla delete cluster`"))}
+}
+
+// ValidateManagementConfigRequest checks that a change or a deletion of the provider config kind
+// name comes from an admin when a management Cluster among clusters (those of the config's
+// namespace) names it: a management cluster's machines and its control plane's settings (such as
+// whether kube-controller-manager runs) are its configs', so they are an admin's as its spec is
+// (ValidateClusterRequest), whatever role is bound in its namespace.
+func ValidateManagementConfigRequest(kind, name string, clusters []flotillav1.Cluster, who Request) field.ErrorList {
+	if who.Admin {
+		return nil
+	}
+	for _, c := range clusters {
+		if c.Spec.Management && namesConfig(&c, kind, name) {
+			return field.ErrorList{field.Forbidden(spec, fmt.Sprintf(onlyAdmins,
+				fmt.Sprintf("change or delete a config of management cluster %s", c.Name),
+				"ask an admin, who changes it with `flotilla upgrade cluster` and the admin kubeconfig"))}
+		}
+	}
+	return nil
+}
+
+// namesConfig reports whether c's datacenterRef or one of its machineGroupRefs names the config
+// kind name.
+func namesConfig(c *flotillav1.Cluster, kind, name string) bool {
+	refs := []flotillav1.Ref{c.Spec.DatacenterRef}
+	if r := c.Spec.ControlPlane.MachineGroupRef; r != nil {
+		refs = append(refs, *r)
+	}
+	for _, g := range c.Spec.WorkerNodeGroups {
+		refs = append(refs, g.MachineGroupRef)
+	}
+	return slices.Contains(refs, flotillav1.Ref{Kind: kind, Name: name})
 }
 
 // onlyAdmins says what only an admin may do (%s), and what to do instead (%s).

@@ -149,6 +149,20 @@ func TestValidateClusterDeleteRequest(t *testing.T) {
 	checkErrors(g, ValidateClusterDeleteRequest(workload, Request{}), nil, "")
 }
 
+func TestValidateManagementConfigRequest(t *testing.T) {
+	management := *validCluster(func(c *flotillav1.Cluster) { c.Spec.Management = true })
+	workload := *validCluster(func(c *flotillav1.Cluster) { c.Name = "w1" })
+	dc, mc := management.Spec.DatacenterRef, management.Spec.WorkerNodeGroups[0].MachineGroupRef
+	g := NewWithT(t)
+	checkErrors(g, ValidateManagementConfigRequest(dc.Kind, dc.Name, []flotillav1.Cluster{workload, management}, Request{}),
+		[]string{"spec"}, "only an admin may change or delete a config of management cluster "+management.Name)
+	checkErrors(g, ValidateManagementConfigRequest(mc.Kind, mc.Name, []flotillav1.Cluster{management}, Request{}),
+		[]string{"spec"}, "only an admin may change or delete a config of management cluster")
+	checkErrors(g, ValidateManagementConfigRequest(dc.Kind, dc.Name, []flotillav1.Cluster{management}, Request{Admin: true}), nil, "")
+	checkErrors(g, ValidateManagementConfigRequest(dc.Kind, dc.Name, []flotillav1.Cluster{workload}, Request{}), nil, "")
+	checkErrors(g, ValidateManagementConfigRequest(dc.Kind, "another", []flotillav1.Cluster{management}, Request{}), nil, "")
+}
+
 func TestValidateLocalDatacenterConfigRequest(t *testing.T) {
 	mirrored := func(mirror string) *infrav1.LocalDatacenterConfig {
 		return &infrav1.LocalDatacenterConfig{Spec: infrav1.LocalDatacenterConfigSpec{ImageMirror: mirror}}

@@ -494,4 +494,21 @@ func TestATenantRoleInTheManagementNamespaceCannotChangeTheManagementCluster(t *
 	g.Expect(mgmt.Spec.WorkerNodeGroups[0].Count).To(Equal(int32(1)))
 
 	g.Expect(env.Client.Update(ctx, changed, ctrlclient.DryRunAll)).To(Succeed(), "an admin changes it")
+
+	// Nor its configs: kube-controller-manager off, or other machines, would change it as well.
+	dc := &infrav1.LocalDatacenterConfig{ObjectMeta: metav1.ObjectMeta{Namespace: key.Namespace, Name: mgmt.Spec.DatacenterRef.Name}}
+	if err := env.Client.Create(ctx, dc); err != nil && !apierrors.IsAlreadyExists(err) {
+		t.Fatalf("creating the management cluster's datacenter config: %v", err)
+	}
+	g.Expect(writer.client.Get(ctx, ctrlclient.ObjectKeyFromObject(dc), dc)).To(Succeed())
+	dc.Spec.ControllerManager = new(false)
+	refused(g, writer.client.Update(ctx, dc), "spec", "only an admin may change or delete a config of management cluster "+key.Name)
+	refused(g, writer.client.Delete(ctx, dc), "spec", "only an admin may change or delete a config of management cluster")
+	g.Expect(env.Client.Update(ctx, dc, ctrlclient.DryRunAll)).To(Succeed(), "an admin changes it")
+
+	own := &infrav1.LocalDatacenterConfig{ObjectMeta: metav1.ObjectMeta{Namespace: key.Namespace, Name: "writers-own"}}
+	g.Expect(writer.client.Create(ctx, own)).To(Succeed())
+	own.Spec.ControllerManager = new(false)
+	g.Expect(writer.client.Update(ctx, own)).To(Succeed(), "a config no management cluster names is the writers'")
+	g.Expect(writer.client.Delete(ctx, own)).To(Succeed())
 }
