@@ -44,43 +44,13 @@ func (c *Client) registryKeeper() process.Keeper {
 }
 
 // RegistryOptions say where and how the embedded registry runs: the flags of `flotilla registry
-// serve` (see ociregistry.Options, which they become).
-type RegistryOptions struct {
-	// Listen is the address, DefaultRegistryAddress when empty. Off loopback, TLS is required.
-	Listen string
-	// Dir keeps its blobs and manifests, DefaultRegistryDataDir when empty.
-	Dir string
-	// TLSCertFile and TLSKeyFile make it serve HTTPS.
-	TLSCertFile, TLSKeyFile string
-	// HTPasswdFile holds its users (DefaultRegistryHTPasswdPath is where SetRegistryUser writes
-	// by default). When empty, RegistryDefaults sets the push credential's (PushCredentialPath)
-	// and AnonymousPull: the CLI pushes, everyone pulls.
-	HTPasswdFile string
-	// AnonymousPull lets clients without credentials pull, and nothing more.
-	AnonymousPull bool
-	// PullOnlyUsers are users of HTPasswdFile who may only pull.
-	PullOnlyUsers []string
-	// MaxBlobSize, UploadTimeout and MaxUploads are its limits; 0 takes ociregistry's defaults.
-	MaxBlobSize   int64
-	UploadTimeout time.Duration
-	MaxUploads    int
-}
+// serve`. RegistryDefaults fills in the address, the data directory (DefaultRegistryDataDir) and,
+// on loopback without HTPasswdFile, the push credential's users (PushCredentialPath) and
+// AnonymousPull: the CLI pushes, everyone pulls. Validate checks them as the registry will.
+type RegistryOptions = ociregistry.Options
 
-// Validate checks the options as the registry will (a registry off loopback needs TLS and
-// authentication), before anything starts.
-func (o RegistryOptions) Validate() error {
-	return o.serveOptions(nil).Validate()
-}
-
-func (o RegistryOptions) serveOptions(log io.Writer) ociregistry.Options {
-	return ociregistry.Options{
-		Listen: o.Listen, Dir: o.Dir, TLSCertFile: o.TLSCertFile, TLSKeyFile: o.TLSKeyFile, HTPasswdFile: o.HTPasswdFile,
-		AnonymousPull: o.AnonymousPull, PullOnlyUsers: o.PullOnlyUsers, MaxBlobSize: o.MaxBlobSize, UploadTimeout: o.UploadTimeout, MaxUploads: o.MaxUploads, Log: log,
-	}
-}
-
-// serveArgs is the `flotilla registry serve` command line that runs the registry with o.
-func (o RegistryOptions) serveArgs() []string {
+// registryServeArgs is the `flotilla registry serve` command line that runs the registry with o.
+func registryServeArgs(o RegistryOptions) []string {
 	args := []string{"registry", "serve", "--listen", o.Listen, "--dir", o.Dir}
 	for _, f := range []struct{ flag, value string }{
 		{"--tls-cert-file", o.TLSCertFile},
@@ -142,7 +112,8 @@ func (c *Client) RegistryDefaults(o RegistryOptions) (RegistryOptions, error) {
 // ServeRegistry serves the registry in the foreground until ctx is cancelled (`flotilla registry
 // serve`), logging each request to log when it is not nil.
 func ServeRegistry(ctx context.Context, o RegistryOptions, log io.Writer) error {
-	return ociregistry.Serve(ctx, o.serveOptions(log))
+	o.Log = log
+	return ociregistry.Serve(ctx, o)
 }
 
 // RegistryInfo describes the running embedded registry.
@@ -173,7 +144,7 @@ func (c *Client) EnsureRegistry(ctx context.Context, o RegistryOptions) (Registr
 		return RegistryInfo{}, err
 	}
 	keeper := c.registryKeeper()
-	spec := process.Spec{Name: registryProcess, Path: c.Executable, Args: o.serveArgs(), Ports: []string{o.Listen}}
+	spec := process.Spec{Name: registryProcess, Path: c.Executable, Args: registryServeArgs(o), Ports: []string{o.Listen}}
 	p, err := ensureLocked(ctx, keeper, spec)
 	if err != nil {
 		return RegistryInfo{}, fmt.Errorf("starting the registry: %w", err)
