@@ -354,29 +354,23 @@ func (s *Server) ensureProject(id string) *metal.Project {
 }
 
 func (s *Server) sortedDevices() []*device {
-	out := make([]*device, 0, len(s.devices))
-	for _, d := range s.devices {
-		out = append(out, d)
-	}
-	slices.SortFunc(out, func(a, b *device) int {
-		if c := a.CreatedAt.Compare(b.CreatedAt); c != 0 {
-			return c
-		}
-		return strings.Compare(a.ID, b.ID)
-	})
-	return out
+	return byCreation(s.devices, func(d *device) (time.Time, string) { return d.CreatedAt, d.ID })
 }
 
 func (s *Server) sortedReservations() []*reservation {
-	out := make([]*reservation, 0, len(s.reservations))
-	for _, r := range s.reservations {
-		out = append(out, r)
-	}
-	slices.SortFunc(out, func(a, b *reservation) int {
-		if c := a.CreatedAt.Compare(b.CreatedAt); c != 0 {
+	return byCreation(s.reservations, func(r *reservation) (time.Time, string) { return r.CreatedAt, r.ID })
+}
+
+// byCreation returns the objects of m oldest first, as the API lists them (ties by ID).
+func byCreation[T any](m map[string]*T, key func(*T) (time.Time, string)) []*T {
+	out := slices.Collect(maps.Values(m))
+	slices.SortFunc(out, func(a, b *T) int {
+		at, aID := key(a)
+		bt, bID := key(b)
+		if c := at.Compare(bt); c != 0 {
 			return c
 		}
-		return strings.Compare(a.ID, b.ID)
+		return strings.Compare(aID, bID)
 	})
 	return out
 }
