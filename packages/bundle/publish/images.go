@@ -2,10 +2,12 @@ package publish
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
-	"sort"
+	"slices"
 
 	"github.com/google/go-containerregistry/pkg/name"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
@@ -20,8 +22,8 @@ import (
 // bundleImages returns the images b's chart versions run with their default values in a
 // cluster of b's minor (helm.Engine.Images: every Pod template and hook) and those every real
 // node runs (realnode.Images), each with the digest it has at its mirror path in imageRegistry
-// (package ociimage's layout), sorted by name. An image missing there is an error: the bundle
-// would name an image it cannot pin.
+// (package ociimage's layout), sorted by name. Images missing there are an error naming each:
+// the bundle would name an image it cannot pin.
 func bundleImages(ctx context.Context, b bundle.Bundle, imageRegistry string, conn registryconn.Config, opts []remote.Option) ([]bundle.Image, error) {
 	cache, err := os.MkdirTemp("", "flotilla-publish-charts-")
 	if err != nil {
@@ -50,7 +52,9 @@ func bundleImages(ctx context.Context, b bundle.Bundle, imageRegistry string, co
 		}
 	}
 	images := make([]bundle.Image, 0, len(runBy))
-	for image, by := range runBy {
+	var missing []error
+	for _, image := range slices.Sorted(maps.Keys(runBy)) {
+		by := runBy[image]
 		ref, err := ociimage.MirrorReference(imageRegistry, image)
 		if err != nil {
 			return nil, fmt.Errorf("image of %s: %w", by, err)
@@ -61,11 +65,14 @@ func bundleImages(ctx context.Context, b bundle.Bundle, imageRegistry string, co
 		}
 		desc, err := remote.Head(r, append(opts, remote.WithContext(ctx))...)
 		if err != nil {
-			return nil, fmt.Errorf("image %s, which %s runs, is not in the image registry as %s: push it there ('flotilla image build' pushes Flotilla's own images), or publish without images ('flotilla registry publish --skip-images'): %w",
-				image, by, ref, err)
+			missing = append(missing, fmt.Errorf("image %s, which %s runs, is not in the image registry as %s: push it there ('flotilla image build' pushes Flotilla's own images), or publish without images ('flotilla registry publish --skip-images'): %w",
+				image, by, ref, err))
+			continue
 		}
 		images = append(images, bundle.Image{Name: image, Digest: desc.Digest.String()})
 	}
-	sort.Slice(images, func(i, j int) bool { return images[i].Name < images[j].Name })
+	if len(missing) > 0 {
+		return nil, errors.Join(missing...)
+	}
 	return images, nil
 }
