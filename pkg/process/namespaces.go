@@ -34,55 +34,23 @@ func startIn(cmd *exec.Cmd, spec Spec) error {
 	if len(spec.Namespaces) == 0 {
 		return cmd.Start()
 	}
-	type namespace struct {
-		path string
-		f    *os.File
-		kind int
-	}
-	var namespaces []namespace
+	opened, err := openNamespaces(spec.Namespaces)
 	defer func() {
-		for _, ns := range namespaces {
+		for _, ns := range opened {
 			_ = ns.f.Close()
 		}
 	}()
-	for _, path := range spec.Namespaces {
-		f, err := os.Open(path)
-		if err != nil {
-			return fmt.Errorf("opening namespace %s: %w", path, err)
-		}
-		kind, err := unix.IoctlRetInt(int(f.Fd()), unix.NS_GET_NSTYPE)
-		if err != nil {
-			_ = f.Close()
-			return fmt.Errorf("namespace %s: %w", path, err)
-		}
-		namespaces = append(namespaces, namespace{path: path, f: f, kind: kind})
+	if err != nil {
+		return err
 	}
-	slices.SortStableFunc(namespaces, func(a, b namespace) int {
-		return cmp.Compare(boolInt(a.kind == unix.CLONE_NEWNS), boolInt(b.kind == unix.CLONE_NEWNS))
-	})
-	if slices.ContainsFunc(namespaces, func(ns namespace) bool { return ns.kind == unix.CLONE_NEWUSER }) {
-		// A thread of a program with several cannot enter a user namespace: nsenter, which has
-		// one, enters them and runs the program in its place. The PID namespace is the thread's,
-		// for nsenter to be forked into; the working directory is the one of that name in the
-		// mount namespace (--wdns), never the host's.
-		nsenter, err := exec.LookPath("nsenter")
-		if err != nil {
-			return fmt.Errorf("%w: nsenter enters user namespaces: install Debian's util-linux package", err)
+	enter := opened
+	if slices.ContainsFunc(opened, func(ns namespace) bool { return ns.kind == unix.CLONE_NEWUSER }) {
+		if enter, err = throughNsenter(cmd, opened); err != nil {
+			return err
 		}
-		args := []string{"nsenter"}
-		var thread []namespace
-		for _, ns := range namespaces {
-			if ns.kind == unix.CLONE_NEWPID {
-				thread = append(thread, ns)
-				continue
-			}
-			args = append(args, "--"+nsenterFlags[ns.kind]+"="+ns.path)
-		}
-		args = append(append(args, "--wdns="+cmd.Dir, "--", cmd.Path), cmd.Args[1:]...)
-		cmd.Path, cmd.Args, cmd.Dir, namespaces = nsenter, args, "/", thread
 	}
 	return InThread(func() error {
-		for _, ns := range namespaces {
+		for _, ns := range enter {
 			if ns.kind == unix.CLONE_NEWNS {
 				if err := unix.Unshare(unix.CLONE_FS); err != nil {
 					return fmt.Errorf("unsharing file system attributes: %w", err)
@@ -94,6 +62,58 @@ func startIn(cmd *exec.Cmd, spec Spec) error {
 		}
 		return cmd.Start()
 	})
+}
+
+// namespace is a namespace a process starts in, opened.
+type namespace struct {
+	path string
+	f    *os.File
+	kind int
+}
+
+// openNamespaces opens the namespaces at paths, the mount namespace last (see startIn); the
+// caller closes those returned, also with an error.
+func openNamespaces(paths []string) ([]namespace, error) {
+	var namespaces []namespace
+	for _, path := range paths {
+		f, err := os.Open(path)
+		if err != nil {
+			return namespaces, fmt.Errorf("opening namespace %s: %w", path, err)
+		}
+		kind, err := unix.IoctlRetInt(int(f.Fd()), unix.NS_GET_NSTYPE)
+		if err != nil {
+			_ = f.Close()
+			return namespaces, fmt.Errorf("namespace %s: %w", path, err)
+		}
+		namespaces = append(namespaces, namespace{path: path, f: f, kind: kind})
+	}
+	slices.SortStableFunc(namespaces, func(a, b namespace) int {
+		return cmp.Compare(boolInt(a.kind == unix.CLONE_NEWNS), boolInt(b.kind == unix.CLONE_NEWNS))
+	})
+	return namespaces, nil
+}
+
+// throughNsenter makes cmd run through nsenter, which enters namespaces but the PID namespace:
+// a thread of a program with several cannot enter a user namespace, and nsenter, which has one,
+// enters them and runs the program in its place. The PID namespace, returned, is the thread's,
+// for nsenter to be forked into; the working directory is the one of that name in the mount
+// namespace (--wdns), never the host's.
+func throughNsenter(cmd *exec.Cmd, namespaces []namespace) (thread []namespace, _ error) {
+	nsenter, err := exec.LookPath("nsenter")
+	if err != nil {
+		return nil, fmt.Errorf("%w: nsenter enters user namespaces: install Debian's util-linux package", err)
+	}
+	args := []string{"nsenter"}
+	for _, ns := range namespaces {
+		if ns.kind == unix.CLONE_NEWPID {
+			thread = append(thread, ns)
+			continue
+		}
+		args = append(args, "--"+nsenterFlags[ns.kind]+"="+ns.path)
+	}
+	args = append(append(args, "--wdns="+cmd.Dir, "--", cmd.Path), cmd.Args[1:]...)
+	cmd.Path, cmd.Args, cmd.Dir = nsenter, args, "/"
+	return thread, nil
 }
 
 // nsenterFlags are nsenter's options for the namespaces of each type.
