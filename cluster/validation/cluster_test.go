@@ -4,9 +4,10 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/flotilla-dev/flotilla/internal/fieldtest"
+
 	. "github.com/onsi/gomega"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	flotillav1 "github.com/flotilla-dev/flotilla/api/cluster/v1alpha1"
 	"github.com/flotilla-dev/flotilla/infrastructure/providers"
@@ -30,15 +31,6 @@ func validCluster(mutate ...func(*flotillav1.Cluster)) *flotillav1.Cluster {
 		m(c)
 	}
 	return c
-}
-
-// fields returns the paths of errs.
-func fields(errs field.ErrorList) []string {
-	var paths []string
-	for _, err := range errs {
-		paths = append(paths, err.Field)
-	}
-	return paths
 }
 
 // packet makes c a Packet cluster with a control plane machine config.
@@ -329,7 +321,7 @@ func TestValidateCreate(t *testing.T) {
 				g.Expect(errs).To(BeEmpty())
 				return
 			}
-			g.Expect(fields(errs)).To(ConsistOf(tt.wantFields))
+			g.Expect(fieldtest.Fields(errs)).To(ConsistOf(tt.wantFields))
 			g.Expect(errs.ToAggregate().Error()).To(ContainSubstring(tt.wantText))
 		})
 	}
@@ -553,7 +545,7 @@ func TestValidateUpdate(t *testing.T) {
 				g.Expect(errs).To(BeEmpty())
 				return
 			}
-			g.Expect(fields(errs)).To(ConsistOf(tt.wantFields))
+			g.Expect(fieldtest.Fields(errs)).To(ConsistOf(tt.wantFields))
 			g.Expect(errs.ToAggregate().Error()).To(ContainSubstring(tt.wantText))
 		})
 	}

@@ -5,18 +5,7 @@ import (
 	"testing"
 
 	. "github.com/onsi/gomega"
-	"k8s.io/apimachinery/pkg/util/validation/field"
 )
-
-// checkErrors asserts errs name exactly wantFields and, when any, that their text has wantText.
-func checkErrors(g Gomega, errs field.ErrorList, wantFields []string, wantText string) {
-	if wantFields == nil {
-		g.Expect(errs).To(BeEmpty())
-		return
-	}
-	g.Expect(fields(errs)).To(ConsistOf(wantFields))
-	g.Expect(errs.ToAggregate().Error()).To(ContainSubstring(wantText))
-}
 
 func TestDNSLabelProblem(t *testing.T) {
 	tests := []struct {

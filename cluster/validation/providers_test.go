@@ -3,6 +3,8 @@ package validation
 import (
 	"testing"
 
+	"github.com/flotilla-dev/flotilla/internal/fieldtest"
+
 	. "github.com/onsi/gomega"
 
 	flotillav1 "github.com/flotilla-dev/flotilla/api/cluster/v1alpha1"
@@ -30,7 +32,7 @@ func TestTheProvidersAreTheRegistrys(t *testing.T) {
 				mixed := c.DeepCopy()
 				mixed.Spec.WorkerNodeGroups[0].MachineGroupRef.Kind = other.MachineConfig.Kind
 				errs := ValidateCluster(mixed)
-				g.Expect(fields(errs)).To(ConsistOf("spec.workerNodeGroups[0].machineGroupRef.kind"))
+				g.Expect(fieldtest.Fields(errs)).To(ConsistOf("spec.workerNodeGroups[0].machineGroupRef.kind"))
 				g.Expect(errs.ToAggregate().Error()).To(ContainSubstring("is not a machine config of the %s provider; use %s", p.Name, p.MachineConfig.Kind))
 			}
 		})
@@ -39,7 +41,7 @@ func TestTheProvidersAreTheRegistrys(t *testing.T) {
 	t.Run("a kind of no provider is refused with every provider's kinds", func(t *testing.T) {
 		g := NewWithT(t)
 		errs := ValidateCluster(validCluster(func(c *flotillav1.Cluster) { c.Spec.DatacenterRef.Kind = "DockerDatacenterConfig" }))
-		g.Expect(fields(errs)).To(ConsistOf("spec.datacenterRef.kind"))
+		g.Expect(fieldtest.Fields(errs)).To(ConsistOf("spec.datacenterRef.kind"))
 		for _, kind := range providers.DatacenterKinds() {
 			g.Expect(errs.ToAggregate().Error()).To(ContainSubstring(kind))
 		}

@@ -3,6 +3,8 @@ package validation
 import (
 	"testing"
 
+	"github.com/flotilla-dev/flotilla/internal/fieldtest"
+
 	. "github.com/onsi/gomega"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -43,7 +45,7 @@ func TestValidateClusterPeers(t *testing.T) {
 			if tt.mutate != nil {
 				tt.mutate(c)
 			}
-			checkErrors(g, ValidateClusterPeers(c, tt.others), tt.wantFields, tt.wantText)
+			fieldtest.Check(g, ValidateClusterPeers(c, tt.others), tt.wantFields, tt.wantText)
 		})
 	}
 }
@@ -135,7 +137,7 @@ func TestValidateClusterRequest(t *testing.T) {
 			if tt.mutate != nil {
 				tt.mutate(c)
 			}
-			checkErrors(g, ValidateClusterRequest(oldC, c, tt.who), tt.wantFields, tt.wantText)
+			fieldtest.Check(g, ValidateClusterRequest(oldC, c, tt.who), tt.wantFields, tt.wantText)
 		})
 	}
 }
@@ -144,9 +146,9 @@ func TestValidateClusterDeleteRequest(t *testing.T) {
 	management := validCluster(func(c *flotillav1.Cluster) { c.Spec.Management = true })
 	workload := validCluster()
 	g := NewWithT(t)
-	checkErrors(g, ValidateClusterDeleteRequest(management, Request{}), []string{"spec.management"}, "only an admin may delete a management cluster")
-	checkErrors(g, ValidateClusterDeleteRequest(management, Request{Admin: true}), nil, "")
-	checkErrors(g, ValidateClusterDeleteRequest(workload, Request{}), nil, "")
+	fieldtest.Check(g, ValidateClusterDeleteRequest(management, Request{}), []string{"spec.management"}, "only an admin may delete a management cluster")
+	fieldtest.Check(g, ValidateClusterDeleteRequest(management, Request{Admin: true}), nil, "")
+	fieldtest.Check(g, ValidateClusterDeleteRequest(workload, Request{}), nil, "")
 }
 
 func TestValidateManagementConfigRequest(t *testing.T) {
@@ -154,13 +156,13 @@ func TestValidateManagementConfigRequest(t *testing.T) {
 	workload := *validCluster(func(c *flotillav1.Cluster) { c.Name = "w1" })
 	dc, mc := management.Spec.DatacenterRef, management.Spec.WorkerNodeGroups[0].MachineGroupRef
 	g := NewWithT(t)
-	checkErrors(g, ValidateManagementConfigRequest(dc.Kind, dc.Name, []flotillav1.Cluster{workload, management}, Request{}),
+	fieldtest.Check(g, ValidateManagementConfigRequest(dc.Kind, dc.Name, []flotillav1.Cluster{workload, management}, Request{}),
 		[]string{"spec"}, "only an admin may change or delete a config of management cluster "+management.Name)
-	checkErrors(g, ValidateManagementConfigRequest(mc.Kind, mc.Name, []flotillav1.Cluster{management}, Request{}),
+	fieldtest.Check(g, ValidateManagementConfigRequest(mc.Kind, mc.Name, []flotillav1.Cluster{management}, Request{}),
 		[]string{"spec"}, "only an admin may change or delete a config of management cluster")
-	checkErrors(g, ValidateManagementConfigRequest(dc.Kind, dc.Name, []flotillav1.Cluster{management}, Request{Admin: true}), nil, "")
-	checkErrors(g, ValidateManagementConfigRequest(dc.Kind, dc.Name, []flotillav1.Cluster{workload}, Request{}), nil, "")
-	checkErrors(g, ValidateManagementConfigRequest(dc.Kind, "another", []flotillav1.Cluster{management}, Request{}), nil, "")
+	fieldtest.Check(g, ValidateManagementConfigRequest(dc.Kind, dc.Name, []flotillav1.Cluster{management}, Request{Admin: true}), nil, "")
+	fieldtest.Check(g, ValidateManagementConfigRequest(dc.Kind, dc.Name, []flotillav1.Cluster{workload}, Request{}), nil, "")
+	fieldtest.Check(g, ValidateManagementConfigRequest(dc.Kind, "another", []flotillav1.Cluster{management}, Request{}), nil, "")
 }
 
 func TestValidateLocalDatacenterConfigRequest(t *testing.T) {
@@ -215,7 +217,7 @@ func TestValidateLocalDatacenterConfigRequest(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			checkErrors(NewWithT(t), ValidateLocalDatacenterConfigRequest(tt.old, tt.new, tt.who), tt.wantFields, tt.wantText)
+			fieldtest.Check(NewWithT(t), ValidateLocalDatacenterConfigRequest(tt.old, tt.new, tt.who), tt.wantFields, tt.wantText)
 		})
 	}
 }

@@ -3,6 +3,8 @@ package validation
 import (
 	"testing"
 
+	"github.com/flotilla-dev/flotilla/internal/fieldtest"
+
 	. "github.com/onsi/gomega"
 
 	flotillav1 "github.com/flotilla-dev/flotilla/api/cluster/v1alpha1"
@@ -69,7 +71,7 @@ func TestValidateClusterOfAClusterClass(t *testing.T) {
 				g.Expect(errs).To(BeEmpty())
 				return
 			}
-			g.Expect(fields(errs)).To(ConsistOf(tt.wantFields))
+			g.Expect(fieldtest.Fields(errs)).To(ConsistOf(tt.wantFields))
 			g.Expect(errs.ToAggregate().Error()).To(ContainSubstring(tt.wantText))
 		})
 	}
@@ -124,7 +126,7 @@ func TestValidateUpdateOfAClusterClassCluster(t *testing.T) {
 				g.Expect(errs).To(BeEmpty())
 				return
 			}
-			g.Expect(fields(errs)).To(ConsistOf(tt.wantFields))
+			g.Expect(fieldtest.Fields(errs)).To(ConsistOf(tt.wantFields))
 		})
 	}
 }

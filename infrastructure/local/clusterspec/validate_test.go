@@ -3,31 +3,14 @@ package clusterspec
 import (
 	"testing"
 
+	"github.com/flotilla-dev/flotilla/internal/fieldtest"
+
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
-	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	infrav1 "github.com/flotilla-dev/flotilla/api/infrastructure/v1alpha1"
 )
-
-// checkErrors asserts errs name exactly wantFields and, when any, that their text has wantText.
-func checkErrors(g Gomega, errs field.ErrorList, wantFields []string, wantText string) {
-	if wantFields == nil {
-		g.Expect(errs).To(BeEmpty())
-		return
-	}
-	g.Expect(fields(errs)).To(ConsistOf(wantFields))
-	g.Expect(errs.ToAggregate().Error()).To(ContainSubstring(wantText))
-}
-
-func fields(errs field.ErrorList) []string {
-	out := make([]string, 0, len(errs))
-	for _, e := range errs {
-		out = append(out, e.Field)
-	}
-	return out
-}
 
 func TestValidateDatacenterConfig(t *testing.T) {
 	tests := []struct {
@@ -59,7 +42,7 @@ func TestValidateDatacenterConfig(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			g := NewWithT(t)
-			checkErrors(g, ValidateDatacenterConfig(&infrav1.LocalDatacenterConfig{Spec: tt.spec}), tt.wantFields, tt.wantText)
+			fieldtest.Check(g, ValidateDatacenterConfig(&infrav1.LocalDatacenterConfig{Spec: tt.spec}), tt.wantFields, tt.wantText)
 		})
 	}
 }
@@ -92,7 +75,7 @@ func TestValidateMachineConfig(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			g := NewWithT(t)
 			mc := &infrav1.LocalMachineConfig{Spec: infrav1.LocalMachineConfigSpec{Capacity: tt.capacity}}
-			checkErrors(g, ValidateMachineConfig(mc), tt.wantFields, tt.wantText)
+			fieldtest.Check(g, ValidateMachineConfig(mc), tt.wantFields, tt.wantText)
 		})
 	}
 }

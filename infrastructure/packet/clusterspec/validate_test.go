@@ -3,33 +3,16 @@ package clusterspec
 import (
 	"testing"
 
+	"github.com/flotilla-dev/flotilla/internal/fieldtest"
+
 	. "github.com/onsi/gomega"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	infrav1 "github.com/flotilla-dev/flotilla/api/infrastructure/v1alpha1"
 )
 
 // The public key of a throwaway test key pair, in authorized_keys form.
 const testPublicKey = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIA/PTutyBcbXNghTZ1PTvpKHkNIVjATBzT+fFLUh46QV test@example.com"
-
-// checkErrors asserts errs name exactly wantFields and, when any, that their text has wantText.
-func checkErrors(g Gomega, errs field.ErrorList, wantFields []string, wantText string) {
-	if wantFields == nil {
-		g.Expect(errs).To(BeEmpty())
-		return
-	}
-	g.Expect(fields(errs)).To(ConsistOf(wantFields))
-	g.Expect(errs.ToAggregate().Error()).To(ContainSubstring(wantText))
-}
-
-func fields(errs field.ErrorList) []string {
-	out := make([]string, 0, len(errs))
-	for _, e := range errs {
-		out = append(out, e.Field)
-	}
-	return out
-}
 
 func TestValidateDatacenterConfig(t *testing.T) {
 	tests := []struct {
@@ -82,7 +65,7 @@ func TestValidateDatacenterConfig(t *testing.T) {
 			if tt.mutate != nil {
 				tt.mutate(&dc.Spec)
 			}
-			checkErrors(g, ValidateDatacenterConfig(dc), tt.wantFields, tt.wantText)
+			fieldtest.Check(g, ValidateDatacenterConfig(dc), tt.wantFields, tt.wantText)
 		})
 	}
 }
@@ -140,7 +123,7 @@ func TestValidateMachineConfig(t *testing.T) {
 				tt.mutate(&mc.Spec)
 			}
 			errs := ValidateMachineConfig(mc)
-			checkErrors(g, errs, tt.wantFields, tt.wantText)
+			fieldtest.Check(g, errs, tt.wantFields, tt.wantText)
 			for _, err := range errs {
 				g.Expect(err.Error()).NotTo(ContainSubstring("PRIVATE KEY"), "a key is never echoed")
 			}
@@ -197,7 +180,7 @@ func TestValidateClusterIdentity(t *testing.T) {
 			if tt.mutate != nil {
 				tt.mutate(&id.Spec)
 			}
-			checkErrors(g, ValidateClusterIdentity(id), tt.wantFields, tt.wantText)
+			fieldtest.Check(g, ValidateClusterIdentity(id), tt.wantFields, tt.wantText)
 		})
 	}
 }
